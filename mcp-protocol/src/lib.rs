@@ -30,3 +30,6 @@ pub mod method;
 
 /// A JSON object, as `serde_json` represents it (insertion order kept).
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+#[cfg(feature = "engine")]
+pub mod engine;

@@ -103,7 +103,9 @@ fn check_method<E: serde::de::Error>(got: &str, want: &str) -> Result<(), E> {
     if got == want {
         Ok(())
     } else {
-        Err(E::custom(format_args!("expected method {want:?}, got {got:?}")))
+        Err(E::custom(format_args!(
+            "expected method {want:?}, got {got:?}"
+        )))
     }
 }
 
@@ -149,17 +151,32 @@ impl Serializer for NoneProbe {
         Ok(())
     }
     probe_fail!(
-        serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
-        serialize_i64(i64), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32),
-        serialize_u64(u64), serialize_f32(f32), serialize_f64(f64), serialize_char(char),
-        serialize_str(&str), serialize_bytes(&[u8]), serialize_unit(),
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_bytes(&[u8]),
+        serialize_unit(),
         serialize_unit_struct(&'static str),
         serialize_unit_variant(&'static str, u32, &'static str)
     );
     fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<(), NotNone> {
         Err(NotNone)
     }
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<(), NotNone> {
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), NotNone> {
         Err(NotNone)
     }
     fn serialize_newtype_variant<T: ?Sized + Serialize>(
@@ -177,7 +194,11 @@ impl Serializer for NoneProbe {
     fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, NotNone> {
         Err(NotNone)
     }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, NotNone> {
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, NotNone> {
         Err(NotNone)
     }
     fn serialize_tuple_variant(
@@ -216,14 +237,23 @@ fn envelope_schema(
     let mut props = serde_json::Map::new();
     let mut required = Vec::new();
     if with_id {
-        props.insert("id".into(), generator.subschema_for::<RequestId>().to_value());
+        props.insert(
+            "id".into(),
+            generator.subschema_for::<RequestId>().to_value(),
+        );
         required.push("id");
     }
     if with_jsonrpc {
-        props.insert("jsonrpc".into(), json_schema!({"type": "string", "const": "2.0"}).to_value());
+        props.insert(
+            "jsonrpc".into(),
+            json_schema!({"type": "string", "const": "2.0"}).to_value(),
+        );
         required.push("jsonrpc");
     }
-    props.insert("method".into(), json_schema!({"type": "string", "const": method}).to_value());
+    props.insert(
+        "method".into(),
+        json_schema!({"type": "string", "const": method}).to_value(),
+    );
     required.push("method");
     if let Some((schema, req)) = params {
         props.insert("params".into(), schema.to_value());
@@ -273,7 +303,10 @@ pub struct TypedRequest<M: Request> {
 
 impl<M: Request> TypedRequest<M> {
     pub fn new(id: impl Into<RequestId>, params: M::Params) -> Self {
-        TypedRequest { id: id.into(), params }
+        TypedRequest {
+            id: id.into(),
+            params,
+        }
     }
 }
 
@@ -298,8 +331,13 @@ struct RequestIn<P> {
 
 impl<M: Request> Serialize for TypedRequest<M> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        RequestOut { jsonrpc: Version, id: &self.id, method: MethodName(M::METHOD), params: &self.params }
-            .serialize(s)
+        RequestOut {
+            jsonrpc: Version,
+            id: &self.id,
+            method: MethodName(M::METHOD),
+            params: &self.params,
+        }
+        .serialize(s)
     }
 }
 
@@ -307,7 +345,10 @@ impl<'de, M: Request> Deserialize<'de> for TypedRequest<M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let r = RequestIn::<M::Params>::deserialize(d)?;
         check_method(&r.method, M::METHOD)?;
-        Ok(TypedRequest { id: r.id, params: r.params })
+        Ok(TypedRequest {
+            id: r.id,
+            params: r.params,
+        })
     }
 }
 
@@ -352,7 +393,12 @@ struct NotificationIn<P> {
 
 impl<N: Notification> Serialize for TypedNotification<N> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        NotificationOut { jsonrpc: Version, method: MethodName(N::METHOD), params: &self.params }.serialize(s)
+        NotificationOut {
+            jsonrpc: Version,
+            method: MethodName(N::METHOD),
+            params: &self.params,
+        }
+        .serialize(s)
     }
 }
 
@@ -370,7 +416,13 @@ impl<N: Notification> JsonSchema for TypedNotification<N> {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let params = params_schema::<N::Params>(g);
-        envelope_schema(g, N::METHOD, false, true, Some((params, N::PARAMS_REQUIRED)))
+        envelope_schema(
+            g,
+            N::METHOD,
+            false,
+            true,
+            Some((params, N::PARAMS_REQUIRED)),
+        )
     }
 }
 
@@ -403,7 +455,11 @@ struct CallIn<P> {
 
 impl<M: Request> Serialize for MethodCall<M> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        CallOut { method: MethodName(M::METHOD), params: &self.params }.serialize(s)
+        CallOut {
+            method: MethodName(M::METHOD),
+            params: &self.params,
+        }
+        .serialize(s)
     }
 }
 
@@ -421,7 +477,13 @@ impl<M: Request> JsonSchema for MethodCall<M> {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let params = params_schema::<M::Params>(g);
-        envelope_schema(g, M::METHOD, false, false, Some((params, M::PARAMS_REQUIRED)))
+        envelope_schema(
+            g,
+            M::METHOD,
+            false,
+            false,
+            Some((params, M::PARAMS_REQUIRED)),
+        )
     }
 }
 
@@ -438,7 +500,12 @@ pub struct TypedResultResponse<M: Request> {
 
 impl<M: Request> TypedResultResponse<M> {
     pub fn new(id: impl Into<RequestId>, result: M::Result) -> Self {
-        TypedResultResponse { jsonrpc: Version, id: id.into(), result, _method: PhantomData }
+        TypedResultResponse {
+            jsonrpc: Version,
+            id: id.into(),
+            result,
+            _method: PhantomData,
+        }
     }
 }
 

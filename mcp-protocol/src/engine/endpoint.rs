@@ -1,0 +1,611 @@
+//! [`Endpoint`]: one side of a JSON-RPC session. It classifies each inbound frame
+//! (request, notification, response), runs requests through the middleware stack into
+//! the method registry, resolves responses against the [`Peer`]'s pending map, and turns
+//! `notifications/cancelled` into a cancelled [`CancellationToken`].
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use jsonrpsee::Extensions;
+use jsonrpsee::core::middleware::{RpcServiceBuilder, RpcServiceT};
+use jsonrpsee::core::server::{MethodResponse, Methods};
+use jsonrpsee::types::{Id, Request};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tower::layer::util::Identity;
+
+use super::peer::Peer;
+use super::service::{InboundNotification, MethodsService, NotificationHandlers};
+use super::transport::{Connection, DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReceiver};
+use crate::error_codes;
+use crate::jsonrpc::{ErrorObject, JsonRpcErrorResponse, RequestId, Version};
+
+/// What a request handler knows about the request it serves, found in its `Extensions`.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The id the peer gave the request.
+    pub id: RequestId,
+    /// Cancelled when the peer sends `notifications/cancelled` for this request, or the
+    /// connection closes. Once cancelled, no response is sent.
+    pub cancel: CancellationToken,
+}
+
+impl RequestContext {
+    /// The context of the request whose extensions these are.
+    pub fn from_extensions(ext: &Extensions) -> Option<&RequestContext> {
+        ext.get::<RequestContext>()
+    }
+}
+
+/// One classified inbound frame.
+#[derive(Debug)]
+pub enum Incoming {
+    Request(InboundRequest),
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Response {
+        id: RequestId,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    },
+}
+
+/// An inbound request, not yet dispatched.
+#[derive(Debug)]
+pub struct InboundRequest {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A frame refused before dispatch, with the error to answer (when it deserves an answer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub id: Option<RequestId>,
+    pub error: ErrorObject,
+    /// False for a malformed *response*: JSON-RPC never answers a response.
+    pub reply: bool,
+}
+
+impl Rejected {
+    fn new(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Box<Self> {
+        Box::new(Rejected {
+            id,
+            error: ErrorObject::new(code, message),
+            reply: true,
+        })
+    }
+
+    fn with_reply(mut self: Box<Self>, reply: bool) -> Box<Self> {
+        self.reply = reply;
+        self
+    }
+}
+
+/// The per-session state an endpoint serves: the peer, the requests in flight, and the
+/// extensions every request of the session sees (e.g. the authenticated principal).
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub peer: Peer,
+    pub extensions: Extensions,
+    inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
+}
+
+impl Session {
+    pub fn new(peer: Peer, extensions: Extensions) -> Session {
+        Session {
+            peer,
+            extensions,
+            inflight: Arc::default(),
+        }
+    }
+
+    /// Cancels every request in flight (the connection is gone).
+    pub fn cancel_all(&self) {
+        for (_, token) in self.lock_inflight().drain() {
+            token.cancel();
+        }
+    }
+
+    /// How many inbound requests are being served.
+    pub fn inflight_count(&self) -> usize {
+        self.lock_inflight().len()
+    }
+
+    fn cancel(&self, id: &RequestId) -> bool {
+        match self.lock_inflight().get(id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        self.inflight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Builds an [`Endpoint`]: the method registry, notification handlers, middleware, limits.
+#[derive(Debug)]
+pub struct EndpointBuilder<L> {
+    methods: Methods,
+    notifications: NotificationHandlers,
+    middleware: RpcServiceBuilder<L>,
+    max_frame_bytes: usize,
+    max_response_bytes: usize,
+}
+
+impl EndpointBuilder<Identity> {
+    /// Starts from a method registry (an `RpcModule` converts into `Methods`).
+    pub fn new(methods: impl Into<Methods>) -> Self {
+        EndpointBuilder {
+            methods: methods.into(),
+            notifications: NotificationHandlers::default(),
+            middleware: RpcServiceBuilder::new(),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_response_bytes: usize::MAX,
+        }
+    }
+}
+
+impl<L> EndpointBuilder<L> {
+    /// Wraps dispatch in jsonrpsee middleware (logging, auth, limits...).
+    pub fn middleware<T>(self, middleware: RpcServiceBuilder<T>) -> EndpointBuilder<T> {
+        EndpointBuilder {
+            methods: self.methods,
+            notifications: self.notifications,
+            middleware,
+            max_frame_bytes: self.max_frame_bytes,
+            max_response_bytes: self.max_response_bytes,
+        }
+    }
+
+    /// Handles inbound notifications of `method`.
+    pub fn on_notification<F, Fut>(mut self, method: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(InboundNotification) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.notifications.insert(method, handler);
+        self
+    }
+
+    /// Inbound frames longer than this are refused with `-32600` (default 4 MiB).
+    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+        self.max_frame_bytes = bytes;
+        self
+    }
+
+    /// Responses longer than this are replaced by an error (default: unlimited).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    pub fn build(self) -> Arc<Endpoint<L::Service>>
+    where
+        L: tower::Layer<MethodsService>,
+    {
+        let root = MethodsService::new(self.methods, self.notifications, self.max_response_bytes);
+        Arc::new(Endpoint {
+            service: self.middleware.service(root),
+            max_frame_bytes: self.max_frame_bytes,
+        })
+    }
+}
+
+/// One side of a JSON-RPC session, independent of any transport.
+#[derive(Debug)]
+pub struct Endpoint<S> {
+    service: S,
+    max_frame_bytes: usize,
+}
+
+/// The members of a frame, read without decoding their values.
+#[derive(Deserialize)]
+struct Probe<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// `Some` whenever the member is present, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Reads an id: a string or an integer. Anything else (null, a fraction, an object) is no id.
+fn parse_id(raw: &RawValue) -> Option<RequestId> {
+    serde_json::from_str::<RequestId>(raw.get()).ok()
+}
+
+/// The JSON text of an error response.
+pub fn error_frame(id: Option<RequestId>, error: ErrorObject) -> String {
+    let resp = JsonRpcErrorResponse {
+        jsonrpc: Version,
+        id,
+        error,
+    };
+    // An error response holds only strings, integers and JSON values: it always serializes.
+    serde_json::to_string(&resp).unwrap_or_else(|_| {
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#
+            .to_owned()
+    })
+}
+
+impl<S> Endpoint<S>
+where
+    S: RpcServiceT<MethodResponse = MethodResponse, NotificationResponse = MethodResponse>
+        + Send
+        + Sync
+        + 'static,
+{
+    /// Serves `conn` on a new task, returning the session's peer and the task. The task ends
+    /// when the inbound side closes; requests still in flight are then cancelled and
+    /// outbound requests still waiting fail with `Closed`.
+    pub fn serve(self: &Arc<Self>, conn: Connection) -> (Peer, JoinHandle<()>) {
+        self.serve_with(conn, Extensions::new())
+    }
+
+    /// [`serve`](Self::serve) with extensions that every request of the session sees.
+    pub fn serve_with(
+        self: &Arc<Self>,
+        conn: Connection,
+        extensions: Extensions,
+    ) -> (Peer, JoinHandle<()>) {
+        let peer = Peer::new(conn.sender);
+        let session = Session::new(peer.clone(), extensions);
+        let task = tokio::spawn(Arc::clone(self).run(session, conn.receiver));
+        (peer, task)
+    }
+
+    /// The read loop: one frame at a time; requests run concurrently on their own tasks,
+    /// notifications and responses are handled in order.
+    pub async fn run(self: Arc<Self>, session: Session, mut receiver: FrameReceiver) {
+        while let Some(item) = receiver.recv().await {
+            let frame = match item {
+                Ok(frame) => frame,
+                Err(FrameError::TooLarge { limit }) => {
+                    tracing::warn!(limit, "inbound frame too large; discarded");
+                    self.spawn_reply(&session, error_frame(None, too_large(limit)));
+                    continue;
+                }
+                Err(FrameError::NotUtf8) => {
+                    self.spawn_reply(
+                        &session,
+                        error_frame(
+                            None,
+                            ErrorObject::new(
+                                error_codes::PARSE_ERROR,
+                                "Parse error: frame is not valid UTF-8",
+                            ),
+                        ),
+                    );
+                    continue;
+                }
+                Err(FrameError::Io(e)) => {
+                    tracing::warn!(error = %e, "transport failed; closing session");
+                    break;
+                }
+            };
+            if frame.len() > self.max_frame_bytes {
+                tracing::warn!(
+                    len = frame.len(),
+                    limit = self.max_frame_bytes,
+                    "inbound frame too large; discarded"
+                );
+                self.spawn_reply(&session, error_frame(None, too_large(self.max_frame_bytes)));
+                continue;
+            }
+            match self.classify(&frame) {
+                Ok(Incoming::Request(req)) => {
+                    let this = Arc::clone(&self);
+                    let session = session.clone();
+                    tokio::spawn(async move {
+                        if let Some(resp) = this.handle_request(&session, req).await {
+                            let _ = session.peer.send_frame(resp).await;
+                        }
+                    });
+                }
+                Ok(Incoming::Notification { method, params }) => {
+                    self.handle_notification(&session, method, params).await;
+                }
+                Ok(Incoming::Response { id, outcome }) => {
+                    self.handle_response(&session, id, outcome)
+                }
+                Err(rejected) => {
+                    tracing::debug!(code = rejected.error.code, message = %rejected.error.message, "frame rejected");
+                    if rejected.reply {
+                        self.spawn_reply(&session, error_frame(rejected.id, rejected.error));
+                    }
+                }
+            }
+        }
+        session.cancel_all();
+        session.peer.close();
+    }
+
+    fn spawn_reply(&self, session: &Session, frame: String) {
+        let peer = session.peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.send_frame(frame).await;
+        });
+    }
+
+    /// Classifies one frame, or says how to refuse it: invalid JSON is `-32700` with id
+    /// `null`; JSON that is not a JSON-RPC 2.0 message is `-32600`.
+    pub fn classify(&self, frame: &str) -> Result<Incoming, Box<Rejected>> {
+        let probe: Probe<'_> = match serde_json::from_str(frame) {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
+                    Ok(_) if frame.trim_start().starts_with('[') => Rejected::new(
+                        None,
+                        error_codes::INVALID_REQUEST,
+                        "JSON-RPC batches are not supported by MCP",
+                    ),
+                    Ok(_) => Rejected::new(
+                        None,
+                        error_codes::INVALID_REQUEST,
+                        format!("Invalid request: not a JSON-RPC 2.0 message ({e})"),
+                    ),
+                    Err(e) => {
+                        Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}"))
+                    }
+                });
+            }
+        };
+        let id = probe.id.and_then(parse_id);
+        if probe.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+            // Answer anything but a (malformed) response: JSON-RPC never answers a response.
+            let reply = probe.method.is_some() || probe.result.is_none() && probe.error.is_none();
+            return Err(Rejected::new(
+                id,
+                error_codes::INVALID_REQUEST,
+                "Invalid request: `jsonrpc` must be \"2.0\"",
+            )
+            .with_reply(reply));
+        }
+        if let Some(method) = probe.method {
+            let Ok(method) = serde_json::from_str::<Cow<'_, str>>(method.get()) else {
+                return Err(Rejected::new(
+                    id,
+                    error_codes::INVALID_REQUEST,
+                    "Invalid request: `method` must be a string",
+                ));
+            };
+            let params = probe.params.map(ToOwned::to_owned);
+            return match probe.id {
+                None => Ok(Incoming::Notification {
+                    method: method.into_owned(),
+                    params,
+                }),
+                Some(_) => match id {
+                    Some(id) => Ok(Incoming::Request(InboundRequest {
+                        id,
+                        method: method.into_owned(),
+                        params,
+                    })),
+                    None => Err(Rejected::new(
+                        None,
+                        error_codes::INVALID_REQUEST,
+                        "Invalid request: `id` must be a string or an integer",
+                    )),
+                },
+            };
+        }
+        let not_a_message = |reason: &str| {
+            Rejected::new(
+                None,
+                error_codes::INVALID_REQUEST,
+                format!("Invalid response: {reason}"),
+            )
+            .with_reply(false)
+        };
+        if probe.result.is_none() && probe.error.is_none() {
+            return Err(Rejected::new(
+                id,
+                error_codes::INVALID_REQUEST,
+                "Invalid request: need `method`, or exactly one of `result` and `error`",
+            ));
+        }
+        let Some(id) = id else {
+            return Err(not_a_message("no usable `id`"));
+        };
+        match (probe.result, probe.error) {
+            (Some(result), None) => Ok(Incoming::Response {
+                id,
+                outcome: Ok(result.to_owned()),
+            }),
+            (None, Some(error)) => {
+                let error = serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|e| {
+                    ErrorObject::new(
+                        error_codes::INTERNAL_ERROR,
+                        format!("peer sent a malformed error object: {e}"),
+                    )
+                });
+                Ok(Incoming::Response {
+                    id,
+                    outcome: Err(error),
+                })
+            }
+            _ => Err(not_a_message("both `result` and `error`")),
+        }
+    }
+
+    /// Runs one request through the middleware into its handler and returns the response
+    /// frame; `None` when the request was cancelled (a cancelled request gets no response).
+    pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<String> {
+        let InboundRequest { id, method, params } = req;
+        let cancel = CancellationToken::new();
+        session.lock_inflight().insert(id.clone(), cancel.clone());
+
+        // jsonrpsee ids are unsigned; a negative integer id gets a stand-in, and the
+        // response is re-addressed to the original id below.
+        let (jsonrpsee_id, readdress) = match &id {
+            RequestId::Number(n) if *n >= 0 => (Id::Number(*n as u64), false),
+            RequestId::Number(_) => (Id::Number(0), true),
+            RequestId::String(s) => (Id::Str(Cow::Owned(s.clone())), false),
+        };
+        let span = tracing::debug_span!("request", %id, method = %method);
+        let mut request = Request::owned(method, params, jsonrpsee_id);
+        request.extensions = session.extensions.clone();
+        request.extensions.insert(session.peer.clone());
+        request.extensions.insert(RequestContext {
+            id: id.clone(),
+            cancel: cancel.clone(),
+        });
+
+        let call = AssertUnwindSafe(self.service.call(request)).catch_unwind();
+        let outcome = tracing::Instrument::instrument(
+            async {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    out = call => Some(out),
+                }
+            },
+            span,
+        )
+        .await;
+        session.lock_inflight().remove(&id);
+        if cancel.is_cancelled() {
+            tracing::debug!(%id, "request cancelled; no response sent");
+            return None;
+        }
+        match outcome? {
+            Ok(response) => {
+                let json: Box<str> = response.into_json().into();
+                if readdress {
+                    Some(readdress_response(&json, id))
+                } else {
+                    Some(json.into_string())
+                }
+            }
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(%id, panic = %what, "request handler panicked");
+                Some(error_frame(
+                    Some(id),
+                    ErrorObject::new(
+                        error_codes::INTERNAL_ERROR,
+                        "Internal error: the handler panicked",
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Handles one notification: `notifications/cancelled` cancels the request it names;
+    /// every notification then goes through the middleware to its handler.
+    pub async fn handle_notification(
+        &self,
+        session: &Session,
+        method: String,
+        params: Option<Box<RawValue>>,
+    ) {
+        if method == super::CANCELLED_METHOD {
+            #[derive(Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Cancelled {
+                request_id: RequestId,
+            }
+            match params
+                .as_deref()
+                .map(|p| serde_json::from_str::<Cancelled>(p.get()))
+            {
+                Some(Ok(c)) => {
+                    if !session.cancel(&c.request_id) {
+                        tracing::debug!(id = %c.request_id, "cancellation for a request not in flight; ignored");
+                    }
+                }
+                _ => tracing::debug!("malformed notifications/cancelled; ignored"),
+            }
+        }
+        let mut n =
+            jsonrpsee::core::middleware::Notification::new(method.into(), params.map(Cow::Owned));
+        *n.extensions_mut() = session.extensions.clone();
+        n.extensions_mut().insert(session.peer.clone());
+        let _ = AssertUnwindSafe(self.service.notification(n))
+            .catch_unwind()
+            .await;
+    }
+
+    /// Hands a response to the peer; a response nobody waits for is logged and dropped.
+    pub fn handle_response(
+        &self,
+        session: &Session,
+        id: RequestId,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    ) {
+        if !session.peer.complete(&id, outcome) {
+            tracing::warn!(%id, "response for a request nobody is waiting for; dropped");
+        }
+    }
+}
+
+fn too_large(limit: usize) -> ErrorObject {
+    ErrorObject::new(
+        error_codes::INVALID_REQUEST,
+        format!("Invalid request: frame exceeds the limit of {limit} bytes"),
+    )
+}
+
+/// Rewrites the id of a serialized response.
+fn readdress_response(json: &str, id: RequestId) -> String {
+    #[derive(Deserialize)]
+    struct Parts<'a> {
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow)]
+        error: Option<&'a RawValue>,
+    }
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        jsonrpc: Version,
+        id: RequestId,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a RawValue>,
+    }
+    match serde_json::from_str::<Parts<'_>>(json) {
+        Ok(p) => serde_json::to_string(&Out {
+            jsonrpc: Version,
+            id: id.clone(),
+            result: p.result,
+            error: p.error,
+        })
+        .unwrap_or_else(|_| {
+            error_frame(
+                Some(id),
+                ErrorObject::new(error_codes::INTERNAL_ERROR, "Internal error"),
+            )
+        }),
+        Err(_) => error_frame(
+            Some(id),
+            ErrorObject::new(error_codes::INTERNAL_ERROR, "Internal error"),
+        ),
+    }
+}

@@ -1,0 +1,56 @@
+//! A symmetric JSON-RPC engine: both sides send requests and notifications, and neither
+//! knows its transport.
+//!
+//! - [`Connection`]: a pair of frame channels ([`Connection::memory`] for tests,
+//!   [`Connection::stdio`] / [`Connection::from_io`] for newline-delimited streams).
+//! - [`Endpoint`]: classifies inbound frames, runs requests through jsonrpsee middleware
+//!   ([`jsonrpsee::core::middleware::RpcServiceBuilder`]) into an `RpcModule`, resolves
+//!   responses, and cancels a handler on `notifications/cancelled` (no response follows).
+//! - [`Peer`]: sends requests and notifications; also a jsonrpsee `ClientT`.
+//! - [`register`]: typed handler registration for a [`Request`](crate::method::Request).
+//!
+//! What stays in your hands: the methods themselves, sessions, and HTTP.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use jsonrpsee::RpcModule;
+//! use mcp_protocol::engine::{Connection, EndpointBuilder, register};
+//! # #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! # pub struct Text { text: String }
+//! mcp_protocol::request!(Echo, "echo", Text => Text);
+//!
+//! let mut methods = RpcModule::new(());
+//! register::<Echo, _, _, _>(&mut methods, |p, _, _| async move { Ok(p) }).unwrap();
+//! let server = EndpointBuilder::new(methods).build();
+//! let client = EndpointBuilder::new(RpcModule::new(())).build();
+//!
+//! let (server_end, client_end) = Connection::memory();
+//! let _server = server.serve(server_end);
+//! let (peer, _) = client.serve(client_end);
+//! let out = peer.request::<Echo>(&Text { text: "hi".into() }).await.unwrap();
+//! assert_eq!(out.text, "hi");
+//! # }
+//! ```
+
+mod client;
+mod endpoint;
+mod peer;
+mod service;
+mod transport;
+mod typed;
+
+pub use endpoint::{
+    Endpoint, EndpointBuilder, InboundRequest, Incoming, Rejected, RequestContext, Session,
+    error_frame,
+};
+pub use peer::{Peer, PeerError, decode};
+pub use service::{InboundNotification, MethodsService, NotificationHandler, NotificationHandlers};
+pub use transport::{
+    Closed, Connection, DEFAULT_CHANNEL_CAPACITY, DEFAULT_MAX_FRAME_BYTES, FrameError,
+    FrameReceiver, FrameSender, Inbound, IoTasks,
+};
+pub use typed::{parse_params, register};
+
+/// The notification that cancels an in-flight request (both revisions).
+pub(crate) const CANCELLED_METHOD: &str = "notifications/cancelled";

@@ -1,0 +1,265 @@
+//! [`Peer`]: the outbound half of a session. It sends requests and notifications to the
+//! other side and matches responses to the requests waiting for them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use super::transport::{Closed, FrameSender};
+use crate::error_codes;
+use crate::jsonrpc::{ErrorObject, RequestId, Version};
+use crate::method::{Notification, Request, serializes_as_none};
+
+/// Why an outbound request did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// The other side answered with a JSON-RPC error.
+    #[error("peer answered with an error: {0}")]
+    Rpc(ErrorObject),
+    /// The connection closed before the answer arrived.
+    #[error("connection closed")]
+    Closed,
+    /// Our params could not be serialized, or the peer's result did not have the expected shape.
+    #[error("invalid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl From<Closed> for PeerError {
+    fn from(_: Closed) -> Self {
+        PeerError::Closed
+    }
+}
+
+type Outcome = Result<Box<RawValue>, ErrorObject>;
+
+/// State shared by every view of one session: the pending map and the id counter.
+#[derive(Debug, Default)]
+struct Shared {
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Outcome>>>,
+    next_id: AtomicI64,
+}
+
+/// A handle for talking to the other side of a session. Cheap to clone.
+///
+/// Outbound ids are integers minted here. The client's and the server's id spaces are
+/// separate: a response is matched by id against this side's own requests only.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+    out: FrameSender,
+}
+
+#[derive(Serialize)]
+struct RequestOut<'a> {
+    jsonrpc: Version,
+    id: i64,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct NotificationOut<'a> {
+    jsonrpc: Version,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+}
+
+/// Removes the pending entry and tells the other side to stop if the request future is
+/// dropped before its answer arrives.
+struct PendingGuard<'a> {
+    peer: &'a Peer,
+    id: i64,
+    sent: bool,
+    done: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let removed = self
+            .peer
+            .take_pending(&RequestId::Number(self.id))
+            .is_some();
+        if removed && self.sent {
+            let params = serde_json::json!({ "requestId": self.id, "reason": "request dropped by the caller" });
+            if let Ok(params) = serde_json::value::to_raw_value(&params) {
+                let _ = self
+                    .peer
+                    .notify_frame(super::CANCELLED_METHOD, Some(&params))
+                    .map(|f| self.peer.out.try_send(f));
+            }
+        }
+    }
+}
+
+impl Peer {
+    /// A peer that writes to `out`.
+    pub fn new(out: FrameSender) -> Peer {
+        Peer {
+            shared: Arc::new(Shared {
+                next_id: AtomicI64::new(1),
+                ..Shared::default()
+            }),
+            out,
+        }
+    }
+
+    /// The same session (pending map, id counter) writing to another sender: used where each
+    /// inbound request has its own response stream (Streamable HTTP).
+    pub fn with_sender(&self, out: FrameSender) -> Peer {
+        Peer {
+            shared: Arc::clone(&self.shared),
+            out,
+        }
+    }
+
+    /// The sender this view writes to.
+    pub fn sender(&self) -> &FrameSender {
+        &self.out
+    }
+
+    /// Sends a typed request and waits for its typed result.
+    ///
+    /// Dropping the returned future before it resolves sends `notifications/cancelled`.
+    pub async fn request<M: Request>(&self, params: &M::Params) -> Result<M::Result, PeerError> {
+        let raw = if serializes_as_none(params) {
+            None
+        } else {
+            Some(serde_json::value::to_raw_value(params)?)
+        };
+        let result = self.request_raw(M::METHOD, raw.as_deref()).await?;
+        Ok(serde_json::from_str(result.get())?)
+    }
+
+    /// Sends a typed notification.
+    pub async fn notify<N: Notification>(&self, params: &N::Params) -> Result<(), PeerError> {
+        let raw = if serializes_as_none(params) {
+            None
+        } else {
+            Some(serde_json::value::to_raw_value(params)?)
+        };
+        self.notify_raw(N::METHOD, raw.as_deref()).await
+    }
+
+    /// Sends a request with raw params and waits for the raw result.
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, PeerError> {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.lock_pending().insert(RequestId::Number(id), tx);
+        let mut guard = PendingGuard {
+            peer: self,
+            id,
+            sent: false,
+            done: false,
+        };
+        let frame = serde_json::to_string(&RequestOut {
+            jsonrpc: Version,
+            id,
+            method,
+            params,
+        })?;
+        self.out.send(frame).await?;
+        guard.sent = true;
+        let outcome = rx.await.map_err(|_| PeerError::Closed);
+        guard.done = true;
+        outcome?.map_err(PeerError::Rpc)
+    }
+
+    /// Sends a notification with raw params.
+    pub async fn notify_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), PeerError> {
+        let frame = self.notify_frame(method, params)?;
+        Ok(self.out.send(frame).await?)
+    }
+
+    /// Sends an already serialized frame as it is.
+    pub async fn send_frame(&self, frame: String) -> Result<(), PeerError> {
+        Ok(self.out.send(frame).await?)
+    }
+
+    fn notify_frame(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&NotificationOut {
+            jsonrpc: Version,
+            method,
+            params,
+        })
+    }
+
+    /// Hands a response to the request waiting for it. Returns `false` when nobody waits for
+    /// that id (unknown, already answered, or given up on); the caller logs and drops it.
+    pub fn complete(&self, id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> bool {
+        match self.take_pending(id) {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fails every request still waiting, with [`PeerError::Closed`].
+    pub fn close(&self) {
+        self.lock_pending().clear();
+    }
+
+    /// How many outbound requests wait for an answer.
+    pub fn pending_count(&self) -> usize {
+        self.lock_pending().len()
+    }
+
+    fn take_pending(&self, id: &RequestId) -> Option<oneshot::Sender<Outcome>> {
+        self.lock_pending().remove(id)
+    }
+
+    fn lock_pending(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, oneshot::Sender<Outcome>>> {
+        // A poisoned lock only means another thread panicked mid-insert/remove of a map
+        // entry; the map itself is still consistent.
+        self.shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Maps a peer error to the JSON-RPC error a handler should answer with when it cannot go on.
+impl From<PeerError> for ErrorObject {
+    fn from(e: PeerError) -> Self {
+        match e {
+            PeerError::Rpc(e) => e,
+            PeerError::Closed => {
+                ErrorObject::new(error_codes::INTERNAL_ERROR, "connection to the peer closed")
+            }
+            PeerError::Json(e) => ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                format!("invalid JSON from peer: {e}"),
+            ),
+        }
+    }
+}
+
+/// Decodes a raw result into `T`.
+pub fn decode<T: DeserializeOwned>(raw: &RawValue) -> Result<T, PeerError> {
+    Ok(serde_json::from_str(raw.get())?)
+}

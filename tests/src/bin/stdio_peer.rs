@@ -1,0 +1,27 @@
+//! Serves the test fixture's methods on stdio (newline-delimited JSON-RPC). Logs go to
+//! stderr; stdout carries only protocol frames. Used by `tests/tests/engine_stdio.rs`.
+
+use std::sync::Arc;
+
+use mcp_protocol::engine::{Connection, EndpointBuilder};
+use mcp_tests::{Observed, fixture_methods};
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let max = std::env::var("MAX_FRAME_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64 * 1024);
+    let endpoint = EndpointBuilder::new(fixture_methods(Arc::new(Observed::default())))
+        .max_frame_bytes(max)
+        .build();
+    let (conn, io) = Connection::stdio(max);
+    tracing::info!("stdio peer ready");
+    let (_peer, session) = endpoint.serve(conn);
+    let _ = session.await;
+    let _ = io.writer.await;
+}
