@@ -97,16 +97,25 @@ pub fn fixture_methods(observed: Arc<Observed>) -> RpcModule<Arc<Observed>> {
         })
     })
     .expect("fresh module");
-    register::<Slow, _, _, _>(&mut module, |p, observed: Arc<Arc<Observed>>, ext| async move {
-        let ctx = RequestContext::from_extensions(&ext).cloned().ok_or_else(no_peer)?;
-        tokio::select! {
-            _ = ctx.cancel.cancelled() => {
-                observed.cancelled.notify_one();
-                Ok(Text { text: "cancelled".into() })
-            }
-            _ = tokio::time::sleep(Duration::from_millis(p.millis)) => Ok(Text { text: "slept".into() }),
-        }
-    })
+    register::<Slow, _, _, _>(
+        &mut module,
+        |p, observed: Arc<Arc<Observed>>, ext| async move {
+            let ctx = RequestContext::from_extensions(&ext)
+                .cloned()
+                .ok_or_else(no_peer)?;
+            // Cancellation drops this future; the guard reports it.
+            let mut guard = CancelGuard {
+                observed: Arc::clone(&observed),
+                ctx,
+                finished: false,
+            };
+            tokio::time::sleep(Duration::from_millis(p.millis)).await;
+            guard.finished = true;
+            Ok(Text {
+                text: "slept".into(),
+            })
+        },
+    )
     .expect("fresh module");
     register::<Boom, _, _, _>(&mut module, |p, _, _| async move {
         if p.text != "never" {
@@ -152,6 +161,21 @@ pub fn client_methods() -> RpcModule<()> {
         })
         .expect("fresh module");
     module
+}
+
+/// Reports a `slow` handler dropped before it finished, with its token cancelled.
+struct CancelGuard {
+    observed: Arc<Observed>,
+    ctx: RequestContext,
+    finished: bool,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.finished && self.ctx.cancel.is_cancelled() {
+            self.observed.cancelled.notify_one();
+        }
+    }
 }
 
 fn no_peer() -> ErrorObject {

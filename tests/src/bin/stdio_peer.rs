@@ -21,7 +21,11 @@ async fn main() {
         .build();
     let (conn, io) = Connection::stdio(max);
     tracing::info!("stdio peer ready");
-    let (_peer, session) = endpoint.serve(conn);
+    let (peer, session) = endpoint.serve(conn);
+    drop(peer);
+    // The session ends at EOF on stdin; the writer then drains what is queued and ends
+    // once the last sender is gone.
     let _ = session.await;
     let _ = io.writer.await;
+    tracing::info!("stdin closed; exiting");
 }
