@@ -27,6 +27,7 @@ pub mod error_codes;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;
+pub mod types;
 
 /// A JSON object, as `serde_json` represents it (insertion order kept).
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
