@@ -28,6 +28,7 @@ pub mod jsonrpc;
 pub mod meta;
 pub mod method;
 pub mod tasks;
+pub mod types;
 pub mod v2025;
 
 /// A JSON object, as `serde_json` represents it (insertion order kept).
