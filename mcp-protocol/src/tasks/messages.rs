@@ -5,21 +5,36 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::task::{DetailedTask, Task, const_str};
+use super::task::{DetailedTask, Task};
 use crate::JsonObject;
 use crate::meta::Meta;
 use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
 use crate::request;
 
-const_str!(
+crate::const_tag!(
     /// The `resultType` of a [`CreateTaskResult`]: always `"task"`.
     TaskResultType = "task"
 );
-const_str!(
+crate::const_tag!(
     /// The `resultType` of a finished, ordinary result: always `"complete"`. A missing
     /// `resultType` reads as this one (older peers leave it out).
     CompleteResultType = "complete"
 );
+
+/// Schema transform: lists `resultType` as required. Our types always write it, but read
+/// a missing one as `"complete"`, which makes the derived schema call it optional.
+fn require_result_type(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        let required = obj
+            .entry("required")
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(list) = required.as_array_mut()
+            && !list.iter().any(|v| v == "resultType")
+        {
+            list.push("resultType".into());
+        }
+    }
+}
 
 /// The result of a request the server chose to run as a task (for now only
 /// `tools/call`): the task itself, flat, with `resultType: "task"`.
@@ -79,6 +94,7 @@ pub type CancelTaskRequestParams = TaskIdParams;
 /// The result of `tasks/get`: the task in its current state, with `resultType: "complete"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = require_result_type)]
 pub struct GetTaskResult {
     /// Always `"complete"` (a missing value reads as `"complete"`).
     #[serde(default)]
@@ -124,6 +140,7 @@ pub struct UpdateTaskRequestParams {
 /// An acknowledgement with no content: `{"resultType": "complete"}` (plus `_meta` if any).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = require_result_type)]
 pub struct AckResult {
     /// Always `"complete"` (a missing value reads as `"complete"`).
     #[serde(default)]

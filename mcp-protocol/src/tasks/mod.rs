@@ -24,6 +24,7 @@ pub use messages::{
     TaskSubscriptionAcknowledgedNotifications, TaskSubscriptionNotifications, UpdateTask,
     UpdateTaskRequest, UpdateTaskRequestParams, UpdateTaskResult, UpdateTaskResultResponse,
 };
+pub(crate) use task::RequiredNullableInt;
 pub use task::{
     CancelledStatus, CancelledTask, CompletedStatus, CompletedTask, DetailedTask, FailedStatus,
     FailedTask, InputRequiredStatus, InputRequiredTask, Task, TaskStatus, WorkingStatus,

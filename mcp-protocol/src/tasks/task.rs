@@ -62,74 +62,42 @@ impl std::fmt::Display for TaskStatus {
     }
 }
 
-/// Declares a unit type that is always one fixed string on the wire (a JSON Schema
-/// `const`), refusing any other string on input.
-macro_rules! const_str {
-    ($(#[$m:meta])* $name:ident = $value:literal) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-        pub struct $name;
-
-        impl $name {
-            /// The wire string.
-            pub const VALUE: &'static str = $value;
-        }
-
-        impl ::serde::Serialize for $name {
-            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str($value)
-            }
-        }
-
-        impl<'de> ::serde::Deserialize<'de> for $name {
-            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let v: ::std::borrow::Cow<'de, str> = ::serde::Deserialize::deserialize(d)?;
-                if v == $value {
-                    Ok($name)
-                } else {
-                    Err(serde::de::Error::custom(format_args!(
-                        "expected {:?}, got {:?}",
-                        $value, v
-                    )))
-                }
-            }
-        }
-
-        impl ::schemars::JsonSchema for $name {
-            fn schema_name() -> ::std::borrow::Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn inline_schema() -> bool {
-                true
-            }
-            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
-                ::schemars::json_schema!({ "type": "string", "const": $value })
-            }
-        }
-    };
-}
-pub(crate) use const_str;
-
-const_str!(
+crate::const_tag!(
     /// The `status` of a [`WorkingTask`]: always `"working"`.
     WorkingStatus = "working"
 );
-const_str!(
+crate::const_tag!(
     /// The `status` of an [`InputRequiredTask`]: always `"input_required"`.
     InputRequiredStatus = "input_required"
 );
-const_str!(
+crate::const_tag!(
     /// The `status` of a [`CompletedTask`]: always `"completed"`.
     CompletedStatus = "completed"
 );
-const_str!(
+crate::const_tag!(
     /// The `status` of a [`FailedTask`]: always `"failed"`.
     FailedStatus = "failed"
 );
-const_str!(
+crate::const_tag!(
     /// The `status` of a [`CancelledTask`]: always `"cancelled"`.
     CancelledStatus = "cancelled"
 );
+
+/// Schema of a required, nullable integer member (`ttl`, `ttlMs`): present on the wire,
+/// an integer or `null`. (On input serde still reads a missing member as `None`.)
+pub(crate) struct RequiredNullableInt;
+
+impl JsonSchema for RequiredNullableInt {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RequiredNullableInt".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["integer", "null"], "format": "int64" })
+    }
+}
 
 /// A task as the extension reports it, without status-specific data.
 ///
@@ -150,7 +118,7 @@ pub struct Task {
     /// When the task last changed (ISO 8601).
     pub last_updated_at: String,
     /// How long (ms, from creation) the server keeps the task; `null` means no limit.
-    #[serde(default)]
+    #[schemars(with = "crate::tasks::RequiredNullableInt")]
     pub ttl_ms: Option<i64>,
     /// How often (ms) the client should poll `tasks/get`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,7 +172,7 @@ macro_rules! detailed_task_struct {
             /// When the task last changed (ISO 8601).
             pub last_updated_at: String,
             /// How long (ms, from creation) the server keeps the task; `null` means no limit.
-            #[serde(default)]
+            #[schemars(with = "crate::tasks::RequiredNullableInt")]
             pub ttl_ms: Option<i64>,
             /// How often (ms) the client should poll `tasks/get`.
             #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,23 +7,32 @@
 
 mod base;
 mod capabilities;
+mod elicitation;
+mod lifecycle;
+mod prompts;
+mod resources;
+mod sampling;
 mod tasks;
+mod tools;
+mod unions;
 
-pub use base::{EmptyResult, NotificationParams, PaginatedRequestParams, RequestParams};
-pub use capabilities::{
-    ClientCapabilities, ClientTaskRequests, ClientTasksCapability, ElicitationCapability,
-    ElicitationTaskRequests, PromptsCapability, ResourcesCapability, RootsCapability,
-    SamplingCapability, SamplingTaskRequests, ServerCapabilities, ServerTaskRequests,
-    ServerTasksCapability, ToolsCapability, ToolsTaskRequests,
-};
-pub use tasks::{
-    CancelTask, CancelTaskRequest, CancelTaskResult, CancelTaskResultResponse, CreateTaskResult,
-    GetTask, GetTaskPayload, GetTaskPayloadRequest, GetTaskPayloadResult,
-    GetTaskPayloadResultResponse, GetTaskRequest, GetTaskResult, GetTaskResultResponse, ListTasks,
-    ListTasksRequest, ListTasksResult, ListTasksResultResponse, RelatedTaskMetadata, Task,
-    TaskIdParams, TaskMetadata, TaskStatus, TaskStatusChanged, TaskStatusNotification,
-    TaskStatusNotificationParams,
-};
+pub use base::*;
+pub use capabilities::*;
+pub use elicitation::*;
+pub use lifecycle::*;
+pub use prompts::*;
+pub use resources::*;
+pub use sampling::*;
+pub use tasks::*;
+pub use tools::*;
+pub use unions::*;
+
+/// The answer to a `tools/call` that may have been task-augmented.
+pub type CallToolResponse = TaskOr<CallToolResult>;
+/// The answer to a `sampling/createMessage` that may have been task-augmented.
+pub type CreateMessageResponse = TaskOr<CreateMessageResult>;
+/// The answer to an `elicitation/create` that may have been task-augmented.
+pub type ElicitResponse = TaskOr<crate::types::ElicitResult>;
 
 /// Every method name of MCP 2025-11-25.
 pub mod methods {
@@ -91,26 +100,151 @@ pub mod methods {
     pub const NOTIFICATIONS_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 }
 
-/// Registers every top-level type of MCP 2025-11-25 with `g`.
+/// Registers every top-level type of MCP 2025-11-25 with `g`, shared building blocks
+/// included as they appear in this revision.
 #[allow(dead_code)] // called by crate::schema
 pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
-    g.subschema_for::<Task>();
-    g.subschema_for::<TaskStatus>();
-    g.subschema_for::<TaskMetadata>();
-    g.subschema_for::<RelatedTaskMetadata>();
-    g.subschema_for::<CreateTaskResult>();
-    g.subschema_for::<GetTaskRequest>();
-    g.subschema_for::<GetTaskResult>();
-    g.subschema_for::<GetTaskPayloadRequest>();
-    g.subschema_for::<GetTaskPayloadResult>();
-    g.subschema_for::<ListTasksRequest>();
-    g.subschema_for::<ListTasksResult>();
-    g.subschema_for::<CancelTaskRequest>();
-    g.subschema_for::<CancelTaskResult>();
-    g.subschema_for::<TaskStatusNotification>();
-    g.subschema_for::<TaskStatusNotificationParams>();
-    g.subschema_for::<ClientCapabilities>();
-    g.subschema_for::<ServerCapabilities>();
-    g.subschema_for::<EmptyResult>();
-    g.subschema_for::<PaginatedRequestParams>();
+    use crate::types as t;
+    macro_rules! reg { ($($ty:ty),* $(,)?) => { $( g.subschema_for::<$ty>(); )* }; }
+    // Unions first, so that every message type is reachable from them.
+    reg!(
+        ClientRequest,
+        ServerRequest,
+        ClientNotification,
+        ServerNotification,
+        ClientResult,
+        ServerResult
+    );
+    // Base.
+    reg!(
+        RequestParams,
+        NotificationParams,
+        PaginatedRequestParams,
+        EmptyResult
+    );
+    // Lifecycle and utilities.
+    reg!(
+        InitializeRequest,
+        InitializeRequestParams,
+        InitializeResult,
+        InitializedNotification,
+        PingRequest,
+        CancelledNotification,
+        CancelledNotificationParams,
+        ProgressNotification,
+        ProgressNotificationParams,
+        ClientCapabilities,
+        ServerCapabilities,
+    );
+    // Tasks.
+    reg!(
+        Task,
+        TaskStatus,
+        TaskMetadata,
+        RelatedTaskMetadata,
+        CreateTaskResult,
+        GetTaskRequest,
+        GetTaskResult,
+        GetTaskPayloadRequest,
+        GetTaskPayloadResult,
+        ListTasksRequest,
+        ListTasksResult,
+        CancelTaskRequest,
+        CancelTaskResult,
+        TaskStatusNotification,
+        TaskStatusNotificationParams,
+    );
+    // Tools.
+    reg!(
+        Tool,
+        ToolExecution,
+        TaskSupport,
+        ListToolsRequest,
+        ListToolsResult,
+        CallToolRequest,
+        CallToolRequestParams,
+        CallToolResult,
+        ToolListChangedNotification,
+    );
+    // Resources.
+    reg!(
+        ListResourcesRequest,
+        ListResourcesResult,
+        ListResourceTemplatesRequest,
+        ListResourceTemplatesResult,
+        ReadResourceRequest,
+        ReadResourceResult,
+        SubscribeRequest,
+        UnsubscribeRequest,
+        ResourceRequestParams,
+        ResourceListChangedNotification,
+        ResourceUpdatedNotification,
+        ResourceUpdatedNotificationParams,
+    );
+    // Prompts, completion, logging.
+    reg!(
+        ListPromptsRequest,
+        ListPromptsResult,
+        GetPromptRequest,
+        GetPromptRequestParams,
+        GetPromptResult,
+        PromptListChangedNotification,
+        CompleteRequest,
+        CompleteRequestParams,
+        CompleteResult,
+        SetLevelRequest,
+        SetLevelRequestParams,
+        LoggingMessageNotification,
+        LoggingMessageNotificationParams,
+    );
+    // Sampling, roots, elicitation.
+    reg!(
+        CreateMessageRequest,
+        CreateMessageRequestParams,
+        CreateMessageResult,
+        SamplingMessage,
+        SamplingMessageContentBlock,
+        ToolResultContent,
+        ListRootsRequest,
+        RootsListChangedNotification,
+        ElicitRequest,
+        ElicitRequestParams,
+        ElicitRequestFormParams,
+        ElicitRequestUrlParams,
+        ElicitationCompleteNotification,
+        UrlElicitationRequiredError,
+    );
+    // Shared building blocks, as used by this revision.
+    reg!(
+        t::Implementation,
+        t::Icon,
+        t::Annotations,
+        t::Role,
+        t::LoggingLevel,
+        t::ProgressToken,
+        t::ContentBlock,
+        t::TextContent,
+        t::ImageContent,
+        t::AudioContent,
+        t::ResourceLink,
+        t::EmbeddedResource,
+        t::Resource,
+        t::ResourceTemplate,
+        t::TextResourceContents,
+        t::BlobResourceContents,
+        t::Prompt,
+        t::PromptArgument,
+        t::PromptMessage,
+        t::PromptReference,
+        t::ResourceTemplateReference,
+        t::Root,
+        t::ListRootsResult,
+        t::ElicitResult,
+        t::PrimitiveSchemaDefinition,
+        t::ModelPreferences,
+        t::ModelHint,
+        t::ToolChoice,
+        t::ToolUseContent,
+        t::ToolAnnotations,
+    );
 }

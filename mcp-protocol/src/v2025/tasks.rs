@@ -33,7 +33,7 @@ pub struct Task {
     /// When the task last changed (ISO 8601).
     pub last_updated_at: String,
     /// How long (ms, from creation) the receiver keeps the task; `null` means no limit.
-    #[serde(default)]
+    #[schemars(with = "crate::tasks::RequiredNullableInt")]
     pub ttl: Option<i64>,
     /// How often (ms) the requestor should poll `tasks/get`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -338,3 +338,15 @@ pub type GetTaskPayloadResultResponse = TypedResultResponse<GetTaskPayload>;
 pub type ListTasksResultResponse = TypedResultResponse<ListTasks>;
 /// A successful response to `tasks/cancel`.
 pub type CancelTaskResultResponse = TypedResultResponse<CancelTask>;
+
+/// The answer to a request that may have been task-augmented: either a task handle or
+/// the request's ordinary result. A value with a `task` member reads as the former.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // message-sized; boxing would only add indirection
+pub enum TaskOr<R> {
+    /// The receiver created a task.
+    Task(CreateTaskResult),
+    /// The receiver answered directly.
+    Result(R),
+}
