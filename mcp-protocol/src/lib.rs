@@ -27,6 +27,9 @@ pub mod error_codes;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;
+pub mod tasks;
+pub mod types;
+pub mod v2025;
 
 /// A JSON object, as `serde_json` represents it (insertion order kept).
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;

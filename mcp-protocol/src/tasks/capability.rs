@@ -1,0 +1,66 @@
+//! Declaring and detecting the extension: `capabilities.extensions["io.modelcontextprotocol/tasks"]`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::JsonObject;
+use crate::meta::TASKS_EXTENSION;
+
+/// The extension's settings under `capabilities.extensions`. It has none yet: an empty
+/// object means "supported". Unknown members are kept, though the schema allows none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TasksExtensionCapability {
+    /// Members this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl TasksExtensionCapability {
+    /// The `(key, value)` pair to put in a `capabilities.extensions` map:
+    /// `("io.modelcontextprotocol/tasks", {})`.
+    pub fn entry() -> (String, Value) {
+        (TASKS_EXTENSION.to_owned(), Value::Object(JsonObject::new()))
+    }
+
+    /// An `extensions` map that declares only this extension.
+    pub fn extensions_map() -> JsonObject {
+        let (k, v) = Self::entry();
+        let mut map = JsonObject::new();
+        map.insert(k, v);
+        map
+    }
+}
+
+/// Whether an `extensions` map (from `ClientCapabilities` or `ServerCapabilities`)
+/// declares the tasks extension. Any object value counts as a declaration.
+pub fn extensions_declare_tasks(extensions: &JsonObject) -> bool {
+    extensions
+        .get(TASKS_EXTENSION)
+        .is_some_and(Value::is_object)
+}
+
+/// Whether a capabilities object in JSON form (e.g. the
+/// `io.modelcontextprotocol/clientCapabilities` value of a request's `_meta`) declares
+/// the tasks extension under `extensions`.
+pub fn capabilities_value_declare_tasks(capabilities: &Value) -> bool {
+    capabilities
+        .get("extensions")
+        .and_then(Value::as_object)
+        .is_some_and(extensions_declare_tasks)
+}
+
+/// The `data` of a -32021 ("missing required client capability") error that asks for
+/// this extension: `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`.
+pub fn missing_capability_error_data() -> Value {
+    json!({ "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } } })
+}
+
+/// The whole -32021 error object asking the client to declare this extension.
+pub fn missing_capability_error() -> crate::jsonrpc::ErrorObject {
+    crate::jsonrpc::ErrorObject::new(
+        crate::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability",
+    )
+    .with_data(missing_capability_error_data())
+}
