@@ -1,5 +1,54 @@
-//! Durable MCP task storage: the `TaskStore` trait with its written contract, its
+//! Durable storage of MCP tasks: the [`TaskStore`] trait with its written contract, its
 //! backends, and the conformance kit every backend must pass.
 //!
-//! Status: not built yet (issue 3). Today this crate only fixes the crate boundary:
-//! it may depend on `mcp-protocol` and never on `mcp-server` or `mcp-client`.
+//! - [`TaskStore`]: the contract, rule by rule. [`rules`]: the state machine every backend
+//!   applies atomically. [`TaskRecord`]: what is kept per task.
+//! - Backends: [`MemoryStore`] (default), `SqliteStore` (feature `sqlite`).
+//! - `conformance` (feature `conformance`): one public async function per behaviour of the
+//!   contract, each taking a store factory; call them from your backend's tests.
+//! - Time comes from a [`Clock`]; [`ManualClock`] makes TTLs and leases testable without
+//!   sleeping.
+//!
+//! This crate depends on `mcp-protocol` (for the status, result and error types) and on
+//! nothing that serves or calls MCP: a server built on another SDK can use it as it is.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), mcp_tasks::StoreError> {
+//! use mcp_tasks::{MemoryStore, NewTask, Origin, Owner, TaskStore, WireRevision};
+//!
+//! let store = MemoryStore::default();
+//! let alice = Owner::new("alice");
+//! let origin = Origin { method: "tools/call".into(), tool: Some("slow".into()), revision: WireRevision::V2026_07_28 };
+//! let task = store
+//!     .create(NewTask { owner: alice.clone(), ttl_ms: Some(60_000), poll_interval_ms: None, origin, status_message: None })
+//!     .await?;
+//! let done = store.complete(&alice, &task.id, serde_json::Map::new()).await?;
+//! assert!(done.won);
+//! // Another owner cannot see it.
+//! assert!(store.get(&Owner::new("mallory"), &task.id).await.is_err());
+//! # Ok(()) }
+//! ```
+
+mod clock;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod cursor;
+mod error;
+mod event;
+mod limits;
+mod memory;
+mod record;
+pub mod rules;
+mod store;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::StoreError;
+pub use event::{EVENT_BUFFER, EventError, EventStream, TaskEvent};
+pub use limits::{Limit, Limits};
+pub use memory::MemoryStore;
+pub use record::{
+    Lease, Millis, NewTask, Origin, Outcome, Owner, Resolved, SweepReport, TaskId, TaskKey,
+    TaskPage, TaskRecord, Transition, WireRevision,
+};
+pub use store::TaskStore;

@@ -1,0 +1,212 @@
+//! What the store keeps for each task: [`TaskRecord`] and the values it is made of.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::tasks::TaskStatus;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch, from the store's [`Clock`](crate::Clock).
+pub type Millis = i64;
+
+/// A task id: 128 random bits as 32 lowercase hex digits. Unguessable, so it can double
+/// as a bearer token where no principal exists.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// A fresh id: 128 bits from the operating system's CSPRNG.
+    pub fn random() -> Result<TaskId, getrandom::Error> {
+        let mut bits = [0u8; 16];
+        getrandom::fill(&mut bits)?;
+        Ok(TaskId(format!("{:032x}", u128::from_be_bytes(bits))))
+    }
+
+    /// Wraps an id received from a peer. Any string is accepted: an id the store never
+    /// minted simply reads as unknown.
+    pub fn from_wire(id: impl Into<String>) -> TaskId {
+        TaskId(id.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Who a task belongs to: the caller's authenticated principal, or (2025-11-25 without
+/// authentication) its session. Every read and write is scoped by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Owner(String);
+
+impl Owner {
+    pub fn new(principal: impl Into<String>) -> Owner {
+        Owner(principal.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A task's full address: its owner and its id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TaskKey {
+    pub owner: Owner,
+    pub id: TaskId,
+}
+
+/// The wire revision of the request that created a task (it decides the views the
+/// task is shown in by default, e.g. whether an `isError` result reads as failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WireRevision {
+    /// MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension.
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
+    /// MCP 2025-11-25 tasks (SEP-1686).
+    #[serde(rename = "2025-11-25")]
+    V2025_11_25,
+}
+
+/// The request a task runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The JSON-RPC method, e.g. `tools/call`.
+    pub method: String,
+    /// The tool's name, for `tools/call`.
+    pub tool: Option<String>,
+    pub revision: WireRevision,
+}
+
+/// How a task ended: the original request's result, or its JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Result(JsonObject),
+    Error(ErrorObject),
+}
+
+/// Who runs a task, until when. A worker renews its lease while it runs; a lease that
+/// lapses means the worker (or its node) is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub holder: String,
+    pub expires_at: Millis,
+}
+
+/// One task as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub owner: Owner,
+    pub status: TaskStatus,
+    pub status_message: Option<String>,
+    pub created_at: Millis,
+    pub last_updated_at: Millis,
+    /// How long the task is kept after `created_at`; `None` keeps it until deleted.
+    pub ttl_ms: Option<u64>,
+    pub poll_interval_ms: Option<u64>,
+    pub origin: Origin,
+    /// Set once, when the task reaches `completed` or `failed`.
+    pub outcome: Option<Outcome>,
+    /// Input requests waiting for an answer, by key.
+    pub input_requests: BTreeMap<String, Value>,
+    /// Answers received and not yet taken by the worker, by key.
+    pub input_responses: BTreeMap<String, Value>,
+    /// Every key ever requested: keys are unique for the task's whole life.
+    pub used_input_keys: BTreeSet<String>,
+    pub cancel_requested: bool,
+    pub lease: Option<Lease>,
+    /// Bumped by every change; starts at 1.
+    pub revision: u64,
+}
+
+impl TaskRecord {
+    pub fn key(&self) -> TaskKey {
+        TaskKey {
+            owner: self.owner.clone(),
+            id: self.id.clone(),
+        }
+    }
+
+    /// When the task may be purged, if ever.
+    pub fn expires_at(&self) -> Option<Millis> {
+        self.ttl_ms.map(|ttl| {
+            self.created_at
+                .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX))
+        })
+    }
+
+    /// True once `now` has reached `created_at + ttl`.
+    pub fn is_expired(&self, now: Millis) -> bool {
+        self.expires_at().is_some_and(|at| now >= at)
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.status.is_terminal()
+    }
+}
+
+/// What [`TaskStore::create`](crate::TaskStore::create) needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    pub owner: Owner,
+    /// The TTL the requestor asked for; `None` takes the store's default. Clamped to the
+    /// store's maximum.
+    pub ttl_ms: Option<u64>,
+    /// The poll interval to suggest; `None` takes the store's default.
+    pub poll_interval_ms: Option<u64>,
+    pub origin: Origin,
+    pub status_message: Option<String>,
+}
+
+/// The outcome of a terminal write: whether this call moved the task, and the record as
+/// it stands (the winner's, when this call lost).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    pub won: bool,
+    pub record: TaskRecord,
+}
+
+/// The outcome of [`TaskStore::resolve_input`](crate::TaskStore::resolve_input): the keys
+/// that were outstanding and are now answered, and the record after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub accepted: Vec<String>,
+    pub record: TaskRecord,
+}
+
+/// One page of [`TaskStore::list`](crate::TaskStore::list), oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    pub tasks: Vec<TaskRecord>,
+    /// Present when more tasks may follow; opaque to clients.
+    pub next_cursor: Option<String>,
+}
+
+/// What a sweep did and found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepReport {
+    /// How many tasks past their TTL were deleted.
+    pub purged: usize,
+    /// Of those, the ones that had not finished: their work should be stopped.
+    pub expired_unfinished: Vec<TaskKey>,
+    /// Unfinished tasks whose worker's lease lapsed: the worker is gone.
+    pub lease_lapsed: Vec<TaskKey>,
+}

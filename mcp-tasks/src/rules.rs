@@ -1,0 +1,261 @@
+//! The task state machine as plain functions on a [`TaskRecord`].
+//!
+//! A backend makes each call atomic (under a lock, in a transaction, in a script) and
+//! persists the record when the function reports a change; the rules themselves live here
+//! once, for every backend. Third-party backends may use them too.
+
+use std::collections::BTreeMap;
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::tasks::TaskStatus;
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::limits::{Limit, Limits};
+use crate::record::{Lease, Millis, NewTask, Outcome, TaskId, TaskRecord};
+
+/// A new record for `new`, as `create` stores it.
+pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> TaskRecord {
+    TaskRecord {
+        id,
+        owner: new.owner,
+        status: TaskStatus::Working,
+        status_message: new.status_message,
+        created_at: now,
+        last_updated_at: now,
+        ttl_ms: limits.effective_ttl(new.ttl_ms),
+        poll_interval_ms: Some(
+            new.poll_interval_ms
+                .unwrap_or(limits.default_poll_interval_ms),
+        ),
+        origin: new.origin,
+        outcome: None,
+        input_requests: BTreeMap::new(),
+        input_responses: BTreeMap::new(),
+        used_input_keys: Default::default(),
+        cancel_requested: false,
+        lease: None,
+        revision: 1,
+    }
+}
+
+fn touch(rec: &mut TaskRecord, now: Millis) {
+    rec.last_updated_at = now.max(rec.last_updated_at);
+    rec.revision += 1;
+}
+
+fn unfinished(rec: &TaskRecord) -> Result<(), StoreError> {
+    if rec.is_terminal() {
+        Err(StoreError::Terminal { status: rec.status })
+    } else {
+        Ok(())
+    }
+}
+
+/// Sets or clears the status message of an unfinished task.
+pub fn set_status_message(
+    rec: &mut TaskRecord,
+    message: Option<String>,
+    now: Millis,
+) -> Result<(), StoreError> {
+    unfinished(rec)?;
+    rec.status_message = message;
+    touch(rec, now);
+    Ok(())
+}
+
+/// Adds input requests; all keys must be new to the task; the pending set must stay within
+/// the limit. On error nothing changes.
+pub fn request_input(
+    rec: &mut TaskRecord,
+    requests: BTreeMap<String, Value>,
+    limits: &Limits,
+    now: Millis,
+) -> Result<(), StoreError> {
+    unfinished(rec)?;
+    if let Some(key) = requests.keys().find(|k| rec.used_input_keys.contains(*k)) {
+        return Err(StoreError::InputKeyReused { key: key.clone() });
+    }
+    if rec.input_requests.len() + requests.len() > limits.max_input_requests_per_task {
+        return Err(StoreError::LimitExceeded {
+            limit: Limit::InputRequestsPerTask,
+            max: limits.max_input_requests_per_task as u64,
+        });
+    }
+    if requests.is_empty() {
+        return Ok(());
+    }
+    for (key, request) in requests {
+        rec.used_input_keys.insert(key.clone());
+        rec.input_requests.insert(key, request);
+    }
+    rec.status = TaskStatus::InputRequired;
+    touch(rec, now);
+    Ok(())
+}
+
+/// Accepts answers to pending keys and returns those keys; other keys are ignored. On a
+/// terminal task nothing changes.
+pub fn resolve_input(
+    rec: &mut TaskRecord,
+    responses: BTreeMap<String, Value>,
+    now: Millis,
+) -> Vec<String> {
+    if rec.is_terminal() {
+        return Vec::new();
+    }
+    let mut accepted = Vec::new();
+    for (key, response) in responses {
+        if rec.input_requests.remove(&key).is_some() {
+            rec.input_responses.insert(key.clone(), response);
+            accepted.push(key);
+        }
+    }
+    if accepted.is_empty() {
+        return accepted;
+    }
+    if rec.input_requests.is_empty() && rec.status == TaskStatus::InputRequired {
+        rec.status = TaskStatus::Working;
+    }
+    touch(rec, now);
+    accepted
+}
+
+/// Removes and returns the answer to `key`.
+pub fn take_input_response(rec: &mut TaskRecord, key: &str, now: Millis) -> Option<Value> {
+    let value = rec.input_responses.remove(key)?;
+    touch(rec, now);
+    Some(value)
+}
+
+/// How a terminal write ends a task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finish {
+    Complete(JsonObject),
+    Fail(ErrorObject),
+    Cancel(Option<String>),
+}
+
+/// Checks a finish against the limits before any state is touched.
+pub fn check_finish(finish: &Finish, limits: &Limits) -> Result<(), StoreError> {
+    if let Finish::Complete(result) = finish {
+        let bytes = serde_json::to_vec(result)
+            .map_err(StoreError::backend)?
+            .len();
+        if bytes > limits.max_result_bytes {
+            return Err(StoreError::LimitExceeded {
+                limit: Limit::ResultBytes,
+                max: limits.max_result_bytes as u64,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The terminal write. Returns `true` when this call moved the task; `false` (and no
+/// change) when it was already terminal.
+pub fn finish(rec: &mut TaskRecord, finish: Finish, now: Millis) -> bool {
+    if rec.is_terminal() {
+        return false;
+    }
+    match finish {
+        Finish::Complete(result) => {
+            rec.status = TaskStatus::Completed;
+            rec.outcome = Some(Outcome::Result(result));
+        }
+        Finish::Fail(error) => {
+            rec.status = TaskStatus::Failed;
+            if rec.status_message.is_none() {
+                rec.status_message = Some(error.message.clone());
+            }
+            rec.outcome = Some(Outcome::Error(error));
+        }
+        Finish::Cancel(message) => {
+            rec.status = TaskStatus::Cancelled;
+            rec.status_message = message.or(rec.status_message.take());
+        }
+    }
+    rec.input_requests.clear();
+    rec.lease = None;
+    touch(rec, now);
+    true
+}
+
+/// Raises the cancel flag of an unfinished task. Returns whether anything changed.
+pub fn request_cancel(rec: &mut TaskRecord, now: Millis) -> bool {
+    if rec.is_terminal() || rec.cancel_requested {
+        return false;
+    }
+    rec.cancel_requested = true;
+    touch(rec, now);
+    true
+}
+
+fn lease_until(now: Millis, ttl_ms: u64) -> Millis {
+    now.saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX))
+}
+
+/// Takes the lease when it is free, lapsed, or already the caller's.
+pub fn claim_lease(
+    rec: &mut TaskRecord,
+    holder: &str,
+    ttl_ms: u64,
+    now: Millis,
+) -> Result<Lease, StoreError> {
+    unfinished(rec)?;
+    if let Some(lease) = &rec.lease
+        && lease.holder != holder
+        && lease.expires_at > now
+    {
+        return Err(StoreError::LeaseHeld);
+    }
+    let lease = Lease {
+        holder: holder.to_owned(),
+        expires_at: lease_until(now, ttl_ms),
+    };
+    rec.lease = Some(lease.clone());
+    touch(rec, now);
+    Ok(lease)
+}
+
+/// Extends the caller's lease. A lapsed lease cannot be renewed: the sweep may already
+/// have given up on its worker, so the worker must claim again.
+pub fn renew_lease(
+    rec: &mut TaskRecord,
+    holder: &str,
+    ttl_ms: u64,
+    now: Millis,
+) -> Result<Lease, StoreError> {
+    unfinished(rec)?;
+    match &rec.lease {
+        Some(lease) if lease.holder == holder && lease.expires_at > now => {
+            let lease = Lease {
+                holder: holder.to_owned(),
+                expires_at: lease_until(now, ttl_ms),
+            };
+            rec.lease = Some(lease.clone());
+            touch(rec, now);
+            Ok(lease)
+        }
+        _ => Err(StoreError::LeaseLost),
+    }
+}
+
+/// Drops the caller's lease. Releasing on a finished task is fine (the lease is gone).
+pub fn release_lease(rec: &mut TaskRecord, holder: &str, now: Millis) -> Result<(), StoreError> {
+    match &rec.lease {
+        Some(lease) if lease.holder == holder => {
+            rec.lease = None;
+            touch(rec, now);
+            Ok(())
+        }
+        None if rec.is_terminal() => Ok(()),
+        _ => Err(StoreError::LeaseLost),
+    }
+}
+
+/// True for an unfinished task whose lease has lapsed.
+pub fn lease_lapsed(rec: &TaskRecord, now: Millis) -> bool {
+    !rec.is_terminal() && rec.lease.as_ref().is_some_and(|l| l.expires_at <= now)
+}

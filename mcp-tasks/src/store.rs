@@ -1,0 +1,167 @@
+//! The [`TaskStore`] trait and its contract.
+
+use async_trait::async_trait;
+use mcp_protocol::JsonObject;
+use mcp_protocol::jsonrpc::ErrorObject;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::error::StoreError;
+use crate::event::EventStream;
+use crate::record::{
+    Lease, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
+};
+
+/// Durable storage of MCP tasks, shared by every server instance that serves them.
+///
+/// # Contract
+///
+/// Every backend obeys these rules; [`conformance`](crate::conformance) checks each one.
+///
+/// 1. **Thread-safe.** Every method may be called concurrently, from any number of
+///    handles (clones, or handles opened on the same backend by other processes).
+/// 2. **Durable create.** When `create` returns, `get` of that task succeeds on every
+///    handle of the backend; no eventual-consistency window.
+/// 3. **Ids** are 128 random bits, never reused.
+/// 4. **Owner scope.** Every operation names the owner. A task of another owner reads as
+///    [`StoreError::NotFound`], exactly like an unknown id, on every operation.
+/// 5. **Statuses.** A task starts `working`. `working <-> input_required`; either may move
+///    to `completed`, `failed` or `cancelled`, which are terminal.
+/// 6. **First terminal write wins**, atomically: of any number of concurrent `complete`,
+///    `fail` and `cancel` calls, exactly one reports `won: true`; the others change nothing
+///    and return the winner's record. Nothing ever leaves a terminal state, and a terminal
+///    record never changes again (operations that would change it return
+///    [`StoreError::Terminal`] or, for `complete`/`fail`/`cancel`, `won: false`).
+/// 7. **Outcome.** `completed` carries the result, `failed` the JSON-RPC error.
+/// 8. **Input requests** merge into the pending set and make the task `input_required`.
+///    Keys are unique for the task's whole life: requesting a key used before (pending or
+///    answered) is [`StoreError::InputKeyReused`], and nothing changes.
+/// 9. **Input responses** (`resolve_input`) accept answers to pending keys only; unknown or
+///    already answered keys are ignored. Accepted answers are kept until the worker takes
+///    them (`take_input_response`). When no request is left pending the task is `working`
+///    again. On a terminal task nothing changes and no event is raised.
+/// 10. **Cancel request** (`request_cancel`) only raises a flag and an event; the worker
+///     decides. `cancel` is the terminal write.
+/// 11. **Leases.** `claim_lease` succeeds when no live lease exists or the caller holds it;
+///     `renew_lease` needs the caller to hold a live lease (a lapsed one is lost) and
+///     `release_lease` needs the caller to hold it.
+/// 12. **TTL.** A task expires when `now >= created_at + ttl`. From then on it reads as
+///     `NotFound`; `sweep` deletes it and reports it if it was unfinished. `sweep` also
+///     reports unfinished tasks whose lease lapsed (their worker is gone).
+/// 13. **Listing** returns one owner's tasks oldest first, ordered by `(created_at, id)`,
+///     in pages with an opaque keyset cursor: no task appears twice and none present for
+///     the whole listing is missed, whatever is inserted or expires meanwhile. A cursor the
+///     store did not issue is [`StoreError::InvalidCursor`].
+/// 14. **Revision** increases with every change of a record.
+/// 15. **Events.** After a change is durable, the store publishes it ([`TaskEvent`](crate::TaskEvent))
+///     to every handle's event feed. Events wake waiters; the record is the truth.
+/// 16. **Limits** ([`Limits`](crate::Limits)) refuse with [`StoreError::LimitExceeded`]
+///     and change nothing; the TTL is clamped, not refused.
+/// 17. **Time** comes from the store's [`Clock`](crate::Clock) only.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Creates a `working` task and returns it once it is durable (rule 2).
+    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError>;
+
+    /// Reads a task.
+    async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError>;
+
+    /// One page of `owner`'s tasks after `cursor`, at most `limit` long (rule 13).
+    async fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError>;
+
+    /// Sets (or clears) the status message of an unfinished task.
+    async fn set_status_message(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        message: Option<String>,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// Adds input requests by key and makes the task `input_required` (rule 8).
+    async fn request_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        requests: BTreeMap<String, Value>,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// Accepts answers to pending input requests (rule 9).
+    async fn resolve_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+    ) -> Result<Resolved, StoreError>;
+
+    /// Removes and returns the answer to `key`, if it has arrived.
+    async fn take_input_response(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        key: &str,
+    ) -> Result<Option<Value>, StoreError>;
+
+    /// Terminal write: `completed` with `result` (rule 6).
+    async fn complete(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        result: JsonObject,
+    ) -> Result<Transition, StoreError>;
+
+    /// Terminal write: `failed` with a JSON-RPC error (rule 6).
+    async fn fail(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        error: ErrorObject,
+    ) -> Result<Transition, StoreError>;
+
+    /// Terminal write: `cancelled` (rule 6).
+    async fn cancel(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        message: Option<String>,
+    ) -> Result<Transition, StoreError>;
+
+    /// Asks the worker to stop (rule 10). A no-op on a finished task.
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError>;
+
+    /// Takes (or re-takes) the lease of an unfinished task for `ttl_ms` (rule 11).
+    async fn claim_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Lease, StoreError>;
+
+    /// Extends a lease the caller holds.
+    async fn renew_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Lease, StoreError>;
+
+    /// Gives up a lease the caller holds.
+    async fn release_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes expired tasks and reports what needs attention (rule 12).
+    async fn sweep(&self) -> Result<SweepReport, StoreError>;
+
+    /// Subscribes to the change feed of the whole backend (rule 15).
+    fn events(&self) -> EventStream;
+}
