@@ -464,6 +464,27 @@ pub enum MultiSelectEnumSchema {
     Untitled(UntitledMultiSelectEnumSchema),
 }
 
+/// The form of a form-mode elicitation: a flat object schema whose properties are
+/// [`PrimitiveSchemaDefinition`]s. (Field order is not kept: `properties` is a sorted map.)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestedSchema {
+    /// The JSON Schema dialect, if stated.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Always `"object"`.
+    #[serde(rename = "type")]
+    pub r#type: super::common::ObjectTypeTag,
+    /// The fields, by name.
+    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// The names of the fields that must be filled in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+    /// Members this crate does not know about, kept as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
 /// What the user did with an elicitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
