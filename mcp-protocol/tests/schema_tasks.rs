@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod tasks_common;
 
-use common::{Doc, assert_invalid, check, check_typed};
+use tasks_common::{Doc, assert_invalid, check, check_typed};
 use mcp_protocol::tasks as ext;
 use mcp_protocol::v2025 as v25;
 use proptest::prelude::*;

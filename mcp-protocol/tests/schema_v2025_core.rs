@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod tasks_common;
 
-use common::check;
+use tasks_common::check;
 use mcp_protocol::v2025 as v;
 use serde_json::json;
 

@@ -47,7 +47,6 @@ pub mod methods {
 }
 
 /// Registers every top-level type of the extension with `g`.
-#[allow(dead_code)] // called by crate::schema
 pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     g.subschema_for::<Task>();
     g.subschema_for::<TaskStatus>();

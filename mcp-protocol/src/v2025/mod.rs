@@ -102,7 +102,6 @@ pub mod methods {
 
 /// Registers every top-level type of MCP 2025-11-25 with `g`, shared building blocks
 /// included as they appear in this revision.
-#[allow(dead_code)] // called by crate::schema
 pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     use crate::types as t;
     macro_rules! reg { ($($ty:ty),* $(,)?) => { $( g.subschema_for::<$ty>(); )* }; }
