@@ -5,11 +5,11 @@
 
 mod tasks_common;
 
-use tasks_common::{Doc, assert_invalid, check, check_typed};
 use mcp_protocol::tasks as ext;
 use mcp_protocol::v2025 as v25;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use tasks_common::{Doc, assert_invalid, check, check_typed};
 
 const STATUSES: [&str; 5] = [
     "working",

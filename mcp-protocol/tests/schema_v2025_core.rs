@@ -5,9 +5,9 @@
 
 mod tasks_common;
 
-use tasks_common::check;
 use mcp_protocol::v2025 as v;
 use serde_json::json;
+use tasks_common::check;
 
 #[test]
 fn lifecycle_and_utilities() {

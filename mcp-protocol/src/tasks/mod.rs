@@ -13,8 +13,9 @@ mod messages;
 mod task;
 
 pub use capability::{
-    TasksExtensionCapability, capabilities_value_declare_tasks, extensions_declare_tasks,
-    missing_capability_error, missing_capability_error_data,
+    TasksExtensionCapability, capabilities_value_declare_tasks, client_declares_tasks,
+    extensions_declare_tasks, missing_capability_error, missing_capability_error_data,
+    request_meta_declares_tasks, server_declares_tasks,
 };
 pub use messages::{
     AckResult, CancelTask, CancelTaskRequest, CancelTaskRequestParams, CancelTaskResult,
@@ -31,8 +32,8 @@ pub use task::{
     WorkingTask,
 };
 
-/// The requests a task waits on (until `crate::v2026::InputRequests` is available here).
-pub type InputRequests = crate::JsonObject;
+/// The requests an `input_required` task waits on (the 2026-07-28 core type).
+pub use crate::v2026::InputRequests;
 
 /// The extension's method names.
 pub mod methods {
