@@ -398,7 +398,7 @@ fn ext_schemas_reject_what_we_reject() {
     }
     // Both schemas require `resultType` on results, though we read a missing one as "complete".
     assert_invalid(Doc::OfficialExt, "CancelTaskResult", &json!({}));
-    assert_invalid(Doc::OursExt, "AckResult", &json!({}));
+    assert_invalid(Doc::OursExt, "CancelTaskResult", &json!({}));
     assert_invalid(
         Doc::OfficialExt,
         "GetTaskResult",

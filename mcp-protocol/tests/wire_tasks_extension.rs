@@ -3,9 +3,9 @@
 //! Wire rules of the tasks extension that the schema alone does not pin down.
 
 use mcp_protocol::tasks::{
-    AckResult, CancelTaskRequest, CreateTaskResult, DetailedTask, GetTaskResult, Task, TaskStatus,
-    TaskStatusNotification, UpdateTaskRequest, extensions_declare_tasks, missing_capability_error,
-    missing_capability_error_data,
+    CancelTaskRequest, CancelTaskResult, CreateTaskResult, DetailedTask, GetTaskResult, Task,
+    TaskStatus, TaskStatusNotification, UpdateTaskRequest, extensions_declare_tasks,
+    missing_capability_error, missing_capability_error_data,
 };
 use serde_json::{Value, json};
 
@@ -118,15 +118,19 @@ fn unknown_status_is_rejected() {
 #[test]
 fn acks_are_exactly_result_type_complete() {
     assert_eq!(
-        serde_json::to_value(AckResult::default()).unwrap(),
+        serde_json::to_value(CancelTaskResult::default()).unwrap(),
         json!({"resultType":"complete"})
     );
-    let ack: AckResult = serde_json::from_value(json!({})).unwrap();
+    let ack: CancelTaskResult = serde_json::from_value(json!({})).unwrap();
     assert_eq!(
         serde_json::to_value(ack).unwrap(),
         json!({"resultType":"complete"})
     );
-    assert!(serde_json::from_value::<AckResult>(json!({"resultType":"task"})).is_err());
+    assert!(serde_json::from_value::<CancelTaskResult>(json!({"resultType":"task"})).is_err());
+    assert_eq!(
+        serde_json::to_value(mcp_protocol::tasks::UpdateTaskResult::default()).unwrap(),
+        json!({"resultType":"complete"})
+    );
 }
 
 #[test]
@@ -150,7 +154,8 @@ fn unknown_fields_survive() {
 
     let ack = json!({"resultType":"complete","x":1});
     assert_eq!(
-        serde_json::to_value(serde_json::from_value::<AckResult>(ack.clone()).unwrap()).unwrap(),
+        serde_json::to_value(serde_json::from_value::<CancelTaskResult>(ack.clone()).unwrap())
+            .unwrap(),
         ack
     );
 }

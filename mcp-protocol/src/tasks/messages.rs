@@ -175,28 +175,38 @@ impl UpdateTaskRequestParams {
     }
 }
 
-/// An acknowledgement with no content: `{"resultType": "complete"}` (plus `_meta` if any).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(transform = require_result_type)]
-pub struct AckResult {
-    /// Always `"complete"` (a missing value reads as `"complete"`).
-    #[serde(default)]
-    pub result_type: CompleteResultType,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
-    /// Members this crate does not know, kept for round trips.
-    #[serde(flatten)]
-    pub extra: JsonObject,
+/// Declares an empty acknowledgement result: `{"resultType": "complete"}` (plus `_meta`
+/// if any).
+macro_rules! ack_result {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        #[schemars(transform = require_result_type)]
+        pub struct $name {
+            /// Always `"complete"` (a missing value reads as `"complete"`).
+            #[serde(default)]
+            pub result_type: CompleteResultType,
+            /// Result metadata.
+            #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+            pub meta: Option<ResultMeta>,
+            /// Members this crate does not know, kept for round trips.
+            #[serde(flatten)]
+            pub extra: JsonObject,
+        }
+    };
 }
 
-/// The result of `tasks/update`: an empty acknowledgement. The new state shows up in a
-/// later `tasks/get`.
-pub type UpdateTaskResult = AckResult;
-/// The result of `tasks/cancel`: an empty acknowledgement. Cancellation is cooperative;
-/// the task may still end `completed` or `failed`.
-pub type CancelTaskResult = AckResult;
+ack_result!(
+    /// The result of `tasks/update`: an empty acknowledgement. The new state shows up in
+    /// a later `tasks/get`.
+    UpdateTaskResult
+);
+ack_result!(
+    /// The result of `tasks/cancel`: an empty acknowledgement. Cancellation is
+    /// cooperative; the task may still end `completed` or `failed`.
+    CancelTaskResult
+);
 
 /// The `params` of `notifications/tasks`: the whole task, as `tasks/get` would return it now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -18,7 +18,7 @@ pub use capability::{
     request_meta_declares_tasks, server_declares_tasks,
 };
 pub use messages::{
-    AckResult, CancelTask, CancelTaskRequest, CancelTaskRequestParams, CancelTaskResult,
+    CancelTask, CancelTaskRequest, CancelTaskRequestParams, CancelTaskResult,
     CancelTaskResultResponse, CompleteResultType, CreateTaskResult, GetTask, GetTaskRequest,
     GetTaskRequestParams, GetTaskResult, GetTaskResultResponse, TaskIdParams, TaskResultType,
     TaskStatusChanged, TaskStatusNotification, TaskStatusNotificationParams,
@@ -63,9 +63,16 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     g.subschema_for::<UpdateTaskRequest>();
     g.subschema_for::<UpdateTaskResult>();
     g.subschema_for::<CancelTaskRequest>();
+    g.subschema_for::<CancelTaskResult>();
     g.subschema_for::<TaskStatusNotification>();
     g.subschema_for::<TaskStatusNotificationParams>();
     g.subschema_for::<TaskSubscriptionNotifications>();
     g.subschema_for::<TaskSubscriptionAcknowledgedNotifications>();
     g.subschema_for::<TasksExtensionCapability>();
+    // Core types the extension's messages refer to.
+    g.subschema_for::<crate::v2026::InputRequests>();
+    g.subschema_for::<crate::v2026::InputResponses>();
+    g.subschema_for::<crate::jsonrpc::ErrorObject>();
+    g.subschema_for::<crate::jsonrpc::JsonRpcRequest>();
+    g.subschema_for::<crate::jsonrpc::JsonRpcNotification>();
 }

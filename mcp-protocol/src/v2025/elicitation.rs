@@ -72,7 +72,7 @@ pub struct ElicitRequestFormParams {
 /// The `params` of a URL-mode `elicitation/create`: send the user to a URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ElicitRequestUrlParams {
+pub struct ElicitRequestURLParams {
     /// Always `"url"`.
     pub mode: UrlModeTag,
     /// Why the user should open the URL.
@@ -97,7 +97,7 @@ pub struct ElicitRequestUrlParams {
 #[serde(untagged)]
 pub enum ElicitRequestParams {
     /// `"mode": "url"`.
-    Url(ElicitRequestUrlParams),
+    Url(ElicitRequestURLParams),
     /// `"mode": "form"` or no mode.
     Form(ElicitRequestFormParams),
 }
@@ -141,9 +141,9 @@ pub type ElicitResultResponse = TypedResultResponse<Elicit>;
 
 /// The `data` of a -32042 error: the URL elicitations the user must complete first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct UrlElicitationRequiredData {
+pub struct URLElicitationRequiredData {
     /// The elicitations to complete.
-    pub elicitations: Vec<ElicitRequestUrlParams>,
+    pub elicitations: Vec<ElicitRequestURLParams>,
     /// Members this crate does not know, kept for round trips.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -152,8 +152,7 @@ pub struct UrlElicitationRequiredData {
 /// The error response a server sends when a request needs URL-mode elicitations first
 /// (code -32042).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(rename = "URLElicitationRequiredError")]
-pub struct UrlElicitationRequiredError {
+pub struct URLElicitationRequiredError {
     /// Always `"2.0"`.
     pub jsonrpc: Version,
     /// The failed request's id.
@@ -163,19 +162,19 @@ pub struct UrlElicitationRequiredError {
     pub error: ErrorObject,
 }
 
-impl UrlElicitationRequiredError {
+impl URLElicitationRequiredError {
     /// The error response for request `id`, listing `elicitations`.
     pub fn new(
         id: Option<RequestId>,
         message: impl Into<String>,
-        elicitations: Vec<ElicitRequestUrlParams>,
+        elicitations: Vec<ElicitRequestURLParams>,
     ) -> Self {
-        let data = UrlElicitationRequiredData {
+        let data = URLElicitationRequiredData {
             elicitations,
             extra: JsonObject::new(),
         };
         let data = serde_json::to_value(data).unwrap_or(Value::Null);
-        UrlElicitationRequiredError {
+        URLElicitationRequiredError {
             jsonrpc: Version,
             id,
             error: ErrorObject::new(crate::error_codes::URL_ELICITATION_REQUIRED, message)
@@ -184,9 +183,9 @@ impl UrlElicitationRequiredError {
     }
 
     /// The elicitations named in the error's data, if it has the expected shape.
-    pub fn elicitations(&self) -> Option<Vec<ElicitRequestUrlParams>> {
+    pub fn elicitations(&self) -> Option<Vec<ElicitRequestURLParams>> {
         let data = self.error.data.clone()?;
-        serde_json::from_value::<UrlElicitationRequiredData>(data)
+        serde_json::from_value::<URLElicitationRequiredData>(data)
             .ok()
             .map(|d| d.elicitations)
     }

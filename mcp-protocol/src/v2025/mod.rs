@@ -114,6 +114,20 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
         ClientResult,
         ServerResult
     );
+    // JSON-RPC envelopes.
+    {
+        use crate::jsonrpc as j;
+        reg!(
+            j::JsonRpcMessage,
+            j::JsonRpcRequest,
+            j::JsonRpcNotification,
+            j::JsonRpcResponse,
+            j::JsonRpcResultResponse,
+            j::JsonRpcErrorResponse,
+            j::ErrorObject,
+            j::RequestId,
+        );
+    }
     // Base.
     reg!(
         RequestParams,
@@ -209,9 +223,9 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
         ElicitRequest,
         ElicitRequestParams,
         ElicitRequestFormParams,
-        ElicitRequestUrlParams,
+        ElicitRequestURLParams,
         ElicitationCompleteNotification,
-        UrlElicitationRequiredError,
+        URLElicitationRequiredError,
     );
     // Shared building blocks, as used by this revision.
     reg!(
