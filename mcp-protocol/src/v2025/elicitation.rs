@@ -1,8 +1,6 @@
 //! Elicitation in MCP 2025-11-25: form and URL mode (each may be task-augmented), the
 //! completion notification of URL mode, and the -32042 error.
 
-use std::collections::BTreeMap;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,7 +10,7 @@ use crate::JsonObject;
 use crate::jsonrpc::{ErrorObject, RequestId, Version};
 use crate::meta::Meta;
 use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
-use crate::types::{ElicitResult, PrimitiveSchemaDefinition};
+use crate::types::{ElicitResult, RequestedSchema};
 use crate::{notification, request};
 
 crate::const_tag!(
@@ -23,30 +21,6 @@ crate::const_tag!(
     /// The `"mode": "url"` of URL-mode elicitation.
     UrlModeTag = "url"
 );
-crate::const_tag!(
-    /// The `"type": "object"` of an elicitation form's schema.
-    FormObjectTag = "object"
-);
-
-/// The flat object schema a form asks the user to fill in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ElicitationSchema {
-    /// The JSON Schema dialect, if named.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
-    pub schema: Option<String>,
-    /// Always `"object"`.
-    #[serde(rename = "type")]
-    pub r#type: FormObjectTag,
-    /// One primitive schema per field.
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
-    /// The fields the user must fill in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<Vec<String>>,
-    /// Members this crate does not know, kept for round trips.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
-
 /// The `params` of a form-mode `elicitation/create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -57,7 +31,7 @@ pub struct ElicitRequestFormParams {
     /// What to ask the user.
     pub message: String,
     /// The form's fields.
-    pub requested_schema: ElicitationSchema,
+    pub requested_schema: RequestedSchema,
     /// Present when the server wants the elicitation run as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
