@@ -27,9 +27,11 @@ pub mod error_codes;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;
+pub mod schema;
 pub mod tasks;
 pub mod types;
 pub mod v2025;
+pub mod v2026;
 
 /// A JSON object, as `serde_json` represents it (insertion order kept).
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;

@@ -431,11 +431,13 @@ impl<N: Notification> JsonSchema for TypedNotification<N> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MethodCall<M: Request> {
     pub params: M::Params,
+    /// Members besides `method` and `params`, kept as they came.
+    pub extra: crate::JsonObject,
 }
 
 impl<M: Request> MethodCall<M> {
     pub fn new(params: M::Params) -> Self {
-        MethodCall { params }
+        MethodCall { params, extra: crate::JsonObject::new() }
     }
 }
 
@@ -444,6 +446,8 @@ struct CallOut<'a, P: Serialize> {
     method: MethodName<'a>,
     #[serde(skip_serializing_if = "serializes_as_none")]
     params: &'a P,
+    #[serde(flatten)]
+    extra: &'a crate::JsonObject,
 }
 
 #[derive(Deserialize)]
@@ -451,15 +455,13 @@ struct CallOut<'a, P: Serialize> {
 struct CallIn<P> {
     method: String,
     params: P,
+    #[serde(flatten)]
+    extra: crate::JsonObject,
 }
 
 impl<M: Request> Serialize for MethodCall<M> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        CallOut {
-            method: MethodName(M::METHOD),
-            params: &self.params,
-        }
-        .serialize(s)
+        CallOut { method: MethodName(M::METHOD), params: &self.params, extra: &self.extra }.serialize(s)
     }
 }
 
@@ -467,7 +469,7 @@ impl<'de, M: Request> Deserialize<'de> for MethodCall<M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let c = CallIn::<M::Params>::deserialize(d)?;
         check_method(&c.method, M::METHOD)?;
-        Ok(MethodCall { params: c.params })
+        Ok(MethodCall { params: c.params, extra: c.extra })
     }
 }
 

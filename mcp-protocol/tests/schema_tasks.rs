@@ -3,13 +3,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod tasks_common;
 
-use common::{Doc, assert_invalid, check, check_typed};
 use mcp_protocol::tasks as ext;
 use mcp_protocol::v2025 as v25;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use tasks_common::{Doc, assert_invalid, check, check_typed};
 
 const STATUSES: [&str; 5] = [
     "working",
@@ -398,7 +398,7 @@ fn ext_schemas_reject_what_we_reject() {
     }
     // Both schemas require `resultType` on results, though we read a missing one as "complete".
     assert_invalid(Doc::OfficialExt, "CancelTaskResult", &json!({}));
-    assert_invalid(Doc::OursExt, "AckResult", &json!({}));
+    assert_invalid(Doc::OursExt, "CancelTaskResult", &json!({}));
     assert_invalid(
         Doc::OfficialExt,
         "GetTaskResult",

@@ -3,11 +3,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod tasks_common;
 
-use common::check;
 use mcp_protocol::v2025 as v;
 use serde_json::json;
+use tasks_common::check;
 
 #[test]
 fn lifecycle_and_utilities() {
@@ -165,14 +165,14 @@ fn sampling_elicitation_roots() {
         "ElicitationCompleteNotification",
         json!({"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e-1"}}),
     );
-    let err = check::<v::UrlElicitationRequiredError>(
+    let err = check::<v::URLElicitationRequiredError>(
         false,
         "URLElicitationRequiredError",
         json!({"jsonrpc":"2.0","id":3,"error":{"code":-32042,"message":"Authorization needed","data":{"elicitations":[
             {"mode":"url","message":"Sign in","elicitationId":"e-1","url":"https://example.com/auth"}]}}}),
     );
     assert_eq!(err.elicitations().unwrap()[0].elicitation_id, "e-1");
-    let built = v::UrlElicitationRequiredError::new(
+    let built = v::URLElicitationRequiredError::new(
         Some(3.into()),
         "Authorization needed",
         err.elicitations().unwrap(),

@@ -3,9 +3,9 @@
 //! Wire rules of the tasks extension that the schema alone does not pin down.
 
 use mcp_protocol::tasks::{
-    AckResult, CancelTaskRequest, CreateTaskResult, DetailedTask, GetTaskResult, Task, TaskStatus,
-    TaskStatusNotification, UpdateTaskRequest, extensions_declare_tasks, missing_capability_error,
-    missing_capability_error_data,
+    CancelTaskRequest, CancelTaskResult, CreateTaskResult, DetailedTask, GetTaskResult, Task,
+    TaskStatus, TaskStatusNotification, UpdateTaskRequest, extensions_declare_tasks,
+    missing_capability_error, missing_capability_error_data,
 };
 use serde_json::{Value, json};
 
@@ -118,15 +118,19 @@ fn unknown_status_is_rejected() {
 #[test]
 fn acks_are_exactly_result_type_complete() {
     assert_eq!(
-        serde_json::to_value(AckResult::default()).unwrap(),
+        serde_json::to_value(CancelTaskResult::default()).unwrap(),
         json!({"resultType":"complete"})
     );
-    let ack: AckResult = serde_json::from_value(json!({})).unwrap();
+    let ack: CancelTaskResult = serde_json::from_value(json!({})).unwrap();
     assert_eq!(
         serde_json::to_value(ack).unwrap(),
         json!({"resultType":"complete"})
     );
-    assert!(serde_json::from_value::<AckResult>(json!({"resultType":"task"})).is_err());
+    assert!(serde_json::from_value::<CancelTaskResult>(json!({"resultType":"task"})).is_err());
+    assert_eq!(
+        serde_json::to_value(mcp_protocol::tasks::UpdateTaskResult::default()).unwrap(),
+        json!({"resultType":"complete"})
+    );
 }
 
 #[test]
@@ -140,7 +144,7 @@ fn unknown_fields_survive() {
         panic!("not completed")
     };
     assert_eq!(c.extra["x-vendor"], json!({"k":[1,2]}));
-    assert_eq!(r.meta.as_ref().unwrap()["m"], true);
+    assert_eq!(r.meta.as_ref().unwrap().extra["m"], true);
 
     let c = json!({"resultType":"task","taskId":"a","status":"working","createdAt":"x","lastUpdatedAt":"y",
         "ttlMs":null,"x-vendor":"v","_meta":{"k":1}});
@@ -150,7 +154,8 @@ fn unknown_fields_survive() {
 
     let ack = json!({"resultType":"complete","x":1});
     assert_eq!(
-        serde_json::to_value(serde_json::from_value::<AckResult>(ack.clone()).unwrap()).unwrap(),
+        serde_json::to_value(serde_json::from_value::<CancelTaskResult>(ack.clone()).unwrap())
+            .unwrap(),
         ack
     );
 }
@@ -212,4 +217,33 @@ fn capability_helpers() {
     let ext = mcp_protocol::tasks::TasksExtensionCapability::extensions_map();
     assert!(extensions_declare_tasks(&ext));
     assert!(!extensions_declare_tasks(&serde_json::Map::new()));
+
+    use mcp_protocol::tasks::{
+        TasksExtensionCapability, client_declares_tasks, server_declares_tasks,
+    };
+    use mcp_protocol::v2026::{ClientCapabilities, ServerCapabilities};
+    let client = TasksExtensionCapability::declare_on_client(ClientCapabilities::default());
+    assert!(client_declares_tasks(&client));
+    assert!(!client_declares_tasks(&ClientCapabilities::default()));
+    assert_eq!(
+        serde_json::to_value(&client).unwrap(),
+        json!({"extensions":{"io.modelcontextprotocol/tasks":{}}})
+    );
+    let server = TasksExtensionCapability::declare_on_server(ServerCapabilities::default());
+    assert!(server_declares_tasks(&server));
+
+    let get: mcp_protocol::tasks::GetTaskRequest = serde_json::from_value(json!({"jsonrpc":"2.0","id":1,
+        "method":"tasks/get","params":{"taskId":"t","_meta":{
+            "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}))
+    .unwrap();
+    assert!(get.params.declares_tasks());
+    let bare: mcp_protocol::tasks::GetTaskRequest =
+        serde_json::from_value(json!({"jsonrpc":"2.0","id":1,
+        "method":"tasks/get","params":{"taskId":"t","_meta":{
+            "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":{}}}}))
+        .unwrap();
+    assert!(!bare.params.declares_tasks());
+    assert!(!mcp_protocol::tasks::GetTaskRequestParams::new("t").declares_tasks());
 }

@@ -23,6 +23,23 @@ impl TasksExtensionCapability {
         (TASKS_EXTENSION.to_owned(), Value::Object(JsonObject::new()))
     }
 
+    /// Adds this extension to client capabilities.
+    pub fn declare_on_client(
+        caps: crate::v2026::ClientCapabilities,
+    ) -> crate::v2026::ClientCapabilities {
+        caps.with_extension(TASKS_EXTENSION, JsonObject::new())
+    }
+
+    /// Adds this extension to server capabilities.
+    pub fn declare_on_server(
+        mut caps: crate::v2026::ServerCapabilities,
+    ) -> crate::v2026::ServerCapabilities {
+        caps.extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION.to_owned(), JsonObject::new());
+        caps
+    }
+
     /// An `extensions` map that declares only this extension.
     pub fn extensions_map() -> JsonObject {
         let (k, v) = Self::entry();
@@ -38,6 +55,24 @@ pub fn extensions_declare_tasks(extensions: &JsonObject) -> bool {
     extensions
         .get(TASKS_EXTENSION)
         .is_some_and(Value::is_object)
+}
+
+/// Whether typed 2026-07-28 client capabilities declare the tasks extension.
+pub fn client_declares_tasks(caps: &crate::v2026::ClientCapabilities) -> bool {
+    caps.extension(TASKS_EXTENSION).is_some()
+}
+
+/// Whether typed 2026-07-28 server capabilities declare the tasks extension.
+pub fn server_declares_tasks(caps: &crate::v2026::ServerCapabilities) -> bool {
+    caps.extension(TASKS_EXTENSION).is_some()
+}
+
+/// Whether a request's `_meta` declares the tasks extension in its
+/// `io.modelcontextprotocol/clientCapabilities` (the only place a 2026-07-28 server may
+/// look: capabilities are never remembered across requests).
+pub fn request_meta_declares_tasks(meta: &crate::meta::Meta) -> bool {
+    meta.get(crate::meta::CLIENT_CAPABILITIES)
+        .is_some_and(capabilities_value_declare_tasks)
 }
 
 /// Whether a capabilities object in JSON form (e.g. the

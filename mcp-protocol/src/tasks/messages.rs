@@ -10,6 +10,7 @@ use crate::JsonObject;
 use crate::meta::Meta;
 use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
 use crate::request;
+use crate::v2026::{NotificationMeta, ResultMeta};
 
 crate::const_tag!(
     /// The `resultType` of a [`CreateTaskResult`]: always `"task"`.
@@ -48,7 +49,7 @@ pub struct CreateTaskResult {
     pub task: Task,
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<ResultMeta>,
 }
 
 impl From<Task> for CreateTaskResult {
@@ -84,6 +85,13 @@ impl TaskIdParams {
             extra: JsonObject::new(),
         }
     }
+
+    /// Whether this request's own `_meta` declares the tasks extension.
+    pub fn declares_tasks(&self) -> bool {
+        self.meta
+            .as_ref()
+            .is_some_and(super::request_meta_declares_tasks)
+    }
 }
 
 /// The `params` of `tasks/get`.
@@ -104,7 +112,7 @@ pub struct GetTaskResult {
     pub task: DetailedTask,
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<ResultMeta>,
 }
 
 impl From<DetailedTask> for GetTaskResult {
@@ -137,28 +145,68 @@ pub struct UpdateTaskRequestParams {
     pub extra: JsonObject,
 }
 
-/// An acknowledgement with no content: `{"resultType": "complete"}` (plus `_meta` if any).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(transform = require_result_type)]
-pub struct AckResult {
-    /// Always `"complete"` (a missing value reads as `"complete"`).
-    #[serde(default)]
-    pub result_type: CompleteResultType,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// Members this crate does not know, kept for round trips.
-    #[serde(flatten)]
-    pub extra: JsonObject,
+impl UpdateTaskRequestParams {
+    /// Params answering `input_responses` for `task_id`, with no `_meta`.
+    pub fn new(task_id: impl Into<String>, input_responses: JsonObject) -> Self {
+        UpdateTaskRequestParams {
+            task_id: task_id.into(),
+            input_responses,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Whether this request's own `_meta` declares the tasks extension.
+    pub fn declares_tasks(&self) -> bool {
+        self.meta
+            .as_ref()
+            .is_some_and(super::request_meta_declares_tasks)
+    }
+
+    /// The answer under `key`, read as a 2026-07-28 input response; `None` when the key
+    /// is absent, `Some(Err(_))` when its value has no known shape.
+    pub fn response(
+        &self,
+        key: &str,
+    ) -> Option<Result<crate::v2026::InputResponse, serde_json::Error>> {
+        self.input_responses
+            .get(key)
+            .map(crate::v2026::InputResponse::deserialize)
+    }
 }
 
-/// The result of `tasks/update`: an empty acknowledgement. The new state shows up in a
-/// later `tasks/get`.
-pub type UpdateTaskResult = AckResult;
-/// The result of `tasks/cancel`: an empty acknowledgement. Cancellation is cooperative;
-/// the task may still end `completed` or `failed`.
-pub type CancelTaskResult = AckResult;
+/// Declares an empty acknowledgement result: `{"resultType": "complete"}` (plus `_meta`
+/// if any).
+macro_rules! ack_result {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        #[schemars(transform = require_result_type)]
+        pub struct $name {
+            /// Always `"complete"` (a missing value reads as `"complete"`).
+            #[serde(default)]
+            pub result_type: CompleteResultType,
+            /// Result metadata.
+            #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+            pub meta: Option<ResultMeta>,
+            /// Members this crate does not know, kept for round trips.
+            #[serde(flatten)]
+            pub extra: JsonObject,
+        }
+    };
+}
+
+ack_result!(
+    /// The result of `tasks/update`: an empty acknowledgement. The new state shows up in
+    /// a later `tasks/get`.
+    UpdateTaskResult
+);
+ack_result!(
+    /// The result of `tasks/cancel`: an empty acknowledgement. Cancellation is
+    /// cooperative; the task may still end `completed` or `failed`.
+    CancelTaskResult
+);
 
 /// The `params` of `notifications/tasks`: the whole task, as `tasks/get` would return it now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -168,7 +216,24 @@ pub struct TaskStatusNotificationParams {
     pub task: DetailedTask,
     /// Notification metadata (e.g. `io.modelcontextprotocol/subscriptionId`).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<NotificationMeta>,
+}
+
+impl TaskSubscriptionNotifications {
+    /// Reads the `taskIds` member of a `subscriptions/listen` filter.
+    pub fn from_filter(filter: &crate::v2026::SubscriptionFilter) -> Option<Vec<String>> {
+        filter
+            .extra
+            .get("taskIds")
+            .and_then(|v| Vec::<String>::deserialize(v).ok())
+    }
+
+    /// Writes `task_ids` into a `subscriptions/listen` filter.
+    pub fn set_on_filter(filter: &mut crate::v2026::SubscriptionFilter, task_ids: &[String]) {
+        filter
+            .extra
+            .insert("taskIds".to_owned(), serde_json::json!(task_ids));
+    }
 }
 
 impl From<DetailedTask> for TaskStatusNotificationParams {

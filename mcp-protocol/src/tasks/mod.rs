@@ -13,11 +13,12 @@ mod messages;
 mod task;
 
 pub use capability::{
-    TasksExtensionCapability, capabilities_value_declare_tasks, extensions_declare_tasks,
-    missing_capability_error, missing_capability_error_data,
+    TasksExtensionCapability, capabilities_value_declare_tasks, client_declares_tasks,
+    extensions_declare_tasks, missing_capability_error, missing_capability_error_data,
+    request_meta_declares_tasks, server_declares_tasks,
 };
 pub use messages::{
-    AckResult, CancelTask, CancelTaskRequest, CancelTaskRequestParams, CancelTaskResult,
+    CancelTask, CancelTaskRequest, CancelTaskRequestParams, CancelTaskResult,
     CancelTaskResultResponse, CompleteResultType, CreateTaskResult, GetTask, GetTaskRequest,
     GetTaskRequestParams, GetTaskResult, GetTaskResultResponse, TaskIdParams, TaskResultType,
     TaskStatusChanged, TaskStatusNotification, TaskStatusNotificationParams,
@@ -31,8 +32,8 @@ pub use task::{
     WorkingTask,
 };
 
-/// The requests a task waits on (until `crate::v2026::InputRequests` is available here).
-pub type InputRequests = crate::JsonObject;
+/// The requests an `input_required` task waits on (the 2026-07-28 core type).
+pub use crate::v2026::InputRequests;
 
 /// The extension's method names.
 pub mod methods {
@@ -47,7 +48,6 @@ pub mod methods {
 }
 
 /// Registers every top-level type of the extension with `g`.
-#[allow(dead_code)] // called by crate::schema
 pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     g.subschema_for::<Task>();
     g.subschema_for::<TaskStatus>();
@@ -63,9 +63,16 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     g.subschema_for::<UpdateTaskRequest>();
     g.subschema_for::<UpdateTaskResult>();
     g.subschema_for::<CancelTaskRequest>();
+    g.subschema_for::<CancelTaskResult>();
     g.subschema_for::<TaskStatusNotification>();
     g.subschema_for::<TaskStatusNotificationParams>();
     g.subschema_for::<TaskSubscriptionNotifications>();
     g.subschema_for::<TaskSubscriptionAcknowledgedNotifications>();
     g.subschema_for::<TasksExtensionCapability>();
+    // Core types the extension's messages refer to.
+    g.subschema_for::<crate::v2026::InputRequests>();
+    g.subschema_for::<crate::v2026::InputResponses>();
+    g.subschema_for::<crate::jsonrpc::ErrorObject>();
+    g.subschema_for::<crate::jsonrpc::JsonRpcRequest>();
+    g.subschema_for::<crate::jsonrpc::JsonRpcNotification>();
 }

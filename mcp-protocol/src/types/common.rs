@@ -60,6 +60,52 @@ macro_rules! const_tag {
     };
 }
 
+crate::const_tag!(
+    /// The `"type": "object"` of object schemas (tool input schemas, elicitation forms).
+    ObjectTypeTag = "object"
+);
+
+/// An integer constant, such as the fixed `code` of a specific error: serializes as `C`
+/// and refuses any other number on input. JSON Schema `{"type": "integer", "const": C}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ConstCode<const C: i64>;
+
+impl<const C: i64> ConstCode<C> {
+    /// The constant's value.
+    pub const VALUE: i64 = C;
+}
+
+impl<const C: i64> Serialize for ConstCode<C> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(C)
+    }
+}
+
+impl<'de, const C: i64> Deserialize<'de> for ConstCode<C> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = i64::deserialize(d)?;
+        if v == C {
+            Ok(ConstCode)
+        } else {
+            Err(<D::Error as serde::de::Error>::custom(format_args!(
+                "expected {C}, got {v}"
+            )))
+        }
+    }
+}
+
+impl<const C: i64> JsonSchema for ConstCode<C> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("ConstCode{C}").into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "integer", "const": C })
+    }
+}
+
 /// Who a message or piece of content is meant for / comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

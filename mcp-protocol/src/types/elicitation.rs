@@ -1,5 +1,5 @@
-//! Elicitation pieces shared by both revisions: the restricted JSON Schemas a form may
-//! ask for (one per field), and the user's answer ([`ElicitResult`]).
+//! Elicitation form schemas shared by both revisions: the restricted JSON Schemas a form
+//! may ask for (one per field) and the form itself ([`RequestedSchema`]).
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::JsonObject;
-use crate::meta::Meta;
 
 crate::const_tag!(
     /// The `"type": "string"` of string-valued field schemas.
@@ -464,75 +463,25 @@ pub enum MultiSelectEnumSchema {
     Untitled(UntitledMultiSelectEnumSchema),
 }
 
-/// What the user did with an elicitation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ElicitAction {
-    /// Submitted the form or confirmed.
-    Accept,
-    /// Said no.
-    Decline,
-    /// Dismissed it without choosing.
-    Cancel,
-}
-
-/// One submitted form value.
-///
-/// The spec allows strings, integers, booleans and string lists; a non-integer number is
-/// accepted too (as [`ElicitValue::Number`]) since a `"number"` field can produce one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ElicitValue {
-    /// A text or single-select value.
-    String(String),
-    /// An integer.
-    Integer(i64),
-    /// A number that is not an integer (beyond the spec's schema).
-    Number(f64),
-    /// A yes/no value.
-    Boolean(bool),
-    /// A multi-select value.
-    StringArray(Vec<String>),
-}
-
-/// The client's answer to an elicitation.
-///
-/// Shared by both revisions: `_meta` is declared by 2025-11-25 only, but the 2026-07-28
-/// schema allows it as an extra member.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// The form of a form-mode elicitation: a flat object schema whose properties are
+/// [`PrimitiveSchemaDefinition`]s. (Field order is not kept: `properties` is a sorted map.)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ElicitResult {
-    /// What the user did.
-    pub action: ElicitAction,
-    /// The submitted values by field name; only for `accept` of a form.
+pub struct RequestedSchema {
+    /// The JSON Schema dialect, if stated.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Always `"object"`.
+    #[serde(rename = "type")]
+    pub r#type: super::common::ObjectTypeTag,
+    /// The fields, by name.
+    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// The names of the fields that must be filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<BTreeMap<String, ElicitValue>>,
-    /// Free-form metadata (declared in 2025-11-25 only).
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub required: Option<Vec<String>>,
     /// Members this crate does not know about, kept as they came.
     #[serde(flatten)]
     pub extra: JsonObject,
-}
-
-impl ElicitResult {
-    /// An answer with `action` and no content.
-    pub fn new(action: ElicitAction) -> Self {
-        ElicitResult {
-            action,
-            content: None,
-            meta: None,
-            extra: JsonObject::new(),
-        }
-    }
-
-    /// An `accept` answer with these values.
-    pub fn accept(content: BTreeMap<String, ElicitValue>) -> Self {
-        ElicitResult {
-            content: Some(content),
-            ..Self::new(ElicitAction::Accept)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -590,21 +539,5 @@ mod tests {
         assert!(
             serde_json::from_value::<PrimitiveSchemaDefinition>(json!({"type": "object"})).is_err()
         );
-    }
-
-    #[test]
-    fn elicit_result_values_round_trip() {
-        let v = json!({
-            "action": "accept",
-            "content": {"name": "x", "n": 3, "f": 1.5, "ok": true, "tags": ["a", "b"]},
-            "_meta": {"m": 1},
-            "future": "kept"
-        });
-        let r: ElicitResult = serde_json::from_value(v.clone()).unwrap();
-        let content = r.content.as_ref().unwrap();
-        assert_eq!(content["n"], ElicitValue::Integer(3));
-        assert_eq!(content["f"], ElicitValue::Number(1.5));
-        assert_eq!(r.extra["future"], json!("kept"));
-        assert_eq!(serde_json::to_value(&r).unwrap(), v);
     }
 }

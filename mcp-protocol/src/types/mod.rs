@@ -8,6 +8,7 @@
 
 mod common;
 mod content;
+mod elicit_result;
 mod elicitation;
 mod prompt;
 mod resource;
@@ -16,6 +17,7 @@ mod tool;
 
 pub use common::*;
 pub use content::*;
+pub use elicit_result::*;
 pub use elicitation::*;
 pub use prompt::*;
 pub use resource::*;

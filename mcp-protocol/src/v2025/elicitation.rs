@@ -1,8 +1,6 @@
 //! Elicitation in MCP 2025-11-25: form and URL mode (each may be task-augmented), the
 //! completion notification of URL mode, and the -32042 error.
 
-use std::collections::BTreeMap;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,7 +10,7 @@ use crate::JsonObject;
 use crate::jsonrpc::{ErrorObject, RequestId, Version};
 use crate::meta::Meta;
 use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
-use crate::types::{ElicitResult, PrimitiveSchemaDefinition};
+use crate::types::{ElicitResult, RequestedSchema};
 use crate::{notification, request};
 
 crate::const_tag!(
@@ -23,30 +21,6 @@ crate::const_tag!(
     /// The `"mode": "url"` of URL-mode elicitation.
     UrlModeTag = "url"
 );
-crate::const_tag!(
-    /// The `"type": "object"` of an elicitation form's schema.
-    FormObjectTag = "object"
-);
-
-/// The flat object schema a form asks the user to fill in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ElicitationSchema {
-    /// The JSON Schema dialect, if named.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
-    pub schema: Option<String>,
-    /// Always `"object"`.
-    #[serde(rename = "type")]
-    pub r#type: FormObjectTag,
-    /// One primitive schema per field.
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
-    /// The fields the user must fill in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<Vec<String>>,
-    /// Members this crate does not know, kept for round trips.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
-
 /// The `params` of a form-mode `elicitation/create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -57,7 +31,7 @@ pub struct ElicitRequestFormParams {
     /// What to ask the user.
     pub message: String,
     /// The form's fields.
-    pub requested_schema: ElicitationSchema,
+    pub requested_schema: RequestedSchema,
     /// Present when the server wants the elicitation run as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
@@ -72,7 +46,7 @@ pub struct ElicitRequestFormParams {
 /// The `params` of a URL-mode `elicitation/create`: send the user to a URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ElicitRequestUrlParams {
+pub struct ElicitRequestURLParams {
     /// Always `"url"`.
     pub mode: UrlModeTag,
     /// Why the user should open the URL.
@@ -97,7 +71,7 @@ pub struct ElicitRequestUrlParams {
 #[serde(untagged)]
 pub enum ElicitRequestParams {
     /// `"mode": "url"`.
-    Url(ElicitRequestUrlParams),
+    Url(ElicitRequestURLParams),
     /// `"mode": "form"` or no mode.
     Form(ElicitRequestFormParams),
 }
@@ -141,9 +115,9 @@ pub type ElicitResultResponse = TypedResultResponse<Elicit>;
 
 /// The `data` of a -32042 error: the URL elicitations the user must complete first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct UrlElicitationRequiredData {
+pub struct URLElicitationRequiredData {
     /// The elicitations to complete.
-    pub elicitations: Vec<ElicitRequestUrlParams>,
+    pub elicitations: Vec<ElicitRequestURLParams>,
     /// Members this crate does not know, kept for round trips.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -152,8 +126,7 @@ pub struct UrlElicitationRequiredData {
 /// The error response a server sends when a request needs URL-mode elicitations first
 /// (code -32042).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(rename = "URLElicitationRequiredError")]
-pub struct UrlElicitationRequiredError {
+pub struct URLElicitationRequiredError {
     /// Always `"2.0"`.
     pub jsonrpc: Version,
     /// The failed request's id.
@@ -163,19 +136,19 @@ pub struct UrlElicitationRequiredError {
     pub error: ErrorObject,
 }
 
-impl UrlElicitationRequiredError {
+impl URLElicitationRequiredError {
     /// The error response for request `id`, listing `elicitations`.
     pub fn new(
         id: Option<RequestId>,
         message: impl Into<String>,
-        elicitations: Vec<ElicitRequestUrlParams>,
+        elicitations: Vec<ElicitRequestURLParams>,
     ) -> Self {
-        let data = UrlElicitationRequiredData {
+        let data = URLElicitationRequiredData {
             elicitations,
             extra: JsonObject::new(),
         };
         let data = serde_json::to_value(data).unwrap_or(Value::Null);
-        UrlElicitationRequiredError {
+        URLElicitationRequiredError {
             jsonrpc: Version,
             id,
             error: ErrorObject::new(crate::error_codes::URL_ELICITATION_REQUIRED, message)
@@ -184,9 +157,9 @@ impl UrlElicitationRequiredError {
     }
 
     /// The elicitations named in the error's data, if it has the expected shape.
-    pub fn elicitations(&self) -> Option<Vec<ElicitRequestUrlParams>> {
+    pub fn elicitations(&self) -> Option<Vec<ElicitRequestURLParams>> {
         let data = self.error.data.clone()?;
-        serde_json::from_value::<UrlElicitationRequiredData>(data)
+        serde_json::from_value::<URLElicitationRequiredData>(data)
             .ok()
             .map(|d| d.elicitations)
     }

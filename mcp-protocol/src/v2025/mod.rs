@@ -102,7 +102,6 @@ pub mod methods {
 
 /// Registers every top-level type of MCP 2025-11-25 with `g`, shared building blocks
 /// included as they appear in this revision.
-#[allow(dead_code)] // called by crate::schema
 pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     use crate::types as t;
     macro_rules! reg { ($($ty:ty),* $(,)?) => { $( g.subschema_for::<$ty>(); )* }; }
@@ -115,6 +114,20 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
         ClientResult,
         ServerResult
     );
+    // JSON-RPC envelopes.
+    {
+        use crate::jsonrpc as j;
+        reg!(
+            j::JsonRpcMessage,
+            j::JsonRpcRequest,
+            j::JsonRpcNotification,
+            j::JsonRpcResponse,
+            j::JsonRpcResultResponse,
+            j::JsonRpcErrorResponse,
+            j::ErrorObject,
+            j::RequestId,
+        );
+    }
     // Base.
     reg!(
         RequestParams,
@@ -210,9 +223,9 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
         ElicitRequest,
         ElicitRequestParams,
         ElicitRequestFormParams,
-        ElicitRequestUrlParams,
+        ElicitRequestURLParams,
         ElicitationCompleteNotification,
-        UrlElicitationRequiredError,
+        URLElicitationRequiredError,
     );
     // Shared building blocks, as used by this revision.
     reg!(

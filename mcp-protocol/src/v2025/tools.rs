@@ -9,13 +9,8 @@ use super::tasks::TaskMetadata;
 use crate::JsonObject;
 use crate::meta::Meta;
 use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
-use crate::types::{ContentBlock, Icon, ToolAnnotations};
+use crate::types::{ContentBlock, Icon, ObjectTypeTag, ToolAnnotations};
 use crate::{notification, request};
-
-crate::const_tag!(
-    /// The `"type": "object"` of a tool's input and output schemas.
-    ObjectTypeTag = "object"
-);
 
 /// The JSON Schema of a tool's arguments or structured output: always an object schema.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

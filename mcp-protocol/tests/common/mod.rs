@@ -1,151 +1,198 @@
-//! Helpers shared by the schema tests: validators for the official schemas and ours,
-//! built once per (document, type) and cached.
+//! Helpers shared by the 2026-07-28 example and schema tests: where the spec lives, the
+//! example files, the folder-name-to-type table, and numeric-tolerant JSON equality.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
 
-use mcp_protocol::schema::{Revision, generate};
-use schemars::JsonSchema;
+use mcp_protocol::v2026;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// Which schema document to validate against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Doc {
-    /// The official MCP 2025-11-25 schema.
-    Official2025,
-    /// The official tasks extension schema.
-    OfficialExt,
-    /// Our generated schema for 2025-11-25.
-    Ours2025,
-    /// Our generated schema for the tasks extension.
-    OursExt,
+/// The spec folder: `$MCP_SPEC_DIR` if set, else `../../shared/spec` from this crate.
+pub fn spec_dir() -> PathBuf {
+    match std::env::var_os("MCP_SPEC_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"),
+    }
 }
 
-fn spec_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec")
+/// The official 2026-07-28 schema document.
+pub fn official_schema_2026() -> Value {
+    let path = spec_dir().join("core-2026-07-28/schema.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
 }
 
-fn load(doc: Doc) -> Value {
-    let read = |p: &str| -> Value {
-        let path = spec_dir().join(p);
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        serde_json::from_str(&text).unwrap()
+/// Every example as (type name, file name, value), sorted.
+pub fn examples_2026() -> Vec<(String, String, Value)> {
+    let root = spec_dir().join("core-2026-07-28/examples");
+    let mut out = Vec::new();
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let type_name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for file in files {
+            if file.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let value: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            out.push((
+                type_name.clone(),
+                file.file_name().unwrap().to_string_lossy().into_owned(),
+                value,
+            ));
+        }
+    }
+    out
+}
+
+/// Deserializes `value` as `T` and serializes it back.
+pub fn roundtrip<T: Serialize + DeserializeOwned>(
+    value: &Value,
+) -> std::result::Result<Value, String> {
+    let typed: T =
+        serde_json::from_value(value.clone()).map_err(|e| format!("deserialize: {e}"))?;
+    serde_json::to_value(&typed).map_err(|e| format!("serialize: {e}"))
+}
+
+macro_rules! example_types {
+    ($($name:ident),* $(,)?) => {
+        /// Every type name with examples that this table maps to a Rust type.
+        pub const EXAMPLE_TYPES: &[&str] = &[$(stringify!($name)),*];
+
+        /// Round-trips `value` through the Rust type named `type_name`; `None` when the
+        /// name has no mapping.
+        pub fn roundtrip_named(type_name: &str, value: &Value) -> Option<std::result::Result<Value, String>> {
+            match type_name {
+                $(stringify!($name) => Some(roundtrip::<v2026::$name>(value)),)*
+                _ => None,
+            }
+        }
     };
-    match doc {
-        Doc::Official2025 => read("core-2025-11-25/schema.json"),
-        Doc::OfficialExt => read("ext-tasks/schema.json"),
-        Doc::Ours2025 => generate(Revision::Core2025_11_25),
-        Doc::OursExt => generate(Revision::TasksExtension),
+}
+
+example_types!(
+    AudioContent,
+    BlobResourceContents,
+    BooleanSchema,
+    CallToolRequest,
+    CallToolRequestParams,
+    CallToolResult,
+    CallToolResultResponse,
+    CancelledNotification,
+    CancelledNotificationParams,
+    ClientCapabilities,
+    CompleteRequest,
+    CompleteRequestParams,
+    CompleteResult,
+    CompleteResultResponse,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    DiscoverRequest,
+    DiscoverResult,
+    DiscoverResultResponse,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    EmbeddedResource,
+    GetPromptRequest,
+    GetPromptRequestParams,
+    GetPromptResult,
+    GetPromptResultResponse,
+    HeaderMismatchError,
+    ImageContent,
+    InputRequests,
+    InputRequiredResult,
+    InputResponses,
+    InternalError,
+    InvalidParamsError,
+    ListPromptsRequest,
+    ListPromptsResult,
+    ListPromptsResultResponse,
+    ListResourceTemplatesRequest,
+    ListResourceTemplatesResult,
+    ListResourceTemplatesResultResponse,
+    ListResourcesRequest,
+    ListResourcesResult,
+    ListResourcesResultResponse,
+    ListRootsRequest,
+    ListRootsResult,
+    ListToolsRequest,
+    ListToolsResult,
+    ListToolsResultResponse,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    MethodNotFoundError,
+    MissingRequiredClientCapabilityError,
+    ModelPreferences,
+    NumberSchema,
+    PaginatedRequestParams,
+    ParseError,
+    ProgressNotification,
+    ProgressNotificationParams,
+    PromptListChangedNotification,
+    ReadResourceRequest,
+    ReadResourceResult,
+    ReadResourceResultResponse,
+    Resource,
+    ResourceLink,
+    ResourceListChangedNotification,
+    ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParams,
+    Root,
+    SamplingMessage,
+    ServerCapabilities,
+    StringSchema,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsListenRequest,
+    SubscriptionsListenResult,
+    SubscriptionsListenResultResponse,
+    TextContent,
+    TextResourceContents,
+    TitledMultiSelectEnumSchema,
+    TitledSingleSelectEnumSchema,
+    Tool,
+    ToolListChangedNotification,
+    ToolResultContent,
+    ToolUseContent,
+    UnsupportedProtocolVersionError,
+    UntitledMultiSelectEnumSchema,
+    UntitledSingleSelectEnumSchema,
+);
+
+/// JSON equality where numbers compare by value (`1 == 1.0`) and objects as maps.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
     }
-}
-
-fn documents() -> &'static Mutex<HashMap<Doc, Arc<Value>>> {
-    static DOCS: OnceLock<Mutex<HashMap<Doc, Arc<Value>>>> = OnceLock::new();
-    DOCS.get_or_init(Default::default)
-}
-
-type Validators = Mutex<HashMap<(Doc, String), Arc<jsonschema::Validator>>>;
-
-fn validators() -> &'static Validators {
-    static V: OnceLock<Validators> = OnceLock::new();
-    V.get_or_init(Default::default)
-}
-
-/// The document, loaded once.
-pub fn document(doc: Doc) -> Arc<Value> {
-    let mut docs = documents().lock().unwrap();
-    docs.entry(doc)
-        .or_insert_with(|| Arc::new(load(doc)))
-        .clone()
-}
-
-/// A validator for `$defs/<def>` of `doc`.
-pub fn validator(doc: Doc, def: &str) -> Arc<jsonschema::Validator> {
-    let key = (doc, def.to_owned());
-    if let Some(v) = validators().lock().unwrap().get(&key) {
-        return v.clone();
-    }
-    let mut root = (*document(doc)).clone();
-    let defs = root.get("$defs").and_then(Value::as_object).expect("$defs");
-    assert!(defs.contains_key(def), "{doc:?} has no $defs/{def}");
-    root.as_object_mut()
-        .unwrap()
-        .insert("$ref".into(), json!(format!("#/$defs/{def}")));
-    let v =
-        Arc::new(jsonschema::validator_for(&root).unwrap_or_else(|e| panic!("{doc:?} {def}: {e}")));
-    validators().lock().unwrap().insert(key, v.clone());
-    v
-}
-
-/// Validation errors of `value` against `$defs/<def>` of `doc` (empty when valid).
-pub fn errors(doc: Doc, def: &str, value: &Value) -> Vec<String> {
-    validator(doc, def)
-        .iter_errors(value)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect()
-}
-
-/// Panics unless `value` validates against `$defs/<def>` of `doc`.
-pub fn assert_valid(doc: Doc, def: &str, value: &Value) {
-    let errs = errors(doc, def, value);
-    assert!(
-        errs.is_empty(),
-        "{doc:?} $defs/{def} rejects {value}:\n{}",
-        errs.join("\n")
-    );
-}
-
-/// Panics unless `value` is rejected by `$defs/<def>` of `doc`.
-pub fn assert_invalid(doc: Doc, def: &str, value: &Value) {
-    assert!(
-        !errors(doc, def, value).is_empty(),
-        "{doc:?} $defs/{def} accepts {value}"
-    );
-}
-
-/// The official and our document of one revision.
-pub fn docs_of(ext: bool) -> (Doc, Doc) {
-    if ext {
-        (Doc::OfficialExt, Doc::OursExt)
-    } else {
-        (Doc::Official2025, Doc::Ours2025)
-    }
-}
-
-/// Reads `value` as `T`, checks that it serializes back to the same JSON, and validates
-/// it against the official `$defs/<official_def>` and our schema of `T`. Returns the
-/// typed value.
-pub fn check<T>(ext: bool, official_def: &str, value: Value) -> T
-where
-    T: Serialize + DeserializeOwned + JsonSchema + PartialEq + std::fmt::Debug,
-{
-    let typed: T = serde_json::from_value(value.clone())
-        .unwrap_or_else(|e| panic!("{official_def}: cannot read {value}: {e}"));
-    let back = serde_json::to_value(&typed).unwrap();
-    assert_eq!(back, value, "{official_def}: round trip changed the value");
-    let (official, ours) = docs_of(ext);
-    assert_valid(official, official_def, &back);
-    assert_valid(ours, &T::schema_name(), &back);
-    typed
-}
-
-/// Like [`check`], starting from a typed value: serializes it, validates, reads it back.
-pub fn check_typed<T>(ext: bool, official_def: &str, typed: &T) -> Value
-where
-    T: Serialize + DeserializeOwned + JsonSchema + PartialEq + std::fmt::Debug,
-{
-    let value = serde_json::to_value(typed).unwrap();
-    let (official, ours) = docs_of(ext);
-    assert_valid(official, official_def, &value);
-    assert_valid(ours, &T::schema_name(), &value);
-    let back: T = serde_json::from_value(value.clone())
-        .unwrap_or_else(|e| panic!("{official_def}: cannot read back {value}: {e}"));
-    assert_eq!(&back, typed, "{official_def}: round trip changed the value");
-    value
 }
