@@ -437,7 +437,10 @@ pub struct MethodCall<M: Request> {
 
 impl<M: Request> MethodCall<M> {
     pub fn new(params: M::Params) -> Self {
-        MethodCall { params, extra: crate::JsonObject::new() }
+        MethodCall {
+            params,
+            extra: crate::JsonObject::new(),
+        }
     }
 }
 
@@ -461,7 +464,12 @@ struct CallIn<P> {
 
 impl<M: Request> Serialize for MethodCall<M> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        CallOut { method: MethodName(M::METHOD), params: &self.params, extra: &self.extra }.serialize(s)
+        CallOut {
+            method: MethodName(M::METHOD),
+            params: &self.params,
+            extra: &self.extra,
+        }
+        .serialize(s)
     }
 }
 
@@ -469,7 +477,10 @@ impl<'de, M: Request> Deserialize<'de> for MethodCall<M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let c = CallIn::<M::Params>::deserialize(d)?;
         check_method(&c.method, M::METHOD)?;
-        Ok(MethodCall { params: c.params, extra: c.extra })
+        Ok(MethodCall {
+            params: c.params,
+            extra: c.extra,
+        })
     }
 }
 

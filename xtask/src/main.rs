@@ -1,1 +1,184 @@
-fn main() {}
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `schema [--check]`: writes the JSON Schemas generated from `mcp-protocol`'s types into
+//!   `schema/`; with `--check`, fails if the committed files are stale.
+//! - `test`: runs every test of the workspace and prints one closing line
+//!   `xtask: N passed, M failed, K ignored`.
+//! - `conformance --store memory | sqlite:PATH`: runs the `mcp-tasks` conformance kit
+//!   against that backend, one line per behaviour, closing with `N passed, M failed`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use clap::{Parser, Subcommand};
+use mcp_protocol::schema::{Revision, generate};
+
+mod conformance;
+
+#[derive(Parser)]
+#[command(
+    name = "xtask",
+    about = "Project automation for the MCP tasks workspace"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write (or with --check, verify) the generated JSON Schemas in schema/.
+    Schema {
+        /// Fail instead of writing when a file would change.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Run the TaskStore conformance kit against a backend.
+    Conformance {
+        /// `memory`, or `sqlite:PATH` (each behaviour gets its own file next to PATH).
+        #[arg(long)]
+        store: String,
+    },
+    /// Run every test in the workspace (unit, integration, doc tests).
+    Test {
+        /// Extra arguments passed to `cargo test` after `--` (e.g. a test name filter).
+        #[arg(last = true)]
+        rest: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Schema { check } => schema(check),
+        Cmd::Test { rest } => test(&rest),
+        Cmd::Conformance { store } => conformance::run(&store),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    // xtask/ sits in the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn schema(check: bool) -> Result<(), String> {
+    let dir = workspace_root().join("schema");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut stale = Vec::new();
+    for revision in Revision::ALL {
+        let path = dir.join(revision.file_name());
+        let mut text =
+            serde_json::to_string_pretty(&generate(revision)).map_err(|e| e.to_string())?;
+        text.push('\n');
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current == text {
+            println!("schema/{}: up to date", revision.file_name());
+        } else if check {
+            stale.push(revision.file_name());
+        } else {
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            println!("schema/{}: written", revision.file_name());
+        }
+    }
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "stale generated schemas: {} (run `cargo xtask schema`)",
+            stale.join(", ")
+        ))
+    }
+}
+
+fn test(rest: &[String]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root())
+        .args(["test", "--workspace", "--no-fail-fast"]);
+    if !rest.is_empty() {
+        cmd.arg("--").args(rest);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    println!("xtask: running {cmd:?}");
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    let stdout = child.stdout.take().ok_or("cargo test has no stdout")?;
+
+    // Echo cargo's output as it comes and add up its per-binary summaries.
+    let mut totals = Totals::default();
+    use std::io::BufRead;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        println!("{line}");
+        totals.add(&line);
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    println!(
+        "xtask: {} passed, {} failed, {} ignored ({} test binaries)",
+        totals.passed, totals.failed, totals.ignored, totals.binaries
+    );
+    if !status.success() || totals.failed > 0 {
+        return Err("tests failed".into());
+    }
+    if totals.passed == 0 {
+        return Err("no test ran".into());
+    }
+    Ok(())
+}
+
+/// Sums of cargo test's `test result: ok. N passed; M failed; K ignored; ...` lines.
+#[derive(Default)]
+struct Totals {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+    binaries: u64,
+}
+
+impl Totals {
+    fn add(&mut self, line: &str) {
+        let Some(rest) = line.strip_prefix("test result: ") else {
+            return;
+        };
+        self.binaries += 1;
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(what), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match what {
+                "passed" => self.passed += n,
+                "failed" => self.failed += n,
+                "ignored" => self.ignored += n,
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Totals;
+
+    #[test]
+    fn totals_add_up_cargo_summaries() {
+        let mut t = Totals::default();
+        t.add("test result: ok. 8 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.07s");
+        t.add("test result: FAILED. 2 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s");
+        t.add("running 3 tests");
+        assert_eq!((t.passed, t.failed, t.ignored, t.binaries), (10, 3, 1, 2));
+    }
+}

@@ -38,6 +38,7 @@ mod leases;
 mod lifecycle;
 mod limits;
 mod listing;
+pub mod model;
 mod payloads;
 mod terminal;
 mod ttl;

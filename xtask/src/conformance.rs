@@ -1,0 +1,41 @@
+//! `cargo xtask conformance --store URL`: the mcp-tasks conformance kit against a backend.
+
+use mcp_tasks::conformance::{MemoryFactory, Outcome, StoreFactory, run_all};
+
+/// Runs the kit against the backend named by `store` and prints one line per behaviour and
+/// a closing `N passed, M failed`.
+pub fn run(store: &str) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let outcomes = runtime.block_on(async {
+        match store
+            .split_once(':')
+            .map_or((store, ""), |(scheme, rest)| (scheme, rest))
+        {
+            ("memory", _) => Ok(kit(&MemoryFactory::default()).await),
+            (scheme, _) => Err(format!("unknown store {scheme:?}: expected `memory`")),
+        }
+    })?;
+    let failed = outcomes.iter().filter(|o| o.failure.is_some()).count();
+    println!("{} passed, {} failed", outcomes.len() - failed, failed);
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failed} behaviours failed on {store}"))
+    }
+}
+
+async fn kit<F: StoreFactory>(factory: &F) -> Vec<Outcome> {
+    run_all(factory, |o| match &o.failure {
+        None => println!("ok      {}", o.behaviour),
+        Some(why) => println!(
+            "FAILED  {}: {}",
+            o.behaviour,
+            why.lines().next().unwrap_or_default()
+        ),
+    })
+    .await
+}
