@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use common::{examples_2026, official_schema_2026, roundtrip_named};
 use jsonschema::Validator;
@@ -126,7 +126,7 @@ fn value<T: Serialize>(v: &T) -> Value {
 }
 
 fn text_schema() -> m::RequestedSchema {
-    let mut properties = BTreeMap::new();
+    let mut properties = indexmap::IndexMap::new();
     properties.insert(
         "name".to_owned(),
         m::PrimitiveSchemaDefinition::String(m::StringSchema {
@@ -186,7 +186,7 @@ fn samples() -> Vec<(&'static str, Value)> {
         "Sign in",
         "https://example.com/login",
     ));
-    let elicit_result = m::ElicitResult::accept(BTreeMap::from([(
+    let elicit_result = m::ElicitResult::accept(indexmap::IndexMap::from([(
         "name".to_owned(),
         m::ElicitValue::String("x".into()),
     )]));

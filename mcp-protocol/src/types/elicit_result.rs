@@ -1,6 +1,6 @@
 //! The user's answer to an elicitation ([`ElicitResult`]), shared by both revisions.
 
-use std::collections::BTreeMap;
+use indexmap::IndexMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ pub struct ElicitResult {
     pub action: ElicitAction,
     /// The submitted values by field name; only for `accept` of a form.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<BTreeMap<String, ElicitValue>>,
+    pub content: Option<IndexMap<String, ElicitValue>>,
     /// Free-form metadata (declared in 2025-11-25 only).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -71,7 +71,7 @@ impl ElicitResult {
     }
 
     /// An `accept` answer with these values.
-    pub fn accept(content: BTreeMap<String, ElicitValue>) -> Self {
+    pub fn accept(content: IndexMap<String, ElicitValue>) -> Self {
         ElicitResult {
             content: Some(content),
             ..Self::new(ElicitAction::Accept)

@@ -1,7 +1,7 @@
 //! Elicitation form schemas shared by both revisions: the restricted JSON Schemas a form
 //! may ask for (one per field) and the form itself ([`RequestedSchema`]).
 
-use std::collections::BTreeMap;
+use indexmap::IndexMap;
 
 use schemars::JsonSchema;
 use serde::de::Error as _;
@@ -475,7 +475,7 @@ pub struct RequestedSchema {
     #[serde(rename = "type")]
     pub r#type: super::common::ObjectTypeTag,
     /// The fields, by name.
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    pub properties: IndexMap<String, PrimitiveSchemaDefinition>,
     /// The names of the fields that must be filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
