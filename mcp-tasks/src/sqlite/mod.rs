@@ -410,3 +410,6 @@ impl TaskStore for SqliteStore {
         EventStream::new(self.inner.events.subscribe())
     }
 }
+
+#[cfg(test)]
+mod tests;
