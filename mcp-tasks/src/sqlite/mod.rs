@@ -135,12 +135,17 @@ impl SqliteStore {
     }
 
     /// Runs `f` on the owner's unexpired task in one write transaction, and stores the
-    /// record if `f` changed it (bumped its revision). Returns `f`'s value and the record.
+    /// record if `f` changed it (bumped its revision). After the commit, publishes what
+    /// `announce` makes of `f`'s value and the record. Returns both.
+    ///
+    /// Commit and publication happen together on the blocking thread, so a caller that
+    /// stops waiting (its future dropped) cannot leave a committed change unannounced.
     async fn update<R, F>(
         &self,
         owner: &Owner,
         id: &TaskId,
         f: F,
+        announce: Announce<R>,
     ) -> Result<(R, TaskRecord), StoreError>
     where
         R: Send + 'static,
@@ -162,23 +167,13 @@ impl SqliteStore {
                     db::release_live(&tx, owner.as_str(), 1)?;
                 }
                 tx.commit().map_err(backend)?;
+                for event in announce(&value, &rec) {
+                    inner.publish(event);
+                }
             }
             Ok((value, rec))
         })
         .await
-    }
-
-    fn publish(&self, event: TaskEvent) {
-        // No subscriber is not an error.
-        let _ = self.inner.events.send(event);
-    }
-
-    fn changed(&self, rec: &TaskRecord) {
-        self.publish(TaskEvent::Changed {
-            key: rec.key(),
-            status: rec.status,
-            revision: rec.revision,
-        });
     }
 
     async fn finish(
@@ -189,14 +184,36 @@ impl SqliteStore {
     ) -> Result<Transition, StoreError> {
         rules::check_finish(&finish, &self.inner.limits)?;
         let (won, record) = self
-            .update(owner, id, move |rec, now, _| {
-                Ok(rules::finish(rec, finish, now))
-            })
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::finish(rec, finish, now)),
+                |won, rec| if *won { vec![changed(rec)] } else { Vec::new() },
+            )
             .await?;
-        if won {
-            self.changed(&record);
-        }
         Ok(Transition { won, record })
+    }
+}
+
+/// The events of a committed change, from the operation's value and the record after.
+type Announce<R> = fn(&R, &TaskRecord) -> Vec<TaskEvent>;
+
+fn changed(rec: &TaskRecord) -> TaskEvent {
+    TaskEvent::Changed {
+        key: rec.key(),
+        status: rec.status,
+        revision: rec.revision,
+    }
+}
+
+fn silent<R>(_: &R, _: &TaskRecord) -> Vec<TaskEvent> {
+    Vec::new()
+}
+
+impl Inner {
+    fn publish(&self, event: TaskEvent) {
+        // No subscriber is not an error.
+        let _ = self.events.send(event);
     }
 }
 
@@ -212,10 +229,10 @@ impl TaskStore for SqliteStore {
                 let record = rules::new_record(id, new, &inner.limits, inner.clock.now_ms());
                 db::insert(&tx, &record, &inner.limits)?;
                 tx.commit().map_err(backend)?;
+                inner.publish(changed(&record));
                 Ok(record)
             })
             .await?;
-        self.changed(&record);
         Ok(record)
     }
 
@@ -248,11 +265,13 @@ impl TaskStore for SqliteStore {
         message: Option<String>,
     ) -> Result<TaskRecord, StoreError> {
         let ((), record) = self
-            .update(owner, id, move |rec, now, _| {
-                rules::set_status_message(rec, message, now)
-            })
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::set_status_message(rec, message, now),
+                |(), rec| vec![changed(rec)],
+            )
             .await?;
-        self.changed(&record);
         Ok(record)
     }
 
@@ -262,16 +281,15 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         requests: BTreeMap<String, Value>,
     ) -> Result<TaskRecord, StoreError> {
-        let (changed, record) = self
-            .update(owner, id, move |rec, now, limits| {
-                let before = rec.revision;
-                rules::request_input(rec, requests, limits, now)?;
-                Ok(rec.revision != before)
-            })
+        let ((), record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, limits| rules::request_input(rec, requests, limits, now),
+                // Only a change is committed and announced (no requests: no change).
+                |(), rec| vec![changed(rec)],
+            )
             .await?;
-        if changed {
-            self.changed(&record);
-        }
         Ok(record)
     }
 
@@ -282,17 +300,21 @@ impl TaskStore for SqliteStore {
         responses: BTreeMap<String, Value>,
     ) -> Result<Resolved, StoreError> {
         let (accepted, record) = self
-            .update(owner, id, move |rec, now, _| {
-                Ok(rules::resolve_input(rec, responses, now))
-            })
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::resolve_input(rec, responses, now)),
+                |accepted, rec| {
+                    vec![
+                        changed(rec),
+                        TaskEvent::InputResponded {
+                            key: rec.key(),
+                            keys: accepted.clone(),
+                        },
+                    ]
+                },
+            )
             .await?;
-        if !accepted.is_empty() {
-            self.changed(&record);
-            self.publish(TaskEvent::InputResponded {
-                key: record.key(),
-                keys: accepted.clone(),
-            });
-        }
         Ok(Resolved { accepted, record })
     }
 
@@ -304,9 +326,12 @@ impl TaskStore for SqliteStore {
     ) -> Result<Option<Value>, StoreError> {
         let key = key.to_owned();
         let (value, _) = self
-            .update(owner, id, move |rec, now, _| {
-                Ok(rules::take_input_response(rec, &key, now))
-            })
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::take_input_response(rec, &key, now)),
+                silent,
+            )
             .await?;
         Ok(value)
     }
@@ -339,12 +364,14 @@ impl TaskStore for SqliteStore {
     }
 
     async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        let (changed, record) = self
-            .update(owner, id, |rec, now, _| Ok(rules::request_cancel(rec, now)))
+        let (_, record) = self
+            .update(
+                owner,
+                id,
+                |rec, now, _| Ok(rules::request_cancel(rec, now)),
+                |_, rec| vec![TaskEvent::CancelRequested { key: rec.key() }],
+            )
             .await?;
-        if changed {
-            self.publish(TaskEvent::CancelRequested { key: record.key() });
-        }
         Ok(record)
     }
 
@@ -357,9 +384,12 @@ impl TaskStore for SqliteStore {
     ) -> Result<Lease, StoreError> {
         let holder = holder.to_owned();
         let (lease, _) = self
-            .update(owner, id, move |rec, now, _| {
-                rules::claim_lease(rec, &holder, ttl_ms, now)
-            })
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::claim_lease(rec, &holder, ttl_ms, now),
+                silent,
+            )
             .await?;
         Ok(lease)
     }
@@ -373,9 +403,12 @@ impl TaskStore for SqliteStore {
     ) -> Result<Lease, StoreError> {
         let holder = holder.to_owned();
         let (lease, _) = self
-            .update(owner, id, move |rec, now, _| {
-                rules::renew_lease(rec, &holder, ttl_ms, now)
-            })
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::renew_lease(rec, &holder, ttl_ms, now),
+                silent,
+            )
             .await?;
         Ok(lease)
     }
@@ -387,9 +420,12 @@ impl TaskStore for SqliteStore {
         holder: &str,
     ) -> Result<(), StoreError> {
         let holder = holder.to_owned();
-        self.update(owner, id, move |rec, now, _| {
-            rules::release_lease(rec, &holder, now)
-        })
+        self.update(
+            owner,
+            id,
+            move |rec, now, _| rules::release_lease(rec, &holder, now),
+            silent,
+        )
         .await?;
         Ok(())
     }
