@@ -236,3 +236,32 @@ async fn random_doubles_round_trip_exactly() {
     let read = store.get(&owner, &task.id).await.expect("get");
     assert_eq!(read.outcome, Some(crate::Outcome::Result(result)));
 }
+
+/// The hot queries use their indexes, not a scan of every task.
+#[test]
+fn list_and_sweep_queries_use_their_indexes() {
+    let db = TempDb::new("plans");
+    let conn = super::schema::open(&db.0).expect("open");
+    let plan = |sql: &str| -> String {
+        let mut st = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain");
+        let rows = st
+            .query_map([], |row| row.get::<_, String>(3))
+            .expect("plan");
+        rows.map(|r| r.expect("row")).collect::<Vec<_>>().join("; ")
+    };
+    let list = plan(
+        "SELECT record FROM tasks WHERE owner = 'o' AND (created_at, id) > (1, 'x')
+         AND (expires_at IS NULL OR expires_at > 5) ORDER BY created_at, id LIMIT 10",
+    );
+    assert!(list.contains("tasks_by_owner"), "{list}");
+    assert!(!list.contains("TEMP B-TREE"), "{list}");
+    let expired = plan("DELETE FROM tasks WHERE expires_at <= 5 RETURNING owner, id, live");
+    assert!(expired.contains("tasks_by_expiry"), "{expired}");
+    let lapsed = plan(
+        "SELECT record FROM tasks WHERE live = 1 AND lease_expires_at <= 5
+         ORDER BY lease_expires_at, id",
+    );
+    assert!(lapsed.contains("tasks_by_lease"), "{lapsed}");
+}
