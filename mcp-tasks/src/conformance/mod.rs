@@ -115,6 +115,76 @@ impl StoreFactory for MemoryFactory {
     }
 }
 
+/// [`StoreFactory`] for [`SqliteStore`](crate::SqliteStore): each namespace is its own
+/// database file `{base}-{namespace}.sqlite3`; opening a namespace again opens another
+/// handle (connection) on that file. Dropping the factory deletes the files it created
+/// (with their `-wal` and `-shm` companions).
+#[cfg(feature = "sqlite")]
+#[derive(Debug)]
+pub struct SqliteFactory {
+    base: std::path::PathBuf,
+    created: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
+}
+
+#[cfg(feature = "sqlite")]
+impl SqliteFactory {
+    /// Files are named after `base` (a path prefix, not a directory).
+    pub fn new(base: std::path::PathBuf) -> SqliteFactory {
+        SqliteFactory {
+            base,
+            created: Mutex::default(),
+        }
+    }
+
+    /// Files under [`std::env::temp_dir`], with a prefix unique to this factory.
+    pub fn temporary() -> SqliteFactory {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let salt = crate::TaskId::random()
+            .map(|id| id.as_str()[..12].to_owned())
+            .unwrap_or_default();
+        let name = format!("mcp-tasks-kit-{}-{n}-{salt}", std::process::id());
+        SqliteFactory::new(std::env::temp_dir().join(name))
+    }
+
+    /// The database file of `namespace`.
+    pub fn path(&self, namespace: &str) -> std::path::PathBuf {
+        let mut name = self.base.clone().into_os_string();
+        name.push(format!("-{namespace}.sqlite3"));
+        name.into()
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[async_trait]
+impl StoreFactory for SqliteFactory {
+    type Store = crate::SqliteStore;
+
+    async fn open(&self, env: &Env) -> Result<crate::SqliteStore, StoreError> {
+        let path = self.path(&env.namespace);
+        self.created
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.clone());
+        crate::SqliteStore::open_with_clock(path, env.limits.clone(), env.clock())
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl Drop for SqliteFactory {
+    fn drop(&mut self) {
+        let created = std::mem::take(self.created.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for path in created {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut file = path.clone().into_os_string();
+                file.push(suffix);
+                // Best effort: a file that is already gone is fine.
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+}
+
 // ---- helpers shared by the behaviours ----
 
 pub(crate) fn origin() -> Origin {

@@ -1,0 +1,246 @@
+//! The SQL of each operation, on a connection or inside the caller's transaction.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::schema::backend;
+use crate::cursor;
+use crate::error::StoreError;
+use crate::limits::{Limit, Limits};
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
+use crate::rules;
+
+/// `lease_expires_at` as stored: only unfinished tasks' leases matter to the sweep.
+fn lease_column(rec: &TaskRecord) -> Option<Millis> {
+    rec.lease
+        .as_ref()
+        .filter(|_| !rec.is_terminal())
+        .map(|lease| lease.expires_at)
+}
+
+fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
+    serde_json::to_string(rec).map_err(backend)
+}
+
+fn decode(json: &str) -> Result<TaskRecord, StoreError> {
+    serde_json::from_str(json).map_err(|e| backend(format!("corrupt task record: {e}")))
+}
+
+fn count(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// The owner's task `id` unless it is unknown, another owner's or expired at `now`.
+pub(crate) fn load(
+    conn: &Connection,
+    owner: &Owner,
+    id: &TaskId,
+    now: Millis,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let json: Option<String> = conn
+        .prepare_cached(
+            "SELECT record FROM tasks
+             WHERE id = ?1 AND owner = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![id.as_str(), owner.as_str(), now], |row| row.get(0))
+                .optional()
+        })
+        .map_err(backend)?;
+    json.as_deref().map(decode).transpose()
+}
+
+/// Writes back a changed record.
+pub(crate) fn save(conn: &Connection, rec: &TaskRecord) -> Result<(), StoreError> {
+    let live = !rec.is_terminal();
+    let json = encode(rec)?;
+    conn.prepare_cached(
+        "UPDATE tasks SET live = ?2, lease_expires_at = ?3, record = ?4 WHERE id = ?1",
+    )
+    .and_then(|mut st| st.execute(params![rec.id.as_str(), live, lease_column(rec), json]))
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// Inserts a new (unfinished) record if the live-task limits allow it.
+pub(crate) fn insert(
+    conn: &Connection,
+    rec: &TaskRecord,
+    limits: &Limits,
+) -> Result<(), StoreError> {
+    let owner = rec.owner.as_str();
+    let owner_live: i64 = conn
+        .prepare_cached("SELECT live FROM live_counts WHERE owner = ?1")
+        .and_then(|mut st| st.query_row([owner], |row| row.get(0)).optional())
+        .map_err(backend)?
+        .unwrap_or(0);
+    if count(owner_live) >= limits.max_live_tasks_per_owner {
+        return Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksPerOwner,
+            max: limits.max_live_tasks_per_owner as u64,
+        });
+    }
+    let total: i64 = conn
+        .prepare_cached("SELECT value FROM counters WHERE name = 'live_total'")
+        .and_then(|mut st| st.query_row([], |row| row.get(0)))
+        .map_err(backend)?;
+    if count(total) >= limits.max_live_tasks_total {
+        return Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksTotal,
+            max: limits.max_live_tasks_total as u64,
+        });
+    }
+    let json = encode(rec)?;
+    conn.prepare_cached(
+        "INSERT INTO tasks (id, owner, created_at, expires_at, live, lease_expires_at, record)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            rec.id.as_str(),
+            owner,
+            rec.created_at,
+            rec.expires_at(),
+            lease_column(rec),
+            json
+        ])
+    })
+    .map_err(backend)?;
+    conn.prepare_cached(
+        "INSERT INTO live_counts (owner, live) VALUES (?1, 1)
+         ON CONFLICT (owner) DO UPDATE SET live = live + 1",
+    )
+    .and_then(|mut st| st.execute([owner]))
+    .map_err(backend)?;
+    conn.prepare_cached("UPDATE counters SET value = value + 1 WHERE name = 'live_total'")
+        .and_then(|mut st| st.execute([]))
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// `n` of `owner`'s unfinished tasks finished or were purged.
+pub(crate) fn release_live(conn: &Connection, owner: &str, n: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE live_counts SET live = max(live - ?2, 0) WHERE owner = ?1")
+        .and_then(|mut st| st.execute(params![owner, n]))
+        .map_err(backend)?;
+    conn.prepare_cached("DELETE FROM live_counts WHERE owner = ?1 AND live <= 0")
+        .and_then(|mut st| st.execute([owner]))
+        .map_err(backend)?;
+    conn.prepare_cached("UPDATE counters SET value = max(value - ?1, 0) WHERE name = 'live_total'")
+        .and_then(|mut st| st.execute([n]))
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// One page of `owner`'s unexpired tasks after `cursor`, oldest first.
+pub(crate) fn list(
+    conn: &Connection,
+    owner: &Owner,
+    cursor: Option<(Millis, TaskId)>,
+    limit: usize,
+    now: Millis,
+) -> Result<TaskPage, StoreError> {
+    // No cursor: start before every possible key (ids are never empty).
+    let (after_at, after_id) = cursor.unwrap_or((Millis::MIN, TaskId::from_wire("")));
+    let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+    let mut st = conn
+        .prepare_cached(
+            "SELECT record FROM tasks
+             WHERE owner = ?1 AND (created_at, id) > (?2, ?3)
+               AND (expires_at IS NULL OR expires_at > ?4)
+             ORDER BY created_at, id
+             LIMIT ?5",
+        )
+        .map_err(backend)?;
+    let rows = st
+        .query_map(
+            params![owner.as_str(), after_at, after_id.as_str(), now, fetch],
+            |row| row.get::<_, String>(0),
+        )
+        .map_err(backend)?;
+    let mut tasks = Vec::new();
+    for json in rows {
+        tasks.push(decode(&json.map_err(backend)?)?);
+    }
+    let more = tasks.len() > limit;
+    tasks.truncate(limit);
+    let next_cursor = if more {
+        tasks.last().map(|t| cursor::encode(t.created_at, &t.id))
+    } else {
+        None
+    };
+    Ok(TaskPage { tasks, next_cursor })
+}
+
+/// Deletes tasks expired at `now`, fixes the live counts, and finds lapsed leases.
+pub(crate) fn sweep(conn: &Connection, now: Millis) -> Result<SweepReport, StoreError> {
+    let mut report = SweepReport::default();
+    let purged: Vec<(String, String, bool)> = {
+        let mut st = conn
+            .prepare_cached("DELETE FROM tasks WHERE expires_at <= ?1 RETURNING owner, id, live")
+            .map_err(backend)?;
+        let rows = st
+            .query_map([now], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(backend)?;
+        rows.collect::<Result<_, _>>().map_err(backend)?
+    };
+    report.purged = purged.len();
+    let mut released: BTreeMap<&str, i64> = BTreeMap::new();
+    for (owner, id, live) in &purged {
+        if *live {
+            *released.entry(owner).or_default() += 1;
+            report.expired_unfinished.push(TaskKey {
+                owner: Owner::new(owner.clone()),
+                id: TaskId::from_wire(id.clone()),
+            });
+        }
+    }
+    for (owner, n) in released {
+        release_live(conn, owner, n)?;
+    }
+    let mut st = conn
+        .prepare_cached(
+            "SELECT record FROM tasks WHERE live = 1 AND lease_expires_at <= ?1
+             ORDER BY lease_expires_at, id",
+        )
+        .map_err(backend)?;
+    let rows = st
+        .query_map([now], |row| row.get::<_, String>(0))
+        .map_err(backend)?;
+    for json in rows {
+        let rec = decode(&json.map_err(backend)?)?;
+        // The column mirrors the record; the rule decides.
+        if rules::lease_lapsed(&rec, now) {
+            report.lease_lapsed.push(rec.key());
+        }
+    }
+    Ok(report)
+}
+
+/// How many tasks are stored (finished and not yet swept expired ones included).
+pub(crate) fn task_count(conn: &Connection) -> Result<usize, StoreError> {
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM tasks", [], |row| row.get(0))
+        .map_err(backend)?;
+    Ok(count(n))
+}
+
+/// Unfinished tasks of `owner` (as counted for the limits) and in total.
+pub(crate) fn live_counts(conn: &Connection, owner: &Owner) -> Result<(usize, usize), StoreError> {
+    let owner_live: i64 = conn
+        .query_row(
+            "SELECT coalesce((SELECT live FROM live_counts WHERE owner = ?1), 0)",
+            [owner.as_str()],
+            |row| row.get(0),
+        )
+        .map_err(backend)?;
+    let total: i64 = conn
+        .query_row(
+            "SELECT value FROM counters WHERE name = 'live_total'",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(backend)?;
+    Ok((count(owner_live), count(total)))
+}

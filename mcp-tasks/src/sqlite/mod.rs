@@ -1,0 +1,451 @@
+//! [`SqliteStore`]: the embedded durable backend, one SQLite database file in WAL mode.
+
+mod db;
+mod schema;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+
+use async_trait::async_trait;
+use mcp_protocol::JsonObject;
+use mcp_protocol::jsonrpc::ErrorObject;
+use rusqlite::{Connection, TransactionBehavior};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::clock::{Clock, SystemClock};
+use crate::cursor;
+use crate::error::StoreError;
+use crate::event::{EVENT_BUFFER, EventStream, TaskEvent};
+use crate::limits::Limits;
+use crate::record::{
+    Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
+};
+use crate::rules::{self, Finish};
+use crate::store::TaskStore;
+use schema::backend;
+
+/// The [`TaskStore`] kept in one SQLite database file.
+///
+/// - **Durability.** The database runs in WAL mode with `synchronous = FULL`: every write
+///   is one `BEGIN IMMEDIATE` transaction, and when `create` (or any write) returns, its
+///   commit has been synced to disk, so it survives a crash of the process or of the
+///   operating system.
+/// - **Sharing.** Any number of handles may use the file at once: clones of a handle share
+///   its connection; every [`open`](SqliteStore::open) makes another connection, and other
+///   processes may open the file too. SQLite's write lock serializes the writes (waiting up
+///   to 5 s for it); WAL lets reads run beside them.
+/// - **Events do not cross process boundaries.** SQLite has no change notification, so
+///   events are published in process only: every handle opened on the same file *in this
+///   process* shares one feed ([`events`](TaskStore::events)). A handle in another process
+///   sees the data, not the events; whoever waits there must poll.
+/// - Each operation runs on Tokio's blocking pool, so the store needs a Tokio runtime.
+/// - The schema is created on first open; a file written by a newer schema version than
+///   [`SqliteStore::SCHEMA_VERSION`] is refused with [`StoreError::Backend`].
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    conn: Mutex<Connection>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+    events: Arc<broadcast::Sender<TaskEvent>>,
+}
+
+type Feeds = Mutex<HashMap<PathBuf, Weak<broadcast::Sender<TaskEvent>>>>;
+
+/// The event feed of every database file open in this process, by canonical path.
+static FEEDS: LazyLock<Feeds> = LazyLock::new(Feeds::default);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the connection leaves no transaction open (the transaction
+    // rolls back when dropped), so the connection is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The feed shared by every handle on the file at `path` in this process.
+fn feed(path: &Path) -> Arc<broadcast::Sender<TaskEvent>> {
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut feeds = lock(&FEEDS);
+    feeds.retain(|_, feed| feed.strong_count() > 0);
+    if let Some(feed) = feeds.get(&key).and_then(Weak::upgrade) {
+        return feed;
+    }
+    let (sender, _) = broadcast::channel(EVENT_BUFFER);
+    let sender = Arc::new(sender);
+    feeds.insert(key, Arc::downgrade(&sender));
+    sender
+}
+
+impl SqliteStore {
+    /// The schema version this build creates and reads (the file's `PRAGMA user_version`).
+    pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
+
+    /// Opens (creating if needed) the database file at `path`, on the system clock.
+    pub fn open(path: impl AsRef<Path>, limits: Limits) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with_clock(path, limits, Arc::new(SystemClock))
+    }
+
+    /// Opens the database file at `path`, reading time from `clock`.
+    pub fn open_with_clock(
+        path: impl AsRef<Path>,
+        limits: Limits,
+        clock: Arc<dyn Clock>,
+    ) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        let conn = schema::open(path)?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                limits,
+                clock,
+                events: feed(path),
+            }),
+        })
+    }
+
+    /// How many tasks the file holds (finished ones included, expired ones until swept).
+    pub async fn task_count(&self) -> Result<usize, StoreError> {
+        self.run(|conn, _| db::task_count(conn)).await
+    }
+
+    /// The unfinished tasks counted against the limits: `owner`'s, and all owners'.
+    pub async fn live_tasks(&self, owner: &Owner) -> Result<(usize, usize), StoreError> {
+        let owner = owner.clone();
+        self.run(move |conn, _| db::live_counts(conn, &owner)).await
+    }
+
+    /// Runs `f` on the connection, on the blocking pool.
+    async fn run<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection, &Inner) -> Result<R, StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = lock(&inner.conn);
+            f(&mut conn, &inner)
+        })
+        .await
+        .map_err(|e| backend(format!("store operation did not finish: {e}")))?
+    }
+
+    /// Runs `f` on the owner's unexpired task in one write transaction, and stores the
+    /// record if `f` changed it (bumped its revision). After the commit, publishes what
+    /// `announce` makes of `f`'s value and the record. Returns both.
+    ///
+    /// Commit and publication happen together on the blocking thread, so a caller that
+    /// stops waiting (its future dropped) cannot leave a committed change unannounced.
+    async fn update<R, F>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        f: F,
+        announce: Announce<R>,
+    ) -> Result<(R, TaskRecord), StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
+    {
+        let (owner, id) = (owner.clone(), id.clone());
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let now = inner.clock.now_ms();
+            let mut rec = db::load(&tx, &owner, &id, now)?.ok_or(StoreError::NotFound)?;
+            let (revision, was_live) = (rec.revision, !rec.is_terminal());
+            // On error the transaction is dropped: rolled back, nothing changed.
+            let value = f(&mut rec, now, &inner.limits)?;
+            if rec.revision != revision {
+                db::save(&tx, &rec)?;
+                if was_live && rec.is_terminal() {
+                    db::release_live(&tx, owner.as_str(), 1)?;
+                }
+                tx.commit().map_err(backend)?;
+                for event in announce(&value, &rec) {
+                    inner.publish(event);
+                }
+            }
+            Ok((value, rec))
+        })
+        .await
+    }
+
+    async fn finish(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        finish: Finish,
+    ) -> Result<Transition, StoreError> {
+        rules::check_finish(&finish, &self.inner.limits)?;
+        let (won, record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::finish(rec, finish, now)),
+                |won, rec| if *won { vec![changed(rec)] } else { Vec::new() },
+            )
+            .await?;
+        Ok(Transition { won, record })
+    }
+}
+
+/// The events of a committed change, from the operation's value and the record after.
+type Announce<R> = fn(&R, &TaskRecord) -> Vec<TaskEvent>;
+
+fn changed(rec: &TaskRecord) -> TaskEvent {
+    TaskEvent::Changed {
+        key: rec.key(),
+        status: rec.status,
+        revision: rec.revision,
+    }
+}
+
+fn silent<R>(_: &R, _: &TaskRecord) -> Vec<TaskEvent> {
+    Vec::new()
+}
+
+impl Inner {
+    fn publish(&self, event: TaskEvent) {
+        // No subscriber is not an error.
+        let _ = self.events.send(event);
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+        let id = TaskId::random().map_err(StoreError::backend)?;
+        let record = self
+            .run(move |conn, inner| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(backend)?;
+                let record = rules::new_record(id, new, &inner.limits, inner.clock.now_ms());
+                db::insert(&tx, &record, &inner.limits)?;
+                tx.commit().map_err(backend)?;
+                inner.publish(changed(&record));
+                Ok(record)
+            })
+            .await?;
+        Ok(record)
+    }
+
+    async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let (owner, id) = (owner.clone(), id.clone());
+        self.run(move |conn, inner| {
+            db::load(conn, &owner, &id, inner.clock.now_ms())?.ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
+    async fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
+        let after = cursor.map(cursor::decode).transpose()?;
+        let owner = owner.clone();
+        self.run(move |conn, inner| {
+            db::list(conn, &owner, after, limit.max(1), inner.clock.now_ms())
+        })
+        .await
+    }
+
+    async fn set_status_message(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        message: Option<String>,
+    ) -> Result<TaskRecord, StoreError> {
+        let ((), record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::set_status_message(rec, message, now),
+                |(), rec| vec![changed(rec)],
+            )
+            .await?;
+        Ok(record)
+    }
+
+    async fn request_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        requests: BTreeMap<String, Value>,
+    ) -> Result<TaskRecord, StoreError> {
+        let ((), record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, limits| rules::request_input(rec, requests, limits, now),
+                // Only a change is committed and announced (no requests: no change).
+                |(), rec| vec![changed(rec)],
+            )
+            .await?;
+        Ok(record)
+    }
+
+    async fn resolve_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+    ) -> Result<Resolved, StoreError> {
+        let (accepted, record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::resolve_input(rec, responses, now)),
+                |accepted, rec| {
+                    vec![
+                        changed(rec),
+                        TaskEvent::InputResponded {
+                            key: rec.key(),
+                            keys: accepted.clone(),
+                        },
+                    ]
+                },
+            )
+            .await?;
+        Ok(Resolved { accepted, record })
+    }
+
+    async fn take_input_response(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        key: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let key = key.to_owned();
+        let (value, _) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::take_input_response(rec, &key, now)),
+                silent,
+            )
+            .await?;
+        Ok(value)
+    }
+
+    async fn complete(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        result: JsonObject,
+    ) -> Result<Transition, StoreError> {
+        self.finish(owner, id, Finish::Complete(result)).await
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        error: ErrorObject,
+    ) -> Result<Transition, StoreError> {
+        self.finish(owner, id, Finish::Fail(error)).await
+    }
+
+    async fn cancel(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        message: Option<String>,
+    ) -> Result<Transition, StoreError> {
+        self.finish(owner, id, Finish::Cancel(message)).await
+    }
+
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let (_, record) = self
+            .update(
+                owner,
+                id,
+                |rec, now, _| Ok(rules::request_cancel(rec, now)),
+                |_, rec| vec![TaskEvent::CancelRequested { key: rec.key() }],
+            )
+            .await?;
+        Ok(record)
+    }
+
+    async fn claim_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Lease, StoreError> {
+        let holder = holder.to_owned();
+        let (lease, _) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::claim_lease(rec, &holder, ttl_ms, now),
+                silent,
+            )
+            .await?;
+        Ok(lease)
+    }
+
+    async fn renew_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Lease, StoreError> {
+        let holder = holder.to_owned();
+        let (lease, _) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::renew_lease(rec, &holder, ttl_ms, now),
+                silent,
+            )
+            .await?;
+        Ok(lease)
+    }
+
+    async fn release_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+    ) -> Result<(), StoreError> {
+        let holder = holder.to_owned();
+        self.update(
+            owner,
+            id,
+            move |rec, now, _| rules::release_lease(rec, &holder, now),
+            silent,
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn sweep(&self) -> Result<SweepReport, StoreError> {
+        self.run(|conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let report = db::sweep(&tx, inner.clock.now_ms())?;
+            tx.commit().map_err(backend)?;
+            Ok(report)
+        })
+        .await
+    }
+
+    fn events(&self) -> EventStream {
+        EventStream::new(self.inner.events.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,95 @@
+//! Opening a database file: connection settings, the schema, and its version check.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::StoreError;
+
+/// The schema version this build writes and reads (`PRAGMA user_version`).
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+/// How long a statement waits for another connection's write lock before failing.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Version 1. `record` is the whole [`TaskRecord`](crate::TaskRecord) as JSON; the other
+/// columns are copies of its fields for the indexes. `live` is 1 while the task is
+/// unfinished; `lease_expires_at` is set only for unfinished tasks holding a lease.
+/// `live_counts` and `counters` keep the unfinished tasks per owner and in total, updated
+/// in the same transactions as `tasks`.
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY NOT NULL,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    live INTEGER NOT NULL,
+    lease_expires_at INTEGER,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_at, id);
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at)
+    WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_by_lease ON tasks (lease_expires_at)
+    WHERE lease_expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS live_counts (
+    owner TEXT PRIMARY KEY NOT NULL,
+    live INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO counters (name, value) VALUES ('live_total', 0);
+";
+
+pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::backend(e)
+}
+
+/// Opens `path` (creating it if needed), switches it to WAL with `synchronous = FULL`, and
+/// creates or checks the schema.
+pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    let shown = path.display();
+    let conn = Connection::open(path).map_err(|e| backend(format!("{shown}: {e}")))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(|e| backend(format!("{shown}: cannot enable WAL: {e}")))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(backend(format!(
+            "{shown}: journal mode is {mode:?}, not WAL (is it a database file?)"
+        )));
+    }
+    // FULL: in WAL mode every commit syncs the log, so a committed write survives an OS
+    // crash or power loss, not just a process crash.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(backend)?;
+    migrate(conn, path)
+}
+
+fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> {
+    let shown = path.display();
+    {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(backend)?;
+        if version > SCHEMA_VERSION {
+            return Err(backend(format!(
+                "{shown}: task store schema version {version} is newer than this build of \
+                 mcp-tasks supports (up to {SCHEMA_VERSION}); upgrade mcp-tasks to open it"
+            )));
+        }
+        if version < SCHEMA_VERSION {
+            tx.execute_batch(SCHEMA_V1).map_err(backend)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(backend)?;
+        }
+        tx.commit().map_err(backend)?;
+    }
+    Ok(conn)
+}
