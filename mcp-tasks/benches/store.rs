@@ -1,4 +1,5 @@
-//! Store operations at different numbers of live tasks: create, get, complete, resolve.
+//! Store operations at different numbers of live tasks: create, get, complete, resolve,
+//! on the memory store (1k, 100k, 1M) and on SQLite (1k, 10k; every write is an fsync).
 //!
 //! `cargo bench -p mcp-tasks --bench store` (or `cargo xtask bench`). Each size is filled
 //! once; the tasks an iteration creates have a 1 ms TTL and are swept away, untimed,
@@ -176,5 +177,29 @@ fn memory(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, memory);
+fn sqlite(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let sizes: Vec<usize> = match std::env::var("SQLITE_BENCH_SIZES") {
+        Ok(s) => s.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        Err(_) => vec![1_000, 10_000],
+    };
+    let dir = std::env::temp_dir().join(format!("mcp-tasks-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for n in sizes {
+        let clock = ManualClock::default();
+        let path = dir.join(format!("store-{n}.sqlite3"));
+        let store =
+            mcp_tasks::SqliteStore::open_with_clock(&path, limits(), Arc::new(clock.clone()))
+                .expect("open");
+        let filled = rt.block_on(fill(store, clock, n));
+        bench_store(c, &rt, "sqlite", &filled);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, memory, sqlite);
 criterion_main!(benches);

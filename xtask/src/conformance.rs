@@ -1,8 +1,8 @@
 //! `cargo xtask conformance --store URL`: the mcp-tasks conformance kit against a backend.
 
-use mcp_tasks::conformance::{MemoryFactory, Outcome, StoreFactory, run_all};
+use mcp_tasks::conformance::{MemoryFactory, Outcome, SqliteFactory, StoreFactory, run_all};
 
-/// Runs the kit against the backend named by `store` and prints one line per behaviour and
+/// Runs the kit against the backend named by `store` (`memory` or `sqlite:PATH`) and prints one line per behaviour and
 /// a closing `N passed, M failed`.
 pub fn run(store: &str) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -16,7 +16,12 @@ pub fn run(store: &str) -> Result<(), String> {
             .map_or((store, ""), |(scheme, rest)| (scheme, rest))
         {
             ("memory", _) => Ok(kit(&MemoryFactory::default()).await),
-            (scheme, _) => Err(format!("unknown store {scheme:?}: expected `memory`")),
+            ("sqlite", "") => Err("sqlite needs a path: `sqlite:/tmp/x.db`".to_owned()),
+            // Each behaviour gets its own database file next to PATH, removed afterwards.
+            ("sqlite", path) => Ok(kit(&SqliteFactory::new(path.into())).await),
+            (scheme, _) => Err(format!(
+                "unknown store {scheme:?}: expected `memory` or `sqlite:PATH`"
+            )),
         }
     })?;
     let failed = outcomes.iter().filter(|o| o.failure.is_some()).count();
