@@ -3,7 +3,7 @@
 //!
 //! Each function takes a [`StoreFactory`], opens a fresh backend (and, where the
 //! behaviour involves two nodes, a second handle on the same backend), and panics on the
-//! first violation. Run them from your backend's tests with [`conformance_tests!`], or
+//! first violation. Run them from your backend's tests with [`conformance_tests!`](crate::conformance_tests), or
 //! all at once with [`run_all`] (what `cargo xtask conformance --store URL` does).
 //!
 //! ```
