@@ -1,4 +1,30 @@
-//! An MCP server that runs tools as tasks, over stdio and Streamable HTTP.
+//! An MCP server that runs tools as tasks.
 //!
-//! Status: not built yet (issue 4). Today this crate only fixes the crate boundary:
-//! it depends on `mcp-protocol` (and, later, `mcp-tasks`) and never on `mcp-client`.
+//! - [`Server`] / [`ServerBuilder`]: tools, a [`TaskStore`](mcp_tasks::TaskStore), runtime
+//!   settings; [`Server::endpoint`] is the JSON-RPC endpoint every transport serves.
+//! - [`ToolDef`]: a tool with typed arguments (schema generated with schemars, validated
+//!   before the handler runs) and a [`TaskPolicy`].
+//! - [`ToolContext`]: `elicit`, `sample`, `list_roots`, `status`, cancellation; the same
+//!   calls work in a task (input requests in the store) and in a synchronous call
+//!   (MRTR rounds).
+//! - [`TaskRuntime`]: runs tasks in the background, with leases, a sweeper and graceful
+//!   shutdown.
+//! - Transports: [`http`] (Streamable HTTP, axum) and [`stdio`].
+//!
+//! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension.
+
+pub mod caller;
+mod context;
+pub mod demo;
+pub mod http;
+mod runtime;
+mod server;
+pub mod stdio;
+mod tool;
+pub mod views;
+
+pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
+pub use context::{ToolContext, ToolError};
+pub use runtime::{CANCELLED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime};
+pub use server::{Server, ServerBuilder, ServerEndpoint};
+pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};

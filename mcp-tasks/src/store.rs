@@ -59,7 +59,7 @@ use crate::record::{
 ///     and change nothing; the TTL is clamped, not refused.
 /// 17. **Time** comes from the store's [`Clock`](crate::Clock) only.
 #[async_trait]
-pub trait TaskStore: Send + Sync + 'static {
+pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError>;
 

@@ -118,7 +118,20 @@ impl Session {
         self.lock_inflight().len()
     }
 
-    fn cancel(&self, id: &RequestId) -> bool {
+    /// The same session (in-flight requests, extensions) answering through `peer`: used
+    /// where each inbound request has its own response stream (Streamable HTTP), so that a
+    /// `notifications/cancelled` arriving on another stream still finds the request.
+    pub fn with_peer(&self, peer: Peer) -> Session {
+        Session {
+            peer,
+            extensions: self.extensions.clone(),
+            inflight: Arc::clone(&self.inflight),
+        }
+    }
+
+    /// Cancels the in-flight request `id`, as `notifications/cancelled` would. Returns
+    /// whether such a request was in flight.
+    pub fn cancel(&self, id: &RequestId) -> bool {
         match self.lock_inflight().get(id) {
             Some(token) => {
                 token.cancel();

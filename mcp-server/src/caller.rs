@@ -1,0 +1,209 @@
+//! Who is calling, and what the request declared: the per-request facts every handler
+//! needs, put into the request's extensions by the transport (the principal) and by
+//! [`RequestMetaLayer`] (the `_meta` of MCP 2026-07-28).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use jsonrpsee::Extensions;
+use jsonrpsee::core::middleware::{Batch, Notification, RpcServiceT};
+use jsonrpsee::core::server::MethodResponse;
+use jsonrpsee::types::{ErrorObjectOwned, Request};
+use mcp_protocol::JsonObject;
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::meta::{CLIENT_CAPABILITIES, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28};
+use mcp_protocol::tasks::capabilities_value_declare_tasks;
+use mcp_tasks::Owner;
+use serde::Deserialize;
+
+/// The authenticated principal of a request, set by the transport's principal hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
+
+/// The owner of tasks created by callers without a principal. Their task ids, 128 random
+/// bits, are then the only thing that binds a task to its creator.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// What one request's `_meta` declared.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestDeclarations {
+    /// The protocol version the request names.
+    pub protocol_version: Option<String>,
+    /// Whether `clientCapabilities.extensions` declares `io.modelcontextprotocol/tasks`.
+    pub declares_tasks: bool,
+}
+
+/// The caller as the handlers see it.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub owner: Owner,
+    pub declares_tasks: bool,
+}
+
+impl Caller {
+    pub fn from_extensions(ext: &Extensions) -> Caller {
+        let owner = ext
+            .get::<Principal>()
+            .map_or_else(|| Owner::new(ANONYMOUS), |p| Owner::new(p.0.clone()));
+        let declares_tasks = ext
+            .get::<RequestDeclarations>()
+            .is_some_and(|d| d.declares_tasks);
+        Caller {
+            owner,
+            declares_tasks,
+        }
+    }
+}
+
+/// The protocol versions this server speaks on the stateless wire.
+pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION_2026_07_28];
+
+/// Middleware that reads each request's `_meta` (never remembering it across requests):
+/// an unsupported `protocolVersion` is answered with -32022 before any handler runs, and
+/// what the request declared is put into its extensions as [`RequestDeclarations`].
+/// Unknown methods pass through untouched, so they get -32601 whatever their `_meta`.
+#[derive(Debug, Clone)]
+pub struct RequestMetaLayer {
+    methods: Arc<HashSet<String>>,
+}
+
+impl RequestMetaLayer {
+    pub fn new(methods: impl IntoIterator<Item = String>) -> Self {
+        RequestMetaLayer {
+            methods: Arc::new(methods.into_iter().collect()),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for RequestMetaLayer {
+    type Service = RequestMetaService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RequestMetaService {
+            inner,
+            methods: Arc::clone(&self.methods),
+        }
+    }
+}
+
+/// The service [`RequestMetaLayer`] wraps around the dispatcher.
+#[derive(Debug, Clone)]
+pub struct RequestMetaService<S> {
+    inner: S,
+    methods: Arc<HashSet<String>>,
+}
+
+#[derive(Deserialize)]
+struct MetaProbe {
+    #[serde(rename = "_meta")]
+    meta: Option<JsonObject>,
+}
+
+/// Reads the declarations of `params` (a JSON object, or nothing).
+pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorObject> {
+    let meta = params
+        .and_then(|p| serde_json::from_str::<MetaProbe>(p).ok())
+        .and_then(|p| p.meta);
+    let Some(meta) = meta else {
+        return Ok(RequestDeclarations::default());
+    };
+    let protocol_version = match meta.get(PROTOCOL_VERSION) {
+        None => None,
+        Some(serde_json::Value::String(v)) => Some(v.clone()),
+        Some(other) => {
+            return Err(ErrorObject::new(
+                error_codes::INVALID_PARAMS,
+                format!(
+                    "Invalid params: _meta.\"{PROTOCOL_VERSION}\" must be a string, not {other}"
+                ),
+            ));
+        }
+    };
+    if let Some(v) = &protocol_version
+        && !SUPPORTED_VERSIONS.contains(&v.as_str())
+    {
+        return Err(ErrorObject::new(
+            error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+            format!("Unsupported protocol version: {v}"),
+        )
+        .with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS, "requested": v })));
+    }
+    let declares_tasks = meta
+        .get(CLIENT_CAPABILITIES)
+        .is_some_and(capabilities_value_declare_tasks);
+    Ok(RequestDeclarations {
+        protocol_version,
+        declares_tasks,
+    })
+}
+
+impl<S> RpcServiceT for RequestMetaService<S>
+where
+    S: RpcServiceT<MethodResponse = MethodResponse, NotificationResponse = MethodResponse>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = S::BatchResponse;
+
+    fn call<'a>(&self, mut req: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let inner = self.inner.clone();
+        let known = self.methods.contains(req.method_name());
+        async move {
+            if known {
+                match declarations(req.params.as_ref().map(|p| p.get())) {
+                    Ok(d) => {
+                        req.extensions_mut().insert(d);
+                    }
+                    Err(e) => return MethodResponse::error(req.id(), ErrorObjectOwned::from(e)),
+                }
+            }
+            inner.call(req).await
+        }
+    }
+
+    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = Self::BatchResponse> + Send + 'a {
+        self.inner.batch(batch)
+    }
+
+    fn notification<'a>(
+        &self,
+        n: Notification<'a>,
+    ) -> impl Future<Output = MethodResponse> + Send + 'a {
+        self.inner.notification(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations_read_version_and_extension() {
+        let d = declarations(Some(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}"#,
+        ))
+        .expect("valid");
+        assert!(d.declares_tasks);
+        let none = declarations(Some(
+            r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        ))
+        .expect("valid");
+        assert!(!none.declares_tasks);
+        assert_eq!(
+            declarations(None).expect("no params"),
+            RequestDeclarations::default()
+        );
+        let old = declarations(Some(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2024-11-05"}}"#,
+        ));
+        assert_eq!(
+            old.expect_err("unsupported").code,
+            error_codes::UNSUPPORTED_PROTOCOL_VERSION
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! [`ToolContext`]: what a tool can do besides computing its result: ask the user
+//! (`elicit`), ask the client's model (`sample`), read the client's roots (`list_roots`),
+//! report status, and notice cancellation.
+//!
+//! The same calls work in both ways a tool runs:
+//! - **as a task**: each request becomes an input request of the task (status
+//!   `input_required`), answered through `tasks/update`; the tool waits for the answer;
+//! - **synchronously** (MCP 2026-07-28): each request ends the current round with an
+//!   `input_required` result (MRTR); the client retries with the answers and the tool runs
+//!   again from the start, this time receiving them. Tools must therefore ask in the same
+//!   order on every run.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::method::{MethodCall, Request};
+use mcp_protocol::types::{ElicitResult, ListRootsResult};
+use mcp_protocol::v2026::{
+    CreateMessage, CreateMessageRequestParams, CreateMessageResult, Elicit, ElicitRequestParams,
+    ListRoots,
+};
+use mcp_tasks::{StoreError, TaskKey, TaskStore};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// How a tool call ended other than with a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// The call fails with this JSON-RPC error (a task ends `failed`). A tool-level
+    /// failure the model should see is an `Ok` result with `isError: true` instead.
+    #[error("{0}")]
+    Rpc(ErrorObject),
+    /// The call was cancelled (a task ends `cancelled`).
+    #[error("cancelled")]
+    Cancelled,
+    /// Raised by `elicit`/`sample`/`list_roots` in a synchronous call: this round ends
+    /// with an `input_required` result. Return it unchanged (`?` does).
+    #[error("client input required")]
+    InputRequired,
+}
+
+impl From<ErrorObject> for ToolError {
+    fn from(e: ErrorObject) -> Self {
+        ToolError::Rpc(e)
+    }
+}
+
+impl ToolError {
+    /// A JSON-RPC error with `code` and `message`.
+    pub fn rpc(code: i64, message: impl Into<String>) -> ToolError {
+        ToolError::Rpc(ErrorObject::new(code, message))
+    }
+}
+
+fn store_error(e: StoreError) -> ToolError {
+    match e {
+        // The task was purged (TTL) or finished meanwhile: nothing left to do.
+        StoreError::NotFound | StoreError::Terminal { .. } => ToolError::Cancelled,
+        other => ToolError::Rpc(ErrorObject::from(&other)),
+    }
+}
+
+/// How long an input wait sleeps between store checks when no event arrives (events can
+/// be lost by a lagging subscriber; the store is the truth).
+const INPUT_RECHECK: Duration = Duration::from_secs(5);
+
+/// The context a tool runs with. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    mode: Mode,
+    cancel: CancellationToken,
+    asked: AtomicU32,
+}
+
+enum Mode {
+    /// A synchronous call: answers from this round's `inputResponses`; unanswered
+    /// requests are collected for the `input_required` result.
+    Rounds {
+        answers: JsonObject,
+        wanted: Mutex<BTreeMap<String, Value>>,
+    },
+    /// A task: input goes through the store.
+    Task {
+        store: Arc<dyn TaskStore>,
+        key: TaskKey,
+        wake: Arc<Notify>,
+    },
+}
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Rounds { answers, .. } => f
+                .debug_struct("Rounds")
+                .field("answers", &answers.len())
+                .finish(),
+            Mode::Task { key, .. } => f.debug_struct("Task").field("key", key).finish(),
+        }
+    }
+}
+
+impl ToolContext {
+    /// A context for one synchronous round, with the answers the client sent so far.
+    pub(crate) fn rounds(answers: JsonObject, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            inner: Arc::new(Inner {
+                mode: Mode::Rounds {
+                    answers,
+                    wanted: Mutex::default(),
+                },
+                cancel,
+                asked: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// A context for a task.
+    pub(crate) fn task(
+        store: Arc<dyn TaskStore>,
+        key: TaskKey,
+        wake: Arc<Notify>,
+        cancel: CancellationToken,
+    ) -> ToolContext {
+        ToolContext {
+            inner: Arc::new(Inner {
+                mode: Mode::Task { store, key, wake },
+                cancel,
+                asked: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// Whether this call runs as a task.
+    pub fn is_task(&self) -> bool {
+        matches!(self.inner.mode, Mode::Task { .. })
+    }
+
+    /// The task's id, when running as one.
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.inner.mode {
+            Mode::Task { key, .. } => Some(key.id.as_str()),
+            Mode::Rounds { .. } => None,
+        }
+    }
+
+    /// Cancelled when the caller cancels (`tasks/cancel`, `notifications/cancelled`), the
+    /// task's TTL runs out, or the server shuts down. A tool that polls it can stop early.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Asks the user for input through the client (`elicitation/create`).
+    pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ToolError> {
+        self.ask::<Elicit>(params).await
+    }
+
+    /// Asks the user several questions at once: in a task they are all outstanding
+    /// together (one `tasks/get` shows every one), and the answers come back in order.
+    pub async fn elicit_all(
+        &self,
+        all: Vec<ElicitRequestParams>,
+    ) -> Result<Vec<ElicitResult>, ToolError> {
+        self.ask_all::<Elicit>(all).await
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ToolError> {
+        self.ask::<CreateMessage>(params).await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> Result<ListRootsResult, ToolError> {
+        self.ask::<ListRoots>(None).await
+    }
+
+    /// Sets the task's status message (the one progress channel tasks have; render
+    /// structured progress into the text). Does nothing in a synchronous call.
+    pub async fn status(&self, message: impl Into<String>) -> Result<(), ToolError> {
+        match &self.inner.mode {
+            Mode::Task { store, key, .. } => {
+                store
+                    .set_status_message(&key.owner, &key.id, Some(message.into()))
+                    .await
+                    .map_err(store_error)?;
+                Ok(())
+            }
+            Mode::Rounds { .. } => Ok(()),
+        }
+    }
+
+    /// The input requests this round could not answer (synchronous calls).
+    pub(crate) fn wanted(&self) -> BTreeMap<String, Value> {
+        match &self.inner.mode {
+            Mode::Rounds { wanted, .. } => wanted.lock().map(|w| w.clone()).unwrap_or_default(),
+            Mode::Task { .. } => BTreeMap::new(),
+        }
+    }
+
+    async fn ask<M: Request>(&self, params: M::Params) -> Result<M::Result, ToolError> {
+        let mut answers = self.ask_all::<M>(vec![params]).await?;
+        answers
+            .pop()
+            .ok_or_else(|| ToolError::rpc(error_codes::INTERNAL_ERROR, "no answer"))
+    }
+
+    /// Asks every request of `all` at once; answers in the same order.
+    async fn ask_all<M: Request>(&self, all: Vec<M::Params>) -> Result<Vec<M::Result>, ToolError> {
+        let mut calls = Vec::with_capacity(all.len());
+        for params in all {
+            let n = self.inner.asked.fetch_add(1, Ordering::Relaxed) + 1;
+            let call = serde_json::to_value(MethodCall::<M>::new(params)).map_err(|e| {
+                ToolError::rpc(
+                    error_codes::INTERNAL_ERROR,
+                    format!("cannot encode {}: {e}", M::METHOD),
+                )
+            })?;
+            calls.push((n, call));
+        }
+        let answers = match &self.inner.mode {
+            Mode::Rounds { answers, wanted } => {
+                let mut got = Vec::with_capacity(calls.len());
+                let mut missing = false;
+                for (n, call) in calls {
+                    let key = format!("mrtr-{n}");
+                    match answers.get(&key) {
+                        Some(answer) => got.push(answer.clone()),
+                        None => {
+                            missing = true;
+                            if let Ok(mut w) = wanted.lock() {
+                                w.insert(key, call);
+                            }
+                        }
+                    }
+                }
+                if missing {
+                    return Err(ToolError::InputRequired);
+                }
+                got
+            }
+            Mode::Task { store, key, wake } => {
+                let keys: Vec<String> = calls.iter().map(|(n, _)| format!("input-{n}")).collect();
+                let requests = keys
+                    .iter()
+                    .cloned()
+                    .zip(calls.into_iter().map(|(_, call)| call))
+                    .collect();
+                store
+                    .request_input(&key.owner, &key.id, requests)
+                    .await
+                    .map_err(store_error)?;
+                let mut got = Vec::with_capacity(keys.len());
+                for input_key in &keys {
+                    got.push(self.wait_for(store.as_ref(), key, wake, input_key).await?);
+                }
+                got
+            }
+        };
+        answers
+            .into_iter()
+            .map(|answer| {
+                serde_json::from_value(answer).map_err(|e| {
+                    ToolError::rpc(
+                        error_codes::INVALID_PARAMS,
+                        format!("The answer to {} has the wrong shape: {e}", M::METHOD),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    async fn wait_for(
+        &self,
+        store: &dyn TaskStore,
+        key: &TaskKey,
+        wake: &Notify,
+        input_key: &str,
+    ) -> Result<Value, ToolError> {
+        loop {
+            // Register for the wake-up before looking, so an answer arriving in between
+            // is not missed.
+            let notified = wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(answer) = store
+                .take_input_response(&key.owner, &key.id, input_key)
+                .await
+                .map_err(store_error)?
+            {
+                return Ok(answer);
+            }
+            tokio::select! {
+                _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(INPUT_RECHECK) => {}
+            }
+        }
+    }
+}

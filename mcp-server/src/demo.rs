@@ -1,0 +1,159 @@
+//! The demo server's tools: exactly the fixtures of the official conformance suite's
+//! `tasks-*` scenarios, with the task policies they expect.
+//!
+//! | tool | policy | behaviour |
+//! |---|---|---|
+//! | `greet` | synchronous | "Hello, {name}!" |
+//! | `slow_compute` | optional (a task when `seconds > 0`) | sleeps `seconds`, then reports |
+//! | `failing_job` | required | after about 1 s, a result with `isError: true` |
+//! | `protocol_error_job` | optional | fails with a JSON-RPC error |
+//! | `confirm_delete` | optional | asks for confirmation (elicitation), then answers |
+//! | `multi_input` | optional | asks two questions at once |
+//! | `test_tool_with_task` | required | asks a name in an MRTR round, then greets it in a task |
+
+use std::time::Duration;
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::error_codes;
+use mcp_protocol::types::{ContentBlock, ElicitAction, ElicitResult, ElicitValue, TextContent};
+use mcp_protocol::v2026::{CallToolResult, ElicitRequestFormParams, ElicitRequestParams};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::context::{ToolContext, ToolError};
+use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
+
+fn text(t: impl Into<String>) -> CallToolResult {
+    CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
+}
+
+fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ToolError> {
+    let params = json!({ "mode": "form", "message": message, "requestedSchema": schema });
+    serde_json::from_value::<ElicitRequestFormParams>(params)
+        .map(ElicitRequestParams::Form)
+        .map_err(|e| {
+            ToolError::rpc(
+                error_codes::INTERNAL_ERROR,
+                format!("bad elicitation form: {e}"),
+            )
+        })
+}
+
+fn answer_str(answer: &ElicitResult, field: &str) -> Option<String> {
+    match answer.content.as_ref()?.get(field)? {
+        ElicitValue::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn answer_bool(answer: &ElicitResult, field: &str) -> bool {
+    matches!(
+        answer.content.as_ref().and_then(|c| c.get(field)),
+        Some(ElicitValue::Boolean(true))
+    )
+}
+
+/// Arguments of `greet`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GreetArgs {
+    /// Who to greet.
+    pub name: String,
+}
+
+/// Arguments of `slow_compute`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SlowComputeArgs {
+    /// How long the computation takes, in seconds.
+    pub seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// Arguments of `confirm_delete`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConfirmDeleteArgs {
+    /// The file to delete (nothing is deleted: this is a demo).
+    pub filename: String,
+}
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+/// Arguments of `test_tool_with_task` once its MRTR round has run.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NamedArgs {
+    /// Filled in by the MRTR round.
+    #[serde(default)]
+    pub user_name: Option<String>,
+}
+
+/// Every demo tool.
+pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
+    Ok(vec![
+        ToolDef::new("greet", TaskPolicy::Synchronous, |_ctx, args: GreetArgs| async move {
+            Ok(text(format!("Hello, {}!", args.name)))
+        })?
+        .description("Greets someone, at once."),
+        ToolDef::new("slow_compute", TaskPolicy::Optional, |ctx: ToolContext, args: SlowComputeArgs| async move {
+            let seconds = args.seconds.clamp(0.0, 3600.0);
+            let label = args.label.unwrap_or_else(|| "computation".into());
+            let _ = ctx.status(format!("{label}: working for {seconds} s")).await;
+            tokio::select! {
+                _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+                _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+            }
+            Ok(text(format!("{label}: done after {seconds} s")))
+        })?
+        .description("Sleeps `seconds`, then reports. Runs as a task when the client allows and seconds > 0.")
+        .select_task(|args| args.get("seconds").and_then(Value::as_f64).is_some_and(|s| s > 0.0)),
+        ToolDef::new("failing_job", TaskPolicy::Required, |_ctx, _args: NoArgs| async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(CallToolResult::error("The job failed: the input could not be processed."))
+        })?
+        .description("Always a task; ends with a tool error (isError) after about a second."),
+        ToolDef::new("protocol_error_job", TaskPolicy::Optional, |_ctx, _args: NoArgs| async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Err(ToolError::rpc(error_codes::INTERNAL_ERROR, "The job hit a protocol-level error"))
+        })?
+        .description("Ends with a JSON-RPC error (the task fails)."),
+        ToolDef::new("confirm_delete", TaskPolicy::Optional, |ctx: ToolContext, args: ConfirmDeleteArgs| async move {
+            let question = form(
+                &format!("Delete {}?", args.filename),
+                json!({"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Delete it?"}}, "required": ["confirm"]}),
+            )?;
+            let answer = ctx.elicit(question).await?;
+            if answer.action == ElicitAction::Accept && answer_bool(&answer, "confirm") {
+                Ok(text(format!("Deleted {} (not really: this is a demo).", args.filename)))
+            } else {
+                Ok(text(format!("Kept {}.", args.filename)))
+            }
+        })?
+        .description("Asks for confirmation before deleting a file."),
+        ToolDef::new("multi_input", TaskPolicy::Optional, |ctx: ToolContext, _args: NoArgs| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}});
+            let answers = ctx.elicit_all(vec![form("First question", schema.clone())?, form("Second question", schema)?]).await?;
+            let names: Vec<String> = answers.iter().map(|a| answer_str(a, "name").unwrap_or_else(|| "-".into())).collect();
+            Ok(text(format!("Answers: {}", names.join(", "))))
+        })?
+        .description("Asks two questions at once."),
+        ToolDef::new("test_tool_with_task", TaskPolicy::Required, |ctx: ToolContext, args: NamedArgs| async move {
+            let _ = ctx.status("greeting").await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(text(format!("Hello, {}! (from a task)", args.user_name.unwrap_or_else(|| "stranger".into()))))
+        })?
+        .description("Asks your name before the task starts (MRTR), then greets you from a task.")
+        .preflight(|ctx: ToolContext, mut args: JsonObject| async move {
+            let question = form(
+                "What is your name?",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            )?;
+            let answer = ctx.elicit(question).await?;
+            let name = answer_str(&answer, "name").unwrap_or_else(|| "stranger".into());
+            args.insert("user_name".into(), Value::String(name));
+            Ok(args)
+        }),
+    ])
+}

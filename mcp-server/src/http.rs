@@ -1,0 +1,535 @@
+//! Streamable HTTP (MCP 2026-07-28, stateless): `POST /mcp` carries one JSON-RPC message
+//! and gets a JSON reply, or an SSE stream for `subscriptions/listen`.
+//!
+//! axum owns the HTTP layer: body limit (413), `Content-Type` (415), `Accept` (406),
+//! `Origin` (403, against DNS rebinding), the routing headers `Mcp-Method` / `Mcp-Name`
+//! and `MCP-Protocol-Version` (-32020 / -32022 with HTTP 400), notifications (202).
+//! The engine does the rest.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::Stream;
+use jsonrpsee::Extensions;
+use mcp_protocol::engine::{
+    FrameReceiver, FrameSender, InboundRequest, Incoming, Peer, Session, error_frame,
+};
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
+use mcp_protocol::method::Request;
+use mcp_protocol::tasks::{CancelTask, GetTask, UpdateTask};
+use mcp_protocol::v2026::{CallTool, GetPrompt, ReadResource, SubscriptionsListen};
+use serde::Deserialize;
+use tokio::net::TcpListener;
+
+use crate::caller::{Principal, SUPPORTED_VERSIONS};
+use crate::server::{Server, ServerEndpoint};
+
+/// `Mcp-Method`: the JSON-RPC method of the body, for routing.
+pub const MCP_METHOD: &str = "mcp-method";
+/// `Mcp-Name`: the tool, prompt, resource or task the body names, for routing.
+pub const MCP_NAME: &str = "mcp-name";
+/// `MCP-Protocol-Version`.
+pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+
+/// Decides who is calling from the request headers (e.g. a bearer token). `Err` refuses
+/// the request with that status (401, 403...).
+pub type PrincipalHook =
+    Arc<dyn Fn(&HeaderMap) -> Result<Option<String>, StatusCode> + Send + Sync>;
+
+/// Settings of the HTTP transport.
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// The endpoint's path.
+    pub path: String,
+    /// Larger bodies are refused with 413.
+    pub max_body_bytes: usize,
+    /// Browser origins allowed to call; requests with another `Origin` get 403. Requests
+    /// without `Origin` (non-browser clients) are allowed. Default: localhost origins only.
+    pub allowed_origins: OriginPolicy,
+    /// Who is calling; `None` makes every caller anonymous.
+    pub principal: Option<PrincipalHook>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("path", &self.path)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("principal", &self.principal.is_some())
+            .finish()
+    }
+}
+
+/// Which `Origin` headers are accepted.
+#[derive(Debug, Clone)]
+pub enum OriginPolicy {
+    /// `http(s)://localhost`, `127.0.0.1` and `[::1]`, any port.
+    Localhost,
+    /// Exactly these origins (e.g. `https://app.example.com`).
+    List(Vec<String>),
+    /// Any origin (only behind a proxy that checks it).
+    Any,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".into(),
+            max_body_bytes: 4 * 1024 * 1024,
+            allowed_origins: OriginPolicy::Localhost,
+            principal: None,
+        }
+    }
+}
+
+impl OriginPolicy {
+    fn allows(&self, origin: &str) -> bool {
+        match self {
+            OriginPolicy::Any => true,
+            OriginPolicy::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin)),
+            OriginPolicy::Localhost => {
+                let rest = origin
+                    .strip_prefix("http://")
+                    .or_else(|| origin.strip_prefix("https://"));
+                let Some(rest) = rest else { return false };
+                let host = if rest.starts_with('[') {
+                    rest.split_once(']').map(|(h, _)| &h[1..]).unwrap_or("")
+                } else {
+                    rest.split(':').next().unwrap_or("")
+                };
+                matches!(host, "localhost" | "127.0.0.1" | "::1")
+            }
+        }
+    }
+}
+
+struct App {
+    endpoint: Arc<ServerEndpoint>,
+    config: HttpConfig,
+    /// One session per principal: requests of one caller share the in-flight map, so
+    /// `notifications/cancelled` on one POST cancels a call running on another.
+    sessions: Mutex<HashMap<Option<String>, Session>>,
+    /// A sender nobody reads: the peer of sessions, whose replies go per POST instead.
+    idle: FrameSender,
+    _idle_rx: FrameReceiver,
+}
+
+/// The axum router serving `server` at `config.path`.
+pub fn router(server: &Server, config: HttpConfig) -> Router {
+    let (idle, idle_rx) = FrameSender::channel(1);
+    let limit = config.max_body_bytes;
+    let path = config.path.clone();
+    let app = Arc::new(App {
+        endpoint: server.endpoint(),
+        config,
+        sessions: Mutex::default(),
+        idle,
+        _idle_rx: idle_rx,
+    });
+    Router::new()
+        .route(
+            &path,
+            post(handle_post).get(not_allowed).delete(not_allowed),
+        )
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(app)
+}
+
+/// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
+/// open requests finish) — TCP_NODELAY on every connection, since SSE replies stall
+/// behind Nagle's algorithm otherwise.
+pub async fn serve(
+    server: &Server,
+    listener: TcpListener,
+    config: HttpConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router(server, config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The address a listener bound to, for printing.
+pub fn local_url(addr: SocketAddr, path: &str) -> String {
+    format!("http://{addr}{path}")
+}
+
+async fn not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        "This endpoint is stateless: POST one JSON-RPC message.",
+    )
+        .into_response()
+}
+
+fn rpc_error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: impl Into<String>,
+) -> Response {
+    json_response(status, error_frame(id, ErrorObject::new(code, message)))
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// What the client accepts: (JSON, SSE).
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let Some(accept) = header_str(headers, header::ACCEPT.as_str()) else {
+        return (true, true);
+    };
+    let mut json = false;
+    let mut sse = false;
+    for part in accept.split(',') {
+        let media = part
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "application/json" | "application/*" => json = true,
+            "text/event-stream" | "text/*" => sse = true,
+            "*/*" => {
+                json = true;
+                sse = true;
+            }
+            _ => {}
+        }
+    }
+    (json, sse)
+}
+
+/// The member of `params` that `Mcp-Name` must repeat, for the methods that have one.
+fn routed_name(req: &InboundRequest) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Names {
+        name: Option<String>,
+        uri: Option<String>,
+        task_id: Option<String>,
+    }
+    let names: Names = serde_json::from_str(req.params.as_deref()?.get()).ok()?;
+    match req.method.as_str() {
+        m if m == CallTool::METHOD || m == GetPrompt::METHOD => names.name,
+        m if m == ReadResource::METHOD => names.uri,
+        m if m == GetTask::METHOD || m == UpdateTask::METHOD || m == CancelTask::METHOD => {
+            names.task_id
+        }
+        _ => None,
+    }
+}
+
+/// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages.
+fn status_of(frame: &str) -> StatusCode {
+    #[derive(Deserialize)]
+    struct Probe {
+        error: Option<Code>,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    match serde_json::from_str::<Probe>(frame)
+        .ok()
+        .and_then(|p| p.error)
+        .map(|e| e.code)
+    {
+        Some(
+            error_codes::HEADER_MISMATCH
+            | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | error_codes::UNSUPPORTED_PROTOCOL_VERSION
+            | error_codes::PARSE_ERROR
+            | error_codes::INVALID_REQUEST,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+impl App {
+    fn session(&self, principal: Option<String>) -> Session {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .entry(principal.clone())
+            .or_insert_with(|| {
+                let mut extensions = Extensions::new();
+                if let Some(p) = principal {
+                    extensions.insert(Principal(p));
+                }
+                Session::new(Peer::new(self.idle.clone()), extensions)
+            })
+            .clone()
+    }
+}
+
+async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(origin) = header_str(&headers, header::ORIGIN.as_str())
+        && !app.config.allowed_origins.allows(origin)
+    {
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            error_codes::INVALID_REQUEST,
+            format!("Origin not allowed: {origin}"),
+        );
+    }
+    let content_type = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+    {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            error_codes::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let (accepts_json, accepts_sse) = accepts(&headers);
+    if !accepts_json && !accepts_sse {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            error_codes::INVALID_REQUEST,
+            "Accept must allow application/json or text/event-stream",
+        );
+    }
+    let principal = match &app.config.principal {
+        None => None,
+        Some(hook) => match hook(&headers) {
+            Ok(p) => p,
+            Err(status) => {
+                return rpc_error(status, None, error_codes::INVALID_REQUEST, "Unauthorized");
+            }
+        },
+    };
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_codes::PARSE_ERROR,
+            "Parse error: body is not UTF-8",
+        );
+    };
+    let session = app.session(principal);
+    match app.endpoint.classify(text) {
+        Err(rejected) => json_response(
+            StatusCode::BAD_REQUEST,
+            error_frame(rejected.id.clone(), rejected.error.clone()),
+        ),
+        Ok(Incoming::Notification { method, params }) => {
+            app.endpoint
+                .handle_notification(&session, method, params)
+                .await;
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(Incoming::Response { id, .. }) => {
+            tracing::debug!(%id, "response POSTed to a stateless server; nothing waits for it");
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(Incoming::Request(req)) => {
+            if let Some(refused) = check_headers(&headers, &req) {
+                return refused;
+            }
+            let listen = req.method == SubscriptionsListen::METHOD;
+            if listen && !accepts_sse {
+                return rpc_error(
+                    StatusCode::NOT_ACCEPTABLE,
+                    Some(req.id),
+                    error_codes::INVALID_REQUEST,
+                    "subscriptions/listen replies with an event stream: Accept must allow text/event-stream",
+                );
+            }
+            if listen || !accepts_json {
+                sse_reply(app, session, req)
+            } else {
+                json_reply(&app, &session, req).await
+            }
+        }
+    }
+}
+
+/// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
+fn check_headers(headers: &HeaderMap, req: &InboundRequest) -> Option<Response> {
+    let mismatch = |what: String| {
+        Some(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(req.id.clone()),
+            error_codes::HEADER_MISMATCH,
+            what,
+        ))
+    };
+    if let Some(method) = header_str(headers, MCP_METHOD)
+        && method != req.method
+    {
+        return mismatch(format!(
+            "Header mismatch: Mcp-Method is {method:?} but the body's method is {:?}",
+            req.method
+        ));
+    }
+    if let Some(name) = header_str(headers, MCP_NAME)
+        && let Some(body_name) = routed_name(req)
+        && name != body_name
+    {
+        return mismatch(format!(
+            "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
+        ));
+    }
+    if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION) {
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Some(json_response(
+                StatusCode::BAD_REQUEST,
+                error_frame(
+                    Some(req.id.clone()),
+                    ErrorObject::new(error_codes::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {version}"))
+                        .with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS, "requested": version })),
+                ),
+            ));
+        }
+        let body_version = crate::caller::declarations(req.params.as_deref().map(|p| p.get()))
+            .ok()
+            .and_then(|d| d.protocol_version);
+        if let Some(body_version) = body_version
+            && body_version != version
+        {
+            return mismatch(format!(
+                "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
+            ));
+        }
+    }
+    None
+}
+
+async fn json_reply(app: &App, session: &Session, req: InboundRequest) -> Response {
+    // Notifications a handler sends during a JSON reply have nowhere to go.
+    let (tx, _rx) = FrameSender::channel(16);
+    let session = session.with_peer(session.peer.with_sender(tx));
+    match app.endpoint.handle_request(&session, req).await {
+        Some(frame) => {
+            let status = status_of(&frame);
+            json_response(status, frame)
+        }
+        // Cancelled by the client: nobody waits for an answer.
+        None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// Cancels the request when the client drops the stream.
+struct CancelOnDrop {
+    session: Session,
+    id: RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.session.cancel(&self.id);
+    }
+}
+
+fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Response {
+    let (tx, rx) = FrameSender::channel(64);
+    let session = session.with_peer(session.peer.with_sender(tx.clone()));
+    let guard = CancelOnDrop {
+        session: session.clone(),
+        id: req.id.clone(),
+    };
+    tokio::spawn(async move {
+        if let Some(frame) = app.endpoint.handle_request(&session, req).await {
+            let _ = tx.send(frame).await;
+        }
+    });
+    let stream = frames(rx, guard);
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn frames(rx: FrameReceiver, guard: CancelOnDrop) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+        match rx.recv().await {
+            Some(Ok(frame)) => Some((
+                Ok(Event::default().event("message").data(frame)),
+                (rx, guard),
+            )),
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn localhost_origins() {
+        let p = OriginPolicy::Localhost;
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8000",
+            "http://[::1]:9",
+        ] {
+            assert!(p.allows(ok), "{ok}");
+        }
+        for bad in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "null",
+            "file://",
+            "http://127.0.0.1.nip.io",
+        ] {
+            assert!(!p.allows(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn accept_header_parsing() {
+        let mut h = HeaderMap::new();
+        assert_eq!(accepts(&h), (true, true));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert_eq!(accepts(&h), (true, true));
+        h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
+        assert_eq!(accepts(&h), (false, false));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream;q=0.9"),
+        );
+        assert_eq!(accepts(&h), (false, true));
+    }
+}

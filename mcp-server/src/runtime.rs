@@ -1,0 +1,350 @@
+//! The task runtime: runs tools as tasks in the background, carries input answers and
+//! cancel requests from the store's events to the running tools, keeps each task's lease
+//! alive, sweeps expired tasks and fails tasks whose worker is gone, and shuts down
+//! without leaving a task unfinished.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks::{EventError, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord, TaskStore};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::context::{ToolContext, ToolError};
+use crate::tool::ToolDef;
+
+/// Timing of the runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Names this node in leases.
+    pub node_id: String,
+    /// How long a worker's lease lasts without renewal.
+    pub lease: Duration,
+    /// How often a running task renews its lease.
+    pub renew_every: Duration,
+    /// How often the sweeper runs.
+    pub sweep_every: Duration,
+    /// On shutdown, how long running tasks may go on before they are cancelled.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            node_id: format!(
+                "node-{}",
+                mcp_tasks::TaskId::random()
+                    .map(|id| id.as_str()[..12].to_owned())
+                    .unwrap_or_default()
+            ),
+            lease: Duration::from_secs(30),
+            renew_every: Duration::from_secs(10),
+            sweep_every: Duration::from_secs(1),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Cancellation message of a task stopped by the server's shutdown.
+pub const SHUTDOWN_MESSAGE: &str = "The server shut down before the task finished.";
+/// Cancellation message of a task cancelled on request.
+pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
+
+#[derive(Debug)]
+struct Running {
+    cancel: CancellationToken,
+    wake: Arc<Notify>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn TaskStore>,
+    config: RuntimeConfig,
+    running: Mutex<HashMap<TaskId, Running>>,
+    /// Stops the background loops and new launches.
+    stopping: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// Runs tools as tasks. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct TaskRuntime {
+    inner: Arc<Inner>,
+}
+
+impl TaskRuntime {
+    /// Starts the runtime's event pump and sweeper on the current tokio runtime.
+    pub fn start(store: Arc<dyn TaskStore>, config: RuntimeConfig) -> TaskRuntime {
+        let runtime = TaskRuntime {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                running: Mutex::default(),
+                stopping: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+            }),
+        };
+        tokio::spawn(runtime.clone().pump_events());
+        tokio::spawn(runtime.clone().sweep_loop());
+        runtime
+    }
+
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    fn running(&self) -> MutexGuard<'_, HashMap<TaskId, Running>> {
+        self.inner.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// False once shutdown has begun: no new task may start.
+    pub fn is_accepting(&self) -> bool {
+        !self.inner.tasks.is_closed()
+    }
+
+    /// How many tasks this node is running.
+    pub fn running_count(&self) -> usize {
+        self.running().len()
+    }
+
+    /// Runs `tool` with `args` as the (already created, durable) task `record`.
+    pub async fn launch(
+        &self,
+        record: &TaskRecord,
+        tool: ToolDef,
+        args: JsonObject,
+    ) -> Result<(), StoreError> {
+        let key = record.key();
+        let store = Arc::clone(&self.inner.store);
+        let config = &self.inner.config;
+        store
+            .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
+            .await?;
+        let cancel = self.inner.stopping.child_token();
+        let wake = Arc::new(Notify::new());
+        self.running().insert(
+            key.id.clone(),
+            Running {
+                cancel: cancel.clone(),
+                wake: Arc::clone(&wake),
+            },
+        );
+        let runtime = self.clone();
+        self.inner.tasks.spawn(async move {
+            let span = tracing::info_span!("task", task_id = %key.id, tool = tool.name());
+            let ctx = ToolContext::task(Arc::clone(&store), key.clone(), wake, cancel.clone());
+            let outcome =
+                tracing::Instrument::instrument(runtime.run(ctx, &key, &tool, args, &cancel), span)
+                    .await;
+            runtime.finish(&key, outcome).await;
+            runtime.running().remove(&key.id);
+        });
+        Ok(())
+    }
+
+    async fn run(
+        &self,
+        ctx: ToolContext,
+        key: &TaskKey,
+        tool: &ToolDef,
+        args: JsonObject,
+        cancel: &CancellationToken,
+    ) -> Result<JsonObject, ToolError> {
+        let work = tool.run(ctx, args);
+        let renew = self.keep_lease(key);
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(ToolError::Cancelled),
+            lost = renew => Err(ToolError::Rpc(lost)),
+            result = work => {
+                let result = result?;
+                match serde_json::to_value(result) {
+                    Ok(serde_json::Value::Object(obj)) => Ok(obj),
+                    _ => Err(ToolError::rpc(error_codes::INTERNAL_ERROR, "the tool's result is not a JSON object")),
+                }
+            }
+        }
+    }
+
+    /// Renews the lease until it cannot; returns why it stopped.
+    async fn keep_lease(&self, key: &TaskKey) -> ErrorObject {
+        let config = &self.inner.config;
+        loop {
+            tokio::time::sleep(config.renew_every).await;
+            if let Err(e) = self
+                .inner
+                .store
+                .renew_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
+                .await
+            {
+                tracing::warn!(task_id = %key.id, error = %e, "lease renewal failed; stopping the task");
+                return ErrorObject::new(
+                    error_codes::INTERNAL_ERROR,
+                    format!("The task's worker lost its lease: {e}"),
+                );
+            }
+        }
+    }
+
+    /// Records how the tool ended (first terminal write wins) and releases the lease.
+    async fn finish(&self, key: &TaskKey, outcome: Result<JsonObject, ToolError>) {
+        let store = &self.inner.store;
+        let written = match outcome {
+            Ok(result) => match store.complete(&key.owner, &key.id, result).await {
+                Err(StoreError::LimitExceeded { limit, max }) => {
+                    let error = ErrorObject::new(
+                        error_codes::INTERNAL_ERROR,
+                        format!(
+                            "The tool's result exceeds the server's limit ({limit}, at most {max})"
+                        ),
+                    );
+                    store.fail(&key.owner, &key.id, error).await
+                }
+                other => other,
+            },
+            Err(ToolError::Rpc(error)) => store.fail(&key.owner, &key.id, error).await,
+            Err(ToolError::Cancelled) => {
+                let message = if self.inner.stopping.is_cancelled() {
+                    SHUTDOWN_MESSAGE
+                } else {
+                    CANCELLED_MESSAGE
+                };
+                store
+                    .cancel(&key.owner, &key.id, Some(message.to_owned()))
+                    .await
+            }
+            Err(ToolError::InputRequired) => {
+                let error = ErrorObject::new(
+                    error_codes::INTERNAL_ERROR,
+                    "The tool asked for input outside a request",
+                );
+                store.fail(&key.owner, &key.id, error).await
+            }
+        };
+        match written {
+            Ok(t) if !t.won => {
+                tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished")
+            }
+            Ok(t) => {
+                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished")
+            }
+            Err(StoreError::NotFound) => {
+                tracing::debug!(task_id = %key.id, "task expired before it finished")
+            }
+            Err(e) => {
+                tracing::error!(task_id = %key.id, error = %e, "cannot record the task's outcome")
+            }
+        }
+        let _ = store
+            .release_lease(&key.owner, &key.id, &self.inner.config.node_id)
+            .await;
+    }
+
+    /// Carries store events to the tools running here.
+    async fn pump_events(self) {
+        let mut events = self.inner.store.events();
+        loop {
+            let event = tokio::select! {
+                _ = self.inner.stopping.cancelled() => return,
+                e = events.recv() => e,
+            };
+            match event {
+                Ok(TaskEvent::InputResponded { key, .. }) => {
+                    if let Some(r) = self.running().get(&key.id) {
+                        r.wake.notify_waiters();
+                    }
+                }
+                Ok(TaskEvent::CancelRequested { key }) => {
+                    if let Some(r) = self.running().get(&key.id) {
+                        r.cancel.cancel();
+                    }
+                }
+                Ok(TaskEvent::Changed { key, status, .. }) if status.is_terminal() => {
+                    // Finished by someone else (e.g. a 2025-11-25 tasks/cancel): stop the work.
+                    if let Some(r) = self.running().get(&key.id) {
+                        r.cancel.cancel();
+                    }
+                }
+                Ok(TaskEvent::Changed { .. }) => {}
+                Err(EventError::Lagged(n)) => {
+                    tracing::warn!(
+                        dropped = n,
+                        "task events lagged; waking every waiting tool to re-check"
+                    );
+                    for r in self.running().values() {
+                        r.wake.notify_waiters();
+                    }
+                }
+                Err(EventError::Closed) => return,
+            }
+        }
+    }
+
+    async fn sweep_loop(self) {
+        loop {
+            tokio::select! {
+                _ = self.inner.stopping.cancelled() => return,
+                _ = tokio::time::sleep(self.inner.config.sweep_every) => {}
+            }
+            if let Err(e) = self.sweep_once().await {
+                tracing::warn!(error = %e, "sweep failed");
+            }
+        }
+    }
+
+    /// One sweep: purge expired tasks (stopping their work if it runs here) and fail
+    /// unfinished tasks whose worker stopped renewing its lease.
+    pub async fn sweep_once(&self) -> Result<(), StoreError> {
+        let report = self.inner.store.sweep().await?;
+        for key in &report.expired_unfinished {
+            tracing::info!(task_id = %key.id, "task TTL ran out before it finished; stopping its work");
+            if let Some(r) = self.running().get(&key.id) {
+                r.cancel.cancel();
+            }
+        }
+        for key in &report.lease_lapsed {
+            if self.running().contains_key(&key.id) {
+                continue;
+            }
+            let error = ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                "The server running this task stopped before it finished (its lease lapsed).",
+            );
+            match self.inner.store.fail(&key.owner, &key.id, error).await {
+                Ok(t) if t.won => {
+                    tracing::warn!(task_id = %key.id, "task failed: its worker is gone")
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops launching, lets running tasks go on for the grace period, cancels the rest
+    /// (they end `cancelled`), and waits for every task to record its outcome.
+    pub async fn shutdown(&self) {
+        self.inner.tasks.close();
+        let grace = self.inner.config.shutdown_grace;
+        if tokio::time::timeout(grace, self.inner.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::info!(
+                running = self.running_count(),
+                "grace period over; cancelling running tasks"
+            );
+            self.inner.stopping.cancel();
+            self.inner.tasks.wait().await;
+        }
+        self.inner.stopping.cancel();
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,17 @@
+//! The server over stdio: newline-delimited JSON-RPC on stdin/stdout. Logs must go to
+//! stderr.
+
+use mcp_protocol::engine::{Connection, DEFAULT_MAX_FRAME_BYTES};
+
+use crate::server::Server;
+
+/// Serves `server` on this process's stdin and stdout until stdin closes.
+pub async fn serve(server: &Server) -> std::io::Result<()> {
+    let (conn, io) = Connection::stdio(DEFAULT_MAX_FRAME_BYTES);
+    let (peer, session) = server.endpoint().serve(conn);
+    drop(peer);
+    session.await.map_err(std::io::Error::other)?;
+    // Drain what is queued for stdout.
+    let _ = io.writer.await;
+    Ok(())
+}

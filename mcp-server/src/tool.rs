@@ -1,0 +1,242 @@
+//! Tools: what a server offers, how each may run (its [`TaskPolicy`]), and the typed
+//! handler that does the work.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mcp_protocol::JsonObject;
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::v2026::CallToolResult;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::context::{ToolContext, ToolError};
+
+/// Whether a tool runs as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskPolicy {
+    /// Always answers in the request (`greet`).
+    Synchronous,
+    /// A task when the caller allows it (2026-07-28: declares the extension; 2025-11-25:
+    /// sends `params.task`), and the per-call selector agrees; otherwise synchronous.
+    Optional,
+    /// Only as a task: a caller that cannot take a task gets an error.
+    Required,
+}
+
+/// Decides, per call, whether an `Optional` tool runs as a task (e.g. only when the
+/// requested work is long). Called with the validated arguments.
+pub type TaskSelector = Arc<dyn Fn(&JsonObject) -> bool + Send + Sync>;
+
+type Handler = Arc<
+    dyn Fn(ToolContext, JsonObject) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
+        + Send
+        + Sync,
+>;
+type Preflight = Arc<
+    dyn Fn(ToolContext, JsonObject) -> BoxFuture<'static, Result<JsonObject, ToolError>>
+        + Send
+        + Sync,
+>;
+
+/// One tool: its description, input schema, task policy and handler.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) input_schema: JsonObject,
+    pub(crate) policy: TaskPolicy,
+    pub(crate) selector: Option<TaskSelector>,
+    pub(crate) preflight: Option<Preflight>,
+    validator: Arc<jsonschema::Validator>,
+    handler: Handler,
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("name", &self.name)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a tool could not be defined.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid input schema for tool {tool}: {reason}")]
+pub struct ToolDefError {
+    pub tool: String,
+    pub reason: String,
+}
+
+impl ToolDef {
+    /// A tool whose arguments are `A`: the input schema is generated from `A` with
+    /// schemars, arguments are validated against it before `handler` runs, then
+    /// deserialized into `A`.
+    pub fn new<A, F, Fut>(
+        name: impl Into<String>,
+        policy: TaskPolicy,
+        handler: F,
+    ) -> Result<ToolDef, ToolDefError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let name = name.into();
+        let input_schema = input_schema_for::<A>();
+        let validator =
+            jsonschema::validator_for(&Value::Object(input_schema.clone())).map_err(|e| {
+                ToolDefError {
+                    tool: name.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        let handler = Arc::new(handler);
+        let tool_name = name.clone();
+        let handler: Handler = Arc::new(move |ctx, args| {
+            let handler = Arc::clone(&handler);
+            let tool_name = tool_name.clone();
+            Box::pin(async move {
+                let args: A = serde_json::from_value(Value::Object(args)).map_err(|e| {
+                    ToolError::Rpc(ErrorObject::new(
+                        error_codes::INVALID_PARAMS,
+                        format!("Invalid arguments for tool {tool_name}: {e}"),
+                    ))
+                })?;
+                handler(ctx, args).await
+            })
+        });
+        Ok(ToolDef {
+            name,
+            title: None,
+            description: None,
+            input_schema,
+            policy,
+            selector: None,
+            preflight: None,
+            validator: Arc::new(validator),
+            handler,
+        })
+    }
+
+    /// Sets the description shown in `tools/list`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Sets the human-readable title.
+    pub fn title(mut self, text: impl Into<String>) -> Self {
+        self.title = Some(text.into());
+        self
+    }
+
+    /// For an `Optional` tool: decides per call whether it runs as a task.
+    pub fn select_task(
+        mut self,
+        selector: impl Fn(&JsonObject) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.selector = Some(Arc::new(selector));
+        self
+    }
+
+    /// Input to gather *before* the task is created (MCP 2026-07-28: MRTR rounds on
+    /// `tools/call`). `preflight` may call `ctx.elicit(..)` and friends; it is re-run with
+    /// the answers until it returns, and what it returns becomes the task's arguments.
+    pub fn preflight<F, Fut>(mut self, preflight: F) -> Self
+    where
+        F: Fn(ToolContext, JsonObject) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<JsonObject, ToolError>> + Send + 'static,
+    {
+        let preflight = Arc::new(preflight);
+        self.preflight = Some(Arc::new(move |ctx, args| {
+            let preflight = Arc::clone(&preflight);
+            Box::pin(async move { preflight(ctx, args).await })
+        }));
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn policy(&self) -> TaskPolicy {
+        self.policy
+    }
+
+    /// Checks `args` against the input schema: `-32602` naming the first violations.
+    pub fn validate(&self, args: &JsonObject) -> Result<(), ErrorObject> {
+        let value = Value::Object(args.clone());
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ErrorObject::new(
+                error_codes::INVALID_PARAMS,
+                format!(
+                    "Invalid arguments for tool {}: {}",
+                    self.name,
+                    problems.join("; ")
+                ),
+            ))
+        }
+    }
+
+    /// Whether an allowed task should be used for this call.
+    pub(crate) fn wants_task(&self, args: &JsonObject) -> bool {
+        match self.policy {
+            TaskPolicy::Synchronous => false,
+            TaskPolicy::Required => true,
+            TaskPolicy::Optional => self.selector.as_ref().is_none_or(|s| s(args)),
+        }
+    }
+
+    pub(crate) fn run(
+        &self,
+        ctx: ToolContext,
+        args: JsonObject,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+        (self.handler)(ctx, args)
+    }
+
+    pub(crate) fn run_preflight(
+        &self,
+        ctx: ToolContext,
+        args: JsonObject,
+    ) -> Option<BoxFuture<'static, Result<JsonObject, ToolError>>> {
+        self.preflight.as_ref().map(|p| p(ctx, args))
+    }
+}
+
+/// The input schema of a tool taking `A`: an object schema, without `$schema` and `title`.
+fn input_schema_for<A: JsonSchema>() -> JsonObject {
+    let settings = schemars::generate::SchemaSettings::draft2020_12();
+    let schema = settings.into_generator().into_root_schema_for::<A>();
+    let mut object = match schema.to_value() {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    };
+    object.remove("$schema");
+    object.remove("title");
+    object
+        .entry("type")
+        .or_insert_with(|| Value::String("object".into()));
+    object
+}
