@@ -7,6 +7,7 @@
 //! cargo run -p mcp-server --example demo -- --stdio
 //! ```
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -122,11 +123,20 @@ async fn main() -> std::process::ExitCode {
     };
     let addr = listener.local_addr().unwrap_or(args.http);
     let url = local_url(addr, "/mcp");
-    println!("MCP tasks demo server on {url} (store: {})", args.store);
-    println!("Try it:");
-    println!(
+    // Errors ignored: whoever reads our stdout may stop reading early.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "MCP tasks demo server on {url} (store: {})",
+        args.store
+    );
+    let _ = writeln!(out, "Try it:");
+    let _ = writeln!(
+        out,
         "  curl -s {url} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n    -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"slow_compute\",\"arguments\":{{\"seconds\":5}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{\"extensions\":{{\"io.modelcontextprotocol/tasks\":{{}}}}}}}}}}}}'"
     );
+    let _ = out.flush();
+    drop(out);
     let token = server.shutdown_token();
     let stop = async move {
         shutdown_signal().await;

@@ -3,7 +3,8 @@
 //! - `schema [--check]`: writes the JSON Schemas generated from `mcp-protocol`'s types into
 //!   `schema/`; with `--check`, fails if the committed files are stale.
 //! - `test`: runs every test of the workspace and prints one closing line
-//!   `xtask: N passed, M failed, K ignored`.
+//!   `xtask: N passed, M failed, K ignored`, then the official MCP conformance suite's ten
+//!   `tasks-*` scenarios against the demo server (`conformance: N passed, M failed`).
 //! - `conformance --store memory | sqlite:PATH`: runs the `mcp-tasks` conformance kit
 //!   against that backend, one line per behaviour, closing with `N passed, M failed`.
 
@@ -14,6 +15,7 @@ use clap::{Parser, Subcommand};
 use mcp_protocol::schema::{Revision, generate};
 
 mod conformance;
+mod suite;
 
 #[derive(Parser)]
 #[command(
@@ -126,16 +128,70 @@ fn test(rest: &[String]) -> Result<(), String> {
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     println!(
-        "xtask: {} passed, {} failed, {} ignored ({} test binaries)",
+        "cargo test: {} passed, {} failed, {} ignored ({} test binaries)",
         totals.passed, totals.failed, totals.ignored, totals.binaries
     );
-    if !status.success() || totals.failed > 0 {
-        return Err("tests failed".into());
+    let outcome = if !status.success() || totals.failed > 0 {
+        Err("tests failed".to_owned())
+    } else if totals.passed == 0 {
+        Err("no test ran".to_owned())
+    } else {
+        Ok(())
+    };
+    let suite = if outcome.is_ok() {
+        conformance_suite(rest)
+    } else {
+        Ok(None)
+    };
+    // One closing line for everything: the workspace's tests and the suite's checks.
+    let (suite_passed, suite_failed) = match &suite {
+        Ok(Some(report)) => (report.passed, report.failed),
+        Ok(None) => (0, 0),
+        Err(_) => (0, 1),
+    };
+    println!(
+        "xtask: {} passed, {} failed, {} skipped",
+        totals.passed + suite_passed,
+        totals.failed + suite_failed,
+        totals.ignored
+    );
+    outcome?;
+    match suite? {
+        Some(report) if !report.scenarios_failed.is_empty() => Err(format!(
+            "conformance scenarios failed: {}",
+            report.scenarios_failed.join(", ")
+        )),
+        _ => Ok(()),
     }
-    if totals.passed == 0 {
-        return Err("no test ran".into());
+}
+
+/// The official conformance suite against the demo server, unless a test filter was
+/// given. Without the suite installed it is skipped (said loudly), except under `CI=true`,
+/// where that is a failure.
+fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, String> {
+    if !filter.is_empty() {
+        println!("xtask: official conformance suite not run (a test filter was given)");
+        return Ok(None);
     }
-    Ok(())
+    let root = workspace_root();
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let Some(installed) = suite::Suite::find(&root) else {
+        let how = "npm ci --prefix tests/conformance-suite";
+        if ci {
+            return Err(format!(
+                "the official conformance suite is not installed (CI=true): run `{how}`"
+            ));
+        }
+        println!("xtask: SKIPPED the official conformance suite: not installed (run `{how}`)");
+        return Ok(None);
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let report = suite::run(&root, &cargo, &installed)?;
+    println!(
+        "conformance: {} checks passed, {} failed",
+        report.passed, report.failed
+    );
+    Ok(Some(report))
 }
 
 /// Sums of cargo test's `test result: ok. N passed; M failed; K ignored; ...` lines.

