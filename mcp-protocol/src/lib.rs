@@ -24,6 +24,7 @@
 //! ```
 
 pub mod error_codes;
+pub mod http;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;

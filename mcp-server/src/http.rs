@@ -26,20 +26,14 @@ use mcp_protocol::engine::{
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
 use mcp_protocol::method::Request;
-use mcp_protocol::tasks::{CancelTask, GetTask, UpdateTask};
-use mcp_protocol::v2026::{CallTool, GetPrompt, ReadResource, SubscriptionsListen};
+use mcp_protocol::v2026::SubscriptionsListen;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
 use crate::caller::{Principal, SUPPORTED_VERSIONS};
 use crate::server::{Server, ServerEndpoint};
 
-/// `Mcp-Method`: the JSON-RPC method of the body, for routing.
-pub const MCP_METHOD: &str = "mcp-method";
-/// `Mcp-Name`: the tool, prompt, resource or task the body names, for routing.
-pub const MCP_NAME: &str = "mcp-name";
-/// `MCP-Protocol-Version`.
-pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 
 /// Decides who is calling from the request headers (e.g. a bearer token). `Err` refuses
 /// the request with that status (401, 403...).
@@ -232,22 +226,7 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
 
 /// The member of `params` that `Mcp-Name` must repeat, for the methods that have one.
 fn routed_name(req: &InboundRequest) -> Option<String> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Names {
-        name: Option<String>,
-        uri: Option<String>,
-        task_id: Option<String>,
-    }
-    let names: Names = serde_json::from_str(req.params.as_deref()?.get()).ok()?;
-    match req.method.as_str() {
-        m if m == CallTool::METHOD || m == GetPrompt::METHOD => names.name,
-        m if m == ReadResource::METHOD => names.uri,
-        m if m == GetTask::METHOD || m == UpdateTask::METHOD || m == CancelTask::METHOD => {
-            names.task_id
-        }
-        _ => None,
-    }
+    mcp_protocol::http::routed_name(&req.method, req.params.as_deref().map(|p| p.get()))
 }
 
 /// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages.
