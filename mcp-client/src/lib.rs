@@ -1,4 +1,25 @@
 //! An MCP client that drives tasks to the end.
 //!
-//! Status: not built yet (issue 5). Today this crate only fixes the crate boundary:
-//! it depends on `mcp-protocol` and never on `mcp-server`.
+//! - [`McpClient`]: connect over stdio ([`McpClient::connect_stdio`]), Streamable HTTP
+//!   ([`McpClient::connect_http`]) or a connection you made ([`McpClient::connect`]);
+//!   `server/discover` negotiates MCP 2026-07-28.
+//! - [`McpClient::call_tool`]: transparent. MRTR rounds are answered through your
+//!   [`ClientHandler`]; a task is followed to its end (push when offered, else polling
+//!   within the server's `pollIntervalMs`, with jitter and bounds); input requests are
+//!   answered once per key; a task stuck in `input_required` is cancelled with an error.
+//! - [`McpClient::call_tool_as_task`] / [`McpClient::resume_task`]: a [`TaskHandle`] with
+//!   the id, status, updates, wait and cancel — resumable by id after a restart.
+//!
+//! Every wait is bounded: requests by [`ClientConfig::request_timeout`], tasks by their
+//! TTL (or [`DriverConfig::max_wait`]).
+
+mod client;
+mod driver;
+mod error;
+mod handler;
+pub mod transport;
+
+pub use client::{ClientConfig, McpClient, ServerInfo, Started, rpc_code};
+pub use driver::{DriverConfig, TaskHandle, status_of};
+pub use error::ClientError;
+pub use handler::{ClientHandler, DeclineAll};

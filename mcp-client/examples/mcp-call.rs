@@ -1,0 +1,221 @@
+//! Calls one tool and follows it to the end, with a live status line.
+//!
+//! ```text
+//! cargo run -p mcp-client --example mcp-call -- --http http://127.0.0.1:8000/mcp slow_compute '{"seconds":5}'
+//! cargo run -p mcp-client --example mcp-call -- --stdio "target/debug/examples/demo --stdio --store memory" confirm_delete '{"filename":"a.txt"}'
+//! cargo run -p mcp-client --example mcp-call -- --http URL slow_compute '{"seconds":60}' --detach
+//! cargo run -p mcp-client --example mcp-call -- --http URL --resume TASK_ID
+//! ```
+//!
+//! Elicitation requests are asked at the terminal, one field at a time; Ctrl-C cancels
+//! the task.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clap::Parser;
+use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient, Started, TaskHandle};
+use mcp_protocol::JsonObject;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::types::{ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition};
+use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcp-call",
+    about = "Call an MCP tool and follow its task to the end"
+)]
+struct Args {
+    /// A Streamable HTTP endpoint.
+    #[arg(long, conflicts_with = "stdio")]
+    http: Option<String>,
+    /// A command that serves MCP on stdio (split on spaces).
+    #[arg(long)]
+    stdio: Option<String>,
+    /// Print the task id and exit, leaving the task running.
+    #[arg(long)]
+    detach: bool,
+    /// Follow an existing task instead of calling a tool.
+    #[arg(long, conflicts_with = "tool")]
+    resume: Option<String>,
+    /// The tool to call.
+    tool: Option<String>,
+    /// Its arguments, as a JSON object.
+    #[arg(default_value = "{}")]
+    arguments: String,
+}
+
+/// Asks elicitation fields at the terminal.
+struct Terminal;
+
+fn prompt(question: &str) -> Option<String> {
+    let mut err = std::io::stderr();
+    let _ = write!(err, "\r\x1b[2K{question} ");
+    let _ = err.flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok()?;
+    Some(line.trim_end_matches(['\r', '\n']).to_owned())
+}
+
+#[async_trait]
+impl ClientHandler for Terminal {
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        let ElicitRequestParams::Form(form) = params else {
+            eprintln!("\r\x1b[2KThe server wants you to open a URL; this CLI declines.");
+            return Ok(ElicitResult::new(ElicitAction::Decline));
+        };
+        tokio::task::spawn_blocking(move || {
+            eprintln!("\r\x1b[2K{}", form.message);
+            let mut content = indexmap::IndexMap::new();
+            for (name, schema) in &form.requested_schema.properties {
+                let value = match schema {
+                    PrimitiveSchemaDefinition::Boolean(_) => {
+                        let answer = prompt(&format!("  {name} [y/n]:"))?;
+                        ElicitValue::Boolean(matches!(
+                            answer.to_ascii_lowercase().as_str(),
+                            "y" | "yes" | "true"
+                        ))
+                    }
+                    PrimitiveSchemaDefinition::Number(_) => {
+                        let answer = prompt(&format!("  {name} (number):"))?;
+                        match answer.parse::<i64>() {
+                            Ok(n) => ElicitValue::Integer(n),
+                            Err(_) => ElicitValue::Number(answer.parse().unwrap_or(0.0)),
+                        }
+                    }
+                    _ => ElicitValue::String(prompt(&format!("  {name}:"))?),
+                };
+                content.insert(name.clone(), value);
+            }
+            Some(ElicitResult::accept(content))
+        })
+        .await
+        .ok()
+        .flatten()
+        .map_or_else(|| Ok(ElicitResult::new(ElicitAction::Cancel)), Ok)
+    }
+}
+
+fn render(result: &CallToolResult) -> String {
+    let texts: Vec<String> = result
+        .content
+        .iter()
+        .map(|c| {
+            serde_json::to_value(c)
+                .ok()
+                .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_owned))
+                .unwrap_or_else(|| "[non-text content]".into())
+        })
+        .collect();
+    let prefix = if result.is_error == Some(true) {
+        "tool error: "
+    } else {
+        ""
+    };
+    format!("{prefix}{}", texts.join("\n"))
+}
+
+/// Follows `handle`, redrawing one status line, until it ends or Ctrl-C cancels it.
+async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
+    let mut updates = handle.updates();
+    let spinner = async {
+        let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+        let mut i = 0;
+        loop {
+            let line = match &*updates.borrow_and_update() {
+                Some(task) => {
+                    let message = task
+                        .status_message()
+                        .map(|m| format!(" — {m}"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} {} {}{}",
+                        frames[i % frames.len()],
+                        handle.id(),
+                        task.status().as_str(),
+                        message
+                    )
+                }
+                None => format!("{} {} starting", frames[i % frames.len()], handle.id()),
+            };
+            eprint!("\r\x1b[2K{line}");
+            i += 1;
+            tokio::time::sleep(Duration::from_millis(120)).await;
+        }
+    };
+    tokio::select! {
+        r = handle.wait() => {
+            eprint!("\r\x1b[2K");
+            r
+        }
+        _ = spinner => unreachable!("the spinner never ends"),
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("\r\x1b[2KCancelling {}...", handle.id());
+            handle.cancel().await?;
+            handle.wait().await
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let handler = Arc::new(Terminal);
+    let config = ClientConfig::default();
+    let client = match (&args.http, &args.stdio) {
+        (Some(url), _) => McpClient::connect_http(url, handler, config).await,
+        (None, Some(cmd)) => {
+            let mut parts = cmd.split_whitespace().map(str::to_owned);
+            let program = parts.next().ok_or("--stdio needs a command")?;
+            let rest: Vec<String> = parts.collect();
+            McpClient::connect_stdio(&program, &rest, handler, config).await
+        }
+        (None, None) => return Err("give --http URL or --stdio CMD".into()),
+    }
+    .map_err(|e| e.to_string())?;
+
+    let handle = if let Some(id) = args.resume {
+        client.resume_task(id)
+    } else {
+        let tool = args.tool.ok_or("name a tool (or --resume ID)")?;
+        let arguments: JsonObject = serde_json::from_str(&args.arguments)
+            .map_err(|e| format!("arguments must be a JSON object: {e}"))?;
+        match client
+            .call_tool_as_task(&tool, arguments)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Started::Done(result) => {
+                println!("{}", render(&result));
+                return Ok(());
+            }
+            Started::Task(handle) => *handle,
+        }
+    };
+    if args.detach {
+        println!("{}", handle.detach());
+        return Ok(());
+    }
+    match follow(handle).await {
+        Ok(result) => {
+            println!("{}", render(&result));
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    match run(Args::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-call: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! [`ClientError`]: every way a call can go wrong, typed.
+
+use mcp_protocol::engine::PeerError;
+use mcp_protocol::jsonrpc::ErrorObject;
+
+/// Why a client call did not produce its result.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error: {0}")]
+    Rpc(Box<ErrorObject>),
+    /// The task ended `failed`; this is the original request's JSON-RPC error.
+    #[error("task {task_id} failed: {error}")]
+    TaskFailed {
+        task_id: String,
+        error: Box<ErrorObject>,
+    },
+    /// The task ended `cancelled`.
+    #[error("task {task_id} was cancelled{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskCancelled {
+        task_id: String,
+        message: Option<String>,
+    },
+    /// The task kept asking for input we had already answered; it was cancelled.
+    #[error(
+        "task {task_id} is stuck in input_required with nothing new after {polls} polls; cancelled"
+    )]
+    TaskStuck { task_id: String, polls: u32 },
+    /// The task outlived its TTL (or the client's limit) without finishing.
+    #[error("task {task_id} did not finish in time")]
+    TaskExpired { task_id: String },
+    /// The server answered with something the protocol does not allow.
+    #[error("protocol violation by the server: {0}")]
+    Protocol(String),
+    /// No answer within the configured time.
+    #[error("no answer within {0:?}")]
+    Timeout(std::time::Duration),
+    /// The connection is gone.
+    #[error("connection closed")]
+    Closed,
+    /// Starting or reaching the server failed.
+    #[error("transport: {0}")]
+    Transport(String),
+}
+
+impl From<PeerError> for ClientError {
+    fn from(e: PeerError) -> Self {
+        match e {
+            PeerError::Rpc(e) => ClientError::Rpc(Box::new(e)),
+            PeerError::Closed => ClientError::Closed,
+            PeerError::Json(e) => {
+                ClientError::Protocol(format!("invalid JSON from the server: {e}"))
+            }
+        }
+    }
+}
+
+impl ClientError {
+    /// A JSON-RPC error from the server.
+    pub fn rpc(e: ErrorObject) -> ClientError {
+        ClientError::Rpc(Box::new(e))
+    }
+
+    /// The JSON-RPC error behind this one, if any.
+    pub fn rpc_error(&self) -> Option<&ErrorObject> {
+        match self {
+            ClientError::Rpc(e) | ClientError::TaskFailed { error: e, .. } => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}

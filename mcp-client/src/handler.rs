@@ -1,0 +1,98 @@
+//! [`ClientHandler`]: what the application answers when the server asks for input —
+//! in a synchronous call's MRTR round, in a task's input request, or (2025-11-25) as a
+//! server->client request. One handler serves all three.
+
+use async_trait::async_trait;
+use mcp_protocol::JsonObject;
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::method::Request;
+use mcp_protocol::types::{ElicitAction, ElicitResult, ListRootsResult};
+use mcp_protocol::v2026::{
+    ClientCapabilities, CreateMessage, CreateMessageRequestParams, CreateMessageResult, Elicit,
+    ElicitRequestParams, ElicitationCapability, ListRoots, RootsCapability,
+};
+use serde_json::Value;
+
+/// Answers the server's questions. Every method has a default: elicitation is declined,
+/// sampling refused, roots empty; override what the application supports and say so in
+/// [`capabilities`](ClientHandler::capabilities).
+#[async_trait]
+pub trait ClientHandler: Send + Sync + 'static {
+    /// Asks the user (form or URL elicitation).
+    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        Ok(ElicitResult::new(ElicitAction::Decline))
+    }
+
+    /// Asks the application's model.
+    async fn sample(
+        &self,
+        _params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        Err(ErrorObject::new(
+            error_codes::METHOD_NOT_FOUND,
+            "sampling is not supported by this client",
+        ))
+    }
+
+    /// The client's roots.
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        Ok(ListRootsResult::default())
+    }
+
+    /// What this client declares on every request (the tasks extension is added by the
+    /// client itself). Default: form elicitation and roots.
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(ElicitationCapability {
+                form: Some(JsonObject::new()),
+                ..Default::default()
+            }),
+            roots: Some(RootsCapability::default()),
+            ..Default::default()
+        }
+    }
+}
+
+/// A handler that declines every elicitation and refuses sampling.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DeclineAll;
+
+#[async_trait]
+impl ClientHandler for DeclineAll {}
+
+/// Answers one input request (`{method, params}`) through `handler`, as JSON.
+pub(crate) async fn answer(
+    handler: &dyn ClientHandler,
+    request: &Value,
+) -> Result<Value, ErrorObject> {
+    let method = request
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let params = request.get("params").cloned().unwrap_or(Value::Null);
+    let bad = |e: serde_json::Error| {
+        ErrorObject::new(
+            error_codes::INVALID_PARAMS,
+            format!("malformed {method} request: {e}"),
+        )
+    };
+    let encode = |v: Result<Value, serde_json::Error>| {
+        v.map_err(|e| ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string()))
+    };
+    match method {
+        m if m == Elicit::METHOD => {
+            let params = serde_json::from_value(params).map_err(bad)?;
+            encode(serde_json::to_value(handler.elicit(params).await?))
+        }
+        m if m == CreateMessage::METHOD => {
+            let params = serde_json::from_value(params).map_err(bad)?;
+            encode(serde_json::to_value(handler.sample(params).await?))
+        }
+        m if m == ListRoots::METHOD => encode(serde_json::to_value(handler.list_roots().await?)),
+        other => Err(ErrorObject::new(
+            error_codes::METHOD_NOT_FOUND,
+            format!("unsupported input request: {other}"),
+        )),
+    }
+}
