@@ -306,10 +306,22 @@ impl TestServer {
         within: Duration,
         done: impl Fn(&Value) -> bool,
     ) -> Value {
+        self.poll_task_with(task_id, &[], within, done).await
+    }
+
+    /// [`poll_task`](Self::poll_task) with extra request headers (e.g. `Authorization`).
+    pub async fn poll_task_with(
+        &self,
+        task_id: &str,
+        headers: &[(&str, &str)],
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
         let mut last = Value::Null;
         let polled = tokio::time::timeout(within, async {
             loop {
-                let reply = self.get_task(task_id).await;
+                let message = request(self.id(), "tasks/get", task_params(task_id, true));
+                let reply = self.post(&message, headers).await;
                 let result = reply.result().clone();
                 if done(&result) {
                     return result;
