@@ -378,6 +378,21 @@ impl TestServer {
         }
     }
 
+    /// Stops accepting connections and waits (bounded by [`WAIT`]) until the open ones
+    /// are done and `http::serve` has returned; panics when it does not return in time.
+    pub async fn stop_http(&mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.serving.take() {
+            None => Ok(()),
+            Some(serving) => tokio::time::timeout(WAIT, serving)
+                .await
+                .expect("http::serve returned in time")
+                .expect("http::serve did not panic"),
+        }
+    }
+
     /// Stops the HTTP listener, then shuts the server down (tasks get the grace period).
     pub async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
