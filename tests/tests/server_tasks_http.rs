@@ -715,3 +715,39 @@ async fn routing_headers_must_match_the_body() {
     assert_detailed(&s.poll_terminal(&id).await, "cancelled");
     s.cancel_task(&other).await;
 }
+
+/// `notifications/cancelled` POSTed separately stops a synchronous call running on
+/// another POST of the same caller: that POST ends with 202 and no response (tasks are
+/// cancelled with tasks/cancel instead, D.2.15).
+#[tokio::test]
+async fn notifications_cancelled_over_http_stops_a_synchronous_call() {
+    let s = TestServer::start().await;
+    let call = request(
+        4242,
+        "tools/call",
+        call_params("slow_compute", json!({"seconds": 30}), false),
+    );
+    let began = std::time::Instant::now();
+    let running = s.post(&call, &[]);
+    tokio::pin!(running);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 4242, "reason": "test"}});
+    // The call's POST may not have reached the server yet: repeat the (idempotent)
+    // cancellation until the call returns.
+    let reply = loop {
+        tokio::select! {
+            reply = &mut running => break reply,
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {
+                let ack = s.post(&cancel, &[]).await;
+                assert_eq!(ack.status, 202, "{}", ack.text);
+            }
+        }
+    };
+    assert_eq!(reply.status, 202, "{}", reply.text);
+    assert!(reply.text.is_empty(), "no response: {}", reply.text);
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+}
