@@ -353,7 +353,7 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Byte
                 );
             }
             if listen || !accepts_json {
-                sse_reply(app, session, req)
+                sse_reply(app, session, req).await
             } else {
                 json_reply(&app, &session, req).await
             }
@@ -426,46 +426,102 @@ async fn json_reply(app: &App, session: &Session, req: InboundRequest) -> Respon
     }
 }
 
-/// Cancels the request when the client drops the stream.
+/// Cancels the request when the client drops the stream before its response was sent.
 struct CancelOnDrop {
     session: Session,
     id: RequestId,
+    /// Cleared once the handler has finished: nothing is left to cancel, and the id may
+    /// already name another request of the same principal.
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.session.cancel(&self.id);
+        if self.armed {
+            self.session.cancel(&self.id);
+        }
     }
 }
 
-fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Response {
-    let (tx, rx) = FrameSender::channel(64);
-    let session = session.with_peer(session.peer.with_sender(tx.clone()));
-    let guard = CancelOnDrop {
+/// Whether `frame` is a response (to the request a stream serves) rather than a
+/// notification or request sent on the way.
+fn is_response(frame: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(frame).is_ok_and(|p| p.method.is_none())
+}
+
+/// Answers `req` with an event stream: every frame the handler sends, then its response;
+/// the stream ends after the response.
+///
+/// The reply is committed when the first frame is ready. A request refused before its
+/// stream began (e.g. -32021 for `subscriptions/listen` with `taskIds` from a caller
+/// that does not declare the tasks extension, -32022) is answered like a JSON reply
+/// instead, so that it travels with the HTTP status MCP requires (400).
+async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Response {
+    let (tx, mut rx) = FrameSender::channel(64);
+    // Holds the session without the stream's sender: the stream ends once the handler
+    // (and with it every sender) is gone.
+    let mut guard = CancelOnDrop {
         session: session.clone(),
         id: req.id.clone(),
+        armed: true,
     };
+    let session = session.with_peer(session.peer.with_sender(tx.clone()));
     tokio::spawn(async move {
         if let Some(frame) = app.endpoint.handle_request(&session, req).await {
             let _ = tx.send(frame).await;
         }
     });
-    let stream = frames(rx, guard);
-    Sse::new(stream)
+    let first = match rx.recv().await {
+        Some(Ok(frame)) => frame,
+        // Cancelled by the client: nobody waits for an answer.
+        _ => {
+            guard.disarm();
+            return StatusCode::ACCEPTED.into_response();
+        }
+    };
+    if is_response(&first) {
+        guard.disarm();
+        let status = status_of(&first);
+        if status != StatusCode::OK {
+            return json_response(status, first);
+        }
+    }
+    Sse::new(frames(first, rx, guard))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
 
-fn frames(rx: FrameReceiver, guard: CancelOnDrop) -> impl Stream<Item = Result<Event, Infallible>> {
-    futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+fn message_event(frame: String) -> Event {
+    Event::default().event("message").data(frame)
+}
+
+fn frames(
+    first: String,
+    rx: FrameReceiver,
+    guard: CancelOnDrop,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    use futures::StreamExt;
+    let rest = futures::stream::unfold((rx, guard), |(mut rx, mut guard)| async move {
         match rx.recv().await {
-            Some(Ok(frame)) => Some((
-                Ok(Event::default().event("message").data(frame)),
-                (rx, guard),
-            )),
-            _ => None,
+            Some(Ok(frame)) => Some((Ok(message_event(frame)), (rx, guard))),
+            _ => {
+                // Every sender is gone: the handler finished and its response went out.
+                guard.disarm();
+                None
+            }
         }
-    })
+    });
+    futures::stream::once(async move { Ok(message_event(first)) }).chain(rest)
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@
 //! [`fixture_methods`] is a small method set that exercises the engine: echo, a request
 //! back to the caller from inside a handler, a handler that waits for cancellation, a
 //! handler that panics, and one with strictly typed params.
+//!
+//! [`server_harness`] runs the demo server over HTTP for the `server_*` wire tests.
+
+pub mod server_harness;
 
 use std::sync::Arc;
 use std::time::Duration;

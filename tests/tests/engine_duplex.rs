@@ -155,6 +155,35 @@ async fn cancelled_request_gets_no_response_on_the_wire() {
     );
 }
 
+/// A cancellation on the very next frame after its request is not lost, however the
+/// handler task is scheduled (it may never run at all): no response ever comes for it.
+#[tokio::test]
+async fn a_cancellation_right_behind_its_request_is_not_lost() {
+    let server = EndpointBuilder::new(fixture_methods(Arc::new(Observed::default()))).build();
+    let (server_end, mut raw) = Connection::memory();
+    let _ = server.serve(server_end);
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":7,"method":"slow","params":{"millis":300}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"echo","params":{"text":"after"}}"#,
+    ] {
+        raw.sender.send(frame.into()).await.expect("send");
+    }
+    let frame = tokio::time::timeout(TIMEOUT, raw.receiver.recv())
+        .await
+        .expect("in time")
+        .expect("open")
+        .expect("frame");
+    let v: Value = serde_json::from_str(&frame).expect("json");
+    assert_eq!(v["id"], json!(8), "{v}");
+    // Past the slow call's natural end (300 ms): still nothing for id 7.
+    let late = tokio::time::timeout(Duration::from_millis(600), raw.receiver.recv()).await;
+    assert!(
+        late.is_err(),
+        "a response to the cancelled request: {late:?}"
+    );
+}
+
 #[tokio::test]
 async fn closing_the_connection_fails_pending_requests() {
     let client = EndpointBuilder::new(client_methods()).build();

@@ -141,6 +141,14 @@ impl Session {
         }
     }
 
+    /// Registers request `id` as in flight and returns the token that cancels it. Done
+    /// when the request is read, so that a cancellation read right after it is not lost.
+    fn register(&self, id: &RequestId) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        self.lock_inflight().insert(id.clone(), cancel.clone());
+        cancel
+    }
+
     fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
         self.inflight.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -329,10 +337,13 @@ where
             }
             match self.classify(&frame) {
                 Ok(Incoming::Request(req)) => {
+                    // In flight from now on, before the handler task is even scheduled: a
+                    // `notifications/cancelled` on the very next frame must find it.
+                    let cancel = session.register(&req.id);
                     let this = Arc::clone(&self);
                     let session = session.clone();
                     tokio::spawn(async move {
-                        if let Some(resp) = this.handle_request(&session, req).await {
+                        if let Some(resp) = this.serve_registered(&session, req, cancel).await {
                             let _ = session.peer.send_frame(resp).await;
                         }
                     });
@@ -466,9 +477,19 @@ where
     /// Runs one request through the middleware into its handler and returns the response
     /// frame; `None` when the request was cancelled (a cancelled request gets no response).
     pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<String> {
+        let cancel = session.register(&req.id);
+        self.serve_registered(session, req, cancel).await
+    }
+
+    /// [`handle_request`](Self::handle_request) for a request already registered in
+    /// flight with `cancel` (see [`Session::register`]).
+    async fn serve_registered(
+        &self,
+        session: &Session,
+        req: InboundRequest,
+        cancel: CancellationToken,
+    ) -> Option<String> {
         let InboundRequest { id, method, params } = req;
-        let cancel = CancellationToken::new();
-        session.lock_inflight().insert(id.clone(), cancel.clone());
 
         // jsonrpsee ids are unsigned; a negative integer id gets a stand-in, and the
         // response is re-addressed to the original id below.

@@ -1,0 +1,569 @@
+//! A harness for wire tests of `mcp-server`: the demo server in-process over Streamable
+//! HTTP on `127.0.0.1:0`, a JSON-RPC-over-POST helper, `_meta` builders, an SSE reader,
+//! and bounded polling. Every wait is bounded by [`WAIT`] (or a caller's bound).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcp_server::http::{HttpConfig, PrincipalHook};
+use mcp_server::{RuntimeConfig, Server, ToolDef, demo};
+use mcp_tasks::MemoryStore;
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The protocol version the server speaks.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+/// The tasks extension's identifier.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The upper bound of any single network wait in these tests.
+pub const WAIT: Duration = Duration::from_secs(20);
+/// How often [`TestServer::poll_task`] re-reads a task.
+pub const POLL_EVERY: Duration = Duration::from_millis(25);
+
+/// A request's `_meta`: the protocol version, client info and client capabilities, with
+/// or without the tasks extension.
+pub fn meta(tasks: bool) -> Value {
+    let capabilities = if tasks {
+        json!({ "extensions": { TASKS_EXTENSION: {} } })
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": { "name": "mcp-tests", "version": "0" },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+/// A JSON-RPC request object.
+pub fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// `tools/call` params for `name` with `arguments`, declaring the extension or not.
+pub fn call_params(name: &str, arguments: Value, tasks: bool) -> Value {
+    json!({ "name": name, "arguments": arguments, "_meta": meta(tasks) })
+}
+
+/// `tasks/get` / `tasks/cancel` params for `task_id`, declaring the extension or not.
+pub fn task_params(task_id: &str, tasks: bool) -> Value {
+    json!({ "taskId": task_id, "_meta": meta(tasks) })
+}
+
+/// `tasks/update` params answering `responses` for `task_id` (extension declared).
+pub fn update_params(task_id: &str, responses: Value) -> Value {
+    json!({ "taskId": task_id, "inputResponses": responses, "_meta": meta(true) })
+}
+
+/// An accepted elicitation answer with `content`.
+pub fn accept(content: Value) -> Value {
+    json!({ "action": "accept", "content": content })
+}
+
+/// The demo server's tools.
+pub fn demo_tools() -> Vec<ToolDef> {
+    demo::tools().expect("the demo tools are well-formed")
+}
+
+/// A server with `tools`, a fresh [`MemoryStore`] and `runtime`.
+pub fn build_server(tools: Vec<ToolDef>, runtime: RuntimeConfig) -> Server {
+    let mut builder = Server::builder("mcp-tests", "0")
+        .store(Arc::new(MemoryStore::default()))
+        .runtime(runtime);
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    builder.build()
+}
+
+/// A principal hook reading `Authorization: Bearer <name>`; no header is anonymous, any
+/// other scheme is refused with 401. (reqwest and axum share the `http` 1.x types.)
+pub fn bearer_principal() -> PrincipalHook {
+    Arc::new(|headers: &HeaderMap| {
+        let Some(value) = headers.get("authorization") else {
+            return Ok(None);
+        };
+        let value = value.to_str().map_err(|_| StatusCode::UNAUTHORIZED)?;
+        match value.strip_prefix("Bearer ") {
+            Some(name) if !name.is_empty() => Ok(Some(name.to_owned())),
+            _ => Err(StatusCode::UNAUTHORIZED),
+        }
+    })
+}
+
+/// One HTTP reply: status, headers, the body as JSON (`Null` when it is not JSON) and as
+/// text.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Reply {
+    /// The JSON-RPC `result`; panics (with the reply) when there is none.
+    pub fn result(&self) -> &Value {
+        let result = &self.body["result"];
+        assert!(
+            result.is_object(),
+            "expected a result, got HTTP {} {}",
+            self.status,
+            self.text
+        );
+        result
+    }
+
+    /// The JSON-RPC `error`; panics (with the reply) when there is none.
+    pub fn error(&self) -> &Value {
+        let error = &self.body["error"];
+        assert!(
+            error.is_object(),
+            "expected an error, got HTTP {} {}",
+            self.status,
+            self.text
+        );
+        error
+    }
+
+    /// The JSON-RPC error code; panics when the reply is not an error.
+    pub fn error_code(&self) -> i64 {
+        self.error()["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("error without an integer code: {}", self.text))
+    }
+
+    /// The error message, or "" when the reply is not an error.
+    pub fn error_message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+}
+
+/// The demo server served over HTTP on `127.0.0.1:0`, with a client pointed at it.
+#[derive(Debug)]
+pub struct TestServer {
+    pub server: Server,
+    pub url: String,
+    pub client: reqwest::Client,
+    next_id: AtomicI64,
+    stop: Option<oneshot::Sender<()>>,
+    serving: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    /// The demo tools, default runtime, default HTTP settings.
+    pub async fn start() -> TestServer {
+        Self::start_with(
+            demo_tools(),
+            RuntimeConfig::default(),
+            HttpConfig::default(),
+        )
+        .await
+    }
+
+    /// The demo tools with these HTTP settings.
+    pub async fn start_http(http: HttpConfig) -> TestServer {
+        Self::start_with(demo_tools(), RuntimeConfig::default(), http).await
+    }
+
+    /// `tools` with these runtime and HTTP settings.
+    pub async fn start_with(
+        tools: Vec<ToolDef>,
+        runtime: RuntimeConfig,
+        http: HttpConfig,
+    ) -> TestServer {
+        let server = build_server(tools, runtime);
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let url = format!("http://{addr}{}", http.path);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = tokio::spawn({
+            let server = server.clone();
+            async move {
+                mcp_server::http::serve(&server, listener, http, async move {
+                    let _ = stopped.await;
+                })
+                .await
+            }
+        });
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(WAIT)
+            .build()
+            .expect("HTTP client");
+        TestServer {
+            server,
+            url,
+            client,
+            next_id: AtomicI64::new(1),
+            stop: Some(stop),
+            serving: Some(serving),
+        }
+    }
+
+    /// A fresh request id.
+    pub fn id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// POSTs a raw body with the default headers (`Content-Type: application/json`,
+    /// `Accept: application/json, text/event-stream`), each replaced or completed by
+    /// `headers`.
+    pub async fn post_raw(
+        &self,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let mut map = HeaderMap::new();
+        map.insert("content-type", HeaderValue::from_static("application/json"));
+        map.insert(
+            "accept",
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        for (name, value) in headers {
+            map.insert(
+                HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                HeaderValue::from_str(value).expect("header value"),
+            );
+        }
+        let send = self.client.post(&self.url).headers(map).body(body).send();
+        let response = tokio::time::timeout(WAIT, send)
+            .await
+            .expect("HTTP reply in time")
+            .expect("HTTP request");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = tokio::time::timeout(WAIT, response.text())
+            .await
+            .expect("HTTP body in time")
+            .expect("HTTP body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    /// POSTs a JSON-RPC message with the default headers plus `headers`.
+    pub async fn post(&self, message: &Value, headers: &[(&str, &str)]) -> Reply {
+        self.post_raw(message.to_string(), headers).await
+    }
+
+    /// POSTs a request for `method` with `params` (fresh id, default headers).
+    pub async fn rpc(&self, method: &str, params: Value) -> Reply {
+        self.post(&request(self.id(), method, params), &[]).await
+    }
+
+    /// Calls tool `name`, declaring the extension or not.
+    pub async fn call(&self, name: &str, arguments: Value, tasks: bool) -> Reply {
+        self.rpc("tools/call", call_params(name, arguments, tasks))
+            .await
+    }
+
+    /// Calls tool `name` with the extension and returns the new task's id; panics unless
+    /// the reply is a CreateTaskResult.
+    pub async fn create_task(&self, name: &str, arguments: Value) -> String {
+        let reply = self.call(name, arguments, true).await;
+        let result = reply.result();
+        assert_eq!(result["resultType"], "task", "{}", reply.text);
+        result["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no taskId: {}", reply.text))
+            .to_owned()
+    }
+
+    /// `tasks/get` with the extension.
+    pub async fn get_task(&self, task_id: &str) -> Reply {
+        self.rpc("tasks/get", task_params(task_id, true)).await
+    }
+
+    /// `tasks/cancel` with the extension.
+    pub async fn cancel_task(&self, task_id: &str) -> Reply {
+        self.rpc("tasks/cancel", task_params(task_id, true)).await
+    }
+
+    /// `tasks/update` answering `responses`.
+    pub async fn update_task(&self, task_id: &str, responses: Value) -> Reply {
+        self.rpc("tasks/update", update_params(task_id, responses))
+            .await
+    }
+
+    /// Polls `tasks/get` until `done` holds for the result, within `within`; returns that
+    /// result. Panics with the last state seen when time runs out.
+    pub async fn poll_task(
+        &self,
+        task_id: &str,
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        self.poll_task_with(task_id, &[], within, done).await
+    }
+
+    /// [`poll_task`](Self::poll_task) with extra request headers (e.g. `Authorization`).
+    pub async fn poll_task_with(
+        &self,
+        task_id: &str,
+        headers: &[(&str, &str)],
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let mut last = Value::Null;
+        let polled = tokio::time::timeout(within, async {
+            loop {
+                let message = request(self.id(), "tasks/get", task_params(task_id, true));
+                let reply = self.post(&message, headers).await;
+                let result = reply.result().clone();
+                if done(&result) {
+                    return result;
+                }
+                last = result;
+                tokio::time::sleep(POLL_EVERY).await;
+            }
+        })
+        .await;
+        polled.unwrap_or_else(|_| {
+            panic!("task {task_id} did not get there in {within:?}; last: {last}")
+        })
+    }
+
+    /// Polls until the task's status is `status`.
+    pub async fn poll_status(&self, task_id: &str, status: &str) -> Value {
+        self.poll_task(task_id, WAIT, |t| t["status"] == status)
+            .await
+    }
+
+    /// Polls until the task is terminal (completed, failed or cancelled).
+    pub async fn poll_terminal(&self, task_id: &str) -> Value {
+        self.poll_task(task_id, WAIT, |t| {
+            matches!(
+                t["status"].as_str(),
+                Some("completed" | "failed" | "cancelled")
+            )
+        })
+        .await
+    }
+
+    /// Opens a `subscriptions/listen` (or any) request whose reply is an SSE stream.
+    pub async fn open_stream(&self, message: &Value, headers: &[(&str, &str)]) -> SseStream {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(message.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        // The stream outlives the client's overall timeout: read it with bounded waits.
+        let request = request.timeout(Duration::from_secs(3600));
+        let response = tokio::time::timeout(WAIT, request.send())
+            .await
+            .expect("stream opened in time")
+            .expect("HTTP request");
+        SseStream {
+            status: response.status(),
+            headers: response.headers().clone(),
+            bytes: Box::pin(response.bytes_stream()),
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Stops accepting connections and waits (bounded by [`WAIT`]) until the open ones
+    /// are done and `http::serve` has returned; panics when it does not return in time.
+    pub async fn stop_http(&mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.serving.take() {
+            None => Ok(()),
+            Some(serving) => tokio::time::timeout(WAIT, serving)
+                .await
+                .expect("http::serve returned in time")
+                .expect("http::serve did not panic"),
+        }
+    }
+
+    /// Stops the HTTP listener, then shuts the server down (tasks get the grace period).
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(serving) = self.serving.take() {
+            let _ = tokio::time::timeout(WAIT, serving).await;
+        }
+        let _ = tokio::time::timeout(WAIT, self.server.shutdown()).await;
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    /// The `event:` field (`"message"` when absent).
+    pub event: String,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+}
+
+impl SseEvent {
+    /// The data as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data)
+            .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {}", self.data))
+    }
+}
+
+type ByteStream =
+    std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
+
+/// An SSE reply read event by event from the raw byte stream.
+pub struct SseStream {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    bytes: ByteStream,
+    buffer: Vec<u8>,
+}
+
+impl std::fmt::Debug for SseStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseStream")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SseStream {
+    /// The next event within `within`; `None` when the stream ended. Panics when time
+    /// runs out. Comment lines (keep-alives) are skipped.
+    pub async fn next_event(&mut self, within: Duration) -> Option<SseEvent> {
+        tokio::time::timeout(within, self.next_event_unbounded())
+            .await
+            .unwrap_or_else(|_| panic!("no SSE event within {within:?}"))
+    }
+
+    async fn next_event_unbounded(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(event) = self.take_event() {
+                return Some(event);
+            }
+            match self.bytes.next().await {
+                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Some(Err(e)) => panic!("SSE stream failed: {e}"),
+                None => return None,
+            }
+        }
+    }
+
+    /// Takes one complete event (ended by a blank line) out of the buffer, if any.
+    fn take_event(&mut self) -> Option<SseEvent> {
+        loop {
+            let (end, sep) = find_blank_line(&self.buffer)?;
+            let block: Vec<u8> = self.buffer.drain(..end + sep).take(end).collect();
+            let block = String::from_utf8(block).expect("SSE is UTF-8");
+            if let Some(event) = parse_block(&block) {
+                return Some(event);
+            }
+        }
+    }
+}
+
+/// Where the first blank line is: (index of the block's end, length of the separator).
+fn find_blank_line(buf: &[u8]) -> Option<(usize, usize)> {
+    for i in 0..buf.len() {
+        for sep in [&b"\r\n\r\n"[..], b"\n\n", b"\r\r"] {
+            if buf[i..].starts_with(sep) {
+                return Some((i, sep.len()));
+            }
+        }
+    }
+    None
+}
+
+/// One event block; `None` for a block of comments only.
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut event = None;
+    let mut data: Vec<&str> = Vec::new();
+    for line in block.lines() {
+        if line.starts_with(':') {
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "event" => event = Some(value.to_owned()),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    if event.is_none() && data.is_empty() {
+        return None;
+    }
+    Some(SseEvent {
+        event: event.unwrap_or_else(|| "message".to_owned()),
+        data: data.join("\n"),
+    })
+}
+
+/// Whether `s` looks like an ISO 8601 / RFC 3339 UTC date-time (`YYYY-MM-DDTHH:MM:SS...`).
+pub fn is_iso_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 19
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b'-'
+        && b[8..10].iter().all(u8::is_ascii_digit)
+        && b[10] == b'T'
+        && b[11..13].iter().all(u8::is_ascii_digit)
+        && b[13] == b':'
+        && b[14..16].iter().all(u8::is_ascii_digit)
+        && b[16] == b':'
+        && b[17..19].iter().all(u8::is_ascii_digit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_blocks_parse() {
+        assert_eq!(
+            parse_block("event: message\ndata: {\"a\":1}"),
+            Some(SseEvent {
+                event: "message".into(),
+                data: "{\"a\":1}".into()
+            })
+        );
+        assert_eq!(parse_block(": keep-alive"), None);
+        assert_eq!(
+            parse_block("data: a\ndata: b").map(|e| e.data),
+            Some("a\nb".into())
+        );
+        assert_eq!(find_blank_line(b"data: x\n\nrest"), Some((7, 2)));
+        assert_eq!(find_blank_line(b"data: x\n"), None);
+    }
+
+    #[test]
+    fn iso_timestamps() {
+        assert!(is_iso_timestamp("2026-07-28T10:30:00.123Z"));
+        assert!(!is_iso_timestamp("1785000000000"));
+        assert!(!is_iso_timestamp("2026-07-28 10:30:00"));
+    }
+}
