@@ -152,7 +152,12 @@ where
 
     fn call<'a>(&self, mut req: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
         let inner = self.inner.clone();
-        let known = self.methods.contains(req.method_name());
+        // A 2025-11-25 session's requests carry no 2026-07-28 `_meta` to check.
+        let in_legacy_session = req
+            .extensions()
+            .get::<crate::legacy::SessionSlot>()
+            .is_some_and(|slot| slot.get().is_some());
+        let known = self.methods.contains(req.method_name()) && !in_legacy_session;
         async move {
             if known {
                 match declarations(req.params.as_ref().map(|p| p.get())) {

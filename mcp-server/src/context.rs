@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_protocol::JsonObject;
+use mcp_protocol::engine::Peer;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::method::{MethodCall, Request};
@@ -96,6 +97,9 @@ enum Mode {
         key: TaskKey,
         wake: Arc<Notify>,
     },
+    /// A synchronous call in an MCP 2025-11-25 session: input requests go to the client
+    /// as server->client requests on the call's own stream.
+    Direct { peer: Peer },
 }
 
 impl std::fmt::Debug for Mode {
@@ -106,6 +110,7 @@ impl std::fmt::Debug for Mode {
                 .field("answers", &answers.len())
                 .finish(),
             Mode::Task { key, .. } => f.debug_struct("Task").field("key", key).finish(),
+            Mode::Direct { .. } => f.debug_struct("Direct").finish_non_exhaustive(),
         }
     }
 }
@@ -141,6 +146,17 @@ impl ToolContext {
         }
     }
 
+    /// A context for a synchronous 2025-11-25 call, asking the client directly.
+    pub(crate) fn direct(peer: Peer, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            inner: Arc::new(Inner {
+                mode: Mode::Direct { peer },
+                cancel,
+                asked: AtomicU32::new(0),
+            }),
+        }
+    }
+
     /// Whether this call runs as a task.
     pub fn is_task(&self) -> bool {
         matches!(self.inner.mode, Mode::Task { .. })
@@ -150,7 +166,7 @@ impl ToolContext {
     pub fn task_id(&self) -> Option<&str> {
         match &self.inner.mode {
             Mode::Task { key, .. } => Some(key.id.as_str()),
-            Mode::Rounds { .. } => None,
+            Mode::Rounds { .. } | Mode::Direct { .. } => None,
         }
     }
 
@@ -198,7 +214,7 @@ impl ToolContext {
                     .map_err(store_error)?;
                 Ok(())
             }
-            Mode::Rounds { .. } => Ok(()),
+            Mode::Rounds { .. } | Mode::Direct { .. } => Ok(()),
         }
     }
 
@@ -206,7 +222,7 @@ impl ToolContext {
     pub(crate) fn wanted(&self) -> BTreeMap<String, Value> {
         match &self.inner.mode {
             Mode::Rounds { wanted, .. } => wanted.lock().map(|w| w.clone()).unwrap_or_default(),
-            Mode::Task { .. } => BTreeMap::new(),
+            Mode::Task { .. } | Mode::Direct { .. } => BTreeMap::new(),
         }
     }
 
@@ -248,6 +264,22 @@ impl ToolContext {
                 }
                 if missing {
                     return Err(ToolError::InputRequired);
+                }
+                got
+            }
+            Mode::Direct { peer } => {
+                let mut got = Vec::with_capacity(calls.len());
+                for (_, call) in calls {
+                    let params = call.get("params").cloned().unwrap_or(Value::Null);
+                    let raw = serde_json::value::to_raw_value(&params)
+                        .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;
+                    let answer = tokio::select! {
+                        _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
+                        r = peer.request_raw(M::METHOD, Some(&raw)) => r.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
+                    };
+                    let answer = serde_json::from_str(answer.get())
+                        .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;
+                    got.push(answer);
                 }
                 got
             }

@@ -26,14 +26,16 @@ use mcp_protocol::engine::{
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
 use mcp_protocol::method::Request;
+use mcp_protocol::v2025;
 use mcp_protocol::v2026::SubscriptionsListen;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
 use crate::caller::{Principal, SUPPORTED_VERSIONS};
+use crate::legacy::{LegacySession, SessionSlot};
 use crate::server::{Server, ServerEndpoint};
 
-pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 
 /// Decides who is calling from the request headers (e.g. a bearer token). `Err` refuses
 /// the request with that status (401, 403...).
@@ -117,6 +119,8 @@ struct App {
     /// A sender nobody reads: the peer of sessions, whose replies go per POST instead.
     idle: FrameSender,
     _idle_rx: FrameReceiver,
+    /// MCP 2025-11-25 sessions by `Mcp-Session-Id`.
+    legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
 }
 
 /// The axum router serving `server` at `config.path`.
@@ -130,11 +134,12 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
         sessions: Mutex::default(),
         idle,
         _idle_rx: idle_rx,
+        legacy: Mutex::default(),
     });
     Router::new()
         .route(
             &path,
-            post(handle_post).get(not_allowed).delete(not_allowed),
+            post(handle_post).get(handle_get).delete(handle_delete),
         )
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app)
@@ -161,6 +166,100 @@ pub async fn serve(
 /// The address a listener bound to, for printing.
 pub fn local_url(addr: SocketAddr, path: &str) -> String {
     format!("http://{addr}{path}")
+}
+
+/// `GET` with `Mcp-Session-Id` (MCP 2025-11-25): the session's standalone event stream,
+/// which carries `notifications/tasks/status` and input requests outside any request.
+async fn handle_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = check_origin(&app, &headers) {
+        return refused;
+    }
+    let Some(id) = header_str(&headers, MCP_SESSION_ID) else {
+        return not_allowed().await;
+    };
+    let Some(legacy) = app.legacy_session(id) else {
+        return unknown_session();
+    };
+    if !accepts(&headers).1 {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            error_codes::INVALID_REQUEST,
+            "Accept must allow text/event-stream",
+        );
+    }
+    let principal = match app.principal(&headers) {
+        Ok(p) => p,
+        Err(refused) => return *refused,
+    };
+    let session = app.session(principal);
+    let (tx, rx) = FrameSender::channel(64);
+    legacy.set_standalone(Some(session.peer.with_sender(tx)));
+    let stream = futures::stream::unfold(
+        (rx, StandaloneGuard(legacy)),
+        |(mut rx, guard)| async move {
+            match rx.recv().await {
+                Some(Ok(frame)) => Some((Ok::<_, Infallible>(message_event(frame)), (rx, guard))),
+                _ => None,
+            }
+        },
+    );
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Unhooks the standalone stream from its session when the client goes away.
+struct StandaloneGuard(Arc<LegacySession>);
+
+impl Drop for StandaloneGuard {
+    fn drop(&mut self) {
+        self.0.set_standalone(None);
+    }
+}
+
+/// `DELETE` with `Mcp-Session-Id` (MCP 2025-11-25): ends the session.
+async fn handle_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = check_origin(&app, &headers) {
+        return refused;
+    }
+    let Some(id) = header_str(&headers, MCP_SESSION_ID) else {
+        return not_allowed().await;
+    };
+    let removed = app
+        .legacy
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(id);
+    match removed {
+        Some(session) => {
+            session.close();
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => unknown_session(),
+    }
+}
+
+fn unknown_session() -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        None,
+        error_codes::INVALID_REQUEST,
+        "Unknown or ended session: initialize again",
+    )
+}
+
+fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
+    let origin = header_str(headers, header::ORIGIN.as_str())?;
+    if app.config.allowed_origins.allows(origin) {
+        return None;
+    }
+    Some(rpc_error(
+        StatusCode::FORBIDDEN,
+        None,
+        error_codes::INVALID_REQUEST,
+        format!("Origin not allowed: {origin}"),
+    ))
 }
 
 async fn not_allowed() -> Response {
@@ -256,6 +355,29 @@ fn status_of(frame: &str) -> StatusCode {
 }
 
 impl App {
+    fn legacy_session(&self, id: &str) -> Option<Arc<LegacySession>> {
+        self.legacy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    /// Who is calling; a refusal is the response to send (boxed: it is large).
+    fn principal(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+        match &self.config.principal {
+            None => Ok(None),
+            Some(hook) => hook(headers).map_err(|status| {
+                Box::new(rpc_error(
+                    status,
+                    None,
+                    error_codes::INVALID_REQUEST,
+                    "Unauthorized",
+                ))
+            }),
+        }
+    }
+
     fn session(&self, principal: Option<String>) -> Session {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions
@@ -272,15 +394,8 @@ impl App {
 }
 
 async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(origin) = header_str(&headers, header::ORIGIN.as_str())
-        && !app.config.allowed_origins.allows(origin)
-    {
-        return rpc_error(
-            StatusCode::FORBIDDEN,
-            None,
-            error_codes::INVALID_REQUEST,
-            format!("Origin not allowed: {origin}"),
-        );
+    if let Some(refused) = check_origin(&app, &headers) {
+        return refused;
     }
     let content_type = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
     if !content_type
@@ -306,15 +421,21 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Byte
             "Accept must allow application/json or text/event-stream",
         );
     }
-    let principal = match &app.config.principal {
-        None => None,
-        Some(hook) => match hook(&headers) {
-            Ok(p) => p,
-            Err(status) => {
-                return rpc_error(status, None, error_codes::INVALID_REQUEST, "Unauthorized");
-            }
-        },
+    let principal = match app.principal(&headers) {
+        Ok(p) => p,
+        Err(refused) => return *refused,
     };
+    // A 2025-11-25 request names its session; any other request gets an empty slot that
+    // `initialize` may fill.
+    let session_header = header_str(&headers, MCP_SESSION_ID);
+    let slot = match session_header {
+        Some(id) => match app.legacy_session(id) {
+            Some(s) => SessionSlot::with(s),
+            None => return unknown_session(),
+        },
+        None => SessionSlot::default(),
+    };
+    let legacy = slot.get().is_some();
     let Ok(text) = std::str::from_utf8(&body) else {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -323,7 +444,8 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Byte
             "Parse error: body is not UTF-8",
         );
     };
-    let session = app.session(principal);
+    let mut session = app.session(principal);
+    session.extensions.insert(slot.clone());
     match app.endpoint.classify(text) {
         Err(rejected) => json_response(
             StatusCode::BAD_REQUEST,
@@ -335,12 +457,13 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Byte
                 .await;
             StatusCode::ACCEPTED.into_response()
         }
-        Ok(Incoming::Response { id, .. }) => {
-            tracing::debug!(%id, "response POSTed to a stateless server; nothing waits for it");
+        Ok(Incoming::Response { id, outcome }) => {
+            // The answer to a server->client request (2025-11-25 sessions).
+            app.endpoint.handle_response(&session, id, outcome);
             StatusCode::ACCEPTED.into_response()
         }
         Ok(Incoming::Request(req)) => {
-            if let Some(refused) = check_headers(&headers, &req) {
+            if let Some(refused) = check_headers(&headers, &req, legacy) {
                 return refused;
             }
             let listen = req.method == SubscriptionsListen::METHOD;
@@ -352,17 +475,34 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Byte
                     "subscriptions/listen replies with an event stream: Accept must allow text/event-stream",
                 );
             }
-            if listen || !accepts_json {
-                sse_reply(app, session, req).await
+            // In a 2025-11-25 session the server may ask the client while it answers
+            // (elicitation during tools/call or tasks/result): those replies stream.
+            let may_ask = legacy
+                && (req.method == v2025::CallTool::METHOD
+                    || req.method == v2025::GetTaskPayload::METHOD);
+            let mut response = if listen || !accepts_json || (may_ask && accepts_sse) {
+                sse_reply(Arc::clone(&app), session, req).await
             } else {
                 json_reply(&app, &session, req).await
+            };
+            // `initialize` filled the slot: the session exists from now on.
+            if session_header.is_none()
+                && let Some(opened) = slot.get()
+                && let Ok(value) = HeaderValue::from_str(&opened.id)
+            {
+                app.legacy
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(opened.id.clone(), Arc::clone(opened));
+                response.headers_mut().insert(MCP_SESSION_ID, value);
             }
+            response
         }
     }
 }
 
 /// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
-fn check_headers(headers: &HeaderMap, req: &InboundRequest) -> Option<Response> {
+fn check_headers(headers: &HeaderMap, req: &InboundRequest, legacy: bool) -> Option<Response> {
     let mismatch = |what: String| {
         Some(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -388,6 +528,15 @@ fn check_headers(headers: &HeaderMap, req: &InboundRequest) -> Option<Response> 
         ));
     }
     if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION) {
+        if legacy {
+            // A 2025-11-25 session's requests carry the negotiated version.
+            if version != mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25 {
+                return mismatch(format!(
+                    "Header mismatch: MCP-Protocol-Version is {version:?} but the session speaks 2025-11-25"
+                ));
+            }
+            return None;
+        }
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Some(json_response(
                 StatusCode::BAD_REQUEST,

@@ -17,6 +17,7 @@ pub mod caller;
 mod context;
 pub mod demo;
 pub mod http;
+pub mod legacy;
 mod runtime;
 mod server;
 pub mod stdio;

@@ -20,6 +20,7 @@ use mcp_protocol::tasks::{
     UpdateTaskResult, missing_capability_error,
 };
 use mcp_protocol::types::Implementation;
+use mcp_protocol::v2025;
 use mcp_protocol::v2026::{
     self, CallTool, CallToolResult, Discover, DiscoverResult, InputRequests, InputRequiredResult,
     ListTools, ListToolsResult, NotificationMeta, ResultMeta, ResultType, ServerCapabilities,
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::caller::{Caller, RequestMetaLayer, SUPPORTED_VERSIONS};
 use crate::context::{ToolContext, ToolError};
+use crate::legacy::{self, session_of};
 use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;
@@ -103,6 +105,44 @@ impl ServerBuilder {
     }
 }
 
+impl State {
+    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    pub(crate) fn store_arc(&self) -> Arc<dyn TaskStore> {
+        Arc::clone(&self.store)
+    }
+
+    pub(crate) fn runtime(&self) -> &TaskRuntime {
+        &self.runtime
+    }
+
+    pub(crate) fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    pub(crate) fn info(&self) -> &Implementation {
+        &self.info
+    }
+
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    pub(crate) fn tools(&self) -> impl Iterator<Item = &ToolDef> {
+        self.tools.values()
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.get(name)
+    }
+
+    pub(crate) fn poll_interval(&self) -> Option<u64> {
+        self.poll_interval_ms
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct State {
     info: Implementation,
@@ -158,6 +198,30 @@ impl Server {
             .build()
     }
 
+    /// Serves one connection (stdio, an in-process duplex): MCP 2026-07-28 requests, and
+    /// an MCP 2025-11-25 session once the client sends `initialize` (its notifications and
+    /// input requests then travel on the connection itself).
+    pub fn serve_connection(
+        &self,
+        conn: mcp_protocol::engine::Connection,
+    ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
+        let slot = legacy::SessionSlot::default();
+        let mut extensions = Extensions::new();
+        extensions.insert(slot.clone());
+        extensions.insert(legacy::StandaloneIsRequestPeer);
+        let (peer, served) = self.endpoint().serve_with(conn, extensions);
+        // When the connection ends, so does its session: its watcher stops and lets go of
+        // the connection's sender, so the transport can finish writing and close.
+        let task = tokio::spawn(async move {
+            let _ = served.await;
+            if let Some(session) = slot.get() {
+                session.set_standalone(None);
+                session.close();
+            }
+        });
+        (peer, task)
+    }
+
     /// Ends listen streams, stops launching tasks, gives running ones the grace period,
     /// then cancels the rest. Every task ends in a state the store contract allows.
     pub async fn shutdown(&self) {
@@ -173,6 +237,23 @@ impl Server {
 
 fn rpc(e: ErrorObject) -> ErrorObjectOwned {
     ErrorObjectOwned::from(e)
+}
+
+/// A result as JSON (for methods whose result shape depends on the revision).
+fn json(value: impl Serialize) -> Result<Value, ErrorObjectOwned> {
+    serde_json::to_value(value)
+        .map_err(|e| rpc(ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string())))
+}
+
+/// -32601 for a method MCP 2026-07-28 removed.
+fn removed(method: &str) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(
+        error_codes::METHOD_NOT_FOUND as i32,
+        format!(
+            "Method not found: {method} is not part of MCP 2026-07-28 (read results with tasks/get)"
+        ),
+        None::<()>,
+    )
 }
 
 fn store_rpc(e: StoreError) -> ErrorObject {
@@ -374,8 +455,19 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
             Ok(result)
         })?;
 
-        register::<ListTools, _, _, _>(&mut module, |_params, state, _ext| async move {
-            Ok(ListToolsResult {
+        register::<v2025::Initialize, _, _, _>(&mut module, |params, state, ext| async move {
+            legacy::initialize(&state, params, &ext).await
+        })?;
+
+        register::<v2025::Ping, _, _, _>(&mut module, |_params, _state, _ext| async move {
+            Ok(mcp_protocol::v2025::EmptyResult::default())
+        })?;
+
+        module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {
+            if session_of(&ext).is_some() {
+                return json(legacy::tools_list(&state));
+            }
+            json(ListToolsResult {
                 result_type: ResultType::Complete,
                 tools: state.tools.values().map(tool_listing).collect(),
                 ..Default::default()
@@ -383,11 +475,26 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
         })?;
 
         module.register_async_method(CallTool::METHOD, |params, state, ext| async move {
+            if let Some(session) = session_of(&ext) {
+                let params = parse_params::<v2025::CallTool>(&params).map_err(rpc)?;
+                return legacy::tools_call(&state, &session, params, &ext)
+                    .await
+                    .map_err(rpc);
+            }
             let params = parse_params::<CallTool>(&params).map_err(rpc)?;
-            call_tool(state, params, ext).await.map_err(rpc)
+            json(call_tool(state, params, ext).await.map_err(rpc)?)
         })?;
 
-        register::<GetTask, _, _, _>(&mut module, |params, state, ext| async move {
+        module.register_async_method(GetTask::METHOD, |params, state, ext| async move {
+            if let Some(session) = session_of(&ext) {
+                let params = parse_params::<v2025::GetTask>(&params).map_err(rpc)?;
+                return json(
+                    legacy::tasks_get(&state, &session, &params.task_id)
+                        .await
+                        .map_err(rpc)?,
+                );
+            }
+            let params = parse_params::<GetTask>(&params).map_err(rpc)?;
             let caller = Caller::from_extensions(&ext);
             require_tasks(&caller)?;
             let record = state
@@ -395,7 +502,7 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
                 .get(&caller.owner, &task_id(&params.task_id))
                 .await
                 .map_err(store_rpc)?;
-            Ok(GetTaskResult::from(views::detailed(&record)))
+            json(GetTaskResult::from(views::detailed(&record)))
         })?;
 
         register::<UpdateTask, _, _, _>(&mut module, |params, state, ext| async move {
@@ -416,7 +523,16 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
             Ok(UpdateTaskResult::default())
         })?;
 
-        register::<CancelTask, _, _, _>(&mut module, |params, state, ext| async move {
+        module.register_async_method(CancelTask::METHOD, |params, state, ext| async move {
+            if let Some(session) = session_of(&ext) {
+                let params = parse_params::<v2025::CancelTask>(&params).map_err(rpc)?;
+                return json(
+                    legacy::tasks_cancel(&state, &session, &params.task_id)
+                        .await
+                        .map_err(rpc)?,
+                );
+            }
+            let params = parse_params::<CancelTask>(&params).map_err(rpc)?;
             let caller = Caller::from_extensions(&ext);
             require_tasks(&caller)?;
             state
@@ -424,18 +540,33 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
                 .request_cancel(&caller.owner, &task_id(&params.task_id))
                 .await
                 .map_err(store_rpc)?;
-            Ok(CancelTaskResult::default())
+            json(CancelTaskResult::default())
         })?;
 
-        for removed in [TASKS_RESULT, TASKS_LIST] {
-            module.register_method(removed, move |_, _, _| {
-                Err::<(), _>(ErrorObjectOwned::owned(
-                    error_codes::METHOD_NOT_FOUND as i32,
-                    format!("Method not found: {removed} is not part of MCP 2026-07-28 (read results with tasks/get)"),
-                    None::<()>,
-                ))
-            })?;
-        }
+        module.register_async_method(TASKS_RESULT, |params, state, ext| async move {
+            let Some(session) = session_of(&ext) else {
+                return Err(removed(TASKS_RESULT));
+            };
+            let params = parse_params::<v2025::GetTaskPayload>(&params).map_err(rpc)?;
+            json(
+                legacy::tasks_result(&state, &session, &params.task_id, &ext)
+                    .await
+                    .map_err(rpc)?,
+            )
+        })?;
+
+        module.register_async_method(TASKS_LIST, |params, state, ext| async move {
+            let Some(session) = session_of(&ext) else {
+                return Err(removed(TASKS_LIST));
+            };
+            let params = parse_params::<v2025::ListTasks>(&params).map_err(rpc)?;
+            let cursor = params.and_then(|p| p.cursor);
+            json(
+                legacy::tasks_list(&state, &session, cursor.as_deref())
+                    .await
+                    .map_err(rpc)?,
+            )
+        })?;
 
         module.register_async_method(
             SubscriptionsListen::METHOD,

@@ -8,7 +8,7 @@ use crate::server::Server;
 /// Serves `server` on this process's stdin and stdout until stdin closes.
 pub async fn serve(server: &Server) -> std::io::Result<()> {
     let (conn, io) = Connection::stdio(DEFAULT_MAX_FRAME_BYTES);
-    let (peer, session) = server.endpoint().serve(conn);
+    let (peer, session) = server.serve_connection(conn);
     drop(peer);
     session.await.map_err(std::io::Error::other)?;
     // Drain what is queued for stdout.

@@ -1,0 +1,589 @@
+//! MCP 2025-11-25 sessions and their tasks (SEP-1686), served from the same store as the
+//! 2026-07-28 wire.
+//!
+//! A session starts with `initialize`. Its tasks belong to the authenticated principal,
+//! or to the session itself when there is none. The client asks for a task
+//! (`params.task`) within each tool's `execution.taskSupport`; `tasks/result` blocks until
+//! the task ends and carries the related-task `_meta`; input a task needs is asked with
+//! server->client requests on the stream of a pending `tasks/result` (or the session's
+//! standalone stream), and the answers go into the store like 2026-07-28 answers do.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use jsonrpsee::Extensions;
+use mcp_protocol::JsonObject;
+use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::meta::{PROTOCOL_VERSION_2025_11_25, RELATED_TASK};
+use mcp_protocol::method::Request;
+use mcp_protocol::v2025::{
+    self, CallToolRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadResult,
+    GetTaskResult, InitializeRequestParams, InitializeResult, ListTasksResult, ServerCapabilities,
+    ServerTasksCapability, Task, TaskStatus, TaskStatusNotificationParams, TaskSupport,
+    ToolExecution,
+};
+use mcp_tasks::{
+    EventError, NewTask, Origin, Outcome, Owner, StoreError, TaskEvent, TaskId, TaskRecord,
+    WireRevision,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::caller::Principal;
+use crate::context::{ToolContext, ToolError};
+use crate::runtime::CANCELLED_MESSAGE;
+use crate::server::State;
+use crate::tool::{TaskPolicy, ToolDef};
+use crate::views::timestamp;
+
+/// How many tasks one `tasks/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// An MCP 2025-11-25 session.
+#[derive(Debug)]
+pub struct LegacySession {
+    /// The session id (`Mcp-Session-Id` over HTTP).
+    pub id: String,
+    /// Who owns the session's tasks: the principal, or the session itself.
+    pub owner: Owner,
+    /// What the client declared at `initialize`.
+    pub client_capabilities: v2025::ClientCapabilities,
+    /// Where notifications and input requests go when no request stream fits: the
+    /// connection (stdio) or the standalone GET stream (HTTP), once opened.
+    standalone: Mutex<Option<Peer>>,
+    /// Input requests being asked right now (task id, key), so each is asked once.
+    asking: Mutex<HashSet<(TaskId, String)>>,
+    /// Ends the session's watcher.
+    closed: CancellationToken,
+}
+
+impl LegacySession {
+    /// Sets the stream for notifications and input requests outside a request.
+    pub fn set_standalone(&self, peer: Option<Peer>) {
+        *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = peer;
+    }
+
+    fn standalone(&self) -> Option<Peer> {
+        self.standalone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Ends the session: its watcher stops.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+}
+
+/// The session a request belongs to, if it belongs to a 2025-11-25 one. Transports put a
+/// slot into every request's extensions; `initialize` fills it.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSlot(Arc<OnceLock<Arc<LegacySession>>>);
+
+impl SessionSlot {
+    /// A slot already holding `session`.
+    pub fn with(session: Arc<LegacySession>) -> SessionSlot {
+        let slot = SessionSlot::default();
+        let _ = slot.0.set(session);
+        slot
+    }
+
+    pub fn get(&self) -> Option<&Arc<LegacySession>> {
+        self.0.get()
+    }
+}
+
+/// The 2025-11-25 session of a request.
+pub(crate) fn session_of(ext: &Extensions) -> Option<Arc<LegacySession>> {
+    ext.get::<SessionSlot>().and_then(|s| s.get().cloned())
+}
+
+fn invalid(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(error_codes::INVALID_PARAMS, message)
+}
+
+fn store_rpc(e: StoreError) -> ErrorObject {
+    ErrorObject::from(&e)
+}
+
+fn millis(v: Option<u64>) -> Option<i64> {
+    v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+/// Whether a completed task's result is a tool error (`isError: true`).
+fn is_tool_error(rec: &TaskRecord) -> bool {
+    matches!(&rec.outcome, Some(Outcome::Result(r)) if r.get("isError") == Some(&Value::Bool(true)))
+}
+
+/// A record in the 2025-11-25 view: `ttl`/`pollInterval`, and a tool error shows as
+/// `failed` (the 2026-07-28 view shows it `completed`).
+pub fn task_view(rec: &TaskRecord) -> Task {
+    let status = if rec.status == TaskStatus::Completed && is_tool_error(rec) {
+        TaskStatus::Failed
+    } else {
+        rec.status
+    };
+    let mut task = Task::new(
+        rec.id.as_str(),
+        status,
+        timestamp(rec.created_at),
+        timestamp(rec.last_updated_at),
+    );
+    task.status_message = rec.status_message.clone();
+    task.ttl = millis(rec.ttl_ms);
+    task.poll_interval = millis(rec.poll_interval_ms);
+    task
+}
+
+/// A tool's 2026-shaped result in the 2025-11-25 shape (no `resultType`).
+fn result_view(mut result: JsonObject) -> JsonObject {
+    result.remove("resultType");
+    result
+}
+
+/// `initialize`: negotiates 2025-11-25 and opens the session in the request's slot.
+pub(crate) async fn initialize(
+    state: &State,
+    params: InitializeRequestParams,
+    ext: &Extensions,
+) -> Result<InitializeResult, ErrorObject> {
+    let slot = ext.get::<SessionSlot>().ok_or_else(|| {
+        ErrorObject::new(
+            error_codes::INVALID_REQUEST,
+            "initialize is not available on this transport",
+        )
+    })?;
+    if slot.get().is_some() {
+        return Err(ErrorObject::new(
+            error_codes::INVALID_REQUEST,
+            "The session is already initialized",
+        ));
+    }
+    let id = TaskId::random()
+        .map_err(|e| ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string()))?
+        .as_str()
+        .to_owned();
+    let owner = ext.get::<Principal>().map_or_else(
+        || Owner::new(format!("session:{id}")),
+        |p| Owner::new(p.0.clone()),
+    );
+    let session = Arc::new(LegacySession {
+        id,
+        owner,
+        client_capabilities: params.capabilities.clone(),
+        standalone: Mutex::new(
+            ext.get::<StandaloneIsRequestPeer>()
+                .and_then(|_| ext.get::<Peer>().cloned()),
+        ),
+        asking: Mutex::default(),
+        closed: CancellationToken::new(),
+    });
+    if slot.0.set(Arc::clone(&session)).is_err() {
+        return Err(ErrorObject::new(
+            error_codes::INVALID_REQUEST,
+            "The session is already initialized",
+        ));
+    }
+    tokio::spawn(watch(
+        state.store_arc(),
+        Arc::clone(&session),
+        state.shutdown_token(),
+    ));
+    let capabilities = ServerCapabilities {
+        tools: Some(Default::default()),
+        tasks: Some(ServerTasksCapability::tool_calls(true)),
+        ..Default::default()
+    };
+    Ok(InitializeResult {
+        protocol_version: PROTOCOL_VERSION_2025_11_25.to_owned(),
+        capabilities,
+        server_info: state.info().clone(),
+        instructions: state.instructions().map(str::to_owned),
+        meta: None,
+        extra: JsonObject::new(),
+    })
+}
+
+/// Marks a connection whose own peer is the session's standalone stream (stdio).
+#[derive(Debug, Clone, Copy)]
+pub struct StandaloneIsRequestPeer;
+
+/// `tools/list` in the 2025-11-25 shape: `execution.taskSupport` from each tool's policy.
+pub(crate) fn tools_list(state: &State) -> v2025::ListToolsResult {
+    let tools = state
+        .tools()
+        .map(|tool| {
+            let support = match tool.policy() {
+                TaskPolicy::Synchronous => TaskSupport::Forbidden,
+                TaskPolicy::Optional => TaskSupport::Optional,
+                TaskPolicy::Required => TaskSupport::Required,
+            };
+            let schema = serde_json::from_value(Value::Object(tool.input_schema.clone()))
+                .unwrap_or_default();
+            let mut listed = v2025::Tool::new(tool.name());
+            listed.input_schema = schema;
+            listed.title = tool.title.clone();
+            listed.description = tool.description.clone();
+            listed.execution = Some(ToolExecution::with_task_support(support));
+            listed
+        })
+        .collect();
+    v2025::ListToolsResult {
+        tools,
+        next_cursor: None,
+        meta: None,
+        extra: JsonObject::new(),
+    }
+}
+
+/// `tools/call` in a 2025-11-25 session: a task when the client asks (`params.task`) and
+/// the tool allows it; otherwise synchronous, with input asked directly.
+pub(crate) async fn tools_call(
+    state: &Arc<State>,
+    session: &LegacySession,
+    params: CallToolRequestParams,
+    ext: &Extensions,
+) -> Result<Value, ErrorObject> {
+    let tool = state
+        .tool(&params.name)
+        .ok_or_else(|| invalid(format!("Unknown tool: {}", params.name)))?;
+    let args = params.arguments.clone().unwrap_or_default();
+    tool.validate(&args)?;
+    let peer = ext
+        .get::<Peer>()
+        .cloned()
+        .ok_or_else(|| ErrorObject::new(error_codes::INTERNAL_ERROR, "no peer"))?;
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let wants_task = params.task.is_some();
+    match (tool.policy(), wants_task) {
+        (TaskPolicy::Required, false) => {
+            return Err(ErrorObject::new(
+                error_codes::METHOD_NOT_FOUND,
+                format!(
+                    "Tool {} requires task augmentation (execution.taskSupport is \"required\")",
+                    tool.name()
+                ),
+            ));
+        }
+        (TaskPolicy::Synchronous, true) => {
+            return Err(ErrorObject::new(
+                error_codes::METHOD_NOT_FOUND,
+                format!("Tool {} does not support task augmentation", tool.name()),
+            ));
+        }
+        _ => {}
+    }
+    if !wants_task {
+        let ctx = ToolContext::direct(peer, cancel);
+        return match tool.run(ctx, args).await {
+            Ok(result) => {
+                let value = serde_json::to_value(result)
+                    .map_err(|e| ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string()))?;
+                Ok(match value {
+                    Value::Object(obj) => Value::Object(result_view(obj)),
+                    other => other,
+                })
+            }
+            Err(ToolError::Rpc(e)) => Err(e),
+            Err(ToolError::Cancelled) => Err(ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                "The call was cancelled",
+            )),
+            Err(ToolError::InputRequired) => Err(ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                "The tool asked for input in rounds",
+            )),
+        };
+    }
+    // Input the tool needs before its task exists is asked directly, on this request.
+    let args = match tool.run_preflight(ToolContext::direct(peer, cancel), args.clone()) {
+        None => args,
+        Some(preflight) => match preflight.await {
+            Ok(args) => args,
+            Err(ToolError::Rpc(e)) => return Err(e),
+            Err(_) => {
+                return Err(ErrorObject::new(
+                    error_codes::INTERNAL_ERROR,
+                    "The call was cancelled",
+                ));
+            }
+        },
+    };
+    let record = start_task(state, session, tool, args, params.task.and_then(|t| t.ttl)).await?;
+    let created = CreateTaskResult::new(task_view(&record));
+    serde_json::to_value(created)
+        .map_err(|e| ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string()))
+}
+
+async fn start_task(
+    state: &Arc<State>,
+    session: &LegacySession,
+    tool: &ToolDef,
+    args: JsonObject,
+    ttl: Option<i64>,
+) -> Result<TaskRecord, ErrorObject> {
+    if !state.runtime().is_accepting() {
+        return Err(ErrorObject::new(
+            error_codes::INTERNAL_ERROR,
+            "The server is shutting down",
+        ));
+    }
+    let new = NewTask {
+        owner: session.owner.clone(),
+        ttl_ms: ttl.and_then(|t| u64::try_from(t).ok()),
+        poll_interval_ms: state.poll_interval(),
+        origin: Origin {
+            method: v2025::CallTool::METHOD.to_owned(),
+            tool: Some(tool.name().to_owned()),
+            revision: WireRevision::V2025_11_25,
+        },
+        status_message: None,
+    };
+    let record = state.store().create(new).await.map_err(store_rpc)?;
+    if let Err(e) = state.runtime().launch(&record, tool.clone(), args).await {
+        let error = ErrorObject::new(
+            error_codes::INTERNAL_ERROR,
+            format!("The task could not start: {e}"),
+        );
+        let _ = state.store().fail(&record.owner, &record.id, error).await;
+    }
+    Ok(record)
+}
+
+/// `tasks/get`.
+pub(crate) async fn tasks_get(
+    state: &State,
+    session: &LegacySession,
+    task_id: &str,
+) -> Result<GetTaskResult, ErrorObject> {
+    let record = state
+        .store()
+        .get(&session.owner, &TaskId::from_wire(task_id))
+        .await
+        .map_err(store_rpc)?;
+    Ok(GetTaskResult::from(task_view(&record)))
+}
+
+/// `tasks/cancel`: the task is `cancelled` before the answer goes out; a finished task is
+/// -32602.
+pub(crate) async fn tasks_cancel(
+    state: &State,
+    session: &LegacySession,
+    task_id: &str,
+) -> Result<CancelTaskResult, ErrorObject> {
+    let id = TaskId::from_wire(task_id);
+    let t = state
+        .store()
+        .cancel(&session.owner, &id, Some(CANCELLED_MESSAGE.to_owned()))
+        .await
+        .map_err(store_rpc)?;
+    if !t.won {
+        let shown = task_view(&t.record).status;
+        return Err(invalid(format!(
+            "Cannot cancel task: already in terminal status '{}'",
+            shown.as_str()
+        )));
+    }
+    Ok(CancelTaskResult::from(task_view(&t.record)))
+}
+
+/// `tasks/list`: the session's (or principal's) tasks, oldest first.
+pub(crate) async fn tasks_list(
+    state: &State,
+    session: &LegacySession,
+    cursor: Option<&str>,
+) -> Result<ListTasksResult, ErrorObject> {
+    let page = state
+        .store()
+        .list(&session.owner, cursor, LIST_PAGE)
+        .await
+        .map_err(store_rpc)?;
+    Ok(ListTasksResult {
+        tasks: page.tasks.iter().map(task_view).collect(),
+        next_cursor: page.next_cursor,
+        meta: None,
+        extra: JsonObject::new(),
+    })
+}
+
+/// `tasks/result`: waits (woken by store events) until the task ends, asking the client
+/// for any input it needs meanwhile on this request's stream; then the original result
+/// with the related-task `_meta`, or the original JSON-RPC error.
+pub(crate) async fn tasks_result(
+    state: &State,
+    session: &Arc<LegacySession>,
+    task_id: &str,
+    ext: &Extensions,
+) -> Result<GetTaskPayloadResult, ErrorObject> {
+    let id = TaskId::from_wire(task_id);
+    let peer = ext.get::<Peer>().cloned();
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let mut events = state.store().events();
+    loop {
+        let record = state
+            .store()
+            .get(&session.owner, &id)
+            .await
+            .map_err(store_rpc)?;
+        match (&record.outcome, record.status) {
+            (Some(Outcome::Result(result)), _) => {
+                return Ok(GetTaskPayloadResult::for_task(
+                    task_id,
+                    result_view(result.clone()),
+                ));
+            }
+            (Some(Outcome::Error(error)), _) => return Err(error.clone()),
+            (None, TaskStatus::Cancelled) => {
+                return Err(ErrorObject::new(
+                    error_codes::INTERNAL_ERROR,
+                    record
+                        .status_message
+                        .clone()
+                        .unwrap_or_else(|| "The task was cancelled".into()),
+                ));
+            }
+            (None, TaskStatus::InputRequired) => {
+                if let Some(peer) = &peer {
+                    ask_pending(state.store_arc(), session, &record, peer);
+                }
+            }
+            _ => {}
+        }
+        // Until the next change of this task (or a periodic re-check, in case an event
+        // was lost).
+        let woken = async {
+            loop {
+                match events.recv().await {
+                    Ok(e) if e.key().id == id => return,
+                    Ok(_) => continue,
+                    Err(EventError::Lagged(_)) => return,
+                    Err(EventError::Closed) => std::future::pending::<()>().await,
+                }
+            }
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => return Err(ErrorObject::new(error_codes::INTERNAL_ERROR, "cancelled")),
+            _ = woken => {}
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+}
+
+/// Asks the client, through `peer`, for every input request of `record` not being asked
+/// already; each answer goes into the store, which wakes the tool.
+fn ask_pending(
+    store: Arc<dyn mcp_tasks::TaskStore>,
+    session: &Arc<LegacySession>,
+    record: &TaskRecord,
+    peer: &Peer,
+) {
+    for (key, request) in &record.input_requests {
+        let marker = (record.id.clone(), key.clone());
+        if !session
+            .asking
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(marker.clone())
+        {
+            continue;
+        }
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut params = match request.get("params") {
+            Some(Value::Object(p)) => p.clone(),
+            _ => JsonObject::new(),
+        };
+        let mut meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => JsonObject::new(),
+        };
+        meta.insert(
+            RELATED_TASK.to_owned(),
+            serde_json::json!({ "taskId": record.id.as_str() }),
+        );
+        params.insert("_meta".to_owned(), Value::Object(meta));
+        let (store, session, peer, key, owner) = (
+            Arc::clone(&store),
+            Arc::clone(session),
+            peer.clone(),
+            key.clone(),
+            record.owner.clone(),
+        );
+        tokio::spawn(async move {
+            let raw = serde_json::value::to_raw_value(&params).ok();
+            match peer.request_raw(&method, raw.as_deref()).await {
+                Ok(answer) => match serde_json::from_str::<Value>(answer.get()) {
+                    Ok(answer) => {
+                        if let Err(e) = store
+                            .resolve_input(&owner, &marker.0, [(key, answer)].into())
+                            .await
+                        {
+                            tracing::debug!(error = %e, "answer arrived for a task that is gone");
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "client answered an input request with invalid JSON")
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "input request not answered; it can be asked again");
+                    session
+                        .asking
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&marker);
+                }
+            }
+        });
+    }
+}
+
+/// Per session: `notifications/tasks/status` on each change of its tasks, and input
+/// requests on the standalone stream, until the session or the server ends.
+async fn watch(
+    store: Arc<dyn mcp_tasks::TaskStore>,
+    session: Arc<LegacySession>,
+    shutdown: CancellationToken,
+) {
+    let mut events = store.events();
+    loop {
+        let event = tokio::select! {
+            _ = session.closed.cancelled() => return,
+            _ = shutdown.cancelled() => return,
+            e = events.recv() => e,
+        };
+        let key = match event {
+            Ok(TaskEvent::Changed { key, .. }) if key.owner == session.owner => key,
+            Ok(_) | Err(EventError::Lagged(_)) => continue,
+            Err(EventError::Closed) => return,
+        };
+        let Some(peer) = session.standalone() else {
+            continue;
+        };
+        let Ok(record) = store.get(&session.owner, &key.id).await else {
+            continue;
+        };
+        let params = TaskStatusNotificationParams::from(task_view(&record));
+        if let Err(e) = peer.notify::<v2025::TaskStatusChanged>(&params).await {
+            tracing::debug!(error = %e, "status notification not delivered");
+        }
+        if record.status == TaskStatus::InputRequired {
+            ask_pending(Arc::clone(&store), &session, &record, &peer);
+        }
+    }
+}
