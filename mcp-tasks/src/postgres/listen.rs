@@ -221,7 +221,9 @@ async fn session(
                 }
             }
             _ = ping.tick() => {
-                let probe = tokio::time::timeout(PING_TIMEOUT, client.simple_query(""));
+                // The ping re-issues the (idempotent) LISTEN: the connection's last query
+                // stays `LISTEN <channel>`, which tells operators what it is.
+                let probe = tokio::time::timeout(PING_TIMEOUT, client.batch_execute(&listen));
                 match drive(probe, &mut messages, &mut pump).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(_)) => return (true, backend("listener connection does not answer")),

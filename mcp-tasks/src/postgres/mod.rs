@@ -41,6 +41,8 @@ pub struct PostgresOptions {
     /// The PostgreSQL schema the tables live in (created if missing): one schema is one
     /// isolated deployment. 1 to 63 of `[a-z0-9_]`, not starting with a digit.
     pub schema: String,
+    /// The limits and defaults this handle enforces (every handle of a deployment should
+    /// use the same).
     pub limits: Limits,
     /// Where time comes from (rule 17); the database's clock is never read.
     pub clock: Arc<dyn Clock>,
