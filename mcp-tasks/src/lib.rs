@@ -4,7 +4,9 @@
 //! - [`TaskStore`]: the contract, rule by rule. [`rules`]: the state machine every backend
 //!   applies atomically. [`TaskRecord`]: what is kept per task.
 //! - Backends: [`MemoryStore`] (default), `SqliteStore` (feature `sqlite`: one SQLite
-//!   file, durable, shared by processes; its events stay in process).
+//!   file, durable, shared by processes; its events stay in process), `PostgresStore`
+//!   (feature `postgres`: one PostgreSQL schema shared by many server instances, events
+//!   across them via `LISTEN`/`NOTIFY`).
 //! - `conformance` (feature `conformance`): one public async function per behaviour of the
 //!   contract, each taking a store factory; call them from your backend's tests.
 //! - Time comes from a [`Clock`]; [`ManualClock`] makes TTLs and leases testable without
@@ -39,6 +41,8 @@ mod error;
 mod event;
 mod limits;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod record;
 pub mod rules;
 #[cfg(feature = "sqlite")]
@@ -47,9 +51,11 @@ mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;
-pub use event::{EVENT_BUFFER, EventError, EventStream, TaskEvent};
+pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};
 pub use limits::{Limit, Limits};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use record::{
     Lease, Millis, NewTask, Origin, Outcome, Owner, Resolved, SweepReport, TaskId, TaskKey,
     TaskPage, TaskRecord, Transition, WireRevision,

@@ -40,6 +40,8 @@ mod limits;
 mod listing;
 pub mod model;
 mod payloads;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod terminal;
 mod ttl;
 
@@ -51,6 +53,8 @@ pub use lifecycle::*;
 pub use limits::*;
 pub use listing::*;
 pub use payloads::*;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresFactory;
 pub use terminal::*;
 pub use ttl::*;
 
@@ -270,11 +274,26 @@ macro_rules! registry {
         /// Declares one `#[tokio::test]` per behaviour of the kit, each calling it with the
         /// factory `$factory` (an expression evaluated per test).
         ///
+        /// With `optional:`, the expression returns `Option<Factory>` and each test returns
+        /// early (passing) on `None`: for backends that need a service which may be absent.
+        ///
         /// ```ignore
         /// mcp_tasks::conformance_tests!(my_crate::MyFactory::new());
+        /// mcp_tasks::conformance_tests!(optional: mcp_tasks::conformance::PostgresFactory::from_env());
         /// ```
         #[macro_export]
         macro_rules! conformance_tests {
+            (optional: $d factory:expr) => {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $name() {
+                        let Some(factory) = $d factory else {
+                            return;
+                        };
+                        $d crate::conformance::$name(&factory).await;
+                    }
+                )*
+            };
             ($d factory:expr) => {
                 $(
                     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,298 @@
+//! Events across instances: the `NOTIFY` payload, and the listener task that turns every
+//! notification on the schema's channel into an item of the handle's feed.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use mcp_protocol::tasks::TaskStatus;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, oneshot};
+use tokio::task::JoinHandle;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use super::schema::backend;
+use crate::error::StoreError;
+use crate::event::{FeedItem, TaskEvent};
+use crate::record::{Owner, TaskId, TaskKey};
+
+/// PostgreSQL refuses `NOTIFY` payloads of 8000 bytes or more.
+const MAX_PAYLOAD: usize = 7999;
+/// First and longest wait between reconnection attempts.
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How often an idle listener checks that its connection still answers, and how long
+/// it waits for the answer.
+const PING_EVERY: Duration = Duration::from_secs(15);
+const PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Kind {
+    Changed,
+    InputResponded,
+    CancelRequested,
+    /// Too large to send as it is: every listener tells its subscribers to re-read.
+    Resync,
+}
+
+/// The JSON of one notification: small by construction (keys, never values).
+#[derive(Debug, Serialize, Deserialize)]
+struct Payload {
+    kind: Kind,
+    /// The handle that made the change (it has published the event itself).
+    from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<Owner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<TaskId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<TaskStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    revision: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keys: Option<Vec<String>>,
+}
+
+/// The notification payload of `event`, made by the handle `from`. One that would pass
+/// PostgreSQL's limit becomes a `resync`.
+pub(crate) fn payload(event: &TaskEvent, from: &str) -> String {
+    let key = event.key();
+    let mut p = Payload {
+        kind: Kind::Changed,
+        from: from.to_owned(),
+        owner: Some(key.owner.clone()),
+        id: Some(key.id.clone()),
+        status: None,
+        revision: None,
+        keys: None,
+    };
+    match event {
+        TaskEvent::Changed {
+            status, revision, ..
+        } => {
+            p.status = Some(*status);
+            p.revision = Some(*revision);
+        }
+        TaskEvent::InputResponded { keys, .. } => {
+            p.kind = Kind::InputResponded;
+            p.keys = Some(keys.clone());
+        }
+        TaskEvent::CancelRequested { .. } => p.kind = Kind::CancelRequested,
+    }
+    match serde_json::to_string(&p) {
+        Ok(json) if json.len() <= MAX_PAYLOAD => json,
+        _ => resync(from),
+    }
+}
+
+fn resync(from: &str) -> String {
+    format!(
+        r#"{{"kind":"resync","from":{}}}"#,
+        serde_json::Value::String(from.to_owned())
+    )
+}
+
+/// What a notification means to the handle `me`: nothing (its own change, already
+/// published), an event, or a resync (also for a payload it cannot read).
+fn feed_item(payload: &str, me: &str) -> Option<FeedItem> {
+    let Ok(p) = serde_json::from_str::<Payload>(payload) else {
+        tracing::warn!(
+            payload,
+            "unreadable task notification; resyncing subscribers"
+        );
+        return Some(FeedItem::Resync);
+    };
+    if p.from == me {
+        return None;
+    }
+    let key = match (p.owner, p.id) {
+        (Some(owner), Some(id)) => TaskKey { owner, id },
+        _ => return Some(FeedItem::Resync),
+    };
+    let event = match (p.kind, p.status, p.revision, p.keys) {
+        (Kind::Changed, Some(status), Some(revision), _) => TaskEvent::Changed {
+            key,
+            status,
+            revision,
+        },
+        (Kind::InputResponded, _, _, Some(keys)) => TaskEvent::InputResponded { key, keys },
+        (Kind::CancelRequested, ..) => TaskEvent::CancelRequested { key },
+        _ => return Some(FeedItem::Resync),
+    };
+    Some(FeedItem::Event(event))
+}
+
+/// Starts the listener of the handle `me` and returns once it is listening (so no change
+/// committed after `connect` returns goes unheard), or with the first connection's error.
+pub(crate) async fn start(
+    config: tokio_postgres::Config,
+    channel: String,
+    me: String,
+    feed: broadcast::Sender<FeedItem>,
+) -> Result<JoinHandle<()>, StoreError> {
+    let (ready, listening) = oneshot::channel();
+    let task = tokio::spawn(run(config, channel, me, feed, ready));
+    match listening.await {
+        Ok(Ok(())) => Ok(task),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(backend("the event listener stopped before it listened")),
+    }
+}
+
+type Ready = oneshot::Sender<Result<(), StoreError>>;
+
+/// The listener: one session per connection; when a session ends (the connection
+/// dropped, or stopped answering), waits (doubling from 50 ms to 5 s) and starts
+/// another. After every re-`LISTEN`, sends [`FeedItem::Resync`] so subscribers re-read
+/// what changed while nobody was listening. Runs until aborted (the store is dropped).
+async fn run(
+    config: tokio_postgres::Config,
+    channel: String,
+    me: String,
+    feed: broadcast::Sender<FeedItem>,
+    ready: Ready,
+) {
+    let mut ready = Some(ready);
+    let mut delay = MIN_BACKOFF;
+    loop {
+        let (listened, error) = session(&config, &channel, &me, &feed, &mut ready).await;
+        if let Some(ready) = ready.take() {
+            // The first connection failed: `connect` reports it, and the store is not made.
+            let _ = ready.send(Err(error));
+            return;
+        }
+        if listened {
+            delay = MIN_BACKOFF;
+        }
+        tracing::warn!(%channel, %error, retry_in = ?delay, "task event listener lost its connection");
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// One connection's life. Returns whether it got to `LISTEN`, and why it ended.
+async fn session(
+    config: &tokio_postgres::Config,
+    channel: &str,
+    me: &str,
+    feed: &broadcast::Sender<FeedItem>,
+    ready: &mut Option<Ready>,
+) -> (bool, StoreError) {
+    let (client, mut connection) = match config.connect(NoTls).await {
+        Ok(pair) => pair,
+        Err(e) => return (false, backend(format!("listener cannot connect: {e}"))),
+    };
+    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let mut pump = |message: Option<Result<AsyncMessage, tokio_postgres::Error>>| match message {
+        Some(Ok(AsyncMessage::Notification(n))) => {
+            if n.channel() == channel
+                && let Some(item) = feed_item(n.payload(), me)
+            {
+                // No subscriber is not an error.
+                let _ = feed.send(item);
+            }
+            Ok(())
+        }
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(backend(format!("listener connection failed: {e}"))),
+        None => Err(backend("listener connection closed")),
+    };
+    let listen = format!("LISTEN {channel}");
+    if let Err(e) = drive(client.batch_execute(&listen), &mut messages, &mut pump).await {
+        return (false, e);
+    }
+    match ready.take() {
+        Some(ready) => {
+            let _ = ready.send(Ok(()));
+        }
+        // Listening again: whatever was committed meanwhile went unheard.
+        None => {
+            let _ = feed.send(FeedItem::Resync);
+        }
+    }
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    loop {
+        tokio::select! {
+            message = messages.next() => {
+                if let Err(e) = pump(message) {
+                    return (true, e);
+                }
+            }
+            _ = ping.tick() => {
+                // The ping re-issues the (idempotent) LISTEN: the connection's last query
+                // stays `LISTEN <channel>`, which tells operators what it is.
+                let probe = tokio::time::timeout(PING_TIMEOUT, client.batch_execute(&listen));
+                match drive(probe, &mut messages, &mut pump).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(_)) => return (true, backend("listener connection does not answer")),
+                    Err(e) => return (true, e),
+                }
+            }
+        }
+    }
+}
+
+/// Runs `request` on the client while pumping the connection's messages (a request is
+/// only answered while its connection is driven). Fails if the connection fails.
+async fn drive<T, E: std::fmt::Display>(
+    request: impl Future<Output = Result<T, E>>,
+    messages: &mut (impl Stream<Item = Result<AsyncMessage, tokio_postgres::Error>> + Unpin),
+    pump: &mut impl FnMut(Option<Result<AsyncMessage, tokio_postgres::Error>>) -> Result<(), StoreError>,
+) -> Result<T, StoreError> {
+    let mut request = std::pin::pin!(request);
+    loop {
+        tokio::select! {
+            result = &mut request => return result.map_err(backend),
+            message = messages.next() => pump(message)?,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> TaskKey {
+        TaskKey {
+            owner: Owner::new("alice"),
+            id: TaskId::from_wire("0123456789abcdef0123456789abcdef"),
+        }
+    }
+
+    #[test]
+    fn payloads_round_trip_and_own_ones_are_skipped() {
+        let events = [
+            TaskEvent::Changed {
+                key: key(),
+                status: TaskStatus::InputRequired,
+                revision: 7,
+            },
+            TaskEvent::InputResponded {
+                key: key(),
+                keys: vec!["a".into(), "b".into()],
+            },
+            TaskEvent::CancelRequested { key: key() },
+        ];
+        for event in events {
+            let json = payload(&event, "node-a");
+            assert_eq!(feed_item(&json, "node-b"), Some(FeedItem::Event(event)));
+            assert_eq!(feed_item(&json, "node-a"), None);
+        }
+    }
+
+    #[test]
+    fn oversized_and_unreadable_payloads_resync() {
+        let event = TaskEvent::InputResponded {
+            key: key(),
+            keys: (0..64)
+                .map(|i| format!("{i}-{}", "k".repeat(200)))
+                .collect(),
+        };
+        let json = payload(&event, "node-a");
+        assert!(json.len() <= MAX_PAYLOAD);
+        assert_eq!(feed_item(&json, "node-b"), Some(FeedItem::Resync));
+        assert_eq!(feed_item("not json", "node-b"), Some(FeedItem::Resync));
+    }
+}

@@ -1,0 +1,237 @@
+//! [`TaskStore`] for [`PostgresStore`]: each operation in terms of `update`, `db` and the
+//! rules.
+
+use super::*;
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+        let id = TaskId::random().map_err(StoreError::backend)?;
+        let inner = Arc::clone(&self.inner);
+        self.spawn(async move {
+            let mut client = inner.pool.get().await.map_err(backend)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            let record = rules::new_record(id, new, &inner.limits, inner.clock.now_ms());
+            db::insert(&tx, &record, &inner.limits).await?;
+            inner.commit(tx, vec![changed(&record)]).await?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        let now = self.inner.clock.now_ms();
+        db::load(&client, owner, id, now, false)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
+        let after = cursor.map(cursor::decode).transpose()?;
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        let now = self.inner.clock.now_ms();
+        db::list(&client, owner, after, limit.max(1), now).await
+    }
+
+    async fn set_status_message(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        message: Option<String>,
+    ) -> Result<TaskRecord, StoreError> {
+        let ((), record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::set_status_message(rec, message, now),
+                |(), rec| vec![changed(rec)],
+            )
+            .await?;
+        Ok(record)
+    }
+
+    async fn request_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        requests: BTreeMap<String, Value>,
+    ) -> Result<TaskRecord, StoreError> {
+        let ((), record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, limits| rules::request_input(rec, requests, limits, now),
+                // Only a change is committed and announced (no requests: no change).
+                |(), rec| vec![changed(rec)],
+            )
+            .await?;
+        Ok(record)
+    }
+
+    async fn resolve_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+    ) -> Result<Resolved, StoreError> {
+        let (accepted, record) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::resolve_input(rec, responses, now)),
+                |accepted, rec| {
+                    vec![
+                        changed(rec),
+                        TaskEvent::InputResponded {
+                            key: rec.key(),
+                            keys: accepted.clone(),
+                        },
+                    ]
+                },
+            )
+            .await?;
+        Ok(Resolved { accepted, record })
+    }
+
+    async fn take_input_response(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        key: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let key = key.to_owned();
+        let (value, _) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| Ok(rules::take_input_response(rec, &key, now)),
+                silent,
+            )
+            .await?;
+        Ok(value)
+    }
+
+    async fn complete(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        result: JsonObject,
+    ) -> Result<Transition, StoreError> {
+        self.finish(owner, id, Finish::Complete(result)).await
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        error: ErrorObject,
+    ) -> Result<Transition, StoreError> {
+        self.finish(owner, id, Finish::Fail(error)).await
+    }
+
+    async fn cancel(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        message: Option<String>,
+    ) -> Result<Transition, StoreError> {
+        self.finish(owner, id, Finish::Cancel(message)).await
+    }
+
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let (_, record) = self
+            .update(
+                owner,
+                id,
+                |rec, now, _| Ok(rules::request_cancel(rec, now)),
+                |_, rec| vec![TaskEvent::CancelRequested { key: rec.key() }],
+            )
+            .await?;
+        Ok(record)
+    }
+
+    async fn claim_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Lease, StoreError> {
+        let holder = holder.to_owned();
+        let (lease, _) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::claim_lease(rec, &holder, ttl_ms, now),
+                silent,
+            )
+            .await?;
+        Ok(lease)
+    }
+
+    async fn renew_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Lease, StoreError> {
+        let holder = holder.to_owned();
+        let (lease, _) = self
+            .update(
+                owner,
+                id,
+                move |rec, now, _| rules::renew_lease(rec, &holder, ttl_ms, now),
+                silent,
+            )
+            .await?;
+        Ok(lease)
+    }
+
+    async fn release_lease(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        holder: &str,
+    ) -> Result<(), StoreError> {
+        let holder = holder.to_owned();
+        self.update(
+            owner,
+            id,
+            move |rec, now, _| rules::release_lease(rec, &holder, now),
+            silent,
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn sweep(&self) -> Result<SweepReport, StoreError> {
+        let inner = Arc::clone(&self.inner);
+        self.spawn(async move {
+            let mut client = inner.pool.get().await.map_err(backend)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            // One sweep at a time per schema: concurrent DELETEs of the same expired rows
+            // could lock them in different orders.
+            let key = i64::from_ne_bytes(
+                schema::fnv1a(&format!("mcp_tasks.sweep.{}", inner.schema)).to_ne_bytes(),
+            );
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+                .await
+                .map_err(pg)?;
+            let report = db::sweep(&tx, inner.clock.now_ms()).await?;
+            tx.commit().await.map_err(pg)?;
+            Ok(report)
+        })
+        .await
+    }
+
+    fn events(&self) -> EventStream {
+        EventStream::with_resync(self.inner.events.subscribe())
+    }
+}
