@@ -4,7 +4,8 @@
 //! - [`TaskStore`]: the contract, rule by rule. [`rules`]: the state machine every backend
 //!   applies atomically. [`TaskRecord`]: what is kept per task.
 //! - Backends: [`MemoryStore`] (default), `SqliteStore` (feature `sqlite`: one SQLite
-//!   file, durable, shared by processes; its events stay in process).
+//!   file, durable, shared by processes; its events stay in process), `RedisStore`
+//!   (feature `redis`: many server instances on one Redis, events over pub/sub).
 //! - `conformance` (feature `conformance`): one public async function per behaviour of the
 //!   contract, each taking a store factory; call them from your backend's tests.
 //! - Time comes from a [`Clock`]; [`ManualClock`] makes TTLs and leases testable without
@@ -40,6 +41,8 @@ mod event;
 mod limits;
 mod memory;
 mod record;
+#[cfg(feature = "redis")]
+mod redis;
 pub mod rules;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -54,6 +57,8 @@ pub use record::{
     Lease, Millis, NewTask, Origin, Outcome, Owner, Resolved, SweepReport, TaskId, TaskKey,
     TaskPage, TaskRecord, Transition, WireRevision,
 };
+#[cfg(feature = "redis")]
+pub use redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::TaskStore;
