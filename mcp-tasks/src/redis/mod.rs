@@ -4,6 +4,7 @@ mod feed;
 mod keys;
 mod ops;
 mod scripts;
+mod sweep;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,16 +17,13 @@ use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::limits::{Limit, Limits};
 use crate::record::{
-    Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord,
-    Transition,
+    Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
 };
 use crate::rules::{self, Finish};
 use crate::store::TaskStore;
 
 /// How often a write re-reads and retries after losing a compare-and-set.
-const MAX_ATTEMPTS: u32 = 100;
-/// How many expired tasks a sweep reads at a time.
-const SWEEP_BATCH: usize = 500;
+pub(super) const MAX_ATTEMPTS: u32 = 100;
 
 fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
     serde_json::to_string(rec).map_err(backend)
@@ -48,7 +45,7 @@ fn silent<R>(_: &R, _: &TaskRecord) -> Vec<Wire> {
 }
 
 /// A short random pause before retrying a lost compare-and-set, growing with `attempt`.
-async fn backoff(attempt: u32) {
+pub(super) async fn backoff(attempt: u32) {
     if attempt == 0 {
         tokio::task::yield_now().await;
         return;
@@ -59,13 +56,13 @@ async fn backoff(attempt: u32) {
 }
 
 impl Inner {
-    fn conn(&self) -> redis::aio::ConnectionManager {
+    pub(super) fn conn(&self) -> redis::aio::ConnectionManager {
         // Cheap: a handle on the one multiplexed connection.
         self.conn.clone()
     }
 
     /// The stored record `id`, whoever owns it and whether expired.
-    async fn load_raw(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+    pub(super) async fn load_raw(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let json: Option<String> = redis::cmd("HGET")
             .arg(self.keys.task(id))
             .arg("rec")
@@ -189,54 +186,6 @@ impl Inner {
             )
             .await?;
         Ok(Transition { won, record })
-    }
-
-    /// Purges expired task `id` (if it still is expired and nobody purges it first).
-    /// Returns its key and whether it was unfinished.
-    async fn purge(&self, id: &TaskId, now: Millis) -> Result<Option<(TaskKey, bool)>, StoreError> {
-        for attempt in 0..MAX_ATTEMPTS {
-            let rec = self.load_raw(id).await?;
-            if rec.as_ref().is_some_and(|rec| !rec.is_expired(now)) {
-                return Ok(None);
-            }
-            let mut call = scripts::PURGE.prepare_invoke();
-            call.key(self.keys.task(id))
-                .key(self.keys.expiries())
-                .key(self.keys.leases())
-                .key(self.keys.live())
-                .key(self.keys.live_per_owner());
-            match &rec {
-                Some(rec) => {
-                    call.key(self.keys.owner_index(&rec.owner))
-                        .arg(rec.revision)
-                        .arg(id.as_str())
-                        .arg(member(rec.created_at, id));
-                }
-                None => {
-                    call.arg("").arg(id.as_str()).arg("");
-                }
-            }
-            let (purged, live_owner): (i64, String) =
-                call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-            match (purged, rec) {
-                (1, Some(rec)) => return Ok(Some((rec.key(), !rec.is_terminal()))),
-                (1, None) => {
-                    let unfinished = !live_owner.is_empty();
-                    let key = TaskKey {
-                        owner: Owner::new(live_owner),
-                        id: id.clone(),
-                    };
-                    return Ok(Some((key, unfinished)));
-                }
-                // Someone else purged it.
-                (_, None) => return Ok(None),
-                // A write raced the purge: look again.
-                (_, Some(_)) => backoff(attempt).await,
-            }
-        }
-        Err(StoreError::Backend(format!(
-            "redis: task {id} kept changing during the sweep"
-        )))
     }
 }
 
@@ -555,64 +504,7 @@ impl TaskStore for RedisStore {
     }
 
     async fn sweep(&self) -> Result<SweepReport, StoreError> {
-        let inner = &*self.inner;
-        let now = inner.clock.now_ms();
-        let mut report = SweepReport::default();
-        // Expired tasks still in their TTL by the rule (never, short of clock trouble)
-        // are skipped, so the batches move past them.
-        let mut skipped = 0usize;
-        loop {
-            let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-                .arg(inner.keys.expiries())
-                .arg("-inf")
-                .arg(now)
-                .arg("LIMIT")
-                .arg(skipped)
-                .arg(SWEEP_BATCH)
-                .query_async(&mut inner.conn())
-                .await
-                .map_err(backend)?;
-            if ids.is_empty() {
-                break;
-            }
-            for id in ids {
-                match inner.purge(&TaskId::from_wire(id), now).await? {
-                    Some((key, unfinished)) => {
-                        report.purged += 1;
-                        if unfinished {
-                            report.expired_unfinished.push(key);
-                        }
-                    }
-                    None => skipped += 1,
-                }
-            }
-        }
-        let leased: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(inner.keys.leases())
-            .arg("-inf")
-            .arg(now)
-            .query_async(&mut inner.conn())
-            .await
-            .map_err(backend)?;
-        for id in leased {
-            match inner.load_raw(&TaskId::from_wire(id.as_str())).await? {
-                // The index mirrors the record; the rule decides.
-                Some(rec) => {
-                    if !rec.is_expired(now) && rules::lease_lapsed(&rec, now) {
-                        report.lease_lapsed.push(rec.key());
-                    }
-                }
-                None => {
-                    // Best effort: a lease entry of a vanished task.
-                    let _: Result<i64, _> = redis::cmd("ZREM")
-                        .arg(inner.keys.leases())
-                        .arg(&id)
-                        .query_async(&mut inner.conn())
-                        .await;
-                }
-            }
-        }
-        Ok(report)
+        self.inner.sweep().await
     }
 
     fn events(&self) -> EventStream {
