@@ -1,9 +1,11 @@
 //! `cargo xtask conformance --store URL`: the mcp-tasks conformance kit against a backend.
 
-use mcp_tasks::conformance::{MemoryFactory, Outcome, SqliteFactory, StoreFactory, run_all};
+use mcp_tasks::conformance::{
+    MemoryFactory, Outcome, RedisFactory, SqliteFactory, StoreFactory, run_all,
+};
 
-/// Runs the kit against the backend named by `store` (`memory` or `sqlite:PATH`) and prints one line per behaviour and
-/// a closing `N passed, M failed`.
+/// Runs the kit against the backend named by `store` (`memory`, `sqlite:PATH` or
+/// `redis://HOST:PORT/`) and prints one line per behaviour and a closing `N passed, M failed`.
 pub fn run(store: &str) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -19,8 +21,14 @@ pub fn run(store: &str) -> Result<(), String> {
             ("sqlite", "") => Err("sqlite needs a path: `sqlite:/tmp/x.db`".to_owned()),
             // Each behaviour gets its own database file next to PATH, removed afterwards.
             ("sqlite", path) => Ok(kit(&SqliteFactory::new(path.into())).await),
+            // Each behaviour gets its own key prefix `kit:<namespace>`, deleted afterwards.
+            ("redis" | "rediss", _) => {
+                let factory = RedisFactory::connect(store)
+                    .map_err(|e| format!("Redis not reachable at {store}: {e}"))?;
+                Ok(kit(&factory).await)
+            }
             (scheme, _) => Err(format!(
-                "unknown store {scheme:?}: expected `memory` or `sqlite:PATH`"
+                "unknown store {scheme:?}: expected `memory`, `sqlite:PATH` or `redis://HOST:PORT/`"
             )),
         }
     })?;
