@@ -99,7 +99,8 @@ use keys::Keys;
 /// Each script is replicated and logged as one unit, so recovery never shows half a write.
 /// With replicas, `WAIT` is not used: a failover may lose acknowledged writes.
 ///
-/// All Redis failures are [`StoreError::Backend`]. A `Backend` error on a write means its
+/// All Redis failures are [`StoreError::Backend`], including a command that took longer
+/// than 10 s. A `Backend` error on a write means its
 /// outcome is unknown (the connection may have dropped after the script ran): re-read.
 #[derive(Debug, Clone)]
 pub struct RedisStore {
@@ -188,6 +189,9 @@ impl Drop for Inner {
     }
 }
 
+/// How long a command may take before it fails with [`StoreError::Backend`].
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("redis: {e}"))
 }
@@ -203,7 +207,15 @@ impl RedisStore {
     pub async fn connect_with(options: RedisOptions) -> Result<RedisStore, StoreError> {
         let keys = Keys::new(&options.prefix)?;
         let client = redis::Client::open(options.url.as_str()).map_err(backend)?;
-        let conn = client.get_connection_manager().await.map_err(backend)?;
+        // The default 500 ms response timeout is short for a 16 MiB result; a timed-out
+        // write has an unknown outcome, so allow more.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(Duration::from_secs(5)));
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(backend)?;
         let shared = Arc::new(Shared::new().map_err(backend)?);
         let channel = keys.channel();
         let pubsub = feed::subscribe(&client, &channel).await.map_err(backend)?;
