@@ -5,7 +5,7 @@
 //! read the record again. A subscriber that falls behind loses events, never the state.
 
 use mcp_protocol::tasks::TaskStatus;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::record::TaskKey;
 
@@ -60,7 +60,12 @@ pub enum FeedItem {
 
 /// A subscription to a store's change feed.
 #[derive(Debug)]
-pub struct EventStream(Feed);
+pub struct EventStream {
+    feed: Feed,
+    /// Bumped by a backend whose feed may have missed events (e.g. its connection to a
+    /// remote change feed dropped); every bump is reported once as a lag.
+    resync: Option<watch::Receiver<u64>>,
+}
 
 #[derive(Debug)]
 enum Feed {
@@ -91,28 +96,71 @@ fn try_recv_error(e: broadcast::error::TryRecvError) -> Option<EventError> {
 }
 
 impl EventStream {
-    /// A subscription to a feed of plain events.
+    /// A subscription to a plain broadcast feed.
     pub fn new(rx: broadcast::Receiver<TaskEvent>) -> EventStream {
-        EventStream(Feed::Events(rx))
+        EventStream {
+            feed: Feed::Events(rx),
+            resync: None,
+        }
     }
 
     /// A subscription to a feed that may also tell its subscribers to re-read
     /// ([`FeedItem::Resync`], received as [`EventError::Lagged`]`(0)`).
     pub fn with_resync(rx: broadcast::Receiver<FeedItem>) -> EventStream {
-        EventStream(Feed::Items(rx))
+        EventStream {
+            feed: Feed::Items(rx),
+            resync: None,
+        }
     }
 
-    /// The next event.
-    pub async fn recv(&mut self) -> Result<TaskEvent, EventError> {
-        match &mut self.0 {
+    /// A subscription that also reports [`EventError::Lagged`]`(0)` whenever `resync`
+    /// changes: the backend's feed may have missed events, so subscribers must re-read what
+    /// they watch.
+    pub fn with_resync_signal(
+        rx: broadcast::Receiver<TaskEvent>,
+        mut resync: watch::Receiver<u64>,
+    ) -> EventStream {
+        // Only changes after subscribing count.
+        resync.mark_unchanged();
+        EventStream {
+            feed: Feed::Events(rx),
+            resync: Some(resync),
+        }
+    }
+
+    async fn recv_feed(feed: &mut Feed) -> Result<TaskEvent, EventError> {
+        match feed {
             Feed::Events(rx) => rx.recv().await.map_err(recv_error),
             Feed::Items(rx) => rx.recv().await.map_err(recv_error).and_then(item),
         }
     }
 
+    /// The next event.
+    pub async fn recv(&mut self) -> Result<TaskEvent, EventError> {
+        let EventStream { feed, resync } = self;
+        if let Some(signal) = resync {
+            tokio::select! {
+                biased;
+                changed = signal.changed() => match changed {
+                    Ok(()) => return Err(EventError::Lagged(0)),
+                    // The backend stopped signalling: plain feed from now on.
+                    Err(_) => *resync = None,
+                },
+                event = Self::recv_feed(feed) => return event,
+            }
+        }
+        Self::recv_feed(feed).await
+    }
+
     /// The next event if one is queued now.
     pub fn try_recv(&mut self) -> Option<Result<TaskEvent, EventError>> {
-        match &mut self.0 {
+        if let Some(signal) = &mut self.resync
+            && signal.has_changed().unwrap_or(false)
+        {
+            signal.mark_unchanged();
+            return Some(Err(EventError::Lagged(0)));
+        }
+        match &mut self.feed {
             Feed::Events(rx) => match rx.try_recv() {
                 Ok(e) => Some(Ok(e)),
                 Err(e) => try_recv_error(e).map(Err),

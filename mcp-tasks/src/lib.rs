@@ -6,7 +6,8 @@
 //! - Backends: [`MemoryStore`] (default), `SqliteStore` (feature `sqlite`: one SQLite
 //!   file, durable, shared by processes; its events stay in process), `PostgresStore`
 //!   (feature `postgres`: one PostgreSQL schema shared by many server instances, events
-//!   across them via `LISTEN`/`NOTIFY`).
+//!   across them via `LISTEN`/`NOTIFY`), `RedisStore`
+//!   (feature `redis`: many server instances on one Redis, events over pub/sub).
 //! - `conformance` (feature `conformance`): one public async function per behaviour of the
 //!   contract, each taking a store factory; call them from your backend's tests.
 //! - Time comes from a [`Clock`]; [`ManualClock`] makes TTLs and leases testable without
@@ -44,6 +45,8 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
+#[cfg(feature = "redis")]
+mod redis;
 pub mod rules;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -60,6 +63,8 @@ pub use record::{
     Lease, Millis, NewTask, Origin, Outcome, Owner, Resolved, SweepReport, TaskId, TaskKey,
     TaskPage, TaskRecord, Transition, WireRevision,
 };
+#[cfg(feature = "redis")]
+pub use redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::TaskStore;

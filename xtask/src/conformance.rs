@@ -1,13 +1,14 @@
 //! `cargo xtask conformance --store URL`: the mcp-tasks conformance kit against a backend.
 
 use mcp_tasks::conformance::{
-    MemoryFactory, Outcome, PostgresFactory, SqliteFactory, StoreFactory, run_all,
+    MemoryFactory, Outcome, PostgresFactory, RedisFactory, SqliteFactory, StoreFactory, run_all,
 };
 
-/// Runs the kit against the backend named by `store` (`memory`, `sqlite:PATH`, or a
-/// `postgres://` / `postgresql://` URL) and prints one line per behaviour and a closing
-/// `N passed, M failed`. On PostgreSQL each behaviour's namespace gets its own schema
-/// (`kit_<namespace>`) in that database, dropped afterwards.
+/// Runs the kit against the backend named by `store` (`memory`, `sqlite:PATH`, a
+/// `postgres://` / `postgresql://` URL, or `redis://HOST:PORT/`) and prints one line per
+/// behaviour and a closing `N passed, M failed`. On PostgreSQL each behaviour's namespace
+/// gets its own schema (`kit_<namespace>`), on Redis its own key prefix
+/// (`kit:<namespace>`); both are removed afterwards.
 pub fn run(store: &str) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -24,8 +25,13 @@ pub fn run(store: &str) -> Result<(), String> {
             // Each behaviour gets its own database file next to PATH, removed afterwards.
             ("sqlite", path) => Ok(kit(&SqliteFactory::new(path.into())).await),
             ("postgres" | "postgresql", _) => Ok(kit(&PostgresFactory::new(store)).await),
+            ("redis" | "rediss", _) => {
+                let factory = RedisFactory::connect(store)
+                    .map_err(|e| format!("Redis not reachable at {store}: {e}"))?;
+                Ok(kit(&factory).await)
+            }
             (scheme, _) => Err(format!(
-                "unknown store {scheme:?}: expected `memory`, `sqlite:PATH` or `postgres://...`"
+                "unknown store {scheme:?}: expected `memory`, `sqlite:PATH`, `postgres://...` or `redis://HOST:PORT/`"
             )),
         }
     })?;

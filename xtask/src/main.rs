@@ -5,7 +5,7 @@
 //! - `test`: runs every test of the workspace and prints one closing line
 //!   `xtask: N passed, M failed, K ignored`, then the official MCP conformance suite's ten
 //!   `tasks-*` scenarios against the demo server (`conformance: N passed, M failed`).
-//! - `conformance --store memory | sqlite:PATH | postgres://...`: runs the `mcp-tasks` conformance kit
+//! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
 //!   against that backend, one line per behaviour, closing with `N passed, M failed`.
 
 use std::path::{Path, PathBuf};
@@ -37,8 +37,9 @@ enum Cmd {
     },
     /// Run the TaskStore conformance kit against a backend.
     Conformance {
-        /// `memory`, `sqlite:PATH` (each behaviour gets its own file next to PATH), or a
-        /// `postgres://` / `postgresql://` URL (each behaviour gets its own schema there).
+        /// `memory`, `sqlite:PATH` (each behaviour gets its own file next to PATH), a
+        /// `postgres://` / `postgresql://` URL (each behaviour gets its own schema there), or
+        /// `redis://HOST:PORT/` (each behaviour gets its own key prefix `kit:<namespace>`).
         #[arg(long)]
         store: String,
     },

@@ -189,6 +189,99 @@ impl Drop for SqliteFactory {
     }
 }
 
+/// [`StoreFactory`] for [`RedisStore`](crate::RedisStore): each namespace is its own key
+/// prefix `kit:{namespace}` (an isolated deployment); opening a namespace again connects
+/// another `RedisStore` (its own connections and pub/sub subscription: another node).
+/// Dropping the factory deletes the keys of every prefix it opened (best effort).
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+pub struct RedisFactory {
+    url: String,
+    created: Mutex<std::collections::BTreeSet<String>>,
+}
+
+#[cfg(feature = "redis")]
+impl RedisFactory {
+    /// The environment variable naming the test server's URL.
+    pub const URL_VAR: &'static str = "MCP_TEST_REDIS_URL";
+    /// The URL used when [`URL_VAR`](Self::URL_VAR) is unset.
+    pub const DEFAULT_URL: &'static str = "redis://127.0.0.1:6379/";
+
+    /// A factory on the server at `url`, without checking that it answers.
+    pub fn new(url: impl Into<String>) -> RedisFactory {
+        RedisFactory {
+            url: url.into(),
+            created: Mutex::default(),
+        }
+    }
+
+    /// A factory on the server at `url`, once it answered `PING` (blocking, 2 s at most).
+    pub fn connect(url: impl Into<String>) -> Result<RedisFactory, StoreError> {
+        let url = url.into();
+        crate::redis::blocking::ping(&url, std::time::Duration::from_secs(2))?;
+        Ok(RedisFactory::new(url))
+    }
+
+    /// A factory on `$MCP_TEST_REDIS_URL` (default [`DEFAULT_URL`](Self::DEFAULT_URL)), or
+    /// `None` after printing `skipped: Redis not reachable at <url>` to stderr when the
+    /// server does not answer. With `MCP_REQUIRE_SERVICES=1` an unreachable server panics
+    /// instead, so CI cannot skip silently.
+    pub fn from_env() -> Option<RedisFactory> {
+        let url = std::env::var(Self::URL_VAR).unwrap_or_else(|_| Self::DEFAULT_URL.to_owned());
+        match RedisFactory::connect(url.clone()) {
+            Ok(factory) => Some(factory),
+            Err(e) if std::env::var("MCP_REQUIRE_SERVICES").as_deref() == Ok("1") => {
+                panic!("MCP_REQUIRE_SERVICES=1 but Redis is not reachable at {url}: {e}")
+            }
+            Err(_) => {
+                eprintln!("skipped: Redis not reachable at {url}");
+                None
+            }
+        }
+    }
+
+    /// The key prefix of `namespace`.
+    pub fn prefix(namespace: &str) -> String {
+        format!("kit:{namespace}")
+    }
+}
+
+#[cfg(feature = "redis")]
+#[async_trait]
+impl StoreFactory for RedisFactory {
+    type Store = crate::RedisStore;
+
+    async fn open(&self, env: &Env) -> Result<crate::RedisStore, StoreError> {
+        let prefix = RedisFactory::prefix(&env.namespace);
+        self.created
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(prefix.clone());
+        crate::RedisStore::connect_with(
+            crate::RedisOptions::new(self.url.clone())
+                .prefix(prefix)
+                .limits(env.limits.clone())
+                .clock(env.clock()),
+        )
+        .await
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Drop for RedisFactory {
+    fn drop(&mut self) {
+        let created = std::mem::take(self.created.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for prefix in created {
+            // Best effort: a server that went away keeps the keys (they carry expiries).
+            let _ = crate::redis::blocking::delete_prefix(
+                &self.url,
+                &prefix,
+                std::time::Duration::from_secs(5),
+            );
+        }
+    }
+}
+
 // ---- helpers shared by the behaviours ----
 
 pub(crate) fn origin() -> Origin {
@@ -274,12 +367,15 @@ macro_rules! registry {
         /// Declares one `#[tokio::test]` per behaviour of the kit, each calling it with the
         /// factory `$factory` (an expression evaluated per test).
         ///
-        /// With `optional:`, the expression returns `Option<Factory>` and each test returns
-        /// early (passing) on `None`: for backends that need a service which may be absent.
+        /// For a backend behind an external service, `optional:` takes an expression
+        /// returning `Option<Factory>`; a test whose expression gives `None` returns at once
+        /// (the factory's `from_env` says on stderr that it skipped, or panics when
+        /// `MCP_REQUIRE_SERVICES=1`):
         ///
         /// ```ignore
         /// mcp_tasks::conformance_tests!(my_crate::MyFactory::new());
         /// mcp_tasks::conformance_tests!(optional: mcp_tasks::conformance::PostgresFactory::from_env());
+        /// mcp_tasks::conformance_tests!(optional: mcp_tasks::conformance::RedisFactory::from_env());
         /// ```
         #[macro_export]
         macro_rules! conformance_tests {

@@ -1,0 +1,115 @@
+//! The Lua scripts: each makes one multi-key write atomic (record, indexes, counters and
+//! the event publication together). They decide nothing about the task's state machine:
+//! the caller applied [`rules`](crate::rules) in Rust and hands over the result; the
+//! scripts only check the revision they were based on (compare-and-set) and the limits.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Inserts a new task if the live-task limits allow it.
+///
+/// KEYS: task, owner index, expiries, live, live per owner.
+/// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never),
+/// max per owner, max total, channel, event payload, safety net (`off`, `forever` or
+/// milliseconds until the task key expires).
+///
+/// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
+pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then return -3 end
+local mine = tonumber(redis.call('HGET', KEYS[5], ARGV[1]) or '0')
+if mine >= tonumber(ARGV[7]) then return -1 end
+if redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[8]) then return -2 end
+local existed = {}
+for i = 2, 5 do existed[i] = redis.call('EXISTS', KEYS[i]) end
+redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[4])
+redis.call('ZADD', KEYS[2], 0, ARGV[5])
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2]) end
+redis.call('HSET', KEYS[4], ARGV[2], ARGV[1])
+redis.call('HINCRBY', KEYS[5], ARGV[1], 1)
+local safety = ARGV[11]
+if safety == 'forever' then
+  -- A task that never expires: the indexes must never expire either.
+  for i = 2, 5 do redis.call('PERSIST', KEYS[i]) end
+elseif safety ~= 'off' then
+  local ms = tonumber(safety)
+  redis.call('PEXPIRE', KEYS[1], safety)
+  -- The indexes outlive every task they index: only ever pushed later, and left
+  -- alone when they already never expire.
+  for i = 2, 5 do
+    if existed[i] == 0 then
+      redis.call('PEXPIRE', KEYS[i], safety)
+    else
+      local left = redis.call('PTTL', KEYS[i])
+      if left >= 0 and left < ms then redis.call('PEXPIRE', KEYS[i], safety) end
+    end
+  end
+end
+redis.call('PUBLISH', ARGV[9], ARGV[10])
+return 1
+"#,
+    )
+});
+
+/// Writes back a changed record if its revision is still the one it was read at.
+///
+/// KEYS: task, leases, live, live per owner.
+/// ARGV: expected revision, new revision, record JSON, lease expiry (`''`: no live
+/// lease), `1` if this write finished the task, id, channel, event payloads...
+///
+/// Returns 1, or 0 when the record changed (or vanished) since it was read.
+pub(crate) static COMMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[2])
+if ARGV[4] == '' then
+  redis.call('ZREM', KEYS[2], ARGV[6])
+else
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[6])
+end
+if ARGV[5] == '1' then
+  local owner = redis.call('HGET', KEYS[3], ARGV[6])
+  if owner then
+    redis.call('HDEL', KEYS[3], ARGV[6])
+    if redis.call('HINCRBY', KEYS[4], owner, -1) <= 0 then redis.call('HDEL', KEYS[4], owner) end
+  end
+end
+for i = 8, #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
+return 1
+"#,
+    )
+});
+
+/// Deletes an expired task with its index entries and live count.
+///
+/// KEYS: task, expiries, leases, live, live per owner, and (optional) owner index.
+/// ARGV: expected revision (`''`: the record is already gone, e.g. by the key-expiry
+/// safety net), id, owner-index member (`''`: unknown).
+///
+/// Returns `{1, owner-if-it-was-unfinished-or-''}` when this call purged the task,
+/// `{0, ''}` when the record changed meanwhile or someone else purged it.
+pub(crate) static PURGE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+if ARGV[1] == '' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {0, ''} end
+elseif redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
+  return {0, ''}
+end
+redis.call('DEL', KEYS[1])
+if KEYS[6] and ARGV[3] ~= '' then redis.call('ZREM', KEYS[6], ARGV[3]) end
+local removed = redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+local owner = redis.call('HGET', KEYS[4], ARGV[2])
+if owner then
+  redis.call('HDEL', KEYS[4], ARGV[2])
+  if redis.call('HINCRBY', KEYS[5], owner, -1) <= 0 then redis.call('HDEL', KEYS[5], owner) end
+end
+if ARGV[1] == '' and removed == 0 and not owner then return {0, ''} end
+return {1, owner or ''}
+"#,
+    )
+});
