@@ -349,7 +349,13 @@ async fn start_task(
         },
         status_message: None,
     };
-    let record = state.store().create(new).await.map_err(store_rpc)?;
+    let created = state.store().create(new).await.map_err(store_rpc);
+    let id = created
+        .as_ref()
+        .map(|r| r.id.as_str().to_owned())
+        .unwrap_or_default();
+    crate::audit::record("tools/call: create task", &session.owner, &id, &created);
+    let record = created?;
     if let Err(e) = state.runtime().launch(&record, tool.clone(), args).await {
         let error = ErrorObject::new(
             error_codes::INTERNAL_ERROR,
@@ -403,14 +409,26 @@ pub(crate) async fn tasks_list(
     session: &LegacySession,
     cursor: Option<&str>,
 ) -> Result<ListTasksResult, ErrorObject> {
+    // Cursors are sealed for their owner: a forged, tampered or foreign one is refused.
+    let inner = match cursor {
+        None => None,
+        Some(token) => Some(
+            state
+                .cursor_key()
+                .open(&session.owner, token)
+                .ok_or_else(|| invalid("Invalid cursor"))?,
+        ),
+    };
     let page = state
         .store()
-        .list(&session.owner, cursor, LIST_PAGE)
+        .list(&session.owner, inner.as_deref(), LIST_PAGE)
         .await
         .map_err(store_rpc)?;
     Ok(ListTasksResult {
         tasks: page.tasks.iter().map(task_view).collect(),
-        next_cursor: page.next_cursor,
+        next_cursor: page
+            .next_cursor
+            .map(|c| state.cursor_key().seal(&session.owner, &c)),
         meta: None,
         extra: JsonObject::new(),
     })

@@ -13,12 +13,14 @@
 //!
 //! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension.
 
+pub mod audit;
 pub mod caller;
 mod context;
 pub mod demo;
 pub mod http;
 pub mod legacy;
 mod runtime;
+pub mod seal;
 mod server;
 pub mod stdio;
 mod tool;

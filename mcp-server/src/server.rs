@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit;
 use crate::caller::{Caller, RequestMetaLayer, SUPPORTED_VERSIONS};
 use crate::context::{ToolContext, ToolError};
 use crate::legacy::{self, session_of};
@@ -52,9 +53,17 @@ pub struct ServerBuilder {
     store: Option<Arc<dyn TaskStore>>,
     runtime: RuntimeConfig,
     poll_interval_ms: Option<u64>,
+    cursor_key: Option<crate::seal::SealKey>,
 }
 
 impl ServerBuilder {
+    /// The key `tasks/list` cursors are sealed with; every instance behind one load
+    /// balancer needs the same (default: random per process).
+    pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
+        self.cursor_key = Some(crate::seal::SealKey::from_bytes(key));
+        self
+    }
+
     /// Adds a tool (a later tool of the same name replaces an earlier one).
     pub fn tool(mut self, tool: ToolDef) -> Self {
         self.tools.insert(tool.name().to_owned(), tool);
@@ -100,6 +109,7 @@ impl ServerBuilder {
                 runtime,
                 poll_interval_ms: self.poll_interval_ms,
                 shutdown: CancellationToken::new(),
+                cursor_key: self.cursor_key.unwrap_or_else(crate::seal::SealKey::random),
             }),
         }
     }
@@ -138,6 +148,10 @@ impl State {
         self.tools.get(name)
     }
 
+    pub(crate) fn cursor_key(&self) -> &crate::seal::SealKey {
+        &self.cursor_key
+    }
+
     pub(crate) fn poll_interval(&self) -> Option<u64> {
         self.poll_interval_ms
     }
@@ -153,6 +167,8 @@ pub(crate) struct State {
     poll_interval_ms: Option<u64>,
     /// Cancelled when the server shuts down: ends listen streams.
     shutdown: CancellationToken,
+    /// Seals the cursors handed out by `tasks/list`.
+    cursor_key: crate::seal::SealKey,
 }
 
 /// An MCP server that runs tools as tasks. Cheap to clone.
@@ -178,6 +194,7 @@ impl Server {
             store: None,
             runtime: RuntimeConfig::default(),
             poll_interval_ms: None,
+            cursor_key: None,
         }
     }
 
@@ -396,7 +413,13 @@ async fn call_tool(
             status_message: None,
         };
         // Durable: once `create` returns, tasks/get on any node finds the task.
-        let record = state.store.create(new).await.map_err(store_rpc)?;
+        let created = state.store.create(new).await.map_err(store_rpc);
+        let id = created
+            .as_ref()
+            .map(|r| r.id.as_str().to_owned())
+            .unwrap_or_default();
+        audit::record("tools/call: create task", &caller.owner, &id, &created);
+        let record = created?;
         if let Err(e) = state.runtime.launch(&record, tool.clone(), args).await {
             let error = ErrorObject::new(
                 error_codes::INTERNAL_ERROR,
@@ -488,21 +511,20 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
         module.register_async_method(GetTask::METHOD, |params, state, ext| async move {
             if let Some(session) = session_of(&ext) {
                 let params = parse_params::<v2025::GetTask>(&params).map_err(rpc)?;
-                return json(
-                    legacy::tasks_get(&state, &session, &params.task_id)
-                        .await
-                        .map_err(rpc)?,
-                );
+                let outcome = legacy::tasks_get(&state, &session, &params.task_id).await;
+                audit::record("tasks/get", &session.owner, &params.task_id, &outcome);
+                return json(outcome.map_err(rpc)?);
             }
             let params = parse_params::<GetTask>(&params).map_err(rpc)?;
             let caller = Caller::from_extensions(&ext);
             require_tasks(&caller)?;
-            let record = state
+            let outcome = state
                 .store
                 .get(&caller.owner, &task_id(&params.task_id))
                 .await
-                .map_err(store_rpc)?;
-            json(GetTaskResult::from(views::detailed(&record)))
+                .map_err(store_rpc);
+            audit::record("tasks/get", &caller.owner, &params.task_id, &outcome);
+            json(GetTaskResult::from(views::detailed(&outcome.map_err(rpc)?)))
         })?;
 
         register::<UpdateTask, _, _, _>(&mut module, |params, state, ext| async move {
@@ -515,31 +537,33 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
                 ));
             }
             let responses = params.input_responses.into_iter().collect();
-            state
+            let outcome = state
                 .store
                 .resolve_input(&caller.owner, &task_id(&params.task_id), responses)
                 .await
-                .map_err(store_rpc)?;
+                .map_err(store_rpc);
+            audit::record("tasks/update", &caller.owner, &params.task_id, &outcome);
+            outcome?;
             Ok(UpdateTaskResult::default())
         })?;
 
         module.register_async_method(CancelTask::METHOD, |params, state, ext| async move {
             if let Some(session) = session_of(&ext) {
                 let params = parse_params::<v2025::CancelTask>(&params).map_err(rpc)?;
-                return json(
-                    legacy::tasks_cancel(&state, &session, &params.task_id)
-                        .await
-                        .map_err(rpc)?,
-                );
+                let outcome = legacy::tasks_cancel(&state, &session, &params.task_id).await;
+                audit::record("tasks/cancel", &session.owner, &params.task_id, &outcome);
+                return json(outcome.map_err(rpc)?);
             }
             let params = parse_params::<CancelTask>(&params).map_err(rpc)?;
             let caller = Caller::from_extensions(&ext);
             require_tasks(&caller)?;
-            state
+            let outcome = state
                 .store
                 .request_cancel(&caller.owner, &task_id(&params.task_id))
                 .await
-                .map_err(store_rpc)?;
+                .map_err(store_rpc);
+            audit::record("tasks/cancel", &caller.owner, &params.task_id, &outcome);
+            outcome.map_err(rpc)?;
             json(CancelTaskResult::default())
         })?;
 
@@ -548,11 +572,9 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
                 return Err(removed(TASKS_RESULT));
             };
             let params = parse_params::<v2025::GetTaskPayload>(&params).map_err(rpc)?;
-            json(
-                legacy::tasks_result(&state, &session, &params.task_id, &ext)
-                    .await
-                    .map_err(rpc)?,
-            )
+            let outcome = legacy::tasks_result(&state, &session, &params.task_id, &ext).await;
+            audit::record("tasks/result", &session.owner, &params.task_id, &outcome);
+            json(outcome.map_err(rpc)?)
         })?;
 
         module.register_async_method(TASKS_LIST, |params, state, ext| async move {
@@ -561,11 +583,9 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
             };
             let params = parse_params::<v2025::ListTasks>(&params).map_err(rpc)?;
             let cursor = params.and_then(|p| p.cursor);
-            json(
-                legacy::tasks_list(&state, &session, cursor.as_deref())
-                    .await
-                    .map_err(rpc)?,
-            )
+            let outcome = legacy::tasks_list(&state, &session, cursor.as_deref()).await;
+            audit::record("tasks/list", &session.owner, "*", &outcome);
+            json(outcome.map_err(rpc)?)
         })?;
 
         module.register_async_method(
