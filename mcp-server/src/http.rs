@@ -31,16 +31,15 @@ use mcp_protocol::v2026::SubscriptionsListen;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
+use crate::auth::Authenticator;
 use crate::caller::{Principal, SUPPORTED_VERSIONS};
 use crate::legacy::{LegacySession, SessionSlot};
 use crate::server::{Server, ServerEndpoint};
 
 pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 
-/// Decides who is calling from the request headers (e.g. a bearer token). `Err` refuses
-/// the request with that status (401, 403...).
-pub type PrincipalHook =
-    Arc<dyn Fn(&HeaderMap) -> Result<Option<String>, StatusCode> + Send + Sync>;
+/// Decides who is calling (see [`crate::auth`]).
+pub type PrincipalHook = Arc<dyn Authenticator>;
 
 /// Settings of the HTTP transport.
 #[derive(Clone)]
@@ -367,7 +366,7 @@ impl App {
     fn principal(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
         match &self.config.principal {
             None => Ok(None),
-            Some(hook) => hook(headers).map_err(|status| {
+            Some(hook) => hook.authenticate(headers).map_err(|status| {
                 Box::new(rpc_error(
                     status,
                     None,

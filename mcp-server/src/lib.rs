@@ -14,6 +14,7 @@
 //! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension.
 
 pub mod audit;
+pub mod auth;
 pub mod caller;
 mod context;
 pub mod demo;
