@@ -12,6 +12,7 @@
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -50,6 +51,10 @@ struct Args {
 /// Asks elicitation fields at the terminal.
 struct Terminal;
 
+/// Set while a question waits for its answer at the terminal: the status line is not
+/// redrawn then (it would erase the question).
+static PROMPTING: AtomicBool = AtomicBool::new(false);
+
 fn prompt(question: &str) -> Option<String> {
     let mut err = std::io::stderr();
     let _ = write!(err, "\r\x1b[2K{question} ");
@@ -66,7 +71,8 @@ impl ClientHandler for Terminal {
             eprintln!("\r\x1b[2KThe server wants you to open a URL; this CLI declines.");
             return Ok(ElicitResult::new(ElicitAction::Decline));
         };
-        tokio::task::spawn_blocking(move || {
+        PROMPTING.store(true, Ordering::SeqCst);
+        let answered = tokio::task::spawn_blocking(move || {
             eprintln!("\r\x1b[2K{}", form.message);
             let mut content = indexmap::IndexMap::new();
             for (name, schema) in &form.requested_schema.properties {
@@ -91,10 +97,12 @@ impl ClientHandler for Terminal {
             }
             Some(ElicitResult::accept(content))
         })
-        .await
-        .ok()
-        .flatten()
-        .map_or_else(|| Ok(ElicitResult::new(ElicitAction::Cancel)), Ok)
+        .await;
+        PROMPTING.store(false, Ordering::SeqCst);
+        answered
+            .ok()
+            .flatten()
+            .map_or_else(|| Ok(ElicitResult::new(ElicitAction::Cancel)), Ok)
     }
 }
 
@@ -124,6 +132,10 @@ async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
         let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
         let mut i = 0;
         loop {
+            if PROMPTING.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(120)).await;
+                continue;
+            }
             let line = match &*updates.borrow_and_update() {
                 Some(task) => {
                     let message = task

@@ -333,6 +333,8 @@ impl McpClient {
     }
 
     /// Follows a task created elsewhere (another process, before a restart) by its id.
+    /// The handle cancels the task on drop only once [`TaskHandle::wait`] was called:
+    /// reading its status leaves the task alone.
     pub fn resume_task(&self, task_id: impl Into<String>) -> TaskHandle {
         TaskHandle::new(self.clone(), task_id.into(), None)
     }

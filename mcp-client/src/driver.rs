@@ -55,8 +55,15 @@ struct HandleState {
     cancel_on_drop: bool,
 }
 
-/// A task being followed. Dropping it before the task finished sends `tasks/cancel`
-/// (unless [`detach`](TaskHandle::detach)ed).
+/// A task being followed.
+///
+/// Dropping a handle that owns the task before the task finished sends `tasks/cancel`
+/// (unless [`detach`](TaskHandle::detach)ed). A handle from
+/// [`call_tool_as_task`](McpClient::call_tool_as_task) owns its task from the start; a
+/// handle from [`resume_task`](McpClient::resume_task) owns it once
+/// [`wait`](TaskHandle::wait) has been called, so a resumed handle that only reads the
+/// task ([`status`](TaskHandle::status), [`updates`](TaskHandle::updates)) leaves it
+/// running when dropped.
 #[derive(Debug)]
 pub struct TaskHandle {
     client: McpClient,
@@ -67,8 +74,12 @@ pub struct TaskHandle {
 }
 
 impl TaskHandle {
+    /// A handle for task `id`; `created` is the task as `tools/call` returned it (then
+    /// the handle owns the task), `None` for a resumed handle (which owns it only once
+    /// it waits for it).
     pub(crate) fn new(client: McpClient, id: String, created: Option<Task>) -> TaskHandle {
         let (latest, _) = watch::channel(None);
+        let cancel_on_drop = created.is_some();
         TaskHandle {
             client,
             id,
@@ -77,7 +88,7 @@ impl TaskHandle {
             state: Arc::new(Mutex::new(HandleState {
                 answered: BTreeSet::new(),
                 finished: false,
-                cancel_on_drop: true,
+                cancel_on_drop,
             })),
         }
     }
@@ -145,8 +156,10 @@ impl TaskHandle {
         Ok(())
     }
 
-    /// Follows the task to its end and returns the tool's result.
+    /// Follows the task to its end and returns the tool's result. From now on, dropping
+    /// this handle before the task ends cancels the task (see [`TaskHandle`]).
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
+        self.state().cancel_on_drop = true;
         let config = self.client.inner.config.driver.clone();
         let started = Instant::now();
         let mut pushed = self.client.inner.pushed.subscribe();

@@ -38,7 +38,9 @@ pub enum ClientError {
     /// The connection is gone.
     #[error("connection closed")]
     Closed,
-    /// Starting or reaching the server failed.
+    /// Starting or reaching the server failed, or an HTTP exchange did not produce a
+    /// JSON-RPC answer (connection refused, an HTTP error status without a JSON-RPC body,
+    /// an event stream that ended without the response).
     #[error("transport: {0}")]
     Transport(String),
 }
@@ -46,6 +48,10 @@ pub enum ClientError {
 impl From<PeerError> for ClientError {
     fn from(e: PeerError) -> Self {
         match e {
+            // The HTTP transport reports a failed exchange as an error frame of its own.
+            PeerError::Rpc(e) if crate::transport::is_transport_failure(&e) => {
+                ClientError::Transport(e.message)
+            }
             PeerError::Rpc(e) => ClientError::Rpc(Box::new(e)),
             PeerError::Closed => ClientError::Closed,
             PeerError::Json(e) => {

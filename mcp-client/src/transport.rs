@@ -74,6 +74,34 @@ pub struct HttpState {
     pub session_id: Option<String>,
 }
 
+/// The `data` member that marks the error frames the HTTP transport makes up itself (a
+/// request whose exchange failed: refused connection, HTTP 500, a broken or empty event
+/// stream), so that the client reports them as [`ClientError::Transport`] and not as an
+/// error the server sent.
+const TRANSPORT_FAILURE: &str = "mcp-client/transportFailure";
+
+/// Whether `error` was made up by the transport (see [`TRANSPORT_FAILURE`]) rather than
+/// received from the server.
+pub(crate) fn is_transport_failure(error: &ErrorObject) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|d| d.get(TRANSPORT_FAILURE))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
+/// Whether an inbound frame is the response to request `id`.
+fn is_response_to(frame: &str, id: &RequestId) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        id: Option<RequestId>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(frame)
+        .is_ok_and(|p| p.method.is_none() && p.id.as_ref() == Some(id))
+}
+
 /// The request members the HTTP pump reads from an outgoing frame.
 #[derive(Deserialize)]
 struct Outgoing<'a> {
@@ -172,7 +200,8 @@ async fn post(
                 let _ = inbound
                     .send(error_frame(
                         Some(id),
-                        ErrorObject::new(error_codes::INTERNAL_ERROR, message),
+                        ErrorObject::new(error_codes::INTERNAL_ERROR, message)
+                            .with_data(serde_json::json!({ TRANSPORT_FAILURE: true })),
                     ))
                     .await;
             }
@@ -221,17 +250,29 @@ async fn post(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/event-stream"));
     if is_sse {
+        // A request's stream must carry its response; one that ends (or breaks) before
+        // that fails the request at once instead of leaving it to its timeout.
+        let mut answered = id.is_none();
         let mut events = response.bytes_stream().eventsource();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) if event.data.is_empty() => {}
                 Ok(event) => {
+                    if let Some(id) = &id
+                        && is_response_to(&event.data, id)
+                    {
+                        answered = true;
+                    }
                     if inbound.send(event.data).await.is_err() {
                         return;
                     }
                 }
-                Err(e) => return fail(format!("event stream broke: {e}")).await,
+                Err(e) if !answered => return fail(format!("event stream broke: {e}")).await,
+                Err(_) => return,
             }
+        }
+        if !answered {
+            fail("the event stream ended without a response".to_owned()).await;
         }
         return;
     }
