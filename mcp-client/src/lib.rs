@@ -17,6 +17,7 @@ mod client;
 mod driver;
 mod error;
 mod handler;
+pub mod sse;
 pub mod transport;
 
 pub use client::{ClientConfig, McpClient, ServerInfo, Started, rpc_code};

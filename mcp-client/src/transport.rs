@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use mcp_protocol::engine::{Connection, FrameSender, error_frame};
 use mcp_protocol::error_codes;
@@ -253,22 +252,26 @@ async fn post(
         // A request's stream must carry its response; one that ends (or breaks) before
         // that fails the request at once instead of leaving it to its timeout.
         let mut answered = id.is_none();
-        let mut events = response.bytes_stream().eventsource();
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(event) if event.data.is_empty() => {}
-                Ok(event) => {
-                    if let Some(id) = &id
-                        && is_response_to(&event.data, id)
-                    {
-                        answered = true;
-                    }
-                    if inbound.send(event.data).await.is_err() {
-                        return;
-                    }
-                }
+        let mut parser = crate::sse::SseParser::new();
+        let mut chunks = response.bytes_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
                 Err(e) if !answered => return fail(format!("event stream broke: {e}")).await,
                 Err(_) => return,
+            };
+            for data in parser.feed(&chunk) {
+                if data.is_empty() {
+                    continue;
+                }
+                if let Some(id) = &id
+                    && is_response_to(&data, id)
+                {
+                    answered = true;
+                }
+                if inbound.send(data).await.is_err() {
+                    return;
+                }
             }
         }
         if !answered {

@@ -5,6 +5,8 @@
 //! - `test`: runs every test of the workspace and prints one closing line
 //!   `xtask: N passed, M failed, K ignored`, then the official MCP conformance suite's ten
 //!   `tasks-*` scenarios against the demo server (`conformance: N passed, M failed`).
+//! - `fuzz --seconds N`: the fuzz targets (frames, classification, messages, SSE,
+//!   cursors), N seconds each; `test` runs them for 2 seconds each.
 //! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
 //!   against that backend, one line per behaviour, closing with `N passed, M failed`.
 
@@ -43,6 +45,12 @@ enum Cmd {
         #[arg(long)]
         store: String,
     },
+    /// Run the fuzz targets (tests/tests/fuzz.rs) for longer than `cargo xtask test` does.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+    },
     /// Run every test in the workspace (unit, integration, doc tests).
     Test {
         /// Extra arguments passed to `cargo test` after `--` (e.g. a test name filter).
@@ -56,6 +64,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Schema { check } => schema(check),
         Cmd::Test { rest } => test(&rest),
+        Cmd::Fuzz { seconds } => fuzz(seconds),
         Cmd::Conformance { store } => conformance::run(&store),
     };
     match result {
@@ -102,6 +111,31 @@ fn schema(check: bool) -> Result<(), String> {
             "stale generated schemas: {} (run `cargo xtask schema`)",
             stale.join(", ")
         ))
+    }
+}
+
+fn fuzz(seconds: f64) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .env("MCP_FUZZ_SECONDS", seconds.to_string())
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "mcp-tests",
+            "--test",
+            "fuzz",
+            "--",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .status()
+        .map_err(|e| format!("cannot run the fuzz targets: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err("a fuzz target failed".into())
     }
 }
 
