@@ -56,6 +56,8 @@ impl Default for ClientConfig {
 pub enum ServerInfo {
     /// MCP 2026-07-28 (`server/discover`).
     V2026(Box<DiscoverResult>),
+    /// MCP 2025-11-25 (`initialize`), for servers without `server/discover`.
+    V2025(Box<mcp_protocol::v2025::InitializeResult>),
 }
 
 impl ServerInfo {
@@ -63,6 +65,7 @@ impl ServerInfo {
     pub fn supports_tasks(&self) -> bool {
         match self {
             ServerInfo::V2026(d) => tasks::server_declares_tasks(&d.capabilities),
+            ServerInfo::V2025(i) => i.capabilities.supports_task_tool_calls(),
         }
     }
 }
@@ -74,6 +77,8 @@ pub(crate) struct Inner {
     pub(crate) server: Mutex<Option<ServerInfo>>,
     /// `notifications/tasks` pushed by the server, for drivers to pick up.
     pub(crate) pushed: broadcast::Sender<DetailedTask>,
+    /// The HTTP headers state, for transports that have one.
+    pub(crate) http: Option<Arc<Mutex<HttpState>>>,
     _guard: TransportGuard,
 }
 
@@ -172,6 +177,7 @@ impl McpClient {
                 config,
                 server: Mutex::new(None),
                 pushed,
+                http: http.clone(),
                 _guard: guard,
             }),
         };
@@ -184,8 +190,8 @@ impl McpClient {
         Ok(client)
     }
 
-    /// `server/discover`. (A server that only speaks 2025-11-25 answers -32601 here and is
-    /// reported as such; this client speaks 2026-07-28.)
+    /// `server/discover` (MCP 2026-07-28); a server that answers -32601 gets `initialize`
+    /// (MCP 2025-11-25) instead.
     async fn negotiate(&self) -> Result<(), ClientError> {
         match self
             .request::<Discover>(&RequestParams {
@@ -199,14 +205,49 @@ impl McpClient {
                     Some(ServerInfo::V2026(Box::new(result)));
                 Ok(())
             }
+            // No `server/discover`: an MCP 2025-11-25 server. Start a session.
             Err(ClientError::Rpc(e)) if e.code == error_codes::METHOD_NOT_FOUND => {
-                Err(ClientError::Protocol(
-                    "the server does not answer server/discover: it does not speak MCP 2026-07-28"
-                        .into(),
-                ))
+                self.initialize().await
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// `initialize` + `notifications/initialized` (MCP 2025-11-25).
+    async fn initialize(&self) -> Result<(), ClientError> {
+        use mcp_protocol::v2025;
+        let caps = serde_json::to_value(self.inner.handler.capabilities())
+            .and_then(serde_json::from_value::<v2025::ClientCapabilities>)
+            .map_err(|e| ClientError::Protocol(format!("capabilities: {e}")))?;
+        let params = v2025::InitializeRequestParams {
+            protocol_version: mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25.to_owned(),
+            capabilities: caps,
+            client_info: self.inner.config.client_info.clone(),
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        if let Some(http) = &self.inner.http {
+            http.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .protocol_version =
+                Some(mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25.to_owned());
+        }
+        let result = self.request::<v2025::Initialize>(&params).await?;
+        if result.protocol_version != mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25 {
+            return Err(ClientError::Protocol(format!(
+                "the server offers protocol {}; this client speaks 2026-07-28 and 2025-11-25",
+                result.protocol_version
+            )));
+        }
+        self.inner.peer.notify::<v2025::Initialized>(&None).await?;
+        *self.inner.server.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(ServerInfo::V2025(Box::new(result)));
+        Ok(())
+    }
+
+    /// Whether the session speaks MCP 2025-11-25.
+    pub(crate) fn is_2025(&self) -> bool {
+        matches!(self.server(), Some(ServerInfo::V2025(_)))
     }
 
     /// What the server said about itself.
@@ -261,6 +302,24 @@ impl McpClient {
 
     /// The server's tools.
     pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
+        if self.is_2025() {
+            // The 2025-11-25 listing, seen through the 2026-07-28 type (`execution` stays in
+            // each tool's extra members).
+            let listed: Value = self
+                .request_as(ListTools::METHOD, &JsonObject::new())
+                .await?;
+            let mut listed = match listed {
+                Value::Object(o) => o,
+                other => {
+                    return Err(ClientError::Protocol(format!(
+                        "tools/list answered {other}"
+                    )));
+                }
+            };
+            listed.insert("resultType".into(), Value::String("complete".into()));
+            return serde_json::from_value(Value::Object(listed))
+                .map_err(|e| ClientError::Protocol(format!("malformed tools/list result: {e}")));
+        }
         let params = v2026::PaginatedRequestParams {
             meta: self.request_meta(),
             ..Default::default()
@@ -290,6 +349,9 @@ impl McpClient {
         name: &str,
         arguments: JsonObject,
     ) -> Result<Started, ClientError> {
+        if self.is_2025() {
+            return self.call_tool_2025(name, arguments).await;
+        }
         let mut params = CallToolRequestParams::new(self.request_meta(), name, Some(arguments));
         for _round in 0..self.inner.config.max_input_rounds {
             let reply: Value = self.request_as(CallTool::METHOD, &params).await?;
@@ -330,6 +392,44 @@ impl McpClient {
             "tools/call still asked for input after {} rounds",
             self.inner.config.max_input_rounds
         )))
+    }
+
+    /// `tools/call` in a 2025-11-25 session: asks for a task when the tool's
+    /// `execution.taskSupport` allows it (the client decides in this revision); input the
+    /// server needs arrives as requests our handler answers.
+    async fn call_tool_2025(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+    ) -> Result<Started, ClientError> {
+        let tools = self.list_tools().await?;
+        let support = tools
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.extra.get("execution"))
+            .and_then(|e| e.get("taskSupport"))
+            .and_then(Value::as_str)
+            .unwrap_or("forbidden")
+            .to_owned();
+        let as_task = self.server().is_some_and(|s| s.supports_tasks()) && support != "forbidden";
+        let mut params = serde_json::json!({ "name": name, "arguments": arguments });
+        if as_task {
+            params["task"] = serde_json::json!({});
+        }
+        let reply: Value = self.request_as(CallTool::METHOD, &params).await?;
+        if let Some(task) = reply.get("task") {
+            let task: mcp_protocol::v2025::Task = serde_json::from_value(task.clone())
+                .map_err(|e| ClientError::Protocol(format!("malformed CreateTaskResult: {e}")))?;
+            return Ok(Started::Task(Box::new(TaskHandle::new(
+                self.clone(),
+                task.task_id.clone(),
+                None,
+            ))));
+        }
+        Ok(Started::Done(Box::new(crate::driver::call_result_2025(
+            reply,
+        )?)))
     }
 
     /// Follows a task created elsewhere (another process, before a restart) by its id.

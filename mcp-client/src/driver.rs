@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_protocol::JsonObject;
+use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{
     self, CancelTask, DetailedTask, GetTask, GetTaskResult, Task, TaskIdParams, TaskStatus,
     UpdateTask, UpdateTaskRequestParams,
@@ -134,8 +135,18 @@ impl TaskHandle {
         params
     }
 
-    /// Reads the task now (`tasks/get`).
+    /// Reads the task now (`tasks/get`). In a 2025-11-25 session the flat task is shown as
+    /// a `DetailedTask` without its result (which `tasks/result` fetches).
     pub async fn status(&self) -> Result<DetailedTask, ClientError> {
+        if self.client.is_2025() {
+            let task: mcp_protocol::v2025::Task = self
+                .client
+                .request_as(GetTask::METHOD, &TaskIdParams::new(&self.id))
+                .await?;
+            let detailed = detailed_2025(task)?;
+            self.latest.send_replace(Some(detailed.clone()));
+            return Ok(detailed);
+        }
         let result: GetTaskResult = self.client.request::<GetTask>(&self.id_params()).await?;
         let task = result.task;
         if task.task_id() != self.id {
@@ -152,6 +163,13 @@ impl TaskHandle {
     /// Asks the server to stop the task (`tasks/cancel`). Cancellation is cooperative: the
     /// task may still end `completed` or `failed`.
     pub async fn cancel(&self) -> Result<(), ClientError> {
+        if self.client.is_2025() {
+            let _: Value = self
+                .client
+                .request_as(CancelTask::METHOD, &TaskIdParams::new(&self.id))
+                .await?;
+            return Ok(());
+        }
         self.client.request::<CancelTask>(&self.id_params()).await?;
         Ok(())
     }
@@ -160,6 +178,9 @@ impl TaskHandle {
     /// this handle before the task ends cancels the task (see [`TaskHandle`]).
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
         self.state().cancel_on_drop = true;
+        if self.client.is_2025() {
+            return self.wait_2025().await;
+        }
         let config = self.client.inner.config.driver.clone();
         let started = Instant::now();
         let mut pushed = self.client.inner.pushed.subscribe();
@@ -243,6 +264,74 @@ impl TaskHandle {
                 _ => self.status().await?,
             };
         }
+    }
+
+    /// 2025-11-25: poll `tasks/get` until the task needs input or ends, then fetch the
+    /// outcome with `tasks/result` (which blocks while the server asks us for input through
+    /// server->client requests that our handler answers).
+    async fn wait_2025(&self) -> Result<CallToolResult, ClientError> {
+        let config = self.client.inner.config.driver.clone();
+        let started = Instant::now();
+        loop {
+            let task = self.status().await?;
+            let base = task.to_task();
+            if task.status().is_terminal() || task.status() == TaskStatus::InputRequired {
+                let limit = self.remaining(&base, started, &config);
+                let fetched = tokio::time::timeout(
+                    limit,
+                    self.client.inner.peer.request_raw(
+                        mcp_protocol::v2025::methods::TASKS_RESULT,
+                        serde_json::value::to_raw_value(&TaskIdParams::new(&self.id))
+                            .ok()
+                            .as_deref(),
+                    ),
+                )
+                .await
+                .map_err(|_| ClientError::TaskExpired {
+                    task_id: self.id.clone(),
+                })?;
+                self.state().finished = true;
+                return match fetched {
+                    Ok(raw) => {
+                        let value: Value = serde_json::from_str(raw.get())
+                            .map_err(|e| ClientError::Protocol(format!("tasks/result: {e}")))?;
+                        call_result_2025(value)
+                    }
+                    Err(mcp_protocol::engine::PeerError::Rpc(e))
+                        if task.status() == TaskStatus::Cancelled =>
+                    {
+                        let _ = e;
+                        Err(ClientError::TaskCancelled {
+                            task_id: self.id.clone(),
+                            message: task.status_message().map(str::to_owned),
+                        })
+                    }
+                    Err(mcp_protocol::engine::PeerError::Rpc(e)) => Err(ClientError::TaskFailed {
+                        task_id: self.id.clone(),
+                        error: Box::new(e),
+                    }),
+                    Err(e) => Err(e.into()),
+                };
+            }
+            if self.expired(&base, started, &config) {
+                return Err(ClientError::TaskExpired {
+                    task_id: self.id.clone(),
+                });
+            }
+            tokio::time::sleep(poll_interval(&base, &config)).await;
+        }
+    }
+
+    fn remaining(&self, task: &Task, started: Instant, config: &DriverConfig) -> Duration {
+        let limit = task
+            .ttl_ms
+            .and_then(|ttl| u64::try_from(ttl).ok())
+            .map(Duration::from_millis)
+            .unwrap_or(config.max_wait)
+            .min(config.max_wait);
+        limit
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_secs(1))
     }
 
     fn expired(&self, task: &Task, started: Instant, config: &DriverConfig) -> bool {
@@ -359,4 +448,51 @@ impl Drop for TaskHandle {
 /// For [`TaskStatus`] displays.
 pub fn status_of(task: &DetailedTask) -> TaskStatus {
     task.status()
+}
+
+/// A 2025-11-25 flat task as the 2026-07-28 `DetailedTask` the handle reports (without
+/// the inputs or outcome, which 2025-11-25 carries elsewhere).
+fn detailed_2025(task: mcp_protocol::v2025::Task) -> Result<DetailedTask, ClientError> {
+    let mut value =
+        serde_json::to_value(&task).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    if let Value::Object(obj) = &mut value {
+        let ttl = obj.remove("ttl").unwrap_or(Value::Null);
+        obj.insert("ttlMs".into(), ttl);
+        if let Some(p) = obj.remove("pollInterval") {
+            obj.insert("pollIntervalMs".into(), p);
+        }
+        match task.status {
+            TaskStatus::InputRequired => {
+                obj.insert("inputRequests".into(), Value::Object(JsonObject::new()));
+            }
+            TaskStatus::Completed => {
+                obj.insert("result".into(), serde_json::json!({"content": []}));
+            }
+            TaskStatus::Failed => {
+                obj.insert(
+                    "error".into(),
+                    serde_json::json!({"code": -32603, "message": "failed"}),
+                );
+            }
+            _ => {}
+        }
+    }
+    serde_json::from_value(value).map_err(|e| ClientError::Protocol(format!("malformed task: {e}")))
+}
+
+/// A 2025-11-25 `CallToolResult` (no `resultType`) read as the 2026-07-28 type.
+pub(crate) fn call_result_2025(reply: Value) -> Result<CallToolResult, ClientError> {
+    let mut reply = match reply {
+        Value::Object(o) => o,
+        other => {
+            return Err(ClientError::Protocol(format!(
+                "tools/call answered {other}"
+            )));
+        }
+    };
+    reply
+        .entry("resultType")
+        .or_insert_with(|| Value::String("complete".into()));
+    serde_json::from_value(Value::Object(reply))
+        .map_err(|e| ClientError::Protocol(format!("malformed CallToolResult: {e}")))
 }

@@ -54,9 +54,18 @@ pub struct ServerBuilder {
     runtime: RuntimeConfig,
     poll_interval_ms: Option<u64>,
     cursor_key: Option<crate::seal::SealKey>,
+    stateless: bool,
 }
 
 impl ServerBuilder {
+    /// Serves only MCP 2025-11-25 sessions: no `server/discover`, so clients that try
+    /// 2026-07-28 first fall back to `initialize` (for testing such clients, or for
+    /// deployments that must not offer the stateless wire).
+    pub fn only_2025_11_25(mut self) -> Self {
+        self.stateless = false;
+        self
+    }
+
     /// The key `tasks/list` cursors are sealed with; every instance behind one load
     /// balancer needs the same (default: random per process).
     pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
@@ -110,6 +119,7 @@ impl ServerBuilder {
                 poll_interval_ms: self.poll_interval_ms,
                 shutdown: CancellationToken::new(),
                 cursor_key: self.cursor_key.unwrap_or_else(crate::seal::SealKey::random),
+                stateless: self.stateless,
             }),
         }
     }
@@ -169,6 +179,8 @@ pub(crate) struct State {
     shutdown: CancellationToken,
     /// Seals the cursors handed out by `tasks/list`.
     cursor_key: crate::seal::SealKey,
+    /// Whether MCP 2026-07-28 (`server/discover`) is offered.
+    stateless: bool,
 }
 
 /// An MCP server that runs tools as tasks. Cheap to clone.
@@ -195,6 +207,7 @@ impl Server {
             runtime: RuntimeConfig::default(),
             poll_interval_ms: None,
             cursor_key: None,
+            stateless: true,
         }
     }
 
@@ -462,6 +475,12 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
     let mut module = RpcModule::from_arc(state);
     let registered = (|| -> Result<(), jsonrpsee::core::RegisterMethodError> {
         register::<Discover, _, _, _>(&mut module, |_params, state, _ext| async move {
+            if !state.stateless {
+                return Err(ErrorObject::new(
+                    error_codes::METHOD_NOT_FOUND,
+                    "Method not found: this server speaks MCP 2025-11-25 only (initialize)",
+                ));
+            }
             let capabilities = ServerCapabilities {
                 tools: Some(Default::default()),
                 ..Default::default()
