@@ -193,9 +193,9 @@ async fn handle_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     };
     let session = app.session(principal);
     let (tx, rx) = FrameSender::channel(64);
-    legacy.set_standalone(Some(session.peer.with_sender(tx)));
+    let gone = legacy.set_standalone(session.peer.with_sender(tx));
     let stream = futures::stream::unfold(
-        (rx, StandaloneGuard(legacy)),
+        (rx, StandaloneGuard(legacy, gone)),
         |(mut rx, guard)| async move {
             match rx.recv().await {
                 Some(Ok(frame)) => Some((Ok::<_, Infallible>(message_event(frame)), (rx, guard))),
@@ -208,12 +208,13 @@ async fn handle_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
         .into_response()
 }
 
-/// Unhooks the standalone stream from its session when the client goes away.
-struct StandaloneGuard(Arc<LegacySession>);
+/// Unhooks the standalone stream from its session when the client goes away (unless a
+/// newer GET replaced it), releasing the input requests asked on it.
+struct StandaloneGuard(Arc<LegacySession>, tokio_util::sync::CancellationToken);
 
 impl Drop for StandaloneGuard {
     fn drop(&mut self) {
-        self.0.set_standalone(None);
+        self.0.clear_standalone(&self.1);
     }
 }
 

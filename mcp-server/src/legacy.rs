@@ -30,6 +30,7 @@ use mcp_tasks::{
     WireRevision,
 };
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::Principal;
@@ -53,20 +54,60 @@ pub struct LegacySession {
     pub client_capabilities: v2025::ClientCapabilities,
     /// Where notifications and input requests go when no request stream fits: the
     /// connection (stdio) or the standalone GET stream (HTTP), once opened.
-    standalone: Mutex<Option<Peer>>,
+    standalone: Mutex<Option<Standalone>>,
     /// Input requests being asked right now (task id, key), so each is asked once.
     asking: Mutex<HashSet<(TaskId, String)>>,
+    /// Signalled when an input request stops being asked unanswered (its stream went
+    /// away), so a pending `tasks/result` asks it again at once.
+    released: Notify,
     /// Ends the session's watcher.
     closed: CancellationToken,
 }
 
+/// A session's standalone stream: where to send, and a token cancelled once the stream
+/// is gone (input requests asked on it are then asked again elsewhere).
+#[derive(Debug, Clone)]
+struct Standalone {
+    peer: Peer,
+    gone: CancellationToken,
+}
+
 impl LegacySession {
-    /// Sets the stream for notifications and input requests outside a request.
-    pub fn set_standalone(&self, peer: Option<Peer>) {
-        *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = peer;
+    /// Sets the stream for notifications and input requests outside a request; returns
+    /// the token to hand to [`clear_standalone`](Self::clear_standalone) when that stream
+    /// ends.
+    pub fn set_standalone(&self, peer: Peer) -> CancellationToken {
+        let gone = CancellationToken::new();
+        *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(Standalone {
+            peer,
+            gone: gone.clone(),
+        });
+        gone
     }
 
-    fn standalone(&self) -> Option<Peer> {
+    /// The stream `gone` was returned for has ended: input requests waiting on it are
+    /// released, and it stops being the standalone stream unless another replaced it.
+    pub fn clear_standalone(&self, gone: &CancellationToken) {
+        gone.cancel();
+        let mut current = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref().is_some_and(|s| s.gone.is_cancelled()) {
+            *current = None;
+        }
+    }
+
+    /// Drops the standalone stream, whichever it is (its connection ended).
+    pub fn drop_standalone(&self) {
+        let taken = self
+            .standalone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(s) = taken {
+            s.gone.cancel();
+        }
+    }
+
+    fn standalone(&self) -> Option<Standalone> {
         self.standalone
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -181,9 +222,14 @@ pub(crate) async fn initialize(
         client_capabilities: params.capabilities.clone(),
         standalone: Mutex::new(
             ext.get::<StandaloneIsRequestPeer>()
-                .and_then(|_| ext.get::<Peer>().cloned()),
+                .and_then(|_| ext.get::<Peer>().cloned())
+                .map(|peer| Standalone {
+                    peer,
+                    gone: CancellationToken::new(),
+                }),
         ),
         asking: Mutex::default(),
+        released: Notify::new(),
         closed: CancellationToken::new(),
     });
     if slot.0.set(Arc::clone(&session)).is_err() {
@@ -474,7 +520,7 @@ pub(crate) async fn tasks_result(
             }
             (None, TaskStatus::InputRequired) => {
                 if let Some(peer) = &peer {
-                    ask_pending(state.store_arc(), session, &record, peer);
+                    ask_pending(state.store_arc(), session, &record, peer, &cancel);
                 }
             }
             _ => {}
@@ -494,6 +540,7 @@ pub(crate) async fn tasks_result(
         tokio::select! {
             _ = cancel.cancelled() => return Err(ErrorObject::new(error_codes::INTERNAL_ERROR, "cancelled")),
             _ = woken => {}
+            _ = session.released.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(5)) => {}
         }
     }
@@ -501,11 +548,17 @@ pub(crate) async fn tasks_result(
 
 /// Asks the client, through `peer`, for every input request of `record` not being asked
 /// already; each answer goes into the store, which wakes the tool.
+///
+/// `gone` is cancelled when the stream `peer` writes to ends (the client dropped its
+/// `tasks/result` or its standalone stream). A question still unanswered then is
+/// released, so that the next stream asks it again: without this it stayed marked as
+/// being asked, and a later `tasks/result` waited without ever asking it.
 fn ask_pending(
     store: Arc<dyn mcp_tasks::TaskStore>,
     session: &Arc<LegacySession>,
     record: &TaskRecord,
     peer: &Peer,
+    gone: &CancellationToken,
 ) {
     for (key, request) in &record.input_requests {
         let marker = (record.id.clone(), key.clone());
@@ -535,16 +588,25 @@ fn ask_pending(
             serde_json::json!({ "taskId": record.id.as_str() }),
         );
         params.insert("_meta".to_owned(), Value::Object(meta));
-        let (store, session, peer, key, owner) = (
+        let (store, session, peer, key, owner, gone) = (
             Arc::clone(&store),
             Arc::clone(session),
             peer.clone(),
             key.clone(),
             record.owner.clone(),
+            gone.clone(),
         );
         tokio::spawn(async move {
             let raw = serde_json::value::to_raw_value(&params).ok();
-            match peer.request_raw(&method, raw.as_deref()).await {
+            let asked = tokio::select! {
+                answer = peer.request_raw(&method, raw.as_deref()) => answer,
+                _ = gone.cancelled() => {
+                    tracing::debug!("the stream of an input request ended unanswered; it will be asked again");
+                    release(&session, &marker);
+                    return;
+                }
+            };
+            match asked {
                 Ok(answer) => match serde_json::from_str::<Value>(answer.get()) {
                     Ok(answer) => {
                         if let Err(e) = store
@@ -560,15 +622,21 @@ fn ask_pending(
                 },
                 Err(e) => {
                     tracing::debug!(error = %e, "input request not answered; it can be asked again");
-                    session
-                        .asking
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&marker);
+                    release(&session, &marker);
                 }
             }
         });
     }
+}
+
+/// Marks an input request as no longer being asked, and wakes pending `tasks/result`s.
+fn release(session: &LegacySession, marker: &(TaskId, String)) {
+    session
+        .asking
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(marker);
+    session.released.notify_waiters();
 }
 
 /// Per session: `notifications/tasks/status` on each change of its tasks, and input
@@ -590,7 +658,7 @@ async fn watch(
             Ok(_) | Err(EventError::Lagged(_)) => continue,
             Err(EventError::Closed) => return,
         };
-        let Some(peer) = session.standalone() else {
+        let Some(Standalone { peer, gone }) = session.standalone() else {
             continue;
         };
         let Ok(record) = store.get(&session.owner, &key.id).await else {
@@ -601,7 +669,7 @@ async fn watch(
             tracing::debug!(error = %e, "status notification not delivered");
         }
         if record.status == TaskStatus::InputRequired {
-            ask_pending(Arc::clone(&store), &session, &record, &peer);
+            ask_pending(Arc::clone(&store), &session, &record, &peer, &gone);
         }
     }
 }

@@ -245,7 +245,7 @@ impl Server {
         let task = tokio::spawn(async move {
             let _ = served.await;
             if let Some(session) = slot.get() {
-                session.set_standalone(None);
+                session.drop_standalone();
                 session.close();
             }
         });

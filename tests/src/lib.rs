@@ -6,7 +6,9 @@
 //! handler that panics, and one with strictly typed params.
 //!
 //! [`server_harness`] runs the demo server over HTTP for the `server_*` wire tests.
+//! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 
+pub mod legacy;
 pub mod server_harness;
 
 use std::sync::Arc;

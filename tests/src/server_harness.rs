@@ -370,12 +370,26 @@ impl TestServer {
             .await
             .expect("stream opened in time")
             .expect("HTTP request");
-        SseStream {
-            status: response.status(),
-            headers: response.headers().clone(),
-            bytes: Box::pin(response.bytes_stream()),
-            buffer: Vec::new(),
+        SseStream::from_response(response)
+    }
+
+    /// Opens the standalone event stream of an MCP 2025-11-25 session (`GET` with
+    /// `Accept: text/event-stream` plus `headers`, e.g. `Mcp-Session-Id`).
+    pub async fn get_stream(&self, headers: &[(&str, &str)]) -> SseStream {
+        let mut request = self
+            .client
+            .get(&self.url)
+            .header("accept", "text/event-stream");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
+        // The stream outlives the client's overall timeout: read it with bounded waits.
+        let request = request.timeout(Duration::from_secs(3600));
+        let response = tokio::time::timeout(WAIT, request.send())
+            .await
+            .expect("stream opened in time")
+            .expect("HTTP request");
+        SseStream::from_response(response)
     }
 
     /// Stops accepting connections and waits (bounded by [`WAIT`]) until the open ones
@@ -450,6 +464,16 @@ impl std::fmt::Debug for SseStream {
 }
 
 impl SseStream {
+    /// Reads `response`'s body as server-sent events.
+    pub fn from_response(response: reqwest::Response) -> SseStream {
+        SseStream {
+            status: response.status(),
+            headers: response.headers().clone(),
+            bytes: Box::pin(response.bytes_stream()),
+            buffer: Vec::new(),
+        }
+    }
+
     /// The next event within `within`; `None` when the stream ended. Panics when time
     /// runs out. Comment lines (keep-alives) are skipped.
     pub async fn next_event(&mut self, within: Duration) -> Option<SseEvent> {
@@ -482,6 +506,20 @@ impl SseStream {
             }
         }
     }
+}
+
+/// Every event of a complete SSE body (e.g. [`Reply::text`] of a streamed reply).
+pub fn sse_events(body: &str) -> Vec<SseEvent> {
+    let mut buffer = body.as_bytes().to_vec();
+    buffer.extend_from_slice(b"\n\n");
+    let mut events = Vec::new();
+    while let Some((end, sep)) = find_blank_line(&buffer) {
+        let block: Vec<u8> = buffer.drain(..end + sep).take(end).collect();
+        if let Some(event) = parse_block(&String::from_utf8_lossy(&block)) {
+            events.push(event);
+        }
+    }
+    events
 }
 
 /// Where the first blank line is: (index of the block's end, length of the separator).

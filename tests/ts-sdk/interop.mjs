@@ -1,0 +1,362 @@
+// The official TypeScript SDK client (@modelcontextprotocol/sdk, pinned in package.json)
+// against our server over MCP 2025-11-25 with tasks.
+//
+//   node interop.mjs --url http://127.0.0.1:PORT/mcp
+//   node interop.mjs --command /path/to/demo-stdio [args...]
+//
+// Prints one JSON report ({transport, sdkVersion, ok, steps: [{step, ok, details}]}) on
+// stdout and exits 1 when any step failed (2 when the whole run timed out).
+// Every request has a timeout; the whole run is bounded too.
+
+import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  TaskStatusNotificationSchema,
+  RELATED_TASK_META_KEY,
+} from '@modelcontextprotocol/sdk/types.js';
+
+const REQUEST_TIMEOUT_MS = 20_000;
+const RUN_TIMEOUT_MS = 120_000;
+const opts = { timeout: REQUEST_TIMEOUT_MS };
+
+const sdkVersion = JSON.parse(
+  readFileSync(new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url)),
+).version;
+
+const argv = process.argv.slice(2);
+let transportName;
+let transport;
+if (argv[0] === '--url' && argv[1]) {
+  transportName = 'streamable-http';
+  transport = new StreamableHTTPClientTransport(new URL(argv[1]));
+} else if (argv[0] === '--command' && argv[1]) {
+  transportName = 'stdio';
+  transport = new StdioClientTransport({
+    command: argv[1],
+    args: argv.slice(2),
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn', SHUTDOWN_GRACE_MS: '200' },
+    stderr: 'inherit',
+  });
+} else {
+  console.error('usage: interop.mjs --url URL | --command CMD [ARGS...]');
+  process.exit(64);
+}
+
+const steps = [];
+function report(step, ok, details) {
+  steps.push({ step, ok, details });
+}
+function check(cond, what, problems) {
+  if (!cond) problems.push(what);
+}
+function text(result) {
+  return (result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
+function errorInfo(e) {
+  return { code: e?.code, message: e?.message ?? String(e) };
+}
+/** Drains a callToolStream into its messages (types + payloads), calling `onMessage` on each. */
+async function drain(stream, onMessage) {
+  const messages = [];
+  for await (const m of stream) {
+    messages.push(m);
+    if (onMessage) await onMessage(m);
+  }
+  return messages;
+}
+function summary(messages) {
+  return messages.map((m) => {
+    switch (m.type) {
+      case 'taskCreated':
+        return { type: m.type, taskId: m.task.taskId, status: m.task.status, ttl: m.task.ttl };
+      case 'taskStatus':
+        return { type: m.type, status: m.task.status };
+      case 'result':
+        return { type: m.type, text: text(m.result), isError: m.result.isError ?? false };
+      case 'error':
+        return { type: m.type, ...errorInfo(m.error) };
+      default:
+        return { type: m.type };
+    }
+  });
+}
+
+const runTimer = setTimeout(() => {
+  report('run', false, { error: `the run did not finish within ${RUN_TIMEOUT_MS} ms` });
+  finish(2);
+}, RUN_TIMEOUT_MS);
+
+let finished = false;
+function finish(code) {
+  if (finished) return;
+  finished = true;
+  clearTimeout(runTimer);
+  const ok = code === 0 && steps.every((s) => s.ok);
+  process.stdout.write(JSON.stringify({ transport: transportName, sdkVersion, ok, steps }, null, 2) + '\n');
+  process.exit(ok ? 0 : code || 1);
+}
+
+const client = new Client(
+  { name: 'ts-sdk-interop', version: '0.0.0' },
+  { capabilities: { elicitation: { form: {} } } },
+);
+
+// Elicitations the server sends: answered per the tool, recorded for the checks.
+const elicitations = [];
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  const params = request.params;
+  elicitations.push({ message: params.message, relatedTask: params._meta?.[RELATED_TASK_META_KEY] ?? null });
+  if (params.message.startsWith('Delete ')) {
+    return { action: 'accept', content: { confirm: true } };
+  }
+  return { action: 'accept', content: { name: `answer-${elicitations.length}` } };
+});
+
+const statusNotifications = [];
+client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+  statusNotifications.push({ taskId: n.params.taskId, status: n.params.status, meta: n.params._meta ?? null });
+});
+
+async function step(name, body) {
+  const problems = [];
+  try {
+    const details = (await body(problems)) ?? {};
+    report(name, problems.length === 0, problems.length ? { problems, ...details } : details);
+  } catch (e) {
+    report(name, false, { problems, exception: errorInfo(e), stack: e?.stack?.split('\n').slice(0, 4) });
+  }
+}
+
+async function main() {
+  const created = [];
+
+  await step('initialize', async (problems) => {
+    // The SDK hands the negotiated version to HTTP transports only; record it on both.
+    let version = null;
+    const setVersion = transport.setProtocolVersion?.bind(transport);
+    transport.setProtocolVersion = (v) => {
+      version = v;
+      setVersion?.(v);
+    };
+    await client.connect(transport, opts);
+    const caps = client.getServerCapabilities() ?? {};
+    check(version === '2025-11-25', `negotiated 2025-11-25 (got ${version})`, problems);
+    check(caps.tasks?.list !== undefined, 'capabilities.tasks.list', problems);
+    check(caps.tasks?.cancel !== undefined, 'capabilities.tasks.cancel', problems);
+    check(caps.tasks?.requests?.tools?.call !== undefined, 'capabilities.tasks.requests.tools.call', problems);
+    if (transportName === 'streamable-http') {
+      check(typeof transport.sessionId === 'string' && transport.sessionId.length > 0, 'Mcp-Session-Id', problems);
+    }
+    return { serverInfo: client.getServerVersion(), protocolVersion: version, capabilities: caps };
+  });
+
+  await step('tools/list taskSupport', async (problems) => {
+    const { tools } = await client.listTools(undefined, opts);
+    const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? null]));
+    const expected = {
+      greet: 'forbidden',
+      slow_compute: 'optional',
+      confirm_delete: 'optional',
+      multi_input: 'optional',
+      protocol_error_job: 'optional',
+      failing_job: 'required',
+      test_tool_with_task: 'required',
+    };
+    for (const [name, want] of Object.entries(expected)) {
+      check(support[name] === want || (want === 'forbidden' && support[name] === null), `${name}: ${want} (got ${support[name]})`, problems);
+    }
+    check(client.isToolTask('slow_compute') === true, 'SDK sees slow_compute as a task tool', problems);
+    check(client.isToolTaskRequired('failing_job') === true, 'SDK sees failing_job as task-required', problems);
+    return { taskSupport: support };
+  });
+
+  await step('slow_compute as a task', async (problems) => {
+    const stream = client.experimental.tasks.callToolStream(
+      { name: 'slow_compute', arguments: { seconds: 0.5, label: 'sdk' } },
+      CallToolResultSchema,
+      { ...opts, task: { ttl: 60_000 } },
+    );
+    const messages = await drain(stream);
+    const first = messages[0];
+    const last = messages[messages.length - 1];
+    check(first?.type === 'taskCreated', 'first message is taskCreated', problems);
+    check(first?.task?.status === 'working', 'the new task is working', problems);
+    check(first?.task?.ttl === 60_000 || typeof first?.task?.ttl === 'number' || first?.task?.ttl === null, 'ttl present', problems);
+    check(last?.type === 'result', 'ends with a result', problems);
+    check(/sdk: done after 0\.5 s/.test(text(last?.result)), 'result text', problems);
+    check(last?.result?._meta?.[RELATED_TASK_META_KEY]?.taskId === first?.task?.taskId, 'result carries related-task _meta', problems);
+    if (first?.task) created.push(first.task.taskId);
+    // The task's own view after the fact.
+    const task = await client.experimental.tasks.getTask(first.task.taskId, opts);
+    check(task.status === 'completed', `tasks/get says completed (got ${task.status})`, problems);
+    return { messages: summary(messages) };
+  });
+
+  await step('confirm_delete as a task, elicitation answered', async (problems) => {
+    const before = elicitations.length;
+    const stream = client.experimental.tasks.callToolStream(
+      { name: 'confirm_delete', arguments: { filename: 'notes.txt' } },
+      CallToolResultSchema,
+      { ...opts, task: { ttl: 60_000 } },
+    );
+    const messages = await drain(stream);
+    const first = messages[0];
+    const last = messages[messages.length - 1];
+    const asked = elicitations.slice(before);
+    check(first?.type === 'taskCreated', 'first message is taskCreated', problems);
+    check(asked.length === 1, `one elicitation (got ${asked.length})`, problems);
+    check(asked[0]?.relatedTask?.taskId === first?.task?.taskId, 'the elicitation carries related-task _meta', problems);
+    check(last?.type === 'result', 'ends with a result', problems);
+    check(/Deleted notes\.txt/.test(text(last?.result)), 'result says deleted', problems);
+    if (first?.task) created.push(first.task.taskId);
+    return { messages: summary(messages), elicitations: asked };
+  });
+
+  await step('multi_input as a task, both questions answered', async (problems) => {
+    const before = elicitations.length;
+    const messages = await drain(
+      client.experimental.tasks.callToolStream({ name: 'multi_input', arguments: {} }, CallToolResultSchema, {
+        ...opts,
+        task: {},
+      }),
+    );
+    const first = messages[0];
+    const last = messages[messages.length - 1];
+    const asked = elicitations.slice(before);
+    check(asked.length === 2, `two elicitations (got ${asked.length})`, problems);
+    check(asked.every((a) => a.relatedTask?.taskId === first?.task?.taskId), 'each carries related-task _meta', problems);
+    check(last?.type === 'result', 'ends with a result', problems);
+    check(/^Answers: answer-\d+, answer-\d+$/.test(text(last?.result)), `result names both answers (got ${text(last?.result)})`, problems);
+    if (first?.task) created.push(first.task.taskId);
+    return { messages: summary(messages), elicitations: asked };
+  });
+
+  await step('cancel a slow_compute task', async (problems) => {
+    let cancelled = null;
+    let secondCancel = null;
+    const messages = await drain(
+      client.experimental.tasks.callToolStream(
+        { name: 'slow_compute', arguments: { seconds: 30 } },
+        CallToolResultSchema,
+        { ...opts, task: { ttl: 60_000 } },
+      ),
+      async (m) => {
+        if (m.type === 'taskCreated') {
+          created.push(m.task.taskId);
+          cancelled = await client.experimental.tasks.cancelTask(m.task.taskId, opts);
+          try {
+            await client.experimental.tasks.cancelTask(m.task.taskId, opts);
+            secondCancel = { ok: true };
+          } catch (e) {
+            secondCancel = errorInfo(e);
+          }
+        }
+      },
+    );
+    const last = messages[messages.length - 1];
+    check(cancelled?.status === 'cancelled', `tasks/cancel returns the task cancelled (got ${cancelled?.status})`, problems);
+    check(secondCancel?.code === -32602, `a second cancel is -32602 (got ${JSON.stringify(secondCancel)})`, problems);
+    check(last?.type === 'error' && /cancelled/.test(last.error.message), 'the stream ends with "cancelled"', problems);
+    const task = await client.experimental.tasks.getTask(cancelled?.taskId, opts);
+    check(task.status === 'cancelled', 'tasks/get stays cancelled', problems);
+    return { cancelResult: cancelled, secondCancel, messages: summary(messages) };
+  });
+
+  await step('failing_job (required) as a task', async (problems) => {
+    let plain = null;
+    try {
+      // Bypasses the SDK's own "requires task" guard, to see the server's answer.
+      await client.request({ method: 'tools/call', params: { name: 'failing_job', arguments: {} } }, CallToolResultSchema, opts);
+      plain = { ok: true };
+    } catch (e) {
+      plain = errorInfo(e);
+    }
+    check(plain?.code === -32601, `plain call is -32601 (got ${JSON.stringify(plain)})`, problems);
+    const messages = await drain(
+      client.experimental.tasks.callToolStream({ name: 'failing_job', arguments: {} }, CallToolResultSchema, opts),
+    );
+    const first = messages[0];
+    const last = messages[messages.length - 1];
+    check(first?.type === 'taskCreated', 'the SDK task-augments it by itself', problems);
+    check(last?.type === 'error' && /failed/.test(last.error.message), 'the stream ends with "failed"', problems);
+    if (first?.task) created.push(first.task.taskId);
+    const payload = await client.experimental.tasks.getTaskResult(first.task.taskId, CallToolResultSchema, opts);
+    check(payload.isError === true, 'tasks/result is the isError result', problems);
+    return { plainCall: plain, messages: summary(messages), payload: { text: text(payload), isError: payload.isError } };
+  });
+
+  await step('protocol_error_job: tasks/result is the JSON-RPC error', async (problems) => {
+    const messages = await drain(
+      client.experimental.tasks.callToolStream({ name: 'protocol_error_job', arguments: {} }, CallToolResultSchema, {
+        ...opts,
+        task: {},
+      }),
+    );
+    const first = messages[0];
+    if (first?.task) created.push(first.task.taskId);
+    let payloadError = null;
+    try {
+      await client.experimental.tasks.getTaskResult(first.task.taskId, CallToolResultSchema, opts);
+    } catch (e) {
+      payloadError = errorInfo(e);
+    }
+    check(payloadError?.code === -32603, `tasks/result is -32603 (got ${JSON.stringify(payloadError)})`, problems);
+    check(/protocol-level error/.test(payloadError?.message ?? ''), 'with the original message', problems);
+    return { messages: summary(messages), payloadError };
+  });
+
+  await step('tasks/list', async (problems) => {
+    const seen = [];
+    let cursor;
+    for (let page = 0; page < 100; page++) {
+      const result = await client.experimental.tasks.listTasks(cursor, opts);
+      seen.push(...result.tasks.map((t) => t.taskId));
+      cursor = result.nextCursor;
+      if (!cursor) break;
+    }
+    for (const id of created) check(seen.includes(id), `lists ${id}`, problems);
+    check(new Set(seen).size === seen.length, 'no duplicates', problems);
+    return { listed: seen.length, created: created.length };
+  });
+
+  await step('greet synchronously', async (problems) => {
+    const result = await client.callTool({ name: 'greet', arguments: { name: 'SDK' } }, undefined, opts);
+    check(text(result) === 'Hello, SDK!', `text (got ${text(result)})`, problems);
+    check(!result.isError, 'not an error', problems);
+    let withTask = null;
+    try {
+      await client.request(
+        { method: 'tools/call', params: { name: 'greet', arguments: { name: 'x' }, task: {} } },
+        CallToolResultSchema,
+        opts,
+      );
+      withTask = { ok: true };
+    } catch (e) {
+      withTask = errorInfo(e);
+    }
+    check(withTask?.code === -32601, `greet with task is -32601 (got ${JSON.stringify(withTask)})`, problems);
+    return { text: text(result), withTask };
+  });
+
+  await step('notifications/tasks/status', async (problems) => {
+    // Sent on the standalone GET stream (HTTP) or the connection (stdio).
+    const forCreated = statusNotifications.filter((n) => created.includes(n.taskId));
+    check(forCreated.length > 0, 'at least one status notification for our tasks', problems);
+    check(forCreated.every((n) => !n.meta?.[RELATED_TASK_META_KEY]), 'none carries related-task _meta', problems);
+    return { received: statusNotifications.length, statuses: [...new Set(forCreated.map((n) => n.status))] };
+  });
+
+  await client.close();
+}
+
+main().then(
+  () => finish(0),
+  (e) => {
+    report('run', false, { exception: errorInfo(e) });
+    finish(1);
+  },
+);
