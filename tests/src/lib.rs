@@ -7,6 +7,7 @@
 //!
 //! [`server_harness`] runs the demo server over HTTP for the `server_*` wire tests.
 
+pub mod node_harness;
 pub mod server_harness;
 
 use std::sync::Arc;
