@@ -6,15 +6,48 @@
 //! cargo run -p mcp-server --example demo -- --http 127.0.0.1:0 --store memory
 //! cargo run -p mcp-server --example demo -- --stdio
 //! ```
+//!
+//! # Stores
+//!
+//! - `--store memory`: in this process only.
+//! - `--store sqlite:PATH` (the default, `sqlite:./mcp-tasks.db`): one file, one server.
+//!   SQLite serves a **single node**, so on start the server fails every task the file
+//!   holds unfinished ("worker lost", see `SqliteStore::fail_unfinished`): its previous
+//!   process is gone and nobody else will finish them. Do not run two servers on one file.
+//! - `--store postgres://USER@HOST:PORT/DB` (or `postgresql://`) and
+//!   `--store redis://HOST:PORT/`: shared stores. Any number of instances may serve the same
+//!   tasks: a task created through one is readable, answerable and cancellable through any
+//!   other, and events (input answers, cancel requests) reach the instance running it. An
+//!   instance that dies stops renewing its tasks' leases; another instance's sweep then
+//!   fails them ("worker lost") about one lease period later.
+//!
+//! `--namespace NAME` isolates a deployment inside a shared store: the PostgreSQL schema
+//! (default `mcp_tasks`; `[a-z0-9_]`, at most 63 bytes, not starting with a digit) or the
+//! Redis key prefix (default `mcp-tasks`; no `{` or `}`). Instances share tasks exactly when
+//! they use the same store URL and namespace. It is refused with `memory` and `sqlite:`.
+//!
+//! ```text
+//! demo --http 127.0.0.1:8001 --store postgres://postgres@127.0.0.1:5432/test --node-id a
+//! demo --http 127.0.0.1:8002 --store postgres://postgres@127.0.0.1:5432/test --node-id b
+//! demo --http 127.0.0.1:8003 --store redis://127.0.0.1:6379/ --namespace staging --lease-ms 2000
+//! ```
+//!
+//! `--node-id` names the instance in its leases (default: random); `--lease-ms` is how long
+//! a task's lease lasts without renewal (default 30000; renewed every third of it), i.e.
+//! about how long a task of a dead instance stays `working` before it is failed.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use clap::Parser;
 use mcp_server::http::{HttpConfig, local_url};
-use mcp_server::{Server, demo};
-use mcp_tasks::{Limits, MemoryStore, TaskStore};
+use mcp_server::{RuntimeConfig, Server, demo, worker_lost_error};
+use mcp_tasks::{
+    Limits, MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TaskStore,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,27 +61,90 @@ struct Args {
     /// Serve on stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
-    /// Where tasks live: `memory`, `sqlite:PATH`.
+    /// Where tasks live: `memory`, `sqlite:PATH`, `postgres://...` / `postgresql://...`,
+    /// `redis://HOST:PORT/`.
     #[arg(long, default_value = "sqlite:./mcp-tasks.db")]
     store: String,
+    /// The deployment inside a shared store: the PostgreSQL schema or the Redis key prefix.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// This instance's name in task leases (default: random).
+    #[arg(long)]
+    node_id: Option<String>,
+    /// How long a task's lease lasts without renewal, in milliseconds (renewed every
+    /// third of it).
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(30..))]
+    lease_ms: u64,
 }
 
-fn open_store(url: &str) -> Result<Arc<dyn TaskStore>, String> {
+async fn open_store(url: &str, namespace: Option<&str>) -> Result<Arc<dyn TaskStore>, String> {
     let limits = Limits::default();
-    match url
-        .split_once(':')
-        .map_or((url, ""), |(scheme, rest)| (scheme, rest))
-    {
-        ("memory", _) => Ok(Arc::new(MemoryStore::new(limits))),
-        ("sqlite", path) if !path.is_empty() => mcp_tasks::SqliteStore::open(path, limits)
-            .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
-            .map_err(|e| format!("cannot open {path}: {e}")),
-        ("postgres" | "postgresql" | "redis", _) => Err(format!(
-            "the {url} backend is not built yet; use memory or sqlite:PATH"
-        )),
+    let (scheme, rest) = url.split_once(':').unwrap_or((url, ""));
+    if namespace.is_some() && matches!(scheme, "memory" | "sqlite") {
+        return Err(format!(
+            "--namespace applies to shared stores (postgres, redis), not to {scheme}"
+        ));
+    }
+    match scheme {
+        "memory" => Ok(Arc::new(MemoryStore::new(limits))),
+        "sqlite" if !rest.is_empty() => {
+            let store = mcp_tasks::SqliteStore::open(rest, limits)
+                .map_err(|e| format!("cannot open {rest}: {e}"))?;
+            // One node per file: whatever is unfinished was left by a process that is gone.
+            let failed = store
+                .fail_unfinished(worker_lost_error())
+                .await
+                .map_err(|e| format!("cannot recover {rest}: {e}"))?;
+            if failed > 0 {
+                tracing::warn!(
+                    failed,
+                    "failed the tasks a previous server left unfinished (worker lost)"
+                );
+            }
+            Ok(Arc::new(store))
+        }
+        "postgres" | "postgresql" => {
+            let mut options = PostgresOptions::new(url);
+            options.limits = limits;
+            if let Some(schema) = namespace {
+                options.schema = schema.to_owned();
+            }
+            PostgresStore::connect_with(options)
+                .await
+                .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
+                .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))
+        }
+        "redis" | "rediss" => {
+            let mut options = RedisOptions::new(url).limits(limits);
+            if let Some(prefix) = namespace {
+                options = options.prefix(prefix);
+            }
+            RedisStore::connect_with(options)
+                .await
+                .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
+                .map_err(|e| format!("cannot connect to Redis: {e}"))
+        }
         _ => Err(format!(
-            "unknown store {url:?}: expected memory or sqlite:PATH"
+            "unknown store {url:?}: expected memory, sqlite:PATH, postgres://... or redis://..."
         )),
+    }
+}
+
+/// The store URL as shown in logs: a password in it is replaced by `***`.
+fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match authority
+        .rsplit_once('@')
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+    {
+        Some((user, password)) if !password.is_empty() => {
+            let hidden = rest.replacen(&format!("{user}:{password}@"), &format!("{user}:***@"), 1);
+            format!("{scheme}://{hidden}")
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -79,7 +175,7 @@ async fn main() -> std::process::ExitCode {
         )
         .init();
     let args = Args::parse();
-    let store = match open_store(&args.store) {
+    let store = match open_store(&args.store, args.namespace.as_deref()).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("demo: {e}");
@@ -93,8 +189,19 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    let lease = Duration::from_millis(args.lease_ms);
+    let mut runtime = RuntimeConfig {
+        lease,
+        renew_every: lease / 3,
+        ..RuntimeConfig::default()
+    };
+    if let Some(node_id) = args.node_id {
+        runtime.node_id = node_id;
+    }
+    tracing::info!(node_id = %runtime.node_id, lease_ms = args.lease_ms, "task runtime");
     let mut builder = Server::builder("mcp-tasks-demo", env!("CARGO_PKG_VERSION"))
         .store(store)
+        .runtime(runtime)
         .instructions("Demo tools for MCP tasks: slow_compute runs as a task; confirm_delete asks before it acts.");
     for tool in tools {
         builder = builder.tool(tool);
@@ -102,7 +209,7 @@ async fn main() -> std::process::ExitCode {
     let server = builder.build();
 
     if args.stdio {
-        tracing::info!(store = %args.store, "serving MCP on stdio");
+        tracing::info!(store = %shown(&args.store), "serving MCP on stdio");
         let served = mcp_server::stdio::serve(&server).await;
         server.shutdown().await;
         return match served {
@@ -128,7 +235,7 @@ async fn main() -> std::process::ExitCode {
     let _ = writeln!(
         out,
         "MCP tasks demo server on {url} (store: {})",
-        args.store
+        shown(&args.store)
     );
     let _ = writeln!(out, "Try it:");
     let _ = writeln!(

@@ -29,6 +29,9 @@ pub mod views;
 
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
-pub use runtime::{CANCELLED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime};
+pub use runtime::{
+    CANCELLED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime, WORKER_LOST_MESSAGE,
+    worker_lost_error,
+};
 pub use server::{Server, ServerBuilder, ServerEndpoint};
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_tasks::{EventError, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord, TaskStore};
+use mcp_tasks::{EventError, Owner, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord, TaskStore};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -54,9 +54,20 @@ impl Default for RuntimeConfig {
 pub const SHUTDOWN_MESSAGE: &str = "The server shut down before the task finished.";
 /// Cancellation message of a task cancelled on request.
 pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
+/// Error message of a task whose worker is gone: its server stopped (crashed, was killed)
+/// before the task finished. Written by the sweep when the task's lease lapsed, and by a
+/// single-node server that finds the task unfinished when it starts.
+pub const WORKER_LOST_MESSAGE: &str =
+    "Worker lost: the server running this task stopped before it finished.";
+
+/// The JSON-RPC error a task whose worker is gone fails with ([`WORKER_LOST_MESSAGE`]).
+pub fn worker_lost_error() -> ErrorObject {
+    ErrorObject::new(error_codes::INTERNAL_ERROR, WORKER_LOST_MESSAGE)
+}
 
 #[derive(Debug)]
 struct Running {
+    owner: Owner,
     cancel: CancellationToken,
     wake: Arc<Notify>,
 }
@@ -130,6 +141,7 @@ impl TaskRuntime {
         self.running().insert(
             key.id.clone(),
             Running {
+                owner: key.owner.clone(),
                 cancel: cancel.clone(),
                 wake: Arc::clone(&wake),
             },
@@ -274,13 +286,43 @@ impl TaskRuntime {
                 Err(EventError::Lagged(n)) => {
                     tracing::warn!(
                         dropped = n,
-                        "task events lagged; waking every waiting tool to re-check"
+                        "task events lagged; re-checking every task running here"
                     );
                     for r in self.running().values() {
                         r.wake.notify_waiters();
                     }
+                    // A cancel request or a terminal write made elsewhere during the gap
+                    // raised no event we heard: read the records (off the pump, which
+                    // must keep draining the feed).
+                    tokio::spawn(self.clone().recheck_running());
                 }
                 Err(EventError::Closed) => return,
+            }
+        }
+    }
+
+    /// Re-reads every task running here and stops those that were finished, asked to
+    /// stop, or expired meanwhile: what the events lost in a lag would have done.
+    async fn recheck_running(self) {
+        let keys: Vec<TaskKey> = self
+            .running()
+            .iter()
+            .map(|(id, r)| TaskKey {
+                owner: r.owner.clone(),
+                id: id.clone(),
+            })
+            .collect();
+        for key in keys {
+            let stop = match self.inner.store.get(&key.owner, &key.id).await {
+                Ok(rec) => rec.is_terminal() || rec.cancel_requested,
+                Err(StoreError::NotFound) => true,
+                // The store is the truth but unreachable now; the lease renewal and the
+                // input re-check will notice a lasting failure.
+                Err(_) => false,
+            };
+            if stop && let Some(r) = self.running().get(&key.id) {
+                tracing::info!(task_id = %key.id, "task finished or cancelled elsewhere during an event lag; stopping it");
+                r.cancel.cancel();
             }
         }
     }
@@ -311,11 +353,12 @@ impl TaskRuntime {
             if self.running().contains_key(&key.id) {
                 continue;
             }
-            let error = ErrorObject::new(
-                error_codes::INTERNAL_ERROR,
-                "The server running this task stopped before it finished (its lease lapsed).",
-            );
-            match self.inner.store.fail(&key.owner, &key.id, error).await {
+            match self
+                .inner
+                .store
+                .fail(&key.owner, &key.id, worker_lost_error())
+                .await
+            {
                 Ok(t) if t.won => {
                     tracing::warn!(task_id = %key.id, "task failed: its worker is gone")
                 }

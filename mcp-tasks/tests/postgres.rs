@@ -114,8 +114,10 @@ async fn a_dropped_listener_reconnects_and_resyncs_its_waiters() {
     let writer = factory.open(&env).await.expect("writer");
     let waiter = factory.open(&env).await.expect("waiter");
     let owner = Owner::new("alice");
-    let task = writer.create(new_task(&owner)).await.expect("create");
+    // Subscribe before the create: its notification may reach the waiter's listener
+    // before `create` returns here, and a later subscription would miss it.
     let mut feed = waiter.events();
+    let task = writer.create(new_task(&owner)).await.expect("create");
     // Drain the create's notification, so only what follows counts.
     next_for(&mut feed, &task.id).await.expect("create heard");
 

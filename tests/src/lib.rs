@@ -9,6 +9,7 @@
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 
 pub mod legacy;
+pub mod node_harness;
 pub mod server_harness;
 
 use std::sync::Arc;

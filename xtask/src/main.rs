@@ -2,7 +2,10 @@
 //!
 //! - `schema [--check]`: writes the JSON Schemas generated from `mcp-protocol`'s types into
 //!   `schema/`; with `--check`, fails if the committed files are stale.
-//! - `test`: runs every test of the workspace and prints one closing line
+//! - `test`: first says which backend services (PostgreSQL, Redis) answer and so which
+//!   backend tests run and which are SKIPPED (under `CI=true` a missing one is an error,
+//!   and the tests get `MCP_REQUIRE_SERVICES=1`; see `services.rs`); then runs every test
+//!   of the workspace and prints one closing line
 //!   `xtask: N passed, M failed, K ignored`, then the official MCP conformance suite's ten
 //!   `tasks-*` scenarios against the demo server (`conformance: N passed, M failed`).
 //! - `fuzz --seconds N`: the fuzz targets (frames, classification, messages, SSE,
@@ -17,6 +20,7 @@ use clap::{Parser, Subcommand};
 use mcp_protocol::schema::{Revision, generate};
 
 mod conformance;
+mod services;
 mod suite;
 
 #[derive(Parser)]
@@ -147,6 +151,7 @@ fn test(rest: &[String]) -> Result<(), String> {
     if !rest.is_empty() {
         cmd.arg("--").args(rest);
     }
+    services::prepare(&mut cmd, is_ci())?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     println!("xtask: running {cmd:?}");
     let mut child = cmd
@@ -210,7 +215,7 @@ fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, St
         return Ok(None);
     }
     let root = workspace_root();
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let ci = is_ci();
     let Some(installed) = suite::Suite::find(&root) else {
         let how = "npm ci --prefix tests/conformance-suite";
         if ci {
@@ -228,6 +233,11 @@ fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, St
         report.passed, report.failed
     );
     Ok(Some(report))
+}
+
+/// Whether this runs in CI (`CI=true` or `CI=1`): nothing may be skipped there.
+fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// Sums of cargo test's `test result: ok. N passed; M failed; K ignored; ...` lines.

@@ -218,6 +218,25 @@ pub(crate) fn sweep(conn: &Connection, now: Millis) -> Result<SweepReport, Store
     Ok(report)
 }
 
+/// Every unfinished task not expired at `now`, oldest first.
+pub(crate) fn unfinished(conn: &Connection, now: Millis) -> Result<Vec<TaskRecord>, StoreError> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT record FROM tasks
+             WHERE live = 1 AND (expires_at IS NULL OR expires_at > ?1)
+             ORDER BY created_at, id",
+        )
+        .map_err(backend)?;
+    let rows = st
+        .query_map([now], |row| row.get::<_, String>(0))
+        .map_err(backend)?;
+    let mut tasks = Vec::new();
+    for json in rows {
+        tasks.push(decode(&json.map_err(backend)?)?);
+    }
+    Ok(tasks)
+}
+
 /// How many tasks are stored (finished and not yet swept expired ones included).
 pub(crate) fn task_count(conn: &Connection) -> Result<usize, StoreError> {
     let n: i64 = conn

@@ -119,6 +119,44 @@ impl SqliteStore {
         self.run(move |conn, _| db::live_counts(conn, &owner)).await
     }
 
+    /// Crash recovery for a **single-node** deployment: fails every unfinished, unexpired
+    /// task with `error` (first terminal write, as [`fail`](TaskStore::fail) would) in one
+    /// transaction, announces each change, and returns how many tasks it failed.
+    ///
+    /// A server that is the only one using this file calls it once at start, before it
+    /// serves anything: every task still unfinished then was left by a process that is gone
+    /// (crashed or killed), and no worker will ever finish it. Without this, such tasks
+    /// would stay `working` until their lease lapsed and a sweep failed them (or, for a
+    /// task whose worker never took a lease, until its TTL ran out).
+    ///
+    /// **Never call it while another process serves tasks from the same file**: it cannot
+    /// tell that process's running tasks from orphans, and would fail them under it. That
+    /// is why it is a method of `SqliteStore` and not of the [`TaskStore`] contract; shared
+    /// backends rely on leases and the sweep instead.
+    pub async fn fail_unfinished(&self, error: ErrorObject) -> Result<usize, StoreError> {
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let now = inner.clock.now_ms();
+            let mut failed = Vec::new();
+            for mut rec in db::unfinished(&tx, now)? {
+                if rules::finish(&mut rec, Finish::Fail(error.clone()), now) {
+                    db::save(&tx, &rec)?;
+                    db::release_live(&tx, rec.owner.as_str(), 1)?;
+                    failed.push(changed(&rec));
+                }
+            }
+            tx.commit().map_err(backend)?;
+            let n = failed.len();
+            for event in failed {
+                inner.publish(event);
+            }
+            Ok(n)
+        })
+        .await
+    }
+
     /// Runs `f` on the connection, on the blocking pool.
     async fn run<R, F>(&self, f: F) -> Result<R, StoreError>
     where

@@ -265,3 +265,83 @@ fn list_and_sweep_queries_use_their_indexes() {
     );
     assert!(lapsed.contains("tasks_by_lease"), "{lapsed}");
 }
+
+/// Crash recovery: every unfinished, unexpired task fails (with an event and the live
+/// counts released); finished and expired ones are left alone.
+#[tokio::test]
+async fn fail_unfinished_fails_only_unfinished_live_tasks() {
+    use mcp_protocol::jsonrpc::ErrorObject;
+    use mcp_protocol::tasks::TaskStatus;
+
+    let db = TempDb::new("fail_unfinished");
+    let clock = ManualClock::default();
+    let store = db.open(Limits::default(), &clock);
+    let owner = Owner::new("crash");
+    let working = store.create(new_task(&owner, None)).await.expect("create");
+    store
+        .claim_lease(&owner, &working.id, "dead-node", 60_000)
+        .await
+        .expect("claim");
+    let waiting = store.create(new_task(&owner, None)).await.expect("create");
+    store
+        .request_input(
+            &owner,
+            &waiting.id,
+            [("q".to_owned(), json!({"method": "elicitation/create"}))].into(),
+        )
+        .await
+        .expect("request input");
+    let done = store.create(new_task(&owner, None)).await.expect("create");
+    let mut result = mcp_protocol::JsonObject::new();
+    result.insert("answer".into(), json!(42));
+    store
+        .complete(&owner, &done.id, result.clone())
+        .await
+        .expect("complete");
+    let expiring = store
+        .create(new_task(&owner, Some(1_000)))
+        .await
+        .expect("create");
+    clock.advance(1_000);
+
+    // A second handle in this process, as a restarted server's store would be.
+    let reopened = db.open(Limits::default(), &clock);
+    let mut events = reopened.events();
+    let error = ErrorObject::new(-32603, "worker lost");
+    assert_eq!(
+        reopened.fail_unfinished(error.clone()).await.expect("fail"),
+        2
+    );
+
+    for task in [&working, &waiting] {
+        let rec = reopened.get(&owner, &task.id).await.expect("get");
+        assert_eq!(rec.status, TaskStatus::Failed);
+        assert_eq!(rec.outcome, Some(crate::Outcome::Error(error.clone())));
+        assert!(rec.input_requests.is_empty() && rec.lease.is_none());
+    }
+    let kept = reopened.get(&owner, &done.id).await.expect("get");
+    assert_eq!(kept.outcome, Some(crate::Outcome::Result(result)));
+    assert_eq!(
+        kept.revision,
+        store.get(&owner, &done.id).await.expect("get").revision
+    );
+    assert!(matches!(
+        reopened.get(&owner, &expiring.id).await,
+        Err(StoreError::NotFound)
+    ));
+    let mut announced = Vec::new();
+    while let Some(Ok(TaskEvent::Changed { key, status, .. })) = events.try_recv() {
+        assert_eq!(status, TaskStatus::Failed);
+        announced.push(key.id);
+    }
+    announced.sort();
+    let mut expected = vec![working.id.clone(), waiting.id.clone()];
+    expected.sort();
+    assert_eq!(announced, expected);
+    // Only the expired task still counts as live, until the sweep purges it.
+    assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (1, 1));
+    assert_eq!(reopened.sweep().await.expect("sweep").purged, 1);
+    assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (0, 0));
+    // Nothing is left to fail.
+    assert_eq!(reopened.fail_unfinished(error).await.expect("fail"), 0);
+}

@@ -1,0 +1,227 @@
+//! A harness for multi-process tests: demo server processes (the `demo-server` binary of
+//! this crate, which is the demo example's own source) on `127.0.0.1:0`, and a client that
+//! talks MCP 2026-07-28 over HTTP to any of them. Every wait is bounded.
+//!
+//! Each [`Node`] is killed (SIGKILL) when dropped, so a failing test leaves no process
+//! behind.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::server_harness::{Reply, WAIT, call_params, request, task_params, update_params};
+
+/// How long a demo server may take to start and print its URL.
+pub const START_WAIT: Duration = Duration::from_secs(30);
+
+/// One demo server process.
+#[derive(Debug)]
+pub struct Node {
+    /// A short name for messages (`A`, `B`, ...).
+    pub name: String,
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    child: Child,
+}
+
+impl Node {
+    /// Starts `exe --http 127.0.0.1:0 --node-id NAME` with `args` and waits (at most
+    /// [`START_WAIT`]) for the line that names its URL. Its logs (`RUST_LOG=warn` unless
+    /// set) go to this process's stderr.
+    pub async fn start(exe: &Path, name: &str, args: &[&str]) -> Node {
+        let mut command = Command::new(exe);
+        command
+            .args(["--http", "127.0.0.1:0", "--node-id", name])
+            .args(args)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout);
+        let mut first = String::new();
+        let read = tokio::time::timeout(START_WAIT, lines.read_line(&mut first)).await;
+        match read {
+            Ok(Ok(n)) if n > 0 => {}
+            other => panic!("node {name} did not start ({args:?}): {other:?}"),
+        }
+        // "MCP tasks demo server on http://127.0.0.1:PORT/mcp (store: ...)"
+        let url = first
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .unwrap_or_else(|| panic!("node {name} did not print its URL: {first:?}"))
+            .to_owned();
+        // Keep reading what else it prints, so its writes never block or fail.
+        tokio::spawn(async move {
+            let mut sink = Vec::new();
+            let _ = lines.read_to_end(&mut sink).await;
+        });
+        Node {
+            name: name.to_owned(),
+            url,
+            child,
+        }
+    }
+
+    /// Kills the process with SIGKILL (no shutdown, no cleanup: a crash) and reaps it.
+    pub async fn kill(&mut self) {
+        self.child.start_kill().expect("kill the node");
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("killed node exits in time")
+            .expect("wait for the killed node");
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+/// A client of several nodes of one deployment (stateless 2026-07-28 wire, the tasks
+/// extension declared on every request).
+#[derive(Debug)]
+pub struct Cluster {
+    pub urls: Vec<String>,
+    client: reqwest::Client,
+    next_id: AtomicI64,
+    next_node: AtomicUsize,
+}
+
+impl Cluster {
+    /// A client of the nodes at `urls`.
+    pub fn new(urls: Vec<String>) -> Cluster {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(WAIT)
+            .pool_max_idle_per_host(32)
+            .build()
+            .expect("HTTP client");
+        Cluster {
+            urls,
+            client,
+            next_id: AtomicI64::new(1),
+            next_node: AtomicUsize::new(0),
+        }
+    }
+
+    /// The next node in round-robin order.
+    pub fn round_robin(&self) -> usize {
+        self.next_node.fetch_add(1, Ordering::Relaxed) % self.urls.len()
+    }
+
+    /// Sends a request for `method` to node `node` (an index into `urls`).
+    pub async fn rpc(&self, node: usize, method: &str, params: Value) -> Reply {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = request(id, method, params).to_string();
+        let send = self
+            .client
+            .post(&self.urls[node])
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send();
+        let response = tokio::time::timeout(WAIT, send)
+            .await
+            .unwrap_or_else(|_| panic!("{method} to node {node}: no reply in {WAIT:?}"))
+            .unwrap_or_else(|e| panic!("{method} to node {node}: {e}"));
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = tokio::time::timeout(WAIT, response.text())
+            .await
+            .expect("HTTP body in time")
+            .expect("HTTP body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    /// Calls tool `name` as a task on `node`; returns the task id.
+    pub async fn create_task(&self, node: usize, name: &str, arguments: Value) -> String {
+        let reply = self
+            .rpc(node, "tools/call", call_params(name, arguments, true))
+            .await;
+        let result = reply.result();
+        assert_eq!(result["resultType"], "task", "{}", reply.text);
+        result["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no taskId: {}", reply.text))
+            .to_owned()
+    }
+
+    /// `tasks/get` on `node`: the detailed task.
+    pub async fn get_task(&self, node: usize, task_id: &str) -> Value {
+        self.rpc(node, "tasks/get", task_params(task_id, true))
+            .await
+            .result()
+            .clone()
+    }
+
+    /// `tasks/cancel` on `node`.
+    pub async fn cancel_task(&self, node: usize, task_id: &str) -> Reply {
+        self.rpc(node, "tasks/cancel", task_params(task_id, true))
+            .await
+    }
+
+    /// `tasks/update` on `node`, answering `responses`.
+    pub async fn update_task(&self, node: usize, task_id: &str, responses: Value) -> Reply {
+        self.rpc(node, "tasks/update", update_params(task_id, responses))
+            .await
+    }
+
+    /// Polls `tasks/get` through the nodes in round-robin order until `done` holds,
+    /// within `within`; returns that task. Panics with the last state seen otherwise.
+    pub async fn poll(
+        &self,
+        task_id: &str,
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let mut last = Value::Null;
+        let polled = tokio::time::timeout(within, async {
+            loop {
+                let task = self.get_task(self.round_robin(), task_id).await;
+                if done(&task) {
+                    return task;
+                }
+                last = task;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        })
+        .await;
+        polled.unwrap_or_else(|_| {
+            panic!("task {task_id} did not get there in {within:?}; last: {last}")
+        })
+    }
+
+    /// Polls until the task's status is `status`.
+    pub async fn poll_status(&self, task_id: &str, status: &str, within: Duration) -> Value {
+        self.poll(task_id, within, |t| t["status"] == status).await
+    }
+}
+
+/// The text of a `CallToolResult`'s first content block ("" when there is none).
+pub fn result_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or("")
+}
+
+/// `slow_compute`'s arguments.
+pub fn slow(seconds: f64, label: &str) -> Value {
+    json!({ "seconds": seconds, "label": label })
+}
