@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use mcp_server::auth::BearerTokens;
 use mcp_server::http::{HttpConfig, local_url};
 use mcp_server::{RuntimeConfig, Server, demo, worker_lost_error};
 use mcp_tasks::{
@@ -75,6 +76,10 @@ struct Args {
     /// third of it).
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(30..))]
     lease_ms: u64,
+    /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
+    /// more. With none, every HTTP caller is one anonymous principal.
+    #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
+    bearer: Vec<(String, String)>,
 }
 
 async fn open_store(url: &str, namespace: Option<&str>) -> Result<Arc<dyn TaskStore>, String> {
@@ -250,7 +255,11 @@ async fn main() -> std::process::ExitCode {
         tracing::info!("shutting down");
         token.cancel();
     };
-    let served = mcp_server::http::serve(&server, listener, HttpConfig::default(), stop).await;
+    let mut http = HttpConfig::default();
+    if !args.bearer.is_empty() {
+        http.principal = Some(Arc::new(BearerTokens::new(args.bearer.clone())));
+    }
+    let served = mcp_server::http::serve(&server, listener, http, stop).await;
     server.shutdown().await;
     match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
