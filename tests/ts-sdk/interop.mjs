@@ -350,6 +350,43 @@ async function main() {
     return { received: statusNotifications.length, statuses: [...new Set(forCreated.map((n) => n.status))] };
   });
 
+  await step('a second session sees none of the first one\'s tasks', async (problems) => {
+    if (transportName !== 'streamable-http') {
+      // Over stdio every client starts its own server process: a second session there
+      // shares nothing with the first, so there is nothing to check.
+      return { skipped: 'stdio: one session per server process' };
+    }
+    const other = new Client({ name: 'mcp-tasks-rs-interop-second', version: '1.0.0' }, { capabilities: {} });
+    await other.connect(new StreamableHTTPClientTransport(new URL(argv[1])));
+    const target = created[0];
+    const refused = async (what, call) => {
+      try {
+        await call();
+        problems.push(`${what} of another session's task succeeded`);
+        return { ok: true };
+      } catch (e) {
+        const info = errorInfo(e);
+        check(info.code === -32602, `${what} is -32602 (got ${JSON.stringify(info)})`, problems);
+        return info;
+      }
+    };
+    const get = await refused('getTask', () => other.experimental.tasks.getTask(target, opts));
+    const result = await refused('getTaskResult', () => other.experimental.tasks.getTaskResult(target, CallToolResultSchema, opts));
+    const cancel = await refused('cancelTask', () => other.experimental.tasks.cancelTask(target, opts));
+    const listed = await other.experimental.tasks.listTasks(undefined, opts);
+    const leaked = listed.tasks.filter((t) => created.includes(t.taskId)).map((t) => t.taskId);
+    check(leaked.length === 0, `tasks/list of the second session shows none of ours (got ${JSON.stringify(leaked)})`, problems);
+    let unknown = null;
+    try {
+      await other.experimental.tasks.getTask('0123456789abcdef0123456789abcdef', opts);
+    } catch (e) {
+      unknown = errorInfo(e);
+    }
+    check(unknown?.message === get?.message, 'another session\'s task reads exactly like an unknown id', problems);
+    await other.close();
+    return { target, get, result, cancel, listedBySecond: listed.tasks.length };
+  });
+
   await client.close();
 }
 
