@@ -22,6 +22,11 @@ pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// MCP 2026-07-28: the request's protocol version is not supported by the server.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
+/// Server-defined (JSON-RPC reserves -32000..-32099 for servers): a per-session or
+/// per-principal limit was reached (requests in flight, open subscriptions). The
+/// message names the limit; retry once earlier requests have finished.
+pub const LIMIT_EXCEEDED: i64 = -32029;
+
 /// The code an older draft used for [`MISSING_REQUIRED_CLIENT_CAPABILITY`]; accepted on input
 /// by clients talking to peers that predate the renumbering, never sent.
 pub const LEGACY_MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32003;

@@ -22,9 +22,16 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// A server endpoint (fixture methods) and a client endpoint (echo + elicitation) joined
 /// by the in-memory duplex; returns the client's peer (to call the server) and the
 /// server's peer (to call the client).
+///
+/// The in-flight limit is raised above the 1,000 concurrent requests of the interleaving
+/// test (the default, 256, is tested on its own below).
 fn pair(observed: Arc<Observed>) -> (Peer, Peer) {
-    let server = EndpointBuilder::new(fixture_methods(observed)).build();
-    let client = EndpointBuilder::new(client_methods()).build();
+    let server = EndpointBuilder::new(fixture_methods(observed))
+        .max_inflight_requests(4096)
+        .build();
+    let client = EndpointBuilder::new(client_methods())
+        .max_inflight_requests(4096)
+        .build();
     let (server_end, client_end) = Connection::memory();
     let (server_peer, _) = server.serve(server_end);
     let (client_peer, _) = client.serve(client_end);
@@ -73,6 +80,60 @@ async fn thousand_interleaved_requests_in_both_directions() {
     assert_eq!(storm.expect("storm answered").count, 200);
     assert_eq!(client.pending_count(), 0);
     assert_eq!(server.pending_count(), 0);
+}
+
+#[tokio::test]
+async fn requests_beyond_the_inflight_limit_are_refused_and_the_session_keeps_serving() {
+    let server = EndpointBuilder::new(fixture_methods(Arc::default()))
+        .max_inflight_requests(2)
+        .build();
+    let (server_end, client_end) = Connection::memory();
+    let _served = server.serve(server_end);
+    let client = EndpointBuilder::new(client_methods()).build();
+    let (client, _) = client.serve(client_end);
+    let slow = || {
+        let client = client.clone();
+        Box::pin(async move { client.request::<Slow>(&SlowParams { millis: 60_000 }).await })
+    };
+    // Three slow calls: the server reads them in order, so two are in flight when the
+    // third is read, and it alone is refused at once.
+    let (first_done, _, held) = tokio::time::timeout(
+        TIMEOUT,
+        futures::future::select_all([slow(), slow(), slow()]),
+    )
+    .await
+    .expect("a refusal in time");
+    let refused = match first_done {
+        Err(PeerError::Rpc(e)) => e,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert_eq!(refused.code, mcp_protocol::error_codes::LIMIT_EXCEEDED);
+    assert!(
+        refused.message.contains("max_inflight_requests") && refused.message.contains('2'),
+        "{}",
+        refused.message
+    );
+    // While the two are in flight, another request is refused too.
+    let echo = tokio::time::timeout(TIMEOUT, client.request::<Echo>(&Text { text: "x".into() }))
+        .await
+        .expect("answered in time");
+    assert!(
+        matches!(&echo, Err(PeerError::Rpc(e)) if e.code == mcp_protocol::error_codes::LIMIT_EXCEEDED),
+        "{echo:?}"
+    );
+    drop(held);
+    // The held calls were dropped (cancelled): the session serves again.
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        match client.request::<Echo>(&Text { text: "y".into() }).await {
+            Ok(t) => {
+                assert_eq!(t.text, "y");
+                break;
+            }
+            Err(e) => assert!(tokio::time::Instant::now() < deadline, "{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]

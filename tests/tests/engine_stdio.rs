@@ -33,7 +33,10 @@ fn connect() -> (Peer, Child) {
     let stdout = child.stdout.take().expect("piped stdout");
     let stdin = child.stdin.take().expect("piped stdin");
     let (conn, _io) = Connection::from_io(stdout, stdin, 1 << 20);
-    let client = EndpointBuilder::new(client_methods()).build();
+    // The child's storm keeps 1,000 requests in flight here: above the default limit.
+    let client = EndpointBuilder::new(client_methods())
+        .max_inflight_requests(4096)
+        .build();
     let (peer, _) = client.serve(conn);
     (peer, child)
 }

@@ -143,10 +143,15 @@ impl Session {
 
     /// Registers request `id` as in flight and returns the token that cancels it. Done
     /// when the request is read, so that a cancellation read right after it is not lost.
-    fn register(&self, id: &RequestId) -> CancellationToken {
+    /// `None` when `limit` requests are in flight already.
+    fn register(&self, id: &RequestId, limit: usize) -> Option<CancellationToken> {
         let cancel = CancellationToken::new();
-        self.lock_inflight().insert(id.clone(), cancel.clone());
-        cancel
+        let mut inflight = self.lock_inflight();
+        if inflight.len() >= limit && !inflight.contains_key(id) {
+            return None;
+        }
+        inflight.insert(id.clone(), cancel.clone());
+        Some(cancel)
     }
 
     fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
@@ -162,7 +167,11 @@ pub struct EndpointBuilder<L> {
     middleware: RpcServiceBuilder<L>,
     max_frame_bytes: usize,
     max_response_bytes: usize,
+    max_inflight_requests: usize,
 }
+
+/// The default of [`EndpointBuilder::max_inflight_requests`].
+pub const DEFAULT_MAX_INFLIGHT_REQUESTS: usize = 256;
 
 impl EndpointBuilder<Identity> {
     /// Starts from a method registry (an `RpcModule` converts into `Methods`).
@@ -173,6 +182,7 @@ impl EndpointBuilder<Identity> {
             middleware: RpcServiceBuilder::new(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_response_bytes: usize::MAX,
+            max_inflight_requests: DEFAULT_MAX_INFLIGHT_REQUESTS,
         }
     }
 }
@@ -186,6 +196,7 @@ impl<L> EndpointBuilder<L> {
             middleware,
             max_frame_bytes: self.max_frame_bytes,
             max_response_bytes: self.max_response_bytes,
+            max_inflight_requests: self.max_inflight_requests,
         }
     }
 
@@ -211,6 +222,17 @@ impl<L> EndpointBuilder<L> {
         self
     }
 
+    /// Requests of one [`Session`] served at once (default
+    /// [`DEFAULT_MAX_INFLIGHT_REQUESTS`]). A request beyond it is answered at once with
+    /// [`LIMIT_EXCEEDED`](crate::error_codes::LIMIT_EXCEEDED) (-32029), whose message
+    /// names the limit, and the session keeps serving. A session is one connection
+    /// (stdio, a duplex); over Streamable HTTP the server keeps one session per
+    /// principal, so there the limit is per principal, across all its POSTs.
+    pub fn max_inflight_requests(mut self, requests: usize) -> Self {
+        self.max_inflight_requests = requests;
+        self
+    }
+
     pub fn build(self) -> Arc<Endpoint<L::Service>>
     where
         L: tower::Layer<MethodsService>,
@@ -219,6 +241,7 @@ impl<L> EndpointBuilder<L> {
         Arc::new(Endpoint {
             service: self.middleware.service(root),
             max_frame_bytes: self.max_frame_bytes,
+            max_inflight_requests: self.max_inflight_requests,
         })
     }
 }
@@ -228,6 +251,7 @@ impl<L> EndpointBuilder<L> {
 pub struct Endpoint<S> {
     service: S,
     max_frame_bytes: usize,
+    max_inflight_requests: usize,
 }
 
 /// The members of a frame, read without decoding their values.
@@ -339,7 +363,11 @@ where
                 Ok(Incoming::Request(req)) => {
                     // In flight from now on, before the handler task is even scheduled: a
                     // `notifications/cancelled` on the very next frame must find it.
-                    let cancel = session.register(&req.id);
+                    let Some(cancel) = session.register(&req.id, self.max_inflight_requests) else {
+                        tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
+                        self.spawn_reply(&session, error_frame(Some(req.id), self.too_many()));
+                        continue;
+                    };
                     let this = Arc::clone(&self);
                     let session = session.clone();
                     tokio::spawn(async move {
@@ -477,8 +505,21 @@ where
     /// Runs one request through the middleware into its handler and returns the response
     /// frame; `None` when the request was cancelled (a cancelled request gets no response).
     pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<String> {
-        let cancel = session.register(&req.id);
+        let Some(cancel) = session.register(&req.id, self.max_inflight_requests) else {
+            tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
+            return Some(error_frame(Some(req.id), self.too_many()));
+        };
         self.serve_registered(session, req, cancel).await
+    }
+
+    fn too_many(&self) -> ErrorObject {
+        ErrorObject::new(
+            error_codes::LIMIT_EXCEEDED,
+            format!(
+                "Too many requests in flight: the limit is {} per session (max_inflight_requests)",
+                self.max_inflight_requests
+            ),
+        )
     }
 
     /// [`handle_request`](Self::handle_request) for a request already registered in

@@ -41,8 +41,8 @@ mod transport;
 mod typed;
 
 pub use endpoint::{
-    Endpoint, EndpointBuilder, InboundRequest, Incoming, Rejected, RequestContext, Session,
-    error_frame,
+    DEFAULT_MAX_INFLIGHT_REQUESTS, Endpoint, EndpointBuilder, InboundRequest, Incoming, Rejected,
+    RequestContext, Session, error_frame,
 };
 pub use peer::{Peer, PeerError, decode};
 pub use service::{InboundNotification, MethodsService, NotificationHandler, NotificationHandlers};

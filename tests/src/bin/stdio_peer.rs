@@ -16,7 +16,9 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(64 * 1024);
+    // The interleaving test keeps 1,000 requests in flight: above the default limit.
     let endpoint = EndpointBuilder::new(fixture_methods(Arc::new(Observed::default())))
+        .max_inflight_requests(4096)
         .max_frame_bytes(max)
         .build();
     let (conn, io) = Connection::stdio(max);
