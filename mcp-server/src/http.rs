@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -53,6 +54,16 @@ pub struct HttpConfig {
     pub allowed_origins: OriginPolicy,
     /// Who is calling; `None` makes every caller anonymous.
     pub principal: Option<PrincipalHook>,
+    /// Which `Host` headers are accepted; others get 403 (against DNS rebinding). Default
+    /// [`HostPolicy::LoopbackBind`]: localhost names only when bound to a loopback address.
+    pub allowed_hosts: HostPolicy,
+    /// Event streams (`subscriptions/listen`, the 2025-11-25 standalone stream, streamed
+    /// replies) end after this long, whatever their traffic (keep-alives included); the
+    /// client reconnects. `None`: no limit. Default: one hour.
+    pub sse_max_lifetime: Option<Duration>,
+    /// A connection that has not sent a request's complete headers this long after it
+    /// opened (or after its previous response) is closed. Default: 10 seconds.
+    pub header_read_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -62,6 +73,9 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("allowed_origins", &self.allowed_origins)
             .field("principal", &self.principal.is_some())
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("sse_max_lifetime", &self.sse_max_lifetime)
+            .field("header_read_timeout", &self.header_read_timeout)
             .finish()
     }
 }
@@ -77,6 +91,59 @@ pub enum OriginPolicy {
     Any,
 }
 
+/// Which `Host` headers are accepted (a browser tricked by DNS rebinding sends the
+/// attacker's host name to a server on a loopback address).
+#[derive(Debug, Clone, Default)]
+pub enum HostPolicy {
+    /// [`HostPolicy::Localhost`] when [`serve`] is bound to a loopback address,
+    /// [`HostPolicy::Any`] otherwise. [`router`] alone cannot see the bind address and
+    /// treats it as [`HostPolicy::Localhost`].
+    #[default]
+    LoopbackBind,
+    /// `localhost`, `127.0.0.1` and `[::1]`, any port.
+    Localhost,
+    /// Exactly these host names (any port), e.g. `mcp.example.com`.
+    List(Vec<String>),
+    /// Any `Host` (a public bind, or behind a proxy that checks it).
+    Any,
+}
+
+impl HostPolicy {
+    /// [`HostPolicy::LoopbackBind`] made concrete for a server bound to `addr`.
+    fn for_bind(self, addr: Option<SocketAddr>) -> HostPolicy {
+        match self {
+            HostPolicy::LoopbackBind => match addr {
+                Some(a) if !a.ip().is_loopback() => HostPolicy::Any,
+                _ => HostPolicy::Localhost,
+            },
+            other => other,
+        }
+    }
+
+    fn allows(&self, host: Option<&str>) -> bool {
+        let name = |host: &str| -> String {
+            let host = host.trim();
+            let name = if let Some(rest) = host.strip_prefix('[') {
+                return rest
+                    .split_once(']')
+                    .map(|(h, _)| format!("[{h}]"))
+                    .unwrap_or_default();
+            } else {
+                host.split(':').next().unwrap_or("")
+            };
+            name.to_ascii_lowercase()
+        };
+        match self {
+            HostPolicy::Any => true,
+            HostPolicy::LoopbackBind | HostPolicy::Localhost => host
+                .is_some_and(|h| matches!(name(h).as_str(), "localhost" | "127.0.0.1" | "[::1]")),
+            HostPolicy::List(list) => {
+                host.is_some_and(|h| list.iter().any(|l| l.eq_ignore_ascii_case(&name(h))))
+            }
+        }
+    }
+}
+
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
@@ -84,6 +151,9 @@ impl Default for HttpConfig {
             max_body_bytes: 4 * 1024 * 1024,
             allowed_origins: OriginPolicy::Localhost,
             principal: None,
+            allowed_hosts: HostPolicy::default(),
+            sse_max_lifetime: Some(Duration::from_secs(3600)),
+            header_read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -146,20 +216,58 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
 
 /// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
 /// open requests finish) — TCP_NODELAY on every connection, since SSE replies stall
-/// behind Nagle's algorithm otherwise.
+/// behind Nagle's algorithm otherwise; a connection that does not send a request's
+/// headers within [`HttpConfig::header_read_timeout`] is closed (slow clients).
+///
+/// [`HostPolicy::LoopbackBind`] is resolved here, from the listener's address.
 pub async fn serve(
     server: &Server,
     listener: TcpListener,
     config: HttpConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
+    let mut config = config;
+    config.allowed_hosts = config.allowed_hosts.for_bind(listener.local_addr().ok());
+    let header_read_timeout = config.header_read_timeout;
+    let app = router(server, config);
+    let connections = tokio_util::task::TaskTracker::new();
+    let closing = tokio_util::sync::CancellationToken::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors and the like: transient; do not spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
         let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router(server, config))
-        .with_graceful_shutdown(shutdown)
-        .await
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let closing = closing.clone();
+        connections.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_read_timeout);
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = closing.cancelled() => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    closing.cancel();
+    connections.close();
+    connections.wait().await;
+    Ok(())
 }
 
 /// The address a listener bound to, for printing.
@@ -203,7 +311,20 @@ async fn handle_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
             }
         },
     );
-    Sse::new(stream)
+    sse(&app, stream)
+}
+
+/// An event stream with keep-alives, ended after [`HttpConfig::sse_max_lifetime`].
+fn sse(
+    app: &App,
+    stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+) -> Response {
+    use futures::StreamExt;
+    let end: futures::future::BoxFuture<'static, ()> = match app.config.sse_max_lifetime {
+        Some(lifetime) => Box::pin(tokio::time::sleep(lifetime)),
+        None => Box::pin(futures::future::pending()),
+    };
+    Sse::new(stream.take_until(end))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
@@ -240,6 +361,15 @@ async fn handle_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Respo
     }
 }
 
+fn too_large(limit: usize) -> Response {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        None,
+        error_codes::INVALID_REQUEST,
+        format!("Body too large (or unreadable): the limit is {limit} bytes"),
+    )
+}
+
 fn unknown_session() -> Response {
     rpc_error(
         StatusCode::NOT_FOUND,
@@ -249,7 +379,18 @@ fn unknown_session() -> Response {
     )
 }
 
+/// `Host` against [`HttpConfig::allowed_hosts`], then `Origin` against
+/// [`HttpConfig::allowed_origins`]: 403 when either is not allowed.
 fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
+    let host = header_str(headers, header::HOST.as_str());
+    if !app.config.allowed_hosts.allows(host) {
+        return Some(rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            error_codes::INVALID_REQUEST,
+            format!("Host not allowed: {}", host.unwrap_or("(none)")),
+        ));
+    }
     let origin = header_str(headers, header::ORIGIN.as_str())?;
     if app.config.allowed_origins.allows(origin) {
         return None;
@@ -393,10 +534,23 @@ impl App {
     }
 }
 
-async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if let Some(refused) = check_origin(&app, &headers) {
         return refused;
     }
+    // A declared length over the limit is refused before a byte of the body is read.
+    let limit = app.config.max_body_bytes;
+    let declared = header_str(&headers, header::CONTENT_LENGTH.as_str())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large(limit);
+    }
+    let body: Bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(body) => body,
+        Err(_) => return too_large(limit),
+    };
     let content_type = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
     if !content_type
         .split(';')
@@ -625,8 +779,9 @@ async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Resp
         armed: true,
     };
     let session = session.with_peer(session.peer.with_sender(tx.clone()));
+    let handler = Arc::clone(&app);
     tokio::spawn(async move {
-        if let Some(frame) = app.endpoint.handle_request(&session, req).await {
+        if let Some(frame) = handler.endpoint.handle_request(&session, req).await {
             let _ = tx.send(frame).await;
         }
     });
@@ -645,9 +800,7 @@ async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Resp
             return json_response(status, first);
         }
     }
-    Sse::new(frames(first, rx, guard))
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    sse(&app, frames(first, rx, guard))
 }
 
 fn message_event(frame: String) -> Event {

@@ -423,6 +423,7 @@ pub(crate) async fn tasks_get(
         .get(&session.owner, &TaskId::from_wire(task_id))
         .await
         .map_err(store_rpc)?;
+    let record = state.metered(record);
     Ok(GetTaskResult::from(task_view(&record)))
 }
 

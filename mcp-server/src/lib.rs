@@ -20,6 +20,7 @@ mod context;
 pub mod demo;
 pub mod http;
 pub mod legacy;
+mod limits;
 mod runtime;
 pub mod seal;
 mod server;
@@ -33,5 +34,5 @@ pub use runtime::{
     CANCELLED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime, WORKER_LOST_MESSAGE,
     worker_lost_error,
 };
-pub use server::{Server, ServerBuilder, ServerEndpoint};
+pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoint};
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};

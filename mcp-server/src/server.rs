@@ -55,9 +55,31 @@ pub struct ServerBuilder {
     poll_interval_ms: Option<u64>,
     cursor_key: Option<crate::seal::SealKey>,
     stateless: bool,
+    max_inflight_requests: usize,
+    max_subscriptions: usize,
 }
 
+/// The default of [`ServerBuilder::max_subscriptions_per_principal`].
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 16;
+
 impl ServerBuilder {
+    /// Requests served at once per session (default 256; see
+    /// [`EndpointBuilder::max_inflight_requests`]). Over HTTP the session is per
+    /// principal, so this bounds one principal's concurrent POSTs; beyond it a request
+    /// is answered at once with -32029 naming the limit.
+    pub fn max_inflight_requests(mut self, requests: usize) -> Self {
+        self.max_inflight_requests = requests;
+        self
+    }
+
+    /// `subscriptions/listen` streams one principal may have open at once (default
+    /// [`DEFAULT_MAX_SUBSCRIPTIONS`]); one more is refused with -32029 naming the limit
+    /// (HTTP 200 with the JSON-RPC error, like any other refused request).
+    pub fn max_subscriptions_per_principal(mut self, subscriptions: usize) -> Self {
+        self.max_subscriptions = subscriptions;
+        self
+    }
+
     /// Serves only MCP 2025-11-25 sessions: no `server/discover`, so clients that try
     /// 2026-07-28 first fall back to `initialize` (for testing such clients, or for
     /// deployments that must not offer the stateless wire).
@@ -120,6 +142,9 @@ impl ServerBuilder {
                 shutdown: CancellationToken::new(),
                 cursor_key: self.cursor_key.unwrap_or_else(crate::seal::SealKey::random),
                 stateless: self.stateless,
+                max_inflight_requests: self.max_inflight_requests,
+                subscriptions: crate::limits::Subscriptions::new(self.max_subscriptions),
+                polls: crate::limits::PollMeter::default(),
             }),
         }
     }
@@ -165,6 +190,19 @@ impl State {
     pub(crate) fn poll_interval(&self) -> Option<u64> {
         self.poll_interval_ms
     }
+
+    /// `record` with the poll interval this read earns its reader (larger when polled
+    /// too fast; see [`crate::limits::PollMeter`]). A finished task is not metered: its
+    /// answer is final and reads the same every time.
+    pub(crate) fn metered(&self, mut record: mcp_tasks::TaskRecord) -> mcp_tasks::TaskRecord {
+        if record.is_terminal() {
+            return record;
+        }
+        record.poll_interval_ms =
+            self.polls
+                .advise(&record.owner, record.id.as_str(), record.poll_interval_ms);
+        record
+    }
 }
 
 #[derive(Debug)]
@@ -181,6 +219,11 @@ pub(crate) struct State {
     cursor_key: crate::seal::SealKey,
     /// Whether MCP 2026-07-28 (`server/discover`) is offered.
     stateless: bool,
+    max_inflight_requests: usize,
+    /// Open `subscriptions/listen` streams per principal.
+    subscriptions: crate::limits::Subscriptions,
+    /// How fast each caller polls each task.
+    polls: crate::limits::PollMeter,
 }
 
 /// An MCP server that runs tools as tasks. Cheap to clone.
@@ -208,6 +251,8 @@ impl Server {
             poll_interval_ms: None,
             cursor_key: None,
             stateless: true,
+            max_inflight_requests: mcp_protocol::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
         }
     }
 
@@ -224,6 +269,7 @@ impl Server {
         let module = methods(Arc::clone(&self.state));
         let names: Vec<String> = module.method_names().map(str::to_owned).collect();
         EndpointBuilder::new(module)
+            .max_inflight_requests(self.state.max_inflight_requests)
             .middleware(RpcServiceBuilder::new().layer(RequestMetaLayer::new(names)))
             .build()
     }
@@ -314,14 +360,25 @@ struct RoundState {
     answers: JsonObject,
 }
 
+/// What a sealed `requestState` starts with, so that no other sealed token (a cursor)
+/// opens as one.
+const ROUND_STATE_PREFIX: &str = "rs1:";
+
 fn round_answers(
+    key: &crate::seal::SealKey,
+    owner: &mcp_tasks::Owner,
     tool: &str,
     params: &v2026::CallToolRequestParams,
 ) -> Result<JsonObject, ErrorObject> {
     let mut answers = match &params.request_state {
         None => JsonObject::new(),
-        Some(state) => match serde_json::from_str::<RoundState>(state) {
-            Ok(s) if s.tool == tool => s.answers,
+        Some(state) => match key
+            .open(owner, state)
+            .as_deref()
+            .and_then(|inner| inner.strip_prefix(ROUND_STATE_PREFIX))
+            .map(serde_json::from_str::<RoundState>)
+        {
+            Some(Ok(s)) if s.tool == tool => s.answers,
             _ => {
                 return Err(ErrorObject::new(
                     error_codes::INVALID_PARAMS,
@@ -345,6 +402,8 @@ fn round_answers(
 }
 
 fn input_required(
+    key: &crate::seal::SealKey,
+    owner: &mcp_tasks::Owner,
     tool: &str,
     ctx: &ToolContext,
     answers: JsonObject,
@@ -365,6 +424,8 @@ fn input_required(
         answers,
     })
     .map_err(|e| ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string()))?;
+    // Sealed for this caller: the answers cannot be forged, nor replayed by another.
+    let state = key.seal(owner, &format!("{ROUND_STATE_PREFIX}{state}"));
     Ok(CallReply::InputRequired(
         InputRequiredResult::new(requests).with_request_state(state),
     ))
@@ -391,7 +452,7 @@ async fn call_tool(
     if tool.policy() == TaskPolicy::Required && !caller.declares_tasks {
         return Err(missing_capability_error());
     }
-    let answers = round_answers(tool.name(), &params)?;
+    let answers = round_answers(&state.cursor_key, &caller.owner, tool.name(), &params)?;
     let cancel = RequestContext::from_extensions(&ext)
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
@@ -403,7 +464,15 @@ async fn call_tool(
             None => args,
             Some(preflight) => match preflight.await {
                 Ok(args) => args,
-                Err(ToolError::InputRequired) => return input_required(tool.name(), &ctx, answers),
+                Err(ToolError::InputRequired) => {
+                    return input_required(
+                        &state.cursor_key,
+                        &caller.owner,
+                        tool.name(),
+                        &ctx,
+                        answers,
+                    );
+                }
                 Err(ToolError::Rpc(e)) => return Err(e),
                 Err(ToolError::Cancelled) => return Err(cancelled_call()),
             },
@@ -451,7 +520,9 @@ async fn call_tool(
             result.result_type = ResultType::Complete;
             Ok(CallReply::Complete(result))
         }
-        Err(ToolError::InputRequired) => input_required(tool.name(), &ctx, answers),
+        Err(ToolError::InputRequired) => {
+            input_required(&state.cursor_key, &caller.owner, tool.name(), &ctx, answers)
+        }
         Err(ToolError::Rpc(e)) => Err(e),
         Err(ToolError::Cancelled) => Err(cancelled_call()),
     }
@@ -543,7 +614,8 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
                 .await
                 .map_err(store_rpc);
             audit::record("tasks/get", &caller.owner, &params.task_id, &outcome);
-            json(GetTaskResult::from(views::detailed(&outcome.map_err(rpc)?)))
+            let record = state.metered(outcome.map_err(rpc)?);
+            json(GetTaskResult::from(views::detailed(&record)))
         })?;
 
         register::<UpdateTask, _, _, _>(&mut module, |params, state, ext| async move {
@@ -643,6 +715,15 @@ async fn listen(
     if wanted.is_some() {
         require_tasks(&caller)?;
     }
+    let Some(_slot) = state.subscriptions.acquire(&caller.owner) else {
+        return Err(ErrorObject::new(
+            error_codes::LIMIT_EXCEEDED,
+            format!(
+                "Too many subscriptions: the limit is {} open subscriptions/listen streams per principal",
+                state.subscriptions.limit()
+            ),
+        ));
+    };
     let subscription_id = request.id.clone();
     // Subscribe before reading, so no change between the read and the stream is lost.
     let mut events = state.store.events();

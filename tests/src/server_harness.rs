@@ -178,7 +178,11 @@ impl TestServer {
         runtime: RuntimeConfig,
         http: HttpConfig,
     ) -> TestServer {
-        let server = build_server(tools, runtime);
+        Self::start_server(build_server(tools, runtime), http).await
+    }
+
+    /// `server` (built by the caller, e.g. with limits) with these HTTP settings.
+    pub async fn start_server(server: Server, http: HttpConfig) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
