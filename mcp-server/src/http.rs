@@ -1,8 +1,8 @@
 //! Streamable HTTP (MCP 2026-07-28, stateless): `POST /mcp` carries one JSON-RPC message
 //! and gets a JSON reply, or an SSE stream for `subscriptions/listen`.
 //!
-//! axum owns the HTTP layer: body limit (413), `Content-Type` (415), `Accept` (406),
-//! `Origin` (403, against DNS rebinding), the routing headers `Mcp-Method` / `Mcp-Name`
+//! axum owns the HTTP layer: body limit (413, checked on `Content-Length` before reading),
+//! `Content-Type` (415), `Accept` (406), `Host` and `Origin` (403, against DNS rebinding), the routing headers `Mcp-Method` / `Mcp-Name`
 //! and `MCP-Protocol-Version` (-32020 / -32022 with HTTP 400), notifications (202).
 //! The engine does the rest.
 

@@ -1,6 +1,7 @@
 //! Tamper-evident tokens: the `tasks/list` cursors this server hands out carry an
 //! HMAC-SHA256 over the owner and the store's own cursor, so a client can neither forge
-//! one nor replay another principal's (either reads as an invalid cursor, -32602).
+//! one nor replay another principal's (either reads as an invalid cursor, -32602). The
+//! `requestState` of a synchronous MRTR call is sealed the same way (see `server.rs`).
 //!
 //! Instances behind one load balancer must share the key ([`ServerBuilder::cursor_key`]);
 //! the default is a random key per process.
