@@ -62,7 +62,8 @@ pub struct HttpConfig {
     /// client reconnects. `None`: no limit. Default: one hour.
     pub sse_max_lifetime: Option<Duration>,
     /// A connection that has not sent a request's complete headers this long after it
-    /// opened (or after its previous response) is closed. Default: 10 seconds.
+    /// opened (or after its previous response) is closed: this is also the idle
+    /// timeout of keep-alive connections. Used by [`serve`] only. Default: 10 seconds.
     pub header_read_timeout: Duration,
 }
 
