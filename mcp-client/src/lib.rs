@@ -2,7 +2,8 @@
 //!
 //! - [`McpClient`]: connect over stdio ([`McpClient::connect_stdio`]), Streamable HTTP
 //!   ([`McpClient::connect_http`]) or a connection you made ([`McpClient::connect`]);
-//!   `server/discover` negotiates MCP 2026-07-28.
+//!   `server/discover` negotiates MCP 2026-07-28, falling back to `initialize`
+//!   (MCP 2025-11-25) when the server answers -32601.
 //! - [`McpClient::call_tool`]: transparent. MRTR rounds are answered through your
 //!   [`ClientHandler`]; a task is followed to its end (push when offered, else polling
 //!   within the server's `pollIntervalMs`, with jitter and bounds); input requests are

@@ -61,8 +61,14 @@ impl BearerTokens {
     }
 
     /// Parses `NAME:TOKEN` (the demo's `--bearer` flag).
+    /// A name equal to [`ANONYMOUS`](crate::ANONYMOUS) is refused: it is the owner of
+    /// unauthenticated callers' tasks. (A name cannot contain `:`, so it cannot collide
+    /// with a 2025-11-25 session's `session:<id>` owner either.)
     pub fn parse_pair(pair: &str) -> Result<(String, String), String> {
         match pair.split_once(':') {
+            Some((name, _)) if name == crate::ANONYMOUS => Err(format!(
+                "{name:?} is reserved for unauthenticated callers; pick another name"
+            )),
             Some((name, token)) if !name.is_empty() && !token.is_empty() => {
                 Ok((name.to_owned(), token.to_owned()))
             }

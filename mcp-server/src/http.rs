@@ -1,5 +1,6 @@
-//! Streamable HTTP (MCP 2026-07-28, stateless): `POST /mcp` carries one JSON-RPC message
-//! and gets a JSON reply, or an SSE stream for `subscriptions/listen`.
+//! Streamable HTTP. MCP 2026-07-28 is stateless: `POST /mcp` carries one JSON-RPC message
+//! and gets a JSON reply, or an SSE stream for `subscriptions/listen`. MCP 2025-11-25
+//! sessions add `Mcp-Session-Id`, a GET standalone stream and DELETE.
 //!
 //! axum owns the HTTP layer: body limit (413, checked on `Content-Length` before reading),
 //! `Content-Type` (415), `Accept` (406), `Host` and `Origin` (403, against DNS rebinding), the routing headers `Mcp-Method` / `Mcp-Name`
@@ -285,7 +286,11 @@ async fn handle_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     let Some(id) = header_str(&headers, MCP_SESSION_ID) else {
         return not_allowed().await;
     };
-    let Some(legacy) = app.legacy_session(id) else {
+    let principal = match app.principal(&headers) {
+        Ok(p) => p,
+        Err(refused) => return *refused,
+    };
+    let Some(legacy) = app.legacy_session_of(id, principal.as_deref()) else {
         return unknown_session();
     };
     if !accepts(&headers).1 {
@@ -296,10 +301,6 @@ async fn handle_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
             "Accept must allow text/event-stream",
         );
     }
-    let principal = match app.principal(&headers) {
-        Ok(p) => p,
-        Err(refused) => return *refused,
-    };
     let session = app.session(principal);
     let (tx, rx) = FrameSender::channel(64);
     let gone = legacy.set_standalone(session.peer.with_sender(tx));
@@ -348,6 +349,13 @@ async fn handle_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Respo
     let Some(id) = header_str(&headers, MCP_SESSION_ID) else {
         return not_allowed().await;
     };
+    let principal = match app.principal(&headers) {
+        Ok(p) => p,
+        Err(refused) => return *refused,
+    };
+    if app.legacy_session_of(id, principal.as_deref()).is_none() {
+        return unknown_session();
+    }
     let removed = app
         .legacy
         .lock()
@@ -408,7 +416,7 @@ async fn not_allowed() -> Response {
     (
         StatusCode::METHOD_NOT_ALLOWED,
         [(header::ALLOW, "POST")],
-        "This endpoint is stateless: POST one JSON-RPC message.",
+        "POST one JSON-RPC message; GET and DELETE need an Mcp-Session-Id.",
     )
         .into_response()
 }
@@ -497,6 +505,14 @@ fn status_of(frame: &str) -> StatusCode {
 }
 
 impl App {
+    /// The session `id`, if `principal` may use it: the one that opened it (or, for a
+    /// session opened without authentication, anyone holding its id). Another principal's
+    /// session reads as unknown, like an id never issued.
+    fn legacy_session_of(&self, id: &str, principal: Option<&str>) -> Option<Arc<LegacySession>> {
+        self.legacy_session(id)
+            .filter(|s| s.principal.is_none() || s.principal.as_deref() == principal)
+    }
+
     fn legacy_session(&self, id: &str) -> Option<Arc<LegacySession>> {
         self.legacy
             .lock()
@@ -584,7 +600,7 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
     // `initialize` may fill.
     let session_header = header_str(&headers, MCP_SESSION_ID);
     let slot = match session_header {
-        Some(id) => match app.legacy_session(id) {
+        Some(id) => match app.legacy_session_of(id, principal.as_deref()) {
             Some(s) => SessionSlot::with(s),
             None => return unknown_session(),
         },

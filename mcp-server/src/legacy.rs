@@ -50,6 +50,9 @@ pub struct LegacySession {
     pub id: String,
     /// Who owns the session's tasks: the principal, or the session itself.
     pub owner: Owner,
+    /// The authenticated principal that opened the session, if any: only it may use the
+    /// session afterwards (a session id is not a credential).
+    pub principal: Option<String>,
     /// What the client declared at `initialize`.
     pub client_capabilities: v2025::ClientCapabilities,
     /// Where notifications and input requests go when no request stream fits: the
@@ -219,6 +222,7 @@ pub(crate) async fn initialize(
     let session = Arc::new(LegacySession {
         id,
         owner,
+        principal: ext.get::<Principal>().map(|p| p.0.clone()),
         client_capabilities: params.capabilities.clone(),
         standalone: Mutex::new(
             ext.get::<StandaloneIsRequestPeer>()

@@ -11,7 +11,8 @@
 //!   shutdown.
 //! - Transports: [`http`] (Streamable HTTP, axum) and [`stdio`].
 //!
-//! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension.
+//! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension, and MCP
+//! 2025-11-25 sessions with their tasks ([`legacy`]).
 
 pub mod audit;
 pub mod auth;

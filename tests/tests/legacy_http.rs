@@ -824,3 +824,73 @@ async fn input_asked_on_a_dropped_standalone_stream_is_asked_again_on_tasks_resu
         "Deleted c.txt (not really: this is a demo)."
     );
 }
+
+/// A session id is not a credential: another principal presenting alice's
+/// `Mcp-Session-Id` gets 404 on POST, GET and DELETE (exactly like an id never issued),
+/// and alice's session keeps working.
+#[tokio::test]
+async fn another_principal_cannot_use_a_session_id() {
+    let s = TestServer::start_http(HttpConfig {
+        principal: Some(bearer_principal()),
+        ..HttpConfig::default()
+    })
+    .await;
+    let alice = Session::open(&s, Some(ALICE)).await;
+    let task = alice
+        .create_id("slow_compute", json!({"seconds": 30}))
+        .await;
+    let hijack = |method: &'static str| {
+        let (s, id) = (&s, alice.id.clone());
+        async move {
+            let headers = [
+                ("mcp-session-id", id.as_str()),
+                ("mcp-protocol-version", LEGACY_VERSION),
+                ("authorization", BOB),
+            ];
+            s.post(
+                &request(s.id(), method, json!({"taskId": task_or_empty()})),
+                &headers,
+            )
+            .await
+        }
+    };
+    fn task_or_empty() -> &'static str {
+        "0123456789abcdef0123456789abcdef"
+    }
+    for method in ["tasks/get", "tasks/list", "tasks/cancel"] {
+        let reply = hijack(method).await;
+        assert_eq!(
+            reply.status, 404,
+            "{method} with another principal's session: {}",
+            reply.text
+        );
+    }
+    let http = reqwest::Client::new();
+    let get = http
+        .get(&s.url)
+        .header("mcp-session-id", alice.id.as_str())
+        .header("accept", "text/event-stream")
+        .header("authorization", BOB)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(get.status(), 404, "GET with another principal's session");
+    let delete = http
+        .delete(&s.url)
+        .header("mcp-session-id", alice.id.as_str())
+        .header("authorization", BOB)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(
+        delete.status(),
+        404,
+        "DELETE with another principal's session"
+    );
+    // Alice's session and task are untouched.
+    let got = alice
+        .post(&request(s.id(), "tasks/get", json!({"taskId": task})))
+        .await;
+    assert_eq!(got.status, 200, "{}", got.text);
+    assert_eq!(got.body["result"]["status"], "working", "{}", got.text);
+}

@@ -5,9 +5,13 @@
 //! - `test`: first says which backend services (PostgreSQL, Redis) answer and so which
 //!   backend tests run and which are SKIPPED (under `CI=true` a missing one is an error,
 //!   and the tests get `MCP_REQUIRE_SERVICES=1`; see `services.rs`); then runs every test
-//!   of the workspace and prints one closing line
-//!   `xtask: N passed, M failed, K ignored`, then the official MCP conformance suite's ten
-//!   `tasks-*` scenarios against the demo server (`conformance: N passed, M failed`).
+//!   of the workspace (`cargo test: ...`), then the official MCP conformance suite's ten
+//!   `tasks-*` scenarios against the demo server (`conformance: N checks passed, M
+//!   failed`), and closes with one line `xtask: N passed, M failed, K skipped` (tests plus
+//!   the suite's checks).
+//! - `bench [--seconds S] [--concurrency 1,50] [--json PATH] [--skip-store]`: store
+//!   benchmarks and a load generator against the demo server (partial: no rmcp or
+//!   loopback comparison yet).
 //! - `fuzz --seconds N`: the fuzz targets (frames, classification, messages, SSE,
 //!   cursors), N seconds each; `test` runs them for 2 seconds each.
 //! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
@@ -19,6 +23,7 @@ use std::process::{Command, ExitCode, Stdio};
 use clap::{Parser, Subcommand};
 use mcp_protocol::schema::{Revision, generate};
 
+mod bench;
 mod conformance;
 mod services;
 mod suite;
@@ -49,6 +54,21 @@ enum Cmd {
         #[arg(long)]
         store: String,
     },
+    /// Benchmarks: the store (criterion) and a load generator against the demo server.
+    Bench {
+        /// Seconds per workload and concurrency.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Concurrent clients, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,50")]
+        concurrency: Vec<usize>,
+        /// Also write the results as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Skip the criterion store benchmarks.
+        #[arg(long)]
+        skip_store: bool,
+    },
     /// Run the fuzz targets (tests/tests/fuzz.rs) for longer than `cargo xtask test` does.
     Fuzz {
         /// Seconds per target.
@@ -69,6 +89,22 @@ fn main() -> ExitCode {
         Cmd::Schema { check } => schema(check),
         Cmd::Test { rest } => test(&rest),
         Cmd::Fuzz { seconds } => fuzz(seconds),
+        Cmd::Bench {
+            seconds,
+            concurrency,
+            json,
+            skip_store,
+        } => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            bench::run(
+                &workspace_root(),
+                &cargo,
+                seconds,
+                &concurrency,
+                json.as_deref(),
+                skip_store,
+            )
+        }
         Cmd::Conformance { store } => conformance::run(&store),
     };
     match result {
