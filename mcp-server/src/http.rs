@@ -66,6 +66,13 @@ pub struct HttpConfig {
     /// opened (or after its previous response) is closed: this is also the idle
     /// timeout of keep-alive connections. Used by [`serve`] only. Default: 10 seconds.
     pub header_read_timeout: Duration,
+    /// MCP 2025-11-25 sessions open at once; one more `initialize` is refused with -32029
+    /// (HTTP 503). A soft cap: concurrent `initialize` calls may pass it by a few. Default
+    /// 10,000.
+    pub max_sessions: usize,
+    /// A 2025-11-25 session unused this long is ended (its id then reads as unknown, 404).
+    /// Default: 30 minutes.
+    pub session_idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -156,6 +163,8 @@ impl Default for HttpConfig {
             allowed_hosts: HostPolicy::default(),
             sse_max_lifetime: Some(Duration::from_secs(3600)),
             header_read_timeout: Duration::from_secs(10),
+            max_sessions: 10_000,
+            session_idle_timeout: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -191,7 +200,13 @@ struct App {
     idle: FrameSender,
     _idle_rx: FrameReceiver,
     /// MCP 2025-11-25 sessions by `Mcp-Session-Id`.
-    legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
+    legacy: Mutex<HashMap<String, LegacyEntry>>,
+}
+
+/// A 2025-11-25 session and when it was last used.
+struct LegacyEntry {
+    session: Arc<LegacySession>,
+    last_used: std::time::Instant,
 }
 
 /// The axum router serving `server` at `config.path`.
@@ -362,8 +377,8 @@ async fn handle_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Respo
         .unwrap_or_else(|e| e.into_inner())
         .remove(id);
     match removed {
-        Some(session) => {
-            session.close();
+        Some(entry) => {
+            entry.session.close();
             StatusCode::NO_CONTENT.into_response()
         }
         None => unknown_session(),
@@ -513,12 +528,32 @@ impl App {
             .filter(|s| s.principal.is_none() || s.principal.as_deref() == principal)
     }
 
+    /// The session `id`, unless it is unknown or idle past its timeout (then it is ended).
     fn legacy_session(&self, id: &str) -> Option<Arc<LegacySession>> {
-        self.legacy
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
+        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = sessions.get_mut(id)?;
+        if entry.last_used.elapsed() > self.config.session_idle_timeout {
+            if let Some(gone) = sessions.remove(id) {
+                gone.session.close();
+            }
+            return None;
+        }
+        entry.last_used = std::time::Instant::now();
+        Some(Arc::clone(&entry.session))
+    }
+
+    /// Ends idle sessions; then whether there is room for one more.
+    fn room_for_a_session(&self) -> bool {
+        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let timeout = self.config.session_idle_timeout;
+        sessions.retain(|_, entry| {
+            let keep = entry.last_used.elapsed() <= timeout;
+            if !keep {
+                entry.session.close();
+            }
+            keep
+        });
+        sessions.len() < self.config.max_sessions
     }
 
     /// Who is calling; a refusal is the response to send (boxed: it is large).
@@ -646,6 +681,20 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
                     "subscriptions/listen replies with an event stream: Accept must allow text/event-stream",
                 );
             }
+            if session_header.is_none()
+                && req.method == v2025::Initialize::METHOD
+                && !app.room_for_a_session()
+            {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(req.id),
+                    error_codes::LIMIT_EXCEEDED,
+                    format!(
+                        "Too many sessions: the limit is {} (max_sessions)",
+                        app.config.max_sessions
+                    ),
+                );
+            }
             // In a 2025-11-25 session the server may ask the client while it answers
             // (elicitation during tools/call or tasks/result): those replies stream.
             let may_ask = legacy
@@ -661,10 +710,13 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
                 && let Some(opened) = slot.get()
                 && let Ok(value) = HeaderValue::from_str(&opened.id)
             {
-                app.legacy
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(opened.id.clone(), Arc::clone(opened));
+                app.legacy.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                    opened.id.clone(),
+                    LegacyEntry {
+                        session: Arc::clone(opened),
+                        last_used: std::time::Instant::now(),
+                    },
+                );
                 response.headers_mut().insert(MCP_SESSION_ID, value);
             }
             response

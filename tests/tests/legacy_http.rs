@@ -894,3 +894,43 @@ async fn another_principal_cannot_use_a_session_id() {
     assert_eq!(got.status, 200, "{}", got.text);
     assert_eq!(got.body["result"]["status"], "working", "{}", got.text);
 }
+
+/// 2025-11-25 sessions are bounded: one `initialize` beyond `max_sessions` is refused with
+/// -32029 naming the limit (HTTP 503), a DELETE makes room again, and a session idle past
+/// `session_idle_timeout` is ended (its id then reads as unknown, 404).
+#[tokio::test]
+async fn sessions_are_bounded_and_expire_when_idle() {
+    let s = TestServer::start_http(HttpConfig {
+        max_sessions: 2,
+        session_idle_timeout: std::time::Duration::from_millis(400),
+        ..HttpConfig::default()
+    })
+    .await;
+    let first = Session::open(&s, None).await;
+    let _second = Session::open(&s, None).await;
+    let refused = s
+        .post(&request(s.id(), "initialize", init_params()), &[])
+        .await;
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert_eq!(
+        refused.body["error"]["code"],
+        error_codes::LIMIT_EXCEEDED,
+        "{}",
+        refused.text
+    );
+    assert!(refused.text.contains("max_sessions"), "{}", refused.text);
+
+    let deleted = reqwest::Client::new()
+        .delete(&s.url)
+        .header("mcp-session-id", first.id.as_str())
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(deleted.status(), 204);
+    let third = Session::open(&s, None).await;
+
+    // Idle past the timeout: ended.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let stale = third.post(&request(s.id(), "tools/list", json!({}))).await;
+    assert_eq!(stale.status, 404, "{}", stale.text);
+}
