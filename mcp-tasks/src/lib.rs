@@ -51,6 +51,8 @@ pub mod rules;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod transactional;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;

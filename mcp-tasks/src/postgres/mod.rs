@@ -27,8 +27,9 @@ use crate::limits::Limits;
 use crate::record::{
     Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
 };
-use crate::rules::{self, Finish};
+use crate::rules;
 use crate::store::TaskStore;
+use crate::transactional::{self, Announce, Transactional, changed, silent};
 #[cfg(feature = "conformance")]
 pub(crate) use schema::fnv1a;
 use schema::{backend, pg};
@@ -258,6 +259,33 @@ impl PostgresStore {
             .await
             .map_err(|e| backend(format!("store operation did not finish: {e}")))?
     }
+}
+
+impl Inner {
+    /// Notifies `events` inside `tx`, commits, then publishes them to this handle's feed
+    /// (the listener skips their echo).
+    async fn commit(
+        &self,
+        tx: deadpool_postgres::Transaction<'_>,
+        events: Vec<TaskEvent>,
+    ) -> Result<(), StoreError> {
+        for event in &events {
+            db::notify(&tx, &self.channel, &listen::payload(event, &self.me)).await?;
+        }
+        tx.commit().await.map_err(pg)?;
+        for event in events {
+            // No subscriber is not an error.
+            let _ = self.events.send(FeedItem::Event(event));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Transactional for PostgresStore {
+    fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
 
     /// Runs `f` on the owner's unexpired task, its row locked, in one transaction, and
     /// stores the record if `f` changed it (bumped its revision), notifying what
@@ -296,59 +324,6 @@ impl PostgresStore {
         })
         .await
     }
-
-    async fn finish(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        finish: Finish,
-    ) -> Result<Transition, StoreError> {
-        rules::check_finish(&finish, &self.inner.limits)?;
-        let (won, record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| Ok(rules::finish(rec, finish, now)),
-                |won, rec| if *won { vec![changed(rec)] } else { Vec::new() },
-            )
-            .await?;
-        Ok(Transition { won, record })
-    }
-}
-
-impl Inner {
-    /// Notifies `events` inside `tx`, commits, then publishes them to this handle's feed
-    /// (the listener skips their echo).
-    async fn commit(
-        &self,
-        tx: deadpool_postgres::Transaction<'_>,
-        events: Vec<TaskEvent>,
-    ) -> Result<(), StoreError> {
-        for event in &events {
-            db::notify(&tx, &self.channel, &listen::payload(event, &self.me)).await?;
-        }
-        tx.commit().await.map_err(pg)?;
-        for event in events {
-            // No subscriber is not an error.
-            let _ = self.events.send(FeedItem::Event(event));
-        }
-        Ok(())
-    }
-}
-
-/// The events of a committed change, from the operation's value and the record after.
-type Announce<R> = fn(&R, &TaskRecord) -> Vec<TaskEvent>;
-
-fn changed(rec: &TaskRecord) -> TaskEvent {
-    TaskEvent::Changed {
-        key: rec.key(),
-        status: rec.status,
-        revision: rec.revision,
-    }
-}
-
-fn silent<R>(_: &R, _: &TaskRecord) -> Vec<TaskEvent> {
-    Vec::new()
 }
 
 mod store_impl;

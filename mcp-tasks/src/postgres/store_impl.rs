@@ -45,15 +45,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         message: Option<String>,
     ) -> Result<TaskRecord, StoreError> {
-        let ((), record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| rules::set_status_message(rec, message, now),
-                |(), rec| vec![changed(rec)],
-            )
-            .await?;
-        Ok(record)
+        transactional::set_status_message(self, owner, id, message).await
     }
 
     async fn request_input(
@@ -62,16 +54,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         requests: BTreeMap<String, Value>,
     ) -> Result<TaskRecord, StoreError> {
-        let ((), record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, limits| rules::request_input(rec, requests, limits, now),
-                // Only a change is committed and announced (no requests: no change).
-                |(), rec| vec![changed(rec)],
-            )
-            .await?;
-        Ok(record)
+        transactional::request_input(self, owner, id, requests).await
     }
 
     async fn resolve_input(
@@ -80,23 +63,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         responses: BTreeMap<String, Value>,
     ) -> Result<Resolved, StoreError> {
-        let (accepted, record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| Ok(rules::resolve_input(rec, responses, now)),
-                |accepted, rec| {
-                    vec![
-                        changed(rec),
-                        TaskEvent::InputResponded {
-                            key: rec.key(),
-                            keys: accepted.clone(),
-                        },
-                    ]
-                },
-            )
-            .await?;
-        Ok(Resolved { accepted, record })
+        transactional::resolve_input(self, owner, id, responses).await
     }
 
     async fn take_input_response(
@@ -105,16 +72,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         key: &str,
     ) -> Result<Option<Value>, StoreError> {
-        let key = key.to_owned();
-        let (value, _) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| Ok(rules::take_input_response(rec, &key, now)),
-                silent,
-            )
-            .await?;
-        Ok(value)
+        transactional::take_input_response(self, owner, id, key).await
     }
 
     async fn complete(
@@ -123,7 +81,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         result: JsonObject,
     ) -> Result<Transition, StoreError> {
-        self.finish(owner, id, Finish::Complete(result)).await
+        transactional::complete(self, owner, id, result).await
     }
 
     async fn fail(
@@ -132,7 +90,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         error: ErrorObject,
     ) -> Result<Transition, StoreError> {
-        self.finish(owner, id, Finish::Fail(error)).await
+        transactional::fail(self, owner, id, error).await
     }
 
     async fn cancel(
@@ -141,7 +99,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         message: Option<String>,
     ) -> Result<Transition, StoreError> {
-        self.finish(owner, id, Finish::Cancel(message)).await
+        transactional::cancel(self, owner, id, message).await
     }
 
     async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {

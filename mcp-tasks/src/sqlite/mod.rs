@@ -24,6 +24,7 @@ use crate::record::{
 };
 use crate::rules::{self, Finish};
 use crate::store::TaskStore;
+use crate::transactional::{self, Announce, Transactional, changed, silent};
 use schema::backend;
 
 /// The [`TaskStore`] kept in one SQLite database file.
@@ -171,6 +172,13 @@ impl SqliteStore {
         .await
         .map_err(|e| backend(format!("store operation did not finish: {e}")))?
     }
+}
+
+#[async_trait]
+impl Transactional for SqliteStore {
+    fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
 
     /// Runs `f` on the owner's unexpired task in one write transaction, and stores the
     /// record if `f` changed it (bumped its revision). After the commit, publishes what
@@ -213,39 +221,6 @@ impl SqliteStore {
         })
         .await
     }
-
-    async fn finish(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        finish: Finish,
-    ) -> Result<Transition, StoreError> {
-        rules::check_finish(&finish, &self.inner.limits)?;
-        let (won, record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| Ok(rules::finish(rec, finish, now)),
-                |won, rec| if *won { vec![changed(rec)] } else { Vec::new() },
-            )
-            .await?;
-        Ok(Transition { won, record })
-    }
-}
-
-/// The events of a committed change, from the operation's value and the record after.
-type Announce<R> = fn(&R, &TaskRecord) -> Vec<TaskEvent>;
-
-fn changed(rec: &TaskRecord) -> TaskEvent {
-    TaskEvent::Changed {
-        key: rec.key(),
-        status: rec.status,
-        revision: rec.revision,
-    }
-}
-
-fn silent<R>(_: &R, _: &TaskRecord) -> Vec<TaskEvent> {
-    Vec::new()
 }
 
 impl Inner {
@@ -302,15 +277,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         message: Option<String>,
     ) -> Result<TaskRecord, StoreError> {
-        let ((), record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| rules::set_status_message(rec, message, now),
-                |(), rec| vec![changed(rec)],
-            )
-            .await?;
-        Ok(record)
+        transactional::set_status_message(self, owner, id, message).await
     }
 
     async fn request_input(
@@ -319,16 +286,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         requests: BTreeMap<String, Value>,
     ) -> Result<TaskRecord, StoreError> {
-        let ((), record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, limits| rules::request_input(rec, requests, limits, now),
-                // Only a change is committed and announced (no requests: no change).
-                |(), rec| vec![changed(rec)],
-            )
-            .await?;
-        Ok(record)
+        transactional::request_input(self, owner, id, requests).await
     }
 
     async fn resolve_input(
@@ -337,23 +295,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         responses: BTreeMap<String, Value>,
     ) -> Result<Resolved, StoreError> {
-        let (accepted, record) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| Ok(rules::resolve_input(rec, responses, now)),
-                |accepted, rec| {
-                    vec![
-                        changed(rec),
-                        TaskEvent::InputResponded {
-                            key: rec.key(),
-                            keys: accepted.clone(),
-                        },
-                    ]
-                },
-            )
-            .await?;
-        Ok(Resolved { accepted, record })
+        transactional::resolve_input(self, owner, id, responses).await
     }
 
     async fn take_input_response(
@@ -362,16 +304,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         key: &str,
     ) -> Result<Option<Value>, StoreError> {
-        let key = key.to_owned();
-        let (value, _) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| Ok(rules::take_input_response(rec, &key, now)),
-                silent,
-            )
-            .await?;
-        Ok(value)
+        transactional::take_input_response(self, owner, id, key).await
     }
 
     async fn complete(
@@ -380,7 +313,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         result: JsonObject,
     ) -> Result<Transition, StoreError> {
-        self.finish(owner, id, Finish::Complete(result)).await
+        transactional::complete(self, owner, id, result).await
     }
 
     async fn fail(
@@ -389,7 +322,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         error: ErrorObject,
     ) -> Result<Transition, StoreError> {
-        self.finish(owner, id, Finish::Fail(error)).await
+        transactional::fail(self, owner, id, error).await
     }
 
     async fn cancel(
@@ -398,7 +331,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         message: Option<String>,
     ) -> Result<Transition, StoreError> {
-        self.finish(owner, id, Finish::Cancel(message)).await
+        transactional::cancel(self, owner, id, message).await
     }
 
     async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
