@@ -45,10 +45,9 @@ use std::time::Duration;
 use clap::Parser;
 use mcp_server::auth::BearerTokens;
 use mcp_server::http::{HttpConfig, local_url};
-use mcp_server::{RuntimeConfig, Server, demo, worker_lost_error};
-use mcp_tasks::{
-    Limits, MemoryStore, PostgresOptions, PostgresStore, RedisOptions, RedisStore, TaskStore,
-};
+use mcp_server::store_url;
+use mcp_server::{RuntimeConfig, Server, demo};
+use mcp_tasks::Limits;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -82,77 +81,6 @@ struct Args {
     bearer: Vec<(String, String)>,
 }
 
-async fn open_store(url: &str, namespace: Option<&str>) -> Result<Arc<dyn TaskStore>, String> {
-    let limits = Limits::default();
-    let (scheme, rest) = url.split_once(':').unwrap_or((url, ""));
-    if namespace.is_some() && matches!(scheme, "memory" | "sqlite") {
-        return Err(format!(
-            "--namespace applies to shared stores (postgres, redis), not to {scheme}"
-        ));
-    }
-    match scheme {
-        "memory" => Ok(Arc::new(MemoryStore::new(limits))),
-        "sqlite" if !rest.is_empty() => {
-            let store = mcp_tasks::SqliteStore::open(rest, limits)
-                .map_err(|e| format!("cannot open {rest}: {e}"))?;
-            // One node per file: whatever is unfinished was left by a process that is gone.
-            let failed = store
-                .fail_unfinished(worker_lost_error())
-                .await
-                .map_err(|e| format!("cannot recover {rest}: {e}"))?;
-            if failed > 0 {
-                tracing::warn!(
-                    failed,
-                    "failed the tasks a previous server left unfinished (worker lost)"
-                );
-            }
-            Ok(Arc::new(store))
-        }
-        "postgres" | "postgresql" => {
-            let mut options = PostgresOptions::new(url);
-            options.limits = limits;
-            if let Some(schema) = namespace {
-                options.schema = schema.to_owned();
-            }
-            PostgresStore::connect_with(options)
-                .await
-                .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
-                .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))
-        }
-        "redis" | "rediss" => {
-            let mut options = RedisOptions::new(url).limits(limits);
-            if let Some(prefix) = namespace {
-                options = options.prefix(prefix);
-            }
-            RedisStore::connect_with(options)
-                .await
-                .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
-                .map_err(|e| format!("cannot connect to Redis: {e}"))
-        }
-        _ => Err(format!(
-            "unknown store {url:?}: expected memory, sqlite:PATH, postgres://... or redis://..."
-        )),
-    }
-}
-
-/// The store URL as shown in logs: a password in it is replaced by `***`.
-fn shown(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority = rest.split('/').next().unwrap_or(rest);
-    match authority
-        .rsplit_once('@')
-        .and_then(|(userinfo, _)| userinfo.split_once(':'))
-    {
-        Some((user, password)) if !password.is_empty() => {
-            let hidden = rest.replacen(&format!("{user}:{password}@"), &format!("{user}:***@"), 1);
-            format!("{scheme}://{hidden}")
-        }
-        _ => url.to_owned(),
-    }
-}
-
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
@@ -180,7 +108,13 @@ async fn main() -> std::process::ExitCode {
         )
         .init();
     let args = Args::parse();
-    let store = match open_store(&args.store, args.namespace.as_deref()).await {
+    let store = match mcp_server::store_url::open(
+        &args.store,
+        args.namespace.as_deref(),
+        Limits::default(),
+    )
+    .await
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("demo: {e}");
@@ -214,7 +148,7 @@ async fn main() -> std::process::ExitCode {
     let server = builder.build();
 
     if args.stdio {
-        tracing::info!(store = %shown(&args.store), "serving MCP on stdio");
+        tracing::info!(store = %store_url::shown(&args.store), "serving MCP on stdio");
         let served = mcp_server::stdio::serve(&server).await;
         server.shutdown().await;
         return match served {
@@ -240,7 +174,7 @@ async fn main() -> std::process::ExitCode {
     let _ = writeln!(
         out,
         "MCP tasks demo server on {url} (store: {})",
-        shown(&args.store)
+        store_url::shown(&args.store)
     );
     let _ = writeln!(out, "Try it:");
     let _ = writeln!(

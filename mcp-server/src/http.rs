@@ -798,12 +798,12 @@ async fn json_reply(app: &App, session: &Session, req: InboundRequest) -> Respon
     }
 }
 
-/// Cancels the request when the client drops the stream before its response was sent.
+/// Cancels the request when the client drops the stream before its response was sent:
+/// that request only, through its own token (another request of the same principal may
+/// carry the same id).
 struct CancelOnDrop {
-    session: Session,
-    id: RequestId,
-    /// Cleared once the handler has finished: nothing is left to cancel, and the id may
-    /// already name another request of the same principal.
+    stop: tokio_util::sync::CancellationToken,
+    /// Cleared once the handler has finished: nothing is left to cancel.
     armed: bool,
 }
 
@@ -816,7 +816,7 @@ impl CancelOnDrop {
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if self.armed {
-            self.session.cancel(&self.id);
+            self.stop.cancel();
         }
     }
 }
@@ -842,15 +842,19 @@ async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Resp
     let (tx, mut rx) = FrameSender::channel(64);
     // Holds the session without the stream's sender: the stream ends once the handler
     // (and with it every sender) is gone.
+    let stop = tokio_util::sync::CancellationToken::new();
     let mut guard = CancelOnDrop {
-        session: session.clone(),
-        id: req.id.clone(),
+        stop: stop.clone(),
         armed: true,
     };
     let session = session.with_peer(session.peer.with_sender(tx.clone()));
     let handler = Arc::clone(&app);
     tokio::spawn(async move {
-        if let Some(frame) = handler.endpoint.handle_request(&session, req).await {
+        if let Some(frame) = handler
+            .endpoint
+            .handle_request_until(&session, req, &stop)
+            .await
+        {
             let _ = tx.send(frame).await;
         }
     });

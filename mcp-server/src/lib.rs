@@ -26,6 +26,7 @@ mod runtime;
 pub mod seal;
 mod server;
 pub mod stdio;
+pub mod store_url;
 mod tool;
 pub mod views;
 

@@ -198,3 +198,40 @@ async fn a_call_can_be_answered_over_sse() {
         "the stream ends after the response"
     );
 }
+
+/// Two clients of one principal (here: anonymous) both number their requests from 1. A
+/// client that drops its stream cancels its own request, never the other client's
+/// request with the same id.
+#[tokio::test]
+async fn a_dropped_stream_cancels_only_its_own_request_when_ids_collide() {
+    let s = TestServer::start().await;
+    let kept = s
+        .create_task("slow_compute", json!({"seconds": 1.5, "label": "kept"}))
+        .await;
+    let dropped = s
+        .create_task("slow_compute", json!({"seconds": 0.3, "label": "dropped"}))
+        .await;
+    // The stream that will be dropped opens first, the kept one second: the kept
+    // request is the latest one with id 1.
+    let mut second = s.open_stream(&listen(1, &[&dropped], true), &[]).await;
+    let ack = second.next_event(EVENT_WAIT).await.expect("an ack").json();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    let mut first = s.open_stream(&listen(1, &[&kept], true), &[]).await;
+    let ack = first.next_event(EVENT_WAIT).await.expect("an ack").json();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    // The server finds the second client gone when it pushes that task's completion.
+    drop(second);
+
+    let last = loop {
+        let event = first
+            .next_event(EVENT_WAIT)
+            .await
+            .expect("the first stream still runs after the second was dropped")
+            .json();
+        if event["params"]["status"] != "working" {
+            break event;
+        }
+    };
+    assert_eq!(last["params"]["taskId"], json!(kept), "{last}");
+    assert_eq!(last["params"]["status"], "completed", "{last}");
+}

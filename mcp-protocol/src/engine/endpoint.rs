@@ -94,7 +94,44 @@ impl Rejected {
 pub struct Session {
     pub peer: Peer,
     pub extensions: Extensions,
-    inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
+    inflight: Arc<Mutex<Inflight>>,
+}
+
+/// The requests a session is serving, by id. One id may name several requests at once:
+/// over Streamable HTTP a session is a principal, and two clients of one principal both
+/// number their requests from 1. Each request therefore has its own token, and ends
+/// only its own entry.
+#[derive(Debug, Default)]
+struct Inflight {
+    by_id: HashMap<RequestId, Vec<(u64, CancellationToken)>>,
+    count: usize,
+    next_serial: u64,
+}
+
+/// One request registered in flight (see [`Session::register`]); dropping it (the
+/// request was answered, or its future dropped with the connection) ends its entry.
+#[derive(Debug)]
+struct Registration {
+    inflight: Arc<Mutex<Inflight>>,
+    id: RequestId,
+    serial: u64,
+    cancel: CancellationToken,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut inflight = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(entries) = inflight.by_id.get_mut(&self.id) else {
+            return;
+        };
+        let before = entries.len();
+        entries.retain(|(serial, _)| *serial != self.serial);
+        let removed = before - entries.len();
+        if entries.is_empty() {
+            inflight.by_id.remove(&self.id);
+        }
+        inflight.count -= removed;
+    }
 }
 
 impl Session {
@@ -108,14 +145,18 @@ impl Session {
 
     /// Cancels every request in flight (the connection is gone).
     pub fn cancel_all(&self) {
-        for (_, token) in self.lock_inflight().drain() {
-            token.cancel();
+        let mut inflight = self.lock_inflight();
+        for (_, entries) in inflight.by_id.drain() {
+            for (_, token) in entries {
+                token.cancel();
+            }
         }
+        inflight.count = 0;
     }
 
     /// How many inbound requests are being served.
     pub fn inflight_count(&self) -> usize {
-        self.lock_inflight().len()
+        self.lock_inflight().count
     }
 
     /// The same session (in-flight requests, extensions) answering through `peer`: used
@@ -129,32 +170,51 @@ impl Session {
         }
     }
 
-    /// Cancels the in-flight request `id`, as `notifications/cancelled` would. Returns
-    /// whether such a request was in flight.
+    /// Cancels the in-flight request `id`, as `notifications/cancelled` would (every
+    /// request of this session with that id). Returns whether one was in flight.
     pub fn cancel(&self, id: &RequestId) -> bool {
-        match self.lock_inflight().get(id) {
-            Some(token) => {
-                token.cancel();
+        match self.lock_inflight().by_id.get(id) {
+            Some(entries) => {
+                for (_, token) in entries {
+                    token.cancel();
+                }
                 true
             }
             None => false,
         }
     }
 
-    /// Registers request `id` as in flight and returns the token that cancels it. Done
-    /// when the request is read, so that a cancellation read right after it is not lost.
-    /// `None` when `limit` requests are in flight already.
-    fn register(&self, id: &RequestId, limit: usize) -> Option<CancellationToken> {
-        let cancel = CancellationToken::new();
+    /// Registers request `id` as in flight, with a token that `parent` (if any) also
+    /// cancels. Done when the request is read, so that a cancellation read right after it
+    /// is not lost. `None` when `limit` requests are in flight already.
+    fn register(
+        &self,
+        id: &RequestId,
+        limit: usize,
+        parent: Option<&CancellationToken>,
+    ) -> Option<Registration> {
         let mut inflight = self.lock_inflight();
-        if inflight.len() >= limit && !inflight.contains_key(id) {
+        if inflight.count >= limit {
             return None;
         }
-        inflight.insert(id.clone(), cancel.clone());
-        Some(cancel)
+        let cancel = parent.map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let serial = inflight.next_serial;
+        inflight.next_serial += 1;
+        inflight.count += 1;
+        inflight
+            .by_id
+            .entry(id.clone())
+            .or_default()
+            .push((serial, cancel.clone()));
+        Some(Registration {
+            inflight: Arc::clone(&self.inflight),
+            id: id.clone(),
+            serial,
+            cancel,
+        })
     }
 
-    fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    fn lock_inflight(&self) -> std::sync::MutexGuard<'_, Inflight> {
         self.inflight.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -363,7 +423,9 @@ where
                 Ok(Incoming::Request(req)) => {
                     // In flight from now on, before the handler task is even scheduled: a
                     // `notifications/cancelled` on the very next frame must find it.
-                    let Some(cancel) = session.register(&req.id, self.max_inflight_requests) else {
+                    let Some(registration) =
+                        session.register(&req.id, self.max_inflight_requests, None)
+                    else {
                         tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
                         self.spawn_reply(&session, error_frame(Some(req.id), self.too_many()));
                         continue;
@@ -371,7 +433,8 @@ where
                     let this = Arc::clone(&self);
                     let session = session.clone();
                     tokio::spawn(async move {
-                        if let Some(resp) = this.serve_registered(&session, req, cancel).await {
+                        if let Some(resp) = this.serve_registered(&session, req, registration).await
+                        {
                             let _ = session.peer.send_frame(resp).await;
                         }
                     });
@@ -505,11 +568,33 @@ where
     /// Runs one request through the middleware into its handler and returns the response
     /// frame; `None` when the request was cancelled (a cancelled request gets no response).
     pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<String> {
-        let Some(cancel) = session.register(&req.id, self.max_inflight_requests) else {
+        self.handle_request_inner(session, req, None).await
+    }
+
+    /// [`handle_request`](Self::handle_request) for a request that `stop` also cancels:
+    /// a transport that serves each request on its own stream (Streamable HTTP) cancels
+    /// exactly that request when its stream goes away, whatever other request shares
+    /// its id.
+    pub async fn handle_request_until(
+        &self,
+        session: &Session,
+        req: InboundRequest,
+        stop: &CancellationToken,
+    ) -> Option<String> {
+        self.handle_request_inner(session, req, Some(stop)).await
+    }
+
+    async fn handle_request_inner(
+        &self,
+        session: &Session,
+        req: InboundRequest,
+        stop: Option<&CancellationToken>,
+    ) -> Option<String> {
+        let Some(registration) = session.register(&req.id, self.max_inflight_requests, stop) else {
             tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
             return Some(error_frame(Some(req.id), self.too_many()));
         };
-        self.serve_registered(session, req, cancel).await
+        self.serve_registered(session, req, registration).await
     }
 
     fn too_many(&self) -> ErrorObject {
@@ -523,13 +608,14 @@ where
     }
 
     /// [`handle_request`](Self::handle_request) for a request already registered in
-    /// flight with `cancel` (see [`Session::register`]).
+    /// flight (see [`Session::register`]).
     async fn serve_registered(
         &self,
         session: &Session,
         req: InboundRequest,
-        cancel: CancellationToken,
+        registration: Registration,
     ) -> Option<String> {
+        let cancel = registration.cancel.clone();
         let InboundRequest { id, method, params } = req;
 
         // jsonrpsee ids are unsigned; a negative integer id gets a stand-in, and the
@@ -560,7 +646,7 @@ where
             span,
         )
         .await;
-        session.lock_inflight().remove(&id);
+        drop(registration);
         if cancel.is_cancelled() {
             tracing::debug!(%id, "request cancelled; no response sent");
             return None;

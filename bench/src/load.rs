@@ -1,0 +1,490 @@
+//! The load generator: `concurrency` clients, each running one workload's operation in a
+//! loop for `seconds`, over Streamable HTTP (HTTP/1.1 keep-alive, TCP_NODELAY). Prints
+//! one JSON object: throughput, latency percentiles, errors, completions per second and,
+//! for the push workload, completion-to-client latency.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use std::net::SocketAddr;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+/// One operation, repeated by every client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// A synchronous `tools/call` (`echo`).
+    Call,
+    /// A task's whole life: `tools/call work {ms: 0}`, then `tasks/get` until completed.
+    LifecyclePoll,
+    /// A task's whole life followed by push: `tools/call work {ms}`, then
+    /// `subscriptions/listen` on it until it is pushed as completed.
+    LifecyclePush,
+    /// `tasks/get` on one of `live_tasks` working tasks, chosen at random.
+    Get,
+    /// A task with one input round trip: `tools/call ask`, `tasks/get` until
+    /// input_required, `tasks/update` with the answer, `tasks/get` until completed.
+    Update,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Call => "tools/call (sync)",
+            Workload::LifecyclePoll => "task lifecycle, poll",
+            Workload::LifecyclePush => "task lifecycle, push",
+            Workload::Get => "tasks/get",
+            Workload::Update => "task with input (tasks/update)",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub url: String,
+    pub workload: Workload,
+    pub concurrency: usize,
+    pub seconds: f64,
+    pub live_tasks: usize,
+    pub push_ms: u64,
+}
+
+const VERSION: &str = "2026-07-28";
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    })
+}
+
+fn now_us() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0)
+}
+
+/// One HTTP/1.1 keep-alive connection (TCP_NODELAY) to the server, used by one client
+/// at a time: the cheapest client there is, so that the load generator's core is not the
+/// bottleneck it measures.
+struct Rpc {
+    addr: SocketAddr,
+    authority: String,
+    path: String,
+    sender: Option<SendRequest<Full<Bytes>>>,
+    /// JSON-RPC ids are unique per connection, as a well-behaved client makes them.
+    next_id: u64,
+}
+
+/// The body of a response (collected) or its stream.
+type Reply = hyper::Response<Incoming>;
+
+async fn connect(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+impl Rpc {
+    fn new(url: &str) -> Result<Rpc, String> {
+        let uri: hyper::Uri = url.parse().map_err(|e| format!("bad URL {url}: {e}"))?;
+        let authority = uri
+            .authority()
+            .ok_or_else(|| format!("no host in {url}"))?
+            .to_string();
+        let addr = authority
+            .parse()
+            .map_err(|e| format!("the bench wants an IP:port URL, not {authority}: {e}"))?;
+        Ok(Rpc {
+            addr,
+            authority,
+            path: uri.path().to_owned(),
+            sender: None,
+            next_id: 1,
+        })
+    }
+
+    fn request(
+        &mut self,
+        method: &str,
+        mut params: Value,
+    ) -> Result<hyper::Request<Full<Bytes>>, String> {
+        params["_meta"] = meta();
+        // The Mcp-Name header: the tool's name, or the task's id for the tasks/* methods.
+        let name = match method {
+            "tools/call" => params["name"].as_str().map(str::to_owned),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                params["taskId"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = hyper::Request::post(self.path.as_str())
+            .header("host", self.authority.as_str())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", VERSION)
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| e.to_string())
+    }
+
+    /// Sends on this client's connection (made again if the server closed it).
+    async fn send(&mut self, request: hyper::Request<Full<Bytes>>) -> Result<Reply, String> {
+        let mut sender = match self.sender.take() {
+            Some(s) if !s.is_closed() => s,
+            _ => connect(self.addr).await?,
+        };
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let reply = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.sender = Some(sender);
+        Ok(reply)
+    }
+
+    /// One request; its JSON-RPC result (an error reply is an `Err`).
+    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let request = self.request(method, params)?;
+        let reply = self
+            .send(request)
+            .await
+            .map_err(|e| format!("{method}: {e}"))?;
+        let sse = reply
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let bytes = reply
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{method}: {e}"))?
+            .to_bytes();
+        let message: Value = if sse {
+            // The reply is the `data:` line that parses as a response.
+            std::str::from_utf8(&bytes)
+                .map_err(|e| e.to_string())?
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|m| m.get("result").is_some() || m.get("error").is_some())
+                .ok_or_else(|| format!("{method}: no response in the event stream"))?
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| format!("{method}: {e}"))?
+        };
+        match message.get("result") {
+            Some(r) => Ok(r.clone()),
+            None => Err(format!("{method}: {}", message["error"])),
+        }
+    }
+}
+
+/// The id of a created task (flat or under `task`).
+fn task_id(created: &Value) -> Result<String, String> {
+    created
+        .get("taskId")
+        .or_else(|| created.get("task").and_then(|t| t.get("taskId")))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| format!("not a task: {created}"))
+}
+
+fn status(task: &Value) -> &str {
+    task.get("status")
+        .or_else(|| task.get("task").and_then(|t| t.get("status")))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Bounds a poll loop: a task that needs more reads than this is an error.
+const MAX_POLLS: usize = 100_000;
+
+async fn poll_until(rpc: &mut Rpc, id: &str, wanted: &str) -> Result<Value, String> {
+    for _ in 0..MAX_POLLS {
+        let task = rpc.call("tasks/get", json!({"taskId": id})).await?;
+        match status(&task) {
+            s if s == wanted => return Ok(task),
+            "working" | "input_required" => {}
+            other => return Err(format!("task ended {other}: {task}")),
+        }
+    }
+    Err(format!("task {id} not {wanted} after {MAX_POLLS} reads"))
+}
+
+/// One push lifecycle; `Some(latency)` when the completion happened after the
+/// subscription was acknowledged (a real push, not the initial state).
+async fn push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, String> {
+    let created = rpc
+        .call(
+            "tools/call",
+            json!({"name": "work", "arguments": {"ms": push_ms}}),
+        )
+        .await?;
+    let id = task_id(&created)?;
+    // The stream gets a connection of its own, closed when this lifecycle ends.
+    let listen = rpc.request(
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [id]}}),
+    )?;
+    let mut stream_conn = connect(rpc.addr).await?;
+    let reply = stream_conn
+        .send_request(listen)
+        .await
+        .map_err(|e| format!("subscriptions/listen: {e}"))?;
+    let http_status = reply.status();
+    let mut body = reply.into_body();
+    let mut buffer = String::new();
+    let mut acked_at = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("subscriptions/listen: {e}"))?;
+        let received = now_us();
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
+                let Ok(message) = serde_json::from_str::<Value>(data.trim()) else {
+                    continue;
+                };
+                if let Some(error) = message.get("error") {
+                    return Err(format!("subscriptions/listen: {error}"));
+                }
+                match message["method"].as_str() {
+                    Some("notifications/subscriptions/acknowledged") => acked_at = Some(received),
+                    Some(_) if status(&message["params"]) == "completed" => {
+                        let task = message["params"].get("task").unwrap_or(&message["params"]);
+                        let done = task["result"]["content"][0]["text"]
+                            .as_str()
+                            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                            .and_then(|v| v["done_at_us"].as_u64())
+                            .map(u128::from);
+                        return Ok(match (acked_at, done) {
+                            (Some(acked), Some(done)) if done >= acked => Some(
+                                u64::try_from(received.saturating_sub(done)).unwrap_or(u64::MAX),
+                            ),
+                            _ => None,
+                        });
+                    }
+                    Some(_) if matches!(status(&message["params"]), "failed" | "cancelled") => {
+                        return Err(format!("task ended: {message}"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Err(format!(
+        "subscriptions/listen: the stream ended before completion (HTTP {http_status}, left: {buffer:?})"
+    ))
+}
+
+struct Worker {
+    latencies_us: Vec<u64>,
+    push_us: Vec<u64>,
+    /// Completion time of each operation, in ms since the start.
+    done_ms: Vec<u32>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+async fn operation(
+    rpc: &mut Rpc,
+    plan: &Plan,
+    live: &[String],
+    rng: &mut u64,
+) -> Result<Option<u64>, String> {
+    match plan.workload {
+        Workload::Call => {
+            rpc.call("tools/call", json!({"name": "echo", "arguments": {}}))
+                .await?;
+        }
+        Workload::LifecyclePoll => {
+            let created = rpc
+                .call(
+                    "tools/call",
+                    json!({"name": "work", "arguments": {"ms": 0}}),
+                )
+                .await?;
+            poll_until(rpc, &task_id(&created)?, "completed").await?;
+        }
+        Workload::LifecyclePush => return push_lifecycle(rpc, plan.push_ms).await,
+        Workload::Get => {
+            // xorshift64: a uniform pick, no dependency.
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            let id = &live[(*rng % live.len() as u64) as usize];
+            let task = rpc.call("tasks/get", json!({"taskId": id})).await?;
+            if status(&task) != "working" {
+                return Err(format!("a live task is not working: {task}"));
+            }
+        }
+        Workload::Update => {
+            let created = rpc
+                .call("tools/call", json!({"name": "ask", "arguments": {}}))
+                .await?;
+            let id = task_id(&created)?;
+            let task = poll_until(rpc, &id, "input_required").await?;
+            let requests = task
+                .get("inputRequests")
+                .or_else(|| task.get("task").and_then(|t| t.get("inputRequests")))
+                .and_then(Value::as_object)
+                .ok_or_else(|| format!("no inputRequests: {task}"))?;
+            let answers: serde_json::Map<String, Value> = requests
+                .keys()
+                .map(|k| {
+                    (
+                        k.clone(),
+                        json!({"action": "accept", "content": {"name": "bench"}}),
+                    )
+                })
+                .collect();
+            rpc.call(
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": answers}),
+            )
+            .await?;
+            poll_until(rpc, &id, "completed").await?;
+        }
+    }
+    Ok(None)
+}
+
+/// Creates the working tasks the `get` workload reads (64 at a time).
+async fn create_live(url: &str, count: usize) -> Result<Vec<String>, String> {
+    let mut clients = (0..64)
+        .map(|_| Rpc::new(url))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ids = Vec::with_capacity(count);
+    while ids.len() < count {
+        let wanted = (count - ids.len()).min(clients.len());
+        let created = futures::future::join_all(clients.iter_mut().take(wanted).map(|rpc| {
+            rpc.call(
+                "tools/call",
+                json!({"name": "work", "arguments": {"ms": 3_600_000}}),
+            )
+        }))
+        .await;
+        for c in created {
+            ids.push(task_id(&c?)?);
+        }
+    }
+    Ok(ids)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Runs the plan; the report as JSON.
+pub async fn run(plan: Plan) -> Result<Value, String> {
+    let live = Arc::new(if plan.workload == Workload::Get {
+        create_live(&plan.url, plan.live_tasks.max(1)).await?
+    } else {
+        Vec::new()
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for n in 0..plan.concurrency {
+        let mut rpc = Rpc::new(&plan.url)?;
+        let (plan, stop, live) = (plan.clone(), stop.clone(), live.clone());
+        workers.push(tokio::spawn(async move {
+            let mut w = Worker {
+                latencies_us: Vec::new(),
+                push_us: Vec::new(),
+                done_ms: Vec::new(),
+                errors: 0,
+                first_error: None,
+            };
+            let mut rng =
+                0x9E37_79B9_7F4A_7C15u64 ^ (n as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                match operation(&mut rpc, &plan, &live, &mut rng).await {
+                    Ok(push) => {
+                        w.latencies_us.push(t.elapsed().as_micros() as u64);
+                        w.done_ms.push(started.elapsed().as_millis() as u32);
+                        w.push_us.extend(push);
+                    }
+                    Err(e) => {
+                        w.errors += 1;
+                        w.first_error.get_or_insert(e);
+                        // An erroring server is not hammered in a tight loop.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+            w
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs_f64(plan.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let elapsed = started.elapsed().as_secs_f64();
+    let (mut latencies, mut push, mut done) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut errors, mut first_error) = (0, None);
+    for w in workers {
+        let w = w.await.map_err(|e| e.to_string())?;
+        latencies.extend(w.latencies_us);
+        push.extend(w.push_us);
+        done.extend(w.done_ms);
+        errors += w.errors;
+        first_error = first_error.or(w.first_error);
+    }
+    latencies.sort_unstable();
+    push.sort_unstable();
+    // Operations finished in each whole second of the run.
+    let whole_seconds = plan.seconds.floor() as usize;
+    let mut per_second = vec![0u64; whole_seconds];
+    for ms in done {
+        if let Some(slot) = per_second.get_mut(ms as usize / 1000) {
+            *slot += 1;
+        }
+    }
+    let operations = latencies.len() as u64;
+    Ok(json!({
+        "workload": plan.workload.name(),
+        "concurrency": plan.concurrency,
+        "seconds": elapsed,
+        "operations": operations,
+        "per_second": operations as f64 / elapsed,
+        "errors": errors,
+        "first_error": first_error,
+        "p50_us": percentile(&latencies, 0.50),
+        "p90_us": percentile(&latencies, 0.90),
+        "p99_us": percentile(&latencies, 0.99),
+        "max_us": latencies.last().copied().unwrap_or(0),
+        "push_samples": push.len(),
+        "push_p50_us": percentile(&push, 0.50),
+        "push_p99_us": percentile(&push, 0.99),
+        "push_max_us": push.last().copied().unwrap_or(0),
+        "each_second": per_second,
+    }))
+}

@@ -1,0 +1,166 @@
+//! `mcp-bench`: what `cargo xtask bench` runs, one role per process so that each can be
+//! pinned to its own core.
+//!
+//! ```text
+//! mcp-bench serve ours [--store URL]    our server (mcp-server), benchmark tools
+//! mcp-bench serve rmcp                  rmcp 3.x with the same tools
+//! mcp-bench serve echo                  axum answering one fixed JSON-RPC body
+//! mcp-bench load --url URL --workload W --concurrency C --seconds S
+//! mcp-bench memory --tasks N            memory store bytes per finished task
+//! ```
+//!
+//! Servers print `listening on URL` on stdout, then serve until killed. `load` and
+//! `memory` print one JSON object.
+
+mod echo;
+mod load;
+mod memory;
+mod ours;
+mod rmcp_server;
+mod tools;
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use axum::serve::ListenerExt;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcp-bench",
+    about = "MCP tasks benchmark servers and load generator"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Target {
+    Ours,
+    Rmcp,
+    Echo,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve one of the benchmarked servers.
+    Serve {
+        target: Target,
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: SocketAddr,
+        /// Our server's store: memory, sqlite:PATH, postgres://..., redis://...
+        #[arg(long, default_value = "memory")]
+        store: String,
+        /// Concurrent clients to make room for (in-flight and subscription limits).
+        #[arg(long, default_value_t = 256)]
+        clients: usize,
+    },
+    /// Drive a server with one workload.
+    Load {
+        #[arg(long)]
+        url: String,
+        #[arg(long, value_enum)]
+        workload: load::Workload,
+        #[arg(long, default_value_t = 50)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Working tasks the `get` workload reads among.
+        #[arg(long, default_value_t = 1000)]
+        live_tasks: usize,
+        /// How long the push workload's task works, in ms (long enough to subscribe).
+        #[arg(long, default_value_t = 5)]
+        push_ms: u64,
+    },
+    /// Measure the memory store's bytes per finished task.
+    Memory {
+        #[arg(long, default_value_t = 1_000_000)]
+        tasks: usize,
+    },
+}
+
+/// Prints the URL a server listens on (the orchestrator reads this line).
+pub fn announce(url: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "listening on {url}");
+    let _ = out.flush();
+}
+
+/// Serves an axum app with TCP_NODELAY on every accepted socket.
+pub async fn serve_axum(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) -> Result<(), String> {
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    announce(&format!("http://{addr}/mcp"));
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await.map_err(|e| e.to_string())
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // One worker per core this process may use (the orchestrator pins each role to one).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp-bench: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve {
+                target,
+                addr,
+                store,
+                clients,
+            } => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                match target {
+                    Target::Ours => ours::serve(listener, &store, clients).await,
+                    Target::Rmcp => rmcp_server::serve(listener).await,
+                    Target::Echo => echo::serve(listener).await,
+                }
+            }
+            Command::Load {
+                url,
+                workload,
+                concurrency,
+                seconds,
+                live_tasks,
+                push_ms,
+            } => {
+                let report = load::run(load::Plan {
+                    url,
+                    workload,
+                    concurrency,
+                    seconds,
+                    live_tasks,
+                    push_ms,
+                })
+                .await?;
+                println!("{report}");
+                Ok(())
+            }
+            Command::Memory { tasks } => {
+                println!("{}", memory::run(tasks).await?);
+                Ok(())
+            }
+        }
+    });
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

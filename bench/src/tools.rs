@@ -1,0 +1,31 @@
+//! The tools every benchmarked server offers, with the same behaviour on each:
+//!
+//! | tool | runs | does |
+//! |---|---|---|
+//! | `echo` | synchronously | answers `"hello"` |
+//! | `work {ms}` | as a task | waits `ms` (not at all for 0), then answers `{"done_at_us": T}`, the wall-clock microsecond it finished (push latency is measured from it) |
+//! | `ask` | as a task | asks for a name (one input request), then answers it |
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The text of `work`'s answer: when it finished, in microseconds since the Unix epoch.
+pub fn done_now() -> String {
+    let us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    format!("{{\"done_at_us\":{us}}}")
+}
+
+/// The form `ask` sends (an elicitation request's params).
+pub fn ask_form() -> serde_json::Value {
+    serde_json::json!({
+        "mode": "form",
+        "message": "Your name?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": { "name": { "type": "string" } },
+            "required": ["name"]
+        }
+    })
+}
