@@ -79,7 +79,8 @@ struct Rpc {
     authority: String,
     path: String,
     sender: Option<SendRequest<Full<Bytes>>>,
-    /// JSON-RPC ids are unique per connection, as a well-behaved client makes them.
+    /// JSON-RPC ids are unique per connection, as a well-behaved client makes them;
+    /// also the count of requests sent.
     next_id: u64,
 }
 
@@ -308,6 +309,7 @@ struct Worker {
     done_ms: Vec<u32>,
     errors: u64,
     first_error: Option<String>,
+    requests: u64,
 }
 
 async fn operation(
@@ -423,6 +425,7 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
                 done_ms: Vec::new(),
                 errors: 0,
                 first_error: None,
+                requests: 0,
             };
             let mut rng =
                 0x9E37_79B9_7F4A_7C15u64 ^ (n as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -442,6 +445,7 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
                     }
                 }
             }
+            w.requests = rpc.next_id - 1;
             w
         }));
     }
@@ -449,13 +453,14 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
     stop.store(true, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
     let (mut latencies, mut push, mut done) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut errors, mut first_error) = (0, None);
+    let (mut errors, mut first_error, mut requests) = (0, None, 0);
     for w in workers {
         let w = w.await.map_err(|e| e.to_string())?;
         latencies.extend(w.latencies_us);
         push.extend(w.push_us);
         done.extend(w.done_ms);
         errors += w.errors;
+        requests += w.requests;
         first_error = first_error.or(w.first_error);
     }
     latencies.sort_unstable();
@@ -476,6 +481,7 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
         "operations": operations,
         "per_second": operations as f64 / elapsed,
         "errors": errors,
+        "requests_per_operation": requests as f64 / operations.max(1) as f64,
         "first_error": first_error,
         "p50_us": percentile(&latencies, 0.50),
         "p90_us": percentile(&latencies, 0.90),

@@ -52,6 +52,9 @@ enum Command {
         /// Our server's store: memory, sqlite:PATH, postgres://..., redis://...
         #[arg(long, default_value = "memory")]
         store: String,
+        /// The PostgreSQL schema or Redis key prefix inside a shared store.
+        #[arg(long)]
+        namespace: Option<String>,
         /// Concurrent clients to make room for (in-flight and subscription limits).
         #[arg(long, default_value_t = 256)]
         clients: usize,
@@ -119,13 +122,16 @@ fn main() -> std::process::ExitCode {
                 target,
                 addr,
                 store,
+                namespace,
                 clients,
             } => {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 match target {
-                    Target::Ours => ours::serve(listener, &store, clients).await,
+                    Target::Ours => {
+                        ours::serve(listener, &store, namespace.as_deref(), clients).await
+                    }
                     Target::Rmcp => rmcp_server::serve(listener).await,
                     Target::Echo => echo::serve(listener).await,
                 }

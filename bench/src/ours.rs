@@ -83,9 +83,10 @@ fn build(store: Arc<dyn mcp_tasks::TaskStore>, clients: usize) -> Result<Server,
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store_url: &str,
+    namespace: Option<&str>,
     clients: usize,
 ) -> Result<(), String> {
-    let store = mcp_server::store_url::open(store_url, None, Limits::default())
+    let store = mcp_server::store_url::open(store_url, namespace, Limits::default())
         .await
         .map_err(|e| e.to_string())?;
     let server = build(store, clients)?;

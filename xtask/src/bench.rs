@@ -1,39 +1,57 @@
-//! `cargo xtask bench`: the store benchmarks (criterion) and an end-to-end load generator
-//! against the demo server over Streamable HTTP.
+//! `cargo xtask bench`: our server side by side with rmcp and with the physical limit of
+//! HTTP on this machine, plus the store benchmarks. Everything it runs is `mcp-bench`
+//! (bench/), built in release.
 //!
-//! Workloads (each for `--seconds`, at each `--concurrency`): synchronous `tools/call`
-//! (greet); a task lifecycle (`tools/call` slow_compute creating a task, then `tasks/get`
-//! until it completes); `tasks/get` on a live task. Reports throughput, latency
-//! p50/p90/p99/max and the server's peak RSS, as a table and as JSON (`--json PATH`).
-//!
-//! Not yet here (issue 8): the same load against an rmcp server and a raw axum loopback
-//! server for ratios, push latency, and pinning server and load to separate cores.
+//! For each workload, target and concurrency (and each of `--runs`), a fresh server
+//! process is pinned to CPU 0 and the load generator to CPU 1 (`taskset`; unpinned, and
+//! said so, where that is impossible). Reported: throughput, latency p50/p90/p99/max,
+//! push latency, requests per operation, the server's peak RSS; the median run of each
+//! row by throughput. Then: a long lifecycle run (first vs last 10 s) on ours and rmcp,
+//! lifecycles on SQLite / PostgreSQL / Redis, memory per finished task, and the criterion
+//! store benchmarks (time per operation at 1k vs 1M live tasks). The report is printed
+//! as Markdown, optionally written as JSON (`--json`) and into README.md between
+//! `<!-- bench:begin -->` and `<!-- bench:end -->` (`--readme`).
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// What one workload at one concurrency measured.
+/// What `cargo xtask bench` was asked to do.
 #[derive(Debug, Clone)]
-pub struct Row {
-    pub workload: &'static str,
-    pub concurrency: usize,
-    pub operations: u64,
-    pub errors: u64,
-    pub per_second: f64,
-    pub p50_us: u64,
-    pub p90_us: u64,
-    pub p99_us: u64,
-    pub max_us: u64,
-    pub peak_rss_kib: u64,
+pub struct Options {
+    pub seconds: f64,
+    pub concurrency: Vec<usize>,
+    pub runs: usize,
+    pub long_seconds: f64,
+    pub json: Option<PathBuf>,
+    pub readme: bool,
+    pub skip_store: bool,
+    pub postgres: Option<String>,
+    pub redis: Option<String>,
 }
 
-struct Server(Child, u32);
+const TARGETS: [&str; 3] = ["ours", "rmcp", "echo"];
+
+/// The workloads, each with the targets it applies to.
+const WORKLOADS: [(&str, &[&str]); 5] = [
+    ("call", &["ours", "rmcp", "echo"]),
+    ("lifecycle-poll", &["ours", "rmcp"]),
+    ("lifecycle-push", &["ours"]),
+    // The limit of `get` is echo's `call`: the same fixed-size exchange.
+    ("get", &["ours", "rmcp"]),
+    ("update", &["ours", "rmcp"]),
+];
+
+struct Bench {
+    binary: PathBuf,
+    /// `taskset` CPU lists for the server and the load generator, when pinning works.
+    pin: Option<(&'static str, &'static str)>,
+}
+
+struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -42,48 +60,113 @@ impl Drop for Server {
     }
 }
 
-fn start_server(root: &Path, cargo: &str) -> Result<(Server, String), String> {
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "mcp-server",
-            "--example",
-            "demo",
-        ])
-        .status()
-        .map_err(|e| format!("cannot build the demo server: {e}"))?;
-    if !status.success() {
-        return Err("building the demo server failed".into());
+impl Bench {
+    fn command(&self, cpu: Option<&str>) -> Command {
+        match cpu {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpu]).arg(&self.binary);
+                c
+            }
+            None => Command::new(&self.binary),
+        }
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let mut child = Command::new(target.join("release/examples/demo"))
-        .args(["--http", "127.0.0.1:0", "--store", "memory"])
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start the demo server: {e}"))?;
-    let pid = child.id();
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    reader.read_line(&mut line).map_err(|e| e.to_string())?;
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .ok_or("no URL printed")?
-        .to_owned();
-    Ok((Server(child, pid), url))
+
+    /// Starts a fresh server; its URL once it listens.
+    fn serve(&self, target: &str, extra: &[&str]) -> Result<(Server, String), String> {
+        let mut child = self
+            .command(self.pin.map(|p| p.0))
+            .args(["serve", target])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the {target} server: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let server = Server(child);
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let url = line
+            .strip_prefix("listening on ")
+            .map(|u| u.trim().to_owned())
+            .ok_or_else(|| format!("the {target} server did not start: {line:?}"))?;
+        Ok((server, url))
+    }
+
+    fn load(
+        &self,
+        url: &str,
+        workload: &str,
+        concurrency: usize,
+        seconds: f64,
+    ) -> Result<Value, String> {
+        let output = self
+            .command(self.pin.map(|p| p.1))
+            .args(["load", "--url", url, "--workload", workload])
+            .args(["--concurrency", &concurrency.to_string()])
+            .args(["--seconds", &seconds.to_string()])
+            .output()
+            .map_err(|e| format!("cannot run the load generator: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "load generator failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("load generator output: {e}"))
+    }
+
+    /// One row: `runs` fresh servers, the median run by throughput, with peak RSS.
+    fn row(
+        &self,
+        target: &str,
+        extra: &[&str],
+        workload: &str,
+        concurrency: usize,
+        seconds: f64,
+        runs: usize,
+    ) -> Result<Value, String> {
+        let mut results = Vec::new();
+        for _ in 0..runs.max(1) {
+            let (server, url) = self.serve(target, extra)?;
+            let mut report = self.load(&url, workload, concurrency, seconds)?;
+            report["server_peak_rss_kib"] = json!(peak_rss_kib(server.0.id()));
+            drop(server);
+            results.push(report);
+        }
+        results.sort_by(|a, b| per_second(a).total_cmp(&per_second(b)));
+        let mut median = results.swap_remove(results.len() / 2);
+        median["target"] = json!(target);
+        median["runs"] = json!(runs.max(1));
+        eprintln!("  {}", one_line(&median));
+        Ok(median)
+    }
 }
 
-/// The server's peak resident set (VmHWM), in KiB.
+fn per_second(v: &Value) -> f64 {
+    v["per_second"].as_f64().unwrap_or(0.0)
+}
+
+fn one_line(r: &Value) -> String {
+    format!(
+        "{:<6} {:<32} c={:<4} {:>9.0}/s  p50 {:>6} µs  p99 {:>6} µs  errors {}{}",
+        r["target"].as_str().unwrap_or(""),
+        r["workload"].as_str().unwrap_or(""),
+        r["concurrency"],
+        per_second(r),
+        r["p50_us"],
+        r["p99_us"],
+        r["errors"],
+        r["first_error"]
+            .as_str()
+            .map(|e| format!(" (first: {e})"))
+            .unwrap_or_default()
+    )
+}
+
+/// A process's peak resident set (VmHWM), in KiB.
 fn peak_rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -95,231 +178,404 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-    })
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
 }
 
-async fn rpc(
-    http: &reqwest::Client,
-    url: &str,
-    method: &str,
-    params: Value,
-) -> Result<Value, String> {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let reply = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let value: Value = reply.json().await.map_err(|e| e.to_string())?;
-    value
-        .get("result")
-        .cloned()
-        .ok_or_else(|| format!("error reply: {value}"))
+fn pinning() -> Option<(&'static str, &'static str)> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let taskset = Command::new("taskset")
+        .args(["-c", "0", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    (cores >= 2 && taskset).then_some(("0", "1"))
 }
 
-async fn operation(
-    workload: &str,
-    http: &reqwest::Client,
-    url: &str,
-    live_task: &str,
-) -> Result<(), String> {
-    match workload {
-        "tools/call sync" => {
-            rpc(
-                http,
-                url,
-                "tools/call",
-                json!({"name": "greet", "arguments": {"name": "bench"}, "_meta": meta()}),
-            )
-            .await?;
-        }
-        "task lifecycle (poll)" => {
-            let created = rpc(
-                http,
-                url,
-                "tools/call",
-                json!({"name": "slow_compute", "arguments": {"seconds": 0.001}, "_meta": meta()}),
-            )
-            .await?;
-            let id = created
-                .get("taskId")
-                .and_then(Value::as_str)
-                .ok_or("no taskId")?
-                .to_owned();
-            for _ in 0..10_000 {
-                let task = rpc(
-                    http,
-                    url,
-                    "tasks/get",
-                    json!({"taskId": id, "_meta": meta()}),
-                )
-                .await?;
-                if task.get("status").and_then(Value::as_str) == Some("completed") {
-                    return Ok(());
-                }
+fn build(root: &Path, cargo: &str) -> Result<PathBuf, String> {
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args(["build", "--release", "-p", "mcp-bench"])
+        .status()
+        .map_err(|e| format!("cannot build mcp-bench: {e}"))?;
+    if !status.success() {
+        return Err("building mcp-bench failed".into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    Ok(target.join("release/mcp-bench"))
+}
+
+/// The criterion store benchmarks; medians in ns by (operation, size).
+fn store_benches(root: &Path, cargo: &str) -> Result<Value, String> {
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args(["bench", "-p", "mcp-tasks", "--bench", "store"])
+        .status()
+        .map_err(|e| format!("cannot run the store benchmarks: {e}"))?;
+    if !status.success() {
+        return Err("store benchmarks failed".into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let mut out = serde_json::Map::new();
+    for op in ["get", "create", "complete", "resolve"] {
+        let mut sizes = serde_json::Map::new();
+        for n in [1_000, 100_000, 1_000_000] {
+            let path = target.join(format!(
+                "criterion/store_memory/{op}/{n}/new/estimates.json"
+            ));
+            if let Some(ns) = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| v["median"]["point_estimate"].as_f64())
+            {
+                sizes.insert(n.to_string(), json!(ns));
             }
-            return Err("task did not complete".into());
         }
-        _ => {
-            rpc(
-                http,
-                url,
-                "tasks/get",
-                json!({"taskId": live_task, "_meta": meta()}),
-            )
-            .await?;
-        }
+        out.insert(op.to_owned(), Value::Object(sizes));
     }
-    Ok(())
+    Ok(Value::Object(out))
 }
 
-async fn run_workload(
-    url: &str,
-    workload: &'static str,
-    concurrency: usize,
-    seconds: f64,
-    pid: u32,
-) -> Result<Row, String> {
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(concurrency)
-        .build()
-        .map_err(|e| e.to_string())?;
-    // A long-running task for the tasks/get workload.
-    let live = rpc(
-        &http,
-        url,
-        "tools/call",
-        json!({"name": "slow_compute", "arguments": {"seconds": 3600}, "_meta": meta()}),
-    )
-    .await?;
-    let live_task = live
-        .get("taskId")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (http, url, stop, live_task) = (
-            http.clone(),
-            url.to_owned(),
-            Arc::clone(&stop),
-            live_task.clone(),
-        );
-        workers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut errors = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let t = Instant::now();
-                match operation(workload, &http, &url, &live_task).await {
-                    Ok(()) => latencies.push(t.elapsed().as_micros() as u64),
-                    Err(_) => errors += 1,
-                }
-            }
-            (latencies, errors)
-        }));
-    }
-    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for w in workers {
-        let (l, e) = w.await.map_err(|e| e.to_string())?;
-        all.extend(l);
-        errors += e;
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort_unstable();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
+/// Runs everything; prints the report.
+pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
+    let store = if options.skip_store {
+        None
+    } else {
+        Some(store_benches(root, cargo)?)
     };
-    let _ = rpc(
-        &http,
-        url,
-        "tasks/cancel",
-        json!({"taskId": live_task, "_meta": meta()}),
-    )
-    .await;
-    Ok(Row {
-        workload,
-        concurrency,
-        operations: all.len() as u64,
-        errors,
-        per_second: all.len() as f64 / elapsed,
-        p50_us: pct(0.50),
-        p90_us: pct(0.90),
-        p99_us: pct(0.99),
-        max_us: all.last().copied().unwrap_or(0),
-        peak_rss_kib: peak_rss_kib(pid),
-    })
-}
-
-/// Runs the load generator (and, unless `skip_store`, the criterion store benchmarks).
-pub fn run(
-    root: &Path,
-    cargo: &str,
-    seconds: f64,
-    concurrency: &[usize],
-    json_out: Option<&Path>,
-    skip_store: bool,
-) -> Result<(), String> {
-    if !skip_store {
-        let status = Command::new(cargo)
-            .current_dir(root)
-            .args(["bench", "-p", "mcp-tasks", "--bench", "store"])
-            .status()
-            .map_err(|e| format!("cannot run the store benchmarks: {e}"))?;
-        if !status.success() {
-            return Err("store benchmarks failed".into());
+    let bench = Bench {
+        binary: build(root, cargo)?,
+        pin: pinning(),
+    };
+    match bench.pin {
+        Some((s, l)) => eprintln!("bench: server on CPU {s}, load generator on CPU {l}"),
+        None => {
+            eprintln!("bench: NOT pinned (fewer than 2 CPUs or no taskset): figures are noisier")
         }
     }
-    let (server, url) = start_server(root, cargo)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
-    for workload in ["tools/call sync", "task lifecycle (poll)", "tasks/get"] {
-        for &c in concurrency {
-            let row = runtime.block_on(run_workload(&url, workload, c, seconds, server.1))?;
-            println!(
-                "{:<24} c={:<4} {:>9.0}/s  p50 {:>6} µs  p90 {:>6} µs  p99 {:>6} µs  max {:>7} µs  errors {}  server peak RSS {} KiB",
-                row.workload,
-                row.concurrency,
-                row.per_second,
-                row.p50_us,
-                row.p90_us,
-                row.p99_us,
-                row.max_us,
-                row.errors,
-                row.peak_rss_kib
-            );
-            rows.push(row);
+    for (workload, targets) in WORKLOADS {
+        for &c in &options.concurrency {
+            for target in TARGETS.iter().filter(|t| targets.contains(t)) {
+                rows.push(bench.row(target, &[], workload, c, options.seconds, options.runs)?);
+            }
         }
     }
-    if let Some(path) = json_out {
-        let value: Vec<Value> = rows
-            .iter()
-            .map(|r| {
-                json!({"workload": r.workload, "concurrency": r.concurrency, "operations": r.operations, "errors": r.errors,
-                       "per_second": r.per_second, "p50_us": r.p50_us, "p90_us": r.p90_us, "p99_us": r.p99_us,
-                       "max_us": r.max_us, "server_peak_rss_kib": r.peak_rss_kib})
-            })
-            .collect();
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+    // Does throughput hold as finished tasks pile up?
+    let mut long = Vec::new();
+    if options.long_seconds > 0.0 {
+        for target in ["ours", "rmcp"] {
+            long.push(bench.row(target, &[], "lifecycle-poll", 50, options.long_seconds, 1)?);
+        }
+    }
+    // Our lifecycles on the durable stores.
+    let mut stores = Vec::new();
+    let sqlite = std::env::temp_dir().join(format!("mcp-bench-{}.db", std::process::id()));
+    let sqlite_url = format!("sqlite:{}", sqlite.display());
+    let mut backends = vec![("SQLite", sqlite_url.clone(), None)];
+    if let Some(url) = &options.postgres {
+        backends.push(("PostgreSQL", url.clone(), Some("mcp_bench")));
+    }
+    if let Some(url) = &options.redis {
+        backends.push(("Redis", url.clone(), Some("mcp-bench")));
+    }
+    for (name, url, namespace) in backends {
+        let mut extra = vec!["--store", url.as_str()];
+        if let Some(ns) = namespace {
+            extra.extend(["--namespace", ns]);
+        }
+        let mut row = bench.row(
+            "ours",
+            &extra,
+            "lifecycle-poll",
+            50,
+            options.seconds,
+            options.runs,
+        )?;
+        row["store"] = json!(name);
+        stores.push(row);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", sqlite.display()));
+        }
+    }
+    let memory = {
+        let output = bench
+            .command(None)
+            .args(["memory", "--tasks", "1000000"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        serde_json::from_slice::<Value>(&output.stdout).map_err(|e| format!("memory run: {e}"))?
+    };
+    let report = json!({
+        "date": date(),
+        "commit": commit(root),
+        "machine": format!("{} CPUs, {}", std::thread::available_parallelism().map_or(1, |n| n.get()), cpu_model()),
+        "pinned": bench.pin.is_some(),
+        "seconds": options.seconds,
+        "runs": options.runs,
+        "rows": rows,
+        "long": long,
+        "stores": stores,
+        "memory": memory,
+        "store_benches": store,
+    });
+    let markdown = markdown(&report, options);
+    println!("{markdown}");
+    if let Some(path) = &options.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    if options.readme {
+        write_readme(root, &markdown)?;
+    }
     Ok(())
+}
+
+fn date() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn commit(root: &Path) -> String {
+    Command::new("git")
+        .current_dir(root)
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn find<'a>(rows: &'a [Value], target: &str, workload: &str, c: usize) -> Option<&'a Value> {
+    let name = match workload {
+        "call" => "tools/call (sync)",
+        "lifecycle-poll" => "task lifecycle, poll",
+        "lifecycle-push" => "task lifecycle, push",
+        "get" => "tasks/get",
+        _ => "task with input (tasks/update)",
+    };
+    rows.iter().find(|r| {
+        r["target"] == target
+            && r["workload"] == name
+            && r["concurrency"].as_u64() == Some(c as u64)
+    })
+}
+
+fn ratio(a: Option<&Value>, b: Option<&Value>) -> String {
+    match (a.map(per_second), b.map(per_second)) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+        _ => "n/a".into(),
+    }
+}
+
+/// First and last 10 s of a long run's completions per second: (first, last, last/first).
+fn flatness(row: &Value) -> Option<(f64, f64, f64)> {
+    let each: Vec<f64> = row["each_second"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    if each.len() < 20 {
+        return None;
+    }
+    let first = each[..10].iter().sum::<f64>() / 10.0;
+    let last = each[each.len() - 10..].iter().sum::<f64>() / 10.0;
+    Some((first, last, if first > 0.0 { last / first } else { 0.0 }))
+}
+
+fn markdown(report: &Value, options: &Options) -> String {
+    let rows = report["rows"].as_array().cloned().unwrap_or_default();
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "Generated by `cargo xtask bench --seconds {} --runs {} --concurrency {} --long-seconds {}` on {} (commit {}), {}; {}. Medians of {} fresh-server run(s) per row.\n",
+        options.seconds,
+        options.runs,
+        options
+            .concurrency
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        options.long_seconds,
+        report["date"].as_str().unwrap_or(""),
+        report["commit"].as_str().unwrap_or(""),
+        report["machine"].as_str().unwrap_or(""),
+        if report["pinned"] == true {
+            "server pinned to CPU 0, load generator to CPU 1"
+        } else {
+            "NOT pinned"
+        },
+        options.runs,
+    );
+    let _ = writeln!(
+        md,
+        "| server | workload | clients | ops/s | p50 | p90 | p99 | max | req/op | errors | server peak RSS |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {} | {} | {} | {} | {:.1} | {} | {:.1} MB |",
+            r["target"].as_str().unwrap_or(""),
+            r["workload"].as_str().unwrap_or(""),
+            r["concurrency"],
+            per_second(r),
+            us(&r["p50_us"]),
+            us(&r["p90_us"]),
+            us(&r["p99_us"]),
+            us(&r["max_us"]),
+            r["requests_per_operation"].as_f64().unwrap_or(0.0),
+            r["errors"],
+            r["server_peak_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+        );
+    }
+    let c = options.concurrency.iter().copied().max().unwrap_or(50);
+    let get = |t: &str, w: &str| find(&rows, t, w, c);
+    let _ = writeln!(
+        md,
+        "\nRatios at {c} clients (`echo` is the raw loopback limit: axum answering a fixed body):\n"
+    );
+    let _ = writeln!(md, "| measure | ours / rmcp | ours / limit |");
+    let _ = writeln!(md, "|---|---:|---:|");
+    for (label, w) in [
+        ("synchronous tools/call", "call"),
+        ("task lifecycle (poll)", "lifecycle-poll"),
+        ("tasks/get", "get"),
+        ("task with one input round trip", "update"),
+    ] {
+        let limit = if matches!(w, "call" | "get") {
+            ratio(get("ours", w), get("echo", w))
+        } else {
+            "n/a".into()
+        };
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {limit} |",
+            ratio(get("ours", w), get("rmcp", w))
+        );
+    }
+    if let Some(push) = get("ours", "lifecycle-push") {
+        let _ = writeln!(
+            md,
+            "\nPush (`subscriptions/listen`), completion -> client, {} samples at {c} clients: p50 {}, p99 {}, max {}.",
+            push["push_samples"],
+            us(&push["push_p50_us"]),
+            us(&push["push_p99_us"]),
+            us(&push["push_max_us"])
+        );
+    }
+    if let Some(long) = report["long"].as_array().filter(|l| !l.is_empty()) {
+        let _ = writeln!(
+            md,
+            "\nLifecycles as finished tasks accumulate ({} s at 50 clients, default TTLs):\n",
+            options.long_seconds
+        );
+        let _ = writeln!(
+            md,
+            "| server | tasks finished | first 10 s | last 10 s | last / first |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|");
+        for r in long {
+            if let Some((first, last, ratio)) = flatness(r) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {first:.0}/s | {last:.0}/s | {ratio:.2} |",
+                    r["target"].as_str().unwrap_or(""),
+                    r["operations"]
+                );
+            }
+        }
+    }
+    if let Some(stores) = report["stores"].as_array().filter(|s| !s.is_empty()) {
+        let _ = writeln!(
+            md,
+            "\nOur task lifecycles (poll) on the durable stores, 50 clients:\n"
+        );
+        let _ = writeln!(md, "| store | lifecycles/s | p50 | p99 | errors |");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|");
+        for r in stores {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} | {} | {} | {} |",
+                r["store"].as_str().unwrap_or(""),
+                per_second(r),
+                us(&r["p50_us"]),
+                us(&r["p99_us"]),
+                r["errors"]
+            );
+        }
+    }
+    let m = &report["memory"];
+    let _ = writeln!(
+        md,
+        "\nMemory store, {} finished small tasks: {:.0} bytes each (resident set growth), {:.0} beyond the {}-byte result.",
+        m["tasks"],
+        m["bytes_per_task"].as_f64().unwrap_or(0.0),
+        m["bytes_per_task_beyond_payload"].as_f64().unwrap_or(0.0),
+        m["payload_bytes"]
+    );
+    if let Some(store) = report["store_benches"].as_object() {
+        let _ = writeln!(
+            md,
+            "\nMemory store time per operation (criterion medians, `cargo bench -p mcp-tasks --bench store`):\n"
+        );
+        let _ = writeln!(
+            md,
+            "| operation | 1k live | 100k live | 1M live | 1M / 1k |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|");
+        for (op, sizes) in store {
+            let at = |n: &str| sizes[n].as_f64();
+            let cell = |n: &str| at(n).map_or("n/a".into(), |ns| format!("{ns:.0} ns"));
+            let r = match (at("1000"), at("1000000")) {
+                (Some(a), Some(b)) if a > 0.0 => format!("{:.2}x", b / a),
+                _ => "n/a".into(),
+            };
+            let _ = writeln!(
+                md,
+                "| {op} | {} | {} | {} | {r} |",
+                cell("1000"),
+                cell("100000"),
+                cell("1000000")
+            );
+        }
+    }
+    md
+}
+
+fn us(v: &Value) -> String {
+    let us = v.as_u64().unwrap_or(0);
+    if us >= 10_000 {
+        format!("{:.1} ms", us as f64 / 1000.0)
+    } else {
+        format!("{us} µs")
+    }
+}
+
+fn write_readme(root: &Path, markdown: &str) -> Result<(), String> {
+    const BEGIN: &str = "<!-- bench:begin -->";
+    const END: &str = "<!-- bench:end -->";
+    let path = root.join("README.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
+        return Err(format!("README.md has no {BEGIN} ... {END} section"));
+    };
+    let updated = format!("{}{BEGIN}\n{markdown}{}", &text[..b], &text[e..]);
+    std::fs::write(&path, updated).map_err(|e| e.to_string())
 }

@@ -9,9 +9,10 @@
 //!   `tasks-*` scenarios against the demo server (`conformance: N checks passed, M
 //!   failed`), and closes with one line `xtask: N passed, M failed, K skipped` (tests plus
 //!   the suite's checks).
-//! - `bench [--seconds S] [--concurrency 1,50] [--json PATH] [--skip-store]`: store
-//!   benchmarks and a load generator against the demo server (partial: no rmcp or
-//!   loopback comparison yet).
+//! - `bench [--seconds S] [--concurrency 1,50] [--runs N] [--long-seconds S] [--json PATH]
+//!   [--readme] [--skip-store]`: our server beside rmcp and the raw loopback limit, each
+//!   in a fresh pinned process (see `bench.rs`), and the store benchmarks; a Markdown
+//!   report, optionally JSON and the README's performance section.
 //! - `fuzz --seconds N`: the fuzz targets (frames, classification, messages, SSE,
 //!   cursors), N seconds each; `test` runs them for 2 seconds each.
 //! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
@@ -54,17 +55,28 @@ enum Cmd {
         #[arg(long)]
         store: String,
     },
-    /// Benchmarks: the store (criterion) and a load generator against the demo server.
+    /// Benchmarks: our server beside rmcp and the loopback limit (mcp-bench, release,
+    /// pinned), long-run flatness, durable stores, memory per task, and the criterion
+    /// store benchmarks.
     Bench {
-        /// Seconds per workload and concurrency.
-        #[arg(long, default_value_t = 5.0)]
+        /// Seconds per workload, target and concurrency.
+        #[arg(long, default_value_t = 10.0)]
         seconds: f64,
-        /// Concurrent clients, comma separated.
+        /// Concurrent clients, comma separated (ratios are given at the largest).
         #[arg(long, value_delimiter = ',', default_value = "1,50")]
         concurrency: Vec<usize>,
+        /// Fresh-server runs per row; the median by throughput is reported.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        /// Length of the lifecycle run that compares its first and last 10 s (0: none).
+        #[arg(long, default_value_t = 60.0)]
+        long_seconds: f64,
         /// Also write the results as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Write the report into README.md (between the bench:begin/end markers).
+        #[arg(long)]
+        readme: bool,
         /// Skip the criterion store benchmarks.
         #[arg(long)]
         skip_store: bool,
@@ -92,18 +104,26 @@ fn main() -> ExitCode {
         Cmd::Bench {
             seconds,
             concurrency,
+            runs,
+            long_seconds,
             json,
+            readme,
             skip_store,
         } => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            bench::run(
-                &workspace_root(),
-                &cargo,
+            let mut services = services::answering().into_iter();
+            let options = bench::Options {
                 seconds,
-                &concurrency,
-                json.as_deref(),
+                concurrency,
+                runs,
+                long_seconds,
+                json,
+                readme,
                 skip_store,
-            )
+                postgres: services.next().flatten(),
+                redis: services.next().flatten(),
+            };
+            bench::run(&workspace_root(), &cargo, &options)
         }
         Cmd::Conformance { store } => conformance::run(&store),
     };

@@ -117,7 +117,7 @@ pub fn prepare(cmd: &mut Command, ci: bool) -> Result<Vec<Found>, String> {
 }
 
 /// Whether `host:port` of `url` accepts a TCP connection in time.
-fn probe(url: &str, default_port: u16) -> Result<(), String> {
+pub fn probe(url: &str, default_port: u16) -> Result<(), String> {
     let (host, port) = host_port(url, default_port)
         .ok_or_else(|| format!("cannot find a host and port in {}", redact(url)))?;
     let addrs: Vec<_> = (host.as_str(), port)
@@ -190,6 +190,24 @@ pub fn redact(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// The URL of each service that answers (by [`SERVICES`] order), for benchmarks that use
+/// them when present; says which are left out.
+pub fn answering() -> Vec<Option<String>> {
+    SERVICES
+        .iter()
+        .map(|s| {
+            let url = std::env::var(s.env).unwrap_or_else(|_| s.default_url.to_owned());
+            match probe(&url, s.default_port) {
+                Ok(()) => Some(url),
+                Err(why) => {
+                    eprintln!("{}: {why}; left out", s.name);
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
