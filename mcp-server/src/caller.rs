@@ -2,20 +2,22 @@
 //! needs, put into the request's extensions by the transport (the principal) and by
 //! [`RequestMetaLayer`] (the `_meta` of MCP 2026-07-28).
 
-use std::collections::HashSet;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jsonrpsee::Extensions;
 use jsonrpsee::core::middleware::{Batch, Notification, RpcServiceT};
 use jsonrpsee::core::server::MethodResponse;
 use jsonrpsee::types::{ErrorObjectOwned, Request};
-use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::meta::{CLIENT_CAPABILITIES, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28};
-use mcp_protocol::tasks::capabilities_value_declare_tasks;
+use mcp_protocol::meta::{
+    CLIENT_CAPABILITIES, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION,
+};
 use mcp_tasks::Owner;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 /// The authenticated principal of a request, set by the transport's principal hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,31 +96,51 @@ pub struct RequestMetaService<S> {
     methods: Arc<HashSet<String>>,
 }
 
+/// The `_meta` of a request's params, borrowed: each member stays unparsed JSON text, so
+/// that reading two declarations costs no tree of values.
 #[derive(Deserialize)]
-struct MetaProbe {
-    #[serde(rename = "_meta")]
-    meta: Option<JsonObject>,
+struct MetaProbe<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<HashMap<Cow<'a, str>, &'a RawValue>>,
+}
+
+/// The `extensions` of a capabilities object, borrowed.
+#[derive(Deserialize)]
+struct CapabilitiesProbe<'a> {
+    #[serde(borrow, default)]
+    extensions: Option<HashMap<Cow<'a, str>, &'a RawValue>>,
+}
+
+/// Whether `capabilities` (JSON text) declares the tasks extension: an object under
+/// `extensions`.
+fn raw_capabilities_declare_tasks(capabilities: &RawValue) -> bool {
+    serde_json::from_str::<CapabilitiesProbe<'_>>(capabilities.get())
+        .ok()
+        .and_then(|c| c.extensions)
+        .and_then(|e| e.get(TASKS_EXTENSION).copied())
+        .is_some_and(|v| v.get().starts_with('{'))
 }
 
 /// Reads the declarations of `params` (a JSON object, or nothing).
 pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorObject> {
-    let meta = params
-        .and_then(|p| serde_json::from_str::<MetaProbe>(p).ok())
-        .and_then(|p| p.meta);
-    let Some(meta) = meta else {
+    let probe = params.and_then(|p| serde_json::from_str::<MetaProbe<'_>>(p).ok());
+    let Some(meta) = probe.and_then(|p| p.meta) else {
         return Ok(RequestDeclarations::default());
     };
     let protocol_version = match meta.get(PROTOCOL_VERSION) {
         None => None,
-        Some(serde_json::Value::String(v)) => Some(v.clone()),
-        Some(other) => {
-            return Err(ErrorObject::new(
-                error_codes::INVALID_PARAMS,
-                format!(
-                    "Invalid params: _meta.\"{PROTOCOL_VERSION}\" must be a string, not {other}"
-                ),
-            ));
-        }
+        Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                return Err(ErrorObject::new(
+                    error_codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params: _meta.\"{PROTOCOL_VERSION}\" must be a string, not {}",
+                        raw.get()
+                    ),
+                ));
+            }
+        },
     };
     if let Some(v) = &protocol_version
         && !SUPPORTED_VERSIONS.contains(&v.as_str())
@@ -131,7 +153,7 @@ pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorOb
     }
     let declares_tasks = meta
         .get(CLIENT_CAPABILITIES)
-        .is_some_and(capabilities_value_declare_tasks);
+        .is_some_and(|c| raw_capabilities_declare_tasks(c));
     Ok(RequestDeclarations {
         protocol_version,
         declares_tasks,

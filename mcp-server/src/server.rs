@@ -316,8 +316,9 @@ fn rpc(e: ErrorObject) -> ErrorObjectOwned {
 }
 
 /// A result as JSON (for methods whose result shape depends on the revision).
-fn json(value: impl Serialize) -> Result<Value, ErrorObjectOwned> {
-    serde_json::to_value(value)
+/// A result serialized once, straight to the text the response embeds (no `Value` tree).
+fn json(value: impl Serialize) -> Result<Box<serde_json::value::RawValue>, ErrorObjectOwned> {
+    serde_json::value::to_raw_value(&value)
         .map_err(|e| rpc(ErrorObject::new(error_codes::INTERNAL_ERROR, e.to_string())))
 }
 
@@ -590,9 +591,11 @@ fn methods(state: Arc<State>) -> RpcModule<State> {
         module.register_async_method(CallTool::METHOD, |params, state, ext| async move {
             if let Some(session) = session_of(&ext) {
                 let params = parse_params::<v2025::CallTool>(&params).map_err(rpc)?;
-                return legacy::tools_call(&state, &session, params, &ext)
-                    .await
-                    .map_err(rpc);
+                return json(
+                    legacy::tools_call(&state, &session, params, &ext)
+                        .await
+                        .map_err(rpc)?,
+                );
             }
             let params = parse_params::<CallTool>(&params).map_err(rpc)?;
             json(call_tool(state, params, ext).await.map_err(rpc)?)
