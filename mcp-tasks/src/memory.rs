@@ -48,7 +48,9 @@ struct Inner {
 
 #[derive(Debug, Default)]
 struct TaskShard {
-    tasks: HashMap<TaskId, TaskRecord>,
+    /// Boxed: a map slot is then a pointer, not a whole record, and the slots a hash
+    /// table keeps free cost 8 bytes each instead of the size of a record.
+    tasks: HashMap<TaskId, Box<TaskRecord>>,
     /// `(expires_at, id)` of every task with a TTL.
     expiries: BTreeSet<(Millis, TaskId)>,
     /// Unfinished tasks that hold a lease.
@@ -151,7 +153,7 @@ impl Inner {
             let was_terminal = rec.is_terminal();
             let value = f(rec, now)?;
             let finished = !was_terminal && rec.is_terminal();
-            let record = rec.clone();
+            let record = TaskRecord::clone(rec);
             if record.lease.is_some() && !record.is_terminal() {
                 shard.leased.insert(id.clone());
             } else {
@@ -220,7 +222,7 @@ impl TaskStore for MemoryStore {
             if let Some(at) = record.expires_at() {
                 shard.expiries.insert((at, id.clone()));
             }
-            shard.tasks.insert(id, record.clone());
+            shard.tasks.insert(id, Box::new(record.clone()));
         }
         inner.changed(&record);
         Ok(record)
@@ -229,7 +231,7 @@ impl TaskStore for MemoryStore {
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         let now = self.inner.clock.now_ms();
         match self.inner.task_shard(id).tasks.get(id) {
-            Some(rec) if &rec.owner == owner && !rec.is_expired(now) => Ok(rec.clone()),
+            Some(rec) if &rec.owner == owner && !rec.is_expired(now) => Ok(TaskRecord::clone(rec)),
             _ => Err(StoreError::NotFound),
         }
     }
@@ -270,7 +272,7 @@ impl TaskStore for MemoryStore {
                 && &rec.owner == owner
                 && !rec.is_expired(now)
             {
-                tasks.push(rec.clone());
+                tasks.push(TaskRecord::clone(rec));
             }
         }
         let next_cursor = if more {
