@@ -80,6 +80,10 @@ enum Cmd {
         /// Skip the criterion store benchmarks.
         #[arg(long)]
         skip_store: bool,
+        /// Run nothing: rewrite the report (and with --readme, README.md) from this
+        /// earlier `--json` file; give the options that run used.
+        #[arg(long)]
+        report_from: Option<PathBuf>,
     },
     /// Run the fuzz targets (tests/tests/fuzz.rs) for longer than `cargo xtask test` does.
     Fuzz {
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
             json,
             readme,
             skip_store,
+            report_from,
         } => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut services = services::answering().into_iter();
@@ -122,6 +127,7 @@ fn main() -> ExitCode {
                 skip_store,
                 postgres: services.next().flatten(),
                 redis: services.next().flatten(),
+                report_from,
             };
             bench::run(&workspace_root(), &cargo, &options)
         }
