@@ -399,20 +399,17 @@ async fn start_task(
         },
         status_message: None,
     };
-    let created = state.store().create(new).await.map_err(store_rpc);
+    let created = state
+        .runtime()
+        .create_and_launch(new, tool.clone(), args)
+        .await
+        .map_err(store_rpc);
     let id = created
         .as_ref()
         .map(|r| r.id.as_str().to_owned())
         .unwrap_or_default();
     crate::audit::record("tools/call: create task", &session.owner, &id, &created);
     let record = created?;
-    if let Err(e) = state.runtime().launch(&record, tool.clone(), args).await {
-        let error = ErrorObject::new(
-            error_codes::INTERNAL_ERROR,
-            format!("The task could not start: {e}"),
-        );
-        let _ = state.store().fail(&record.owner, &record.id, error).await;
-    }
     Ok(record)
 }
 

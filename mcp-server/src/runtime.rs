@@ -10,7 +10,9 @@ use std::time::Duration;
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_tasks::{EventError, Owner, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord, TaskStore};
+use mcp_tasks::{
+    EventError, NewTask, Owner, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord, TaskStore,
+};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -123,6 +125,25 @@ impl TaskRuntime {
         self.running().len()
     }
 
+    /// Creates `new` as a task leased to this node and runs `tool` with `args` as it:
+    /// `create` and `launch` with one store write fewer (`TaskStore::create_leased`).
+    /// The task is durable when this returns.
+    pub async fn create_and_launch(
+        &self,
+        new: NewTask,
+        tool: ToolDef,
+        args: JsonObject,
+    ) -> Result<TaskRecord, StoreError> {
+        let config = &self.inner.config;
+        let record = self
+            .inner
+            .store
+            .create_leased(new, &config.node_id, millis(config.lease))
+            .await?;
+        self.run_leased(record.key(), tool, args);
+        Ok(record)
+    }
+
     /// Runs `tool` with `args` as the (already created, durable) task `record`.
     pub async fn launch(
         &self,
@@ -131,11 +152,18 @@ impl TaskRuntime {
         args: JsonObject,
     ) -> Result<(), StoreError> {
         let key = record.key();
-        let store = Arc::clone(&self.inner.store);
         let config = &self.inner.config;
-        store
+        self.inner
+            .store
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
+        self.run_leased(key, tool, args);
+        Ok(())
+    }
+
+    /// Runs `tool` as the task `key`, whose lease this node holds.
+    fn run_leased(&self, key: TaskKey, tool: ToolDef, args: JsonObject) {
+        let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
         let wake = Arc::new(Notify::new());
         self.running().insert(
@@ -156,7 +184,6 @@ impl TaskRuntime {
             runtime.finish(&key, outcome).await;
             runtime.running().remove(&key.id);
         });
-        Ok(())
     }
 
     async fn run(

@@ -495,21 +495,19 @@ async fn call_tool(
             },
             status_message: None,
         };
-        // Durable: once `create` returns, tasks/get on any node finds the task.
-        let created = state.store.create(new).await.map_err(store_rpc);
+        // Durable (and leased to this node) once `create_and_launch` returns: tasks/get on any node
+        // finds the task.
+        let created = state
+            .runtime
+            .create_and_launch(new, tool.clone(), args)
+            .await
+            .map_err(store_rpc);
         let id = created
             .as_ref()
             .map(|r| r.id.as_str().to_owned())
             .unwrap_or_default();
         audit::record("tools/call: create task", &caller.owner, &id, &created);
         let record = created?;
-        if let Err(e) = state.runtime.launch(&record, tool.clone(), args).await {
-            let error = ErrorObject::new(
-                error_codes::INTERNAL_ERROR,
-                format!("The task could not start: {e}"),
-            );
-            let _ = state.store.fail(&record.owner, &record.id, error).await;
-        }
         return Ok(CallReply::Task(CreateTaskResult::from(views::task(
             &record,
         ))));

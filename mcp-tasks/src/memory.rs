@@ -198,13 +198,11 @@ impl Inner {
     }
 }
 
-#[async_trait]
-impl TaskStore for MemoryStore {
-    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+impl MemoryStore {
+    /// Stores a new record (rule 2): the owner's and the total live limits, the indexes.
+    fn insert_new(&self, record: TaskRecord) -> Result<TaskRecord, StoreError> {
         let inner = &*self.inner;
-        let now = inner.clock.now_ms();
-        let id = TaskId::random().map_err(StoreError::backend)?;
-        let record = rules::new_record(id.clone(), new, &inner.limits, now);
+        let id = record.id.clone();
         {
             // Lock order: owner shard, then task shard.
             let mut owners = inner.owner_shard(&record.owner);
@@ -222,10 +220,46 @@ impl TaskStore for MemoryStore {
             if let Some(at) = record.expires_at() {
                 shard.expiries.insert((at, id.clone()));
             }
+            if record.lease.is_some() {
+                shard.leased.insert(id.clone());
+            }
             shard.tasks.insert(id, Box::new(record.clone()));
         }
         inner.changed(&record);
         Ok(record)
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+        let inner = &*self.inner;
+        let id = TaskId::random().map_err(StoreError::backend)?;
+        self.insert_new(rules::new_record(
+            id,
+            new,
+            &inner.limits,
+            inner.clock.now_ms(),
+        ))
+    }
+
+    async fn create_leased(
+        &self,
+        new: NewTask,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<TaskRecord, StoreError> {
+        let inner = &*self.inner;
+        let id = TaskId::random().map_err(StoreError::backend)?;
+        let now = inner.clock.now_ms();
+        self.insert_new(rules::new_leased_record(
+            id,
+            new,
+            &inner.limits,
+            now,
+            holder,
+            ttl_ms,
+        ))
     }
 
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {

@@ -40,6 +40,24 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
     }
 }
 
+/// A new task already leased to `holder` for `ttl_ms`: `new_record` and `claim_lease` as
+/// one write (the record is still at revision 1).
+pub fn new_leased_record(
+    id: TaskId,
+    new: NewTask,
+    limits: &Limits,
+    now: Millis,
+    holder: &str,
+    ttl_ms: u64,
+) -> TaskRecord {
+    let mut rec = new_record(id, new, limits, now);
+    rec.lease = Some(Lease {
+        holder: holder.to_owned(),
+        expires_at: lease_until(now, ttl_ms),
+    });
+    rec
+}
+
 fn touch(rec: &mut TaskRecord, now: Millis) {
     rec.last_updated_at = now.max(rec.last_updated_at);
     rec.revision += 1;

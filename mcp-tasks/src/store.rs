@@ -44,7 +44,8 @@ use crate::record::{
 ///     decides. `cancel` is the terminal write.
 /// 11. **Leases.** `claim_lease` succeeds when no live lease exists or the caller holds it;
 ///     `renew_lease` needs the caller to hold a live lease (a lapsed one is lost) and
-///     `release_lease` needs the caller to hold it.
+///     `release_lease` needs the caller to hold it. `create_leased` gives the same task and
+///     lease as `create` then `claim_lease`, in one write.
 /// 12. **TTL.** A task expires when `now >= created_at + ttl`. From then on it reads as
 ///     `NotFound`; `sweep` deletes it and reports it if it was unfinished. `sweep` also
 ///     reports unfinished tasks whose lease lapsed (their worker is gone).
@@ -62,6 +63,21 @@ use crate::record::{
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError>;
+
+    /// Creates a `working` task already leased to `holder` for `ttl_ms` (rules 2 and 11):
+    /// what a server that runs the task it creates needs. The default runs `create`,
+    /// `claim_lease` and `get` in turn; a backend overrides it to do it in one write.
+    async fn create_leased(
+        &self,
+        new: NewTask,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<TaskRecord, StoreError> {
+        let record = self.create(new).await?;
+        self.claim_lease(&record.owner, &record.id, holder, ttl_ms)
+            .await?;
+        self.get(&record.owner, &record.id).await
+    }
 
     /// Reads a task.
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError>;

@@ -105,3 +105,35 @@ pub async fn lapsed_lease_is_reported_and_reclaimable<F: StoreFactory>(factory: 
         Err(StoreError::LeaseLost)
     ));
 }
+
+/// `create_leased` gives a working task already leased to the caller: durable (another
+/// handle reads it), the lease refuses another worker, and a lease left to lapse is
+/// reported by the sweep like a claimed one.
+pub async fn create_leased_holds_the_lease_from_the_start<F: StoreFactory>(factory: &F) {
+    let (a, env) = open(factory, "lease_at_create", roomy()).await;
+    let b = another(factory, &env).await;
+    let owner = alice();
+    let task = a
+        .create_leased(new_task(&owner), "node-a", 1_000)
+        .await
+        .expect("create_leased");
+    assert_eq!(task.status, mcp_protocol::tasks::TaskStatus::Working);
+    let lease = task.lease.clone().expect("a lease from the start");
+    assert_eq!(lease.holder, "node-a");
+    let read = b.get(&owner, &task.id).await.expect("durable");
+    assert_eq!(read.lease, Some(lease));
+    assert!(matches!(
+        b.claim_lease(&owner, &task.id, "node-b", 1_000).await,
+        Err(StoreError::LeaseHeld)
+    ));
+    a.renew_lease(&owner, &task.id, "node-a", 1_000)
+        .await
+        .expect("the holder renews");
+    env.clock.advance(1_500);
+    let swept = b.sweep().await.expect("sweep");
+    assert_eq!(
+        swept.lease_lapsed.iter().map(|k| &k.id).collect::<Vec<_>>(),
+        vec![&task.id],
+        "a lapsed lease from create_leased is reported"
+    );
+}

@@ -451,6 +451,7 @@ registry!($;
     lease_claim_conflicts_with_live_lease,
     lease_renew_and_release_need_the_holder,
     lapsed_lease_is_reported_and_reclaimable,
+    create_leased_holds_the_lease_from_the_start,
     // listing
     list_pages_have_no_duplicates_and_no_gaps,
     list_is_stable_under_concurrent_inserts_and_expiry,

@@ -259,6 +259,23 @@ impl PostgresStore {
             .await
             .map_err(|e| backend(format!("store operation did not finish: {e}")))?
     }
+
+    /// Inserts the record `make` builds, in one transaction, and notifies it (rule 2).
+    async fn insert_new(
+        &self,
+        make: impl FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    ) -> Result<TaskRecord, StoreError> {
+        let inner = Arc::clone(&self.inner);
+        self.spawn(async move {
+            let mut client = inner.pool.get().await.map_err(backend)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            let record = make(&inner.limits, inner.clock.now_ms());
+            db::insert(&tx, &record, &inner.limits).await?;
+            inner.commit(tx, vec![changed(&record)]).await?;
+            Ok(record)
+        })
+        .await
+    }
 }
 
 impl Inner {

@@ -7,14 +7,20 @@ use super::*;
 impl TaskStore for PostgresStore {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
         let id = TaskId::random().map_err(StoreError::backend)?;
-        let inner = Arc::clone(&self.inner);
-        self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let record = rules::new_record(id, new, &inner.limits, inner.clock.now_ms());
-            db::insert(&tx, &record, &inner.limits).await?;
-            inner.commit(tx, vec![changed(&record)]).await?;
-            Ok(record)
+        self.insert_new(move |limits, now| rules::new_record(id, new, limits, now))
+            .await
+    }
+
+    async fn create_leased(
+        &self,
+        new: NewTask,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<TaskRecord, StoreError> {
+        let id = TaskId::random().map_err(StoreError::backend)?;
+        let holder = holder.to_owned();
+        self.insert_new(move |limits, now| {
+            rules::new_leased_record(id, new, limits, now, &holder, ttl_ms)
         })
         .await
     }

@@ -230,23 +230,46 @@ impl Inner {
     }
 }
 
+impl SqliteStore {
+    /// Inserts the record `make` builds, in one transaction (rule 2).
+    async fn insert_new(
+        &self,
+        make: impl FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    ) -> Result<TaskRecord, StoreError> {
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let record = make(&inner.limits, inner.clock.now_ms());
+            db::insert(&tx, &record, &inner.limits)?;
+            tx.commit().map_err(backend)?;
+            inner.publish(changed(&record));
+            Ok(record)
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
         let id = TaskId::random().map_err(StoreError::backend)?;
-        let record = self
-            .run(move |conn, inner| {
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(backend)?;
-                let record = rules::new_record(id, new, &inner.limits, inner.clock.now_ms());
-                db::insert(&tx, &record, &inner.limits)?;
-                tx.commit().map_err(backend)?;
-                inner.publish(changed(&record));
-                Ok(record)
-            })
-            .await?;
-        Ok(record)
+        self.insert_new(move |limits, now| rules::new_record(id, new, limits, now))
+            .await
+    }
+
+    async fn create_leased(
+        &self,
+        new: NewTask,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<TaskRecord, StoreError> {
+        let id = TaskId::random().map_err(StoreError::backend)?;
+        let holder = holder.to_owned();
+        self.insert_new(move |limits, now| {
+            rules::new_leased_record(id, new, limits, now, &holder, ttl_ms)
+        })
+        .await
     }
 
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
