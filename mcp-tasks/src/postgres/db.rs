@@ -91,43 +91,12 @@ pub(crate) async fn save<C: GenericClient>(c: &C, rec: &TaskRecord) -> Result<()
     Ok(())
 }
 
-/// Inserts a new (unfinished) record if the live-task limits allow it. The counters are
-/// incremented first, which locks the owner's row and then the total's (the order every
-/// transaction takes them in); over a limit, the error rolls the transaction back.
-pub(crate) async fn insert<C: GenericClient>(
+/// Inserts a new task row. Its live counts come after, in [`count_new`]: the task row is
+/// locked first, as in every transaction.
+pub(crate) async fn insert_row<C: GenericClient>(
     c: &C,
     rec: &TaskRecord,
-    limits: &Limits,
 ) -> Result<(), StoreError> {
-    let owner = rec.owner.as_str().as_bytes();
-    let rows = query(
-        c,
-        "INSERT INTO live_counts (owner, live) VALUES ($1, 1)
-         ON CONFLICT (owner) DO UPDATE SET live = live_counts.live + 1
-         RETURNING live",
-        &[&owner],
-    )
-    .await?;
-    let owner_live: i64 = one(&rows)?;
-    if count(owner_live) > limits.max_live_tasks_per_owner {
-        return Err(StoreError::LimitExceeded {
-            limit: Limit::LiveTasksPerOwner,
-            max: limits.max_live_tasks_per_owner as u64,
-        });
-    }
-    let rows = query(
-        c,
-        "UPDATE counters SET value = value + 1 WHERE name = 'live_total' RETURNING value",
-        &[],
-    )
-    .await?;
-    let total: i64 = one(&rows)?;
-    if count(total) > limits.max_live_tasks_total {
-        return Err(StoreError::LimitExceeded {
-            limit: Limit::LiveTasksTotal,
-            max: limits.max_live_tasks_total as u64,
-        });
-    }
     let json = encode(rec)?;
     execute(
         c,
@@ -135,7 +104,7 @@ pub(crate) async fn insert<C: GenericClient>(
          VALUES ($1, $2, $3, $4, TRUE, $5, $6)",
         &[
             &rec.id.as_str(),
-            &owner,
+            &rec.owner.as_str().as_bytes(),
             &rec.created_at,
             &rec.expires_at(),
             &lease_column(rec),
@@ -143,6 +112,47 @@ pub(crate) async fn insert<C: GenericClient>(
         ],
     )
     .await?;
+    Ok(())
+}
+
+/// Counts a new live task for its owner and in total, checking both limits; over one,
+/// the error rolls the transaction back. These two rows are every create's and every
+/// terminal write's shared rows, locked until the commit: the caller runs this last,
+/// and both statements go out pipelined (owner's row, then the total's, the order every
+/// transaction takes them in).
+pub(crate) async fn count_new<C: GenericClient>(
+    c: &C,
+    rec: &TaskRecord,
+    limits: &Limits,
+) -> Result<(), StoreError> {
+    let owner = rec.owner.as_str().as_bytes();
+    let (owner_rows, total_rows) = futures::future::try_join(
+        query(
+            c,
+            "INSERT INTO live_counts (owner, live) VALUES ($1, 1)
+             ON CONFLICT (owner) DO UPDATE SET live = live_counts.live + 1
+             RETURNING live",
+            &[&owner],
+        ),
+        query(
+            c,
+            "UPDATE counters SET value = value + 1 WHERE name = 'live_total' RETURNING value",
+            &[],
+        ),
+    )
+    .await?;
+    if count(one(&owner_rows)?) > limits.max_live_tasks_per_owner {
+        return Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksPerOwner,
+            max: limits.max_live_tasks_per_owner as u64,
+        });
+    }
+    if count(one(&total_rows)?) > limits.max_live_tasks_total {
+        return Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksTotal,
+            max: limits.max_live_tasks_total as u64,
+        });
+    }
     Ok(())
 }
 
@@ -154,28 +164,28 @@ fn one(rows: &[Row]) -> Result<i64, StoreError> {
 }
 
 /// `n` of `owner`'s unfinished tasks finished or were purged: owner's counter row first,
-/// then the total's.
+/// then the total's, the three statements pipelined (the rows stay locked until commit).
 pub(crate) async fn release_live<C: GenericClient>(
     c: &C,
     owner: &[u8],
     n: i64,
 ) -> Result<(), StoreError> {
-    execute(
-        c,
-        "UPDATE live_counts SET live = greatest(live - $2, 0) WHERE owner = $1",
-        &[&owner, &n],
-    )
-    .await?;
-    execute(
-        c,
-        "DELETE FROM live_counts WHERE owner = $1 AND live <= 0",
-        &[&owner],
-    )
-    .await?;
-    execute(
-        c,
-        "UPDATE counters SET value = greatest(value - $1, 0) WHERE name = 'live_total'",
-        &[&n],
+    futures::future::try_join3(
+        execute(
+            c,
+            "UPDATE live_counts SET live = greatest(live - $2, 0) WHERE owner = $1",
+            &[&owner, &n],
+        ),
+        execute(
+            c,
+            "DELETE FROM live_counts WHERE owner = $1 AND live <= 0",
+            &[&owner],
+        ),
+        execute(
+            c,
+            "UPDATE counters SET value = greatest(value - $1, 0) WHERE name = 'live_total'",
+            &[&n],
+        ),
     )
     .await?;
     Ok(())

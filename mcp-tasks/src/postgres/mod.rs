@@ -270,8 +270,12 @@ impl PostgresStore {
             let mut client = inner.pool.get().await.map_err(backend)?;
             let tx = client.transaction().await.map_err(pg)?;
             let record = make(&inner.limits, inner.clock.now_ms());
-            db::insert(&tx, &record, &inner.limits).await?;
-            inner.commit(tx, vec![changed(&record)]).await?;
+            let events = vec![changed(&record)];
+            db::insert_row(&tx, &record).await?;
+            inner.notify(&tx, &events).await?;
+            // The shared counter rows last: locked only until the commit that follows.
+            db::count_new(&tx, &record, &inner.limits).await?;
+            inner.commit(tx, events).await?;
             Ok(record)
         })
         .await
@@ -279,16 +283,25 @@ impl PostgresStore {
 }
 
 impl Inner {
-    /// Notifies `events` inside `tx`, commits, then publishes them to this handle's feed
-    /// (the listener skips their echo).
+    /// Queues `events` as notifications of `tx` (PostgreSQL sends them on commit only).
+    async fn notify(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        for event in events {
+            db::notify(tx, &self.channel, &listen::payload(event, &self.me)).await?;
+        }
+        Ok(())
+    }
+
+    /// Commits `tx` (whose `events` were queued by [`notify`](Self::notify)), then
+    /// publishes them to this handle's feed (the listener skips their echo).
     async fn commit(
         &self,
         tx: deadpool_postgres::Transaction<'_>,
         events: Vec<TaskEvent>,
     ) -> Result<(), StoreError> {
-        for event in &events {
-            db::notify(&tx, &self.channel, &listen::payload(event, &self.me)).await?;
-        }
         tx.commit().await.map_err(pg)?;
         for event in events {
             // No subscriber is not an error.
@@ -331,10 +344,12 @@ impl Transactional for PostgresStore {
             let value = f(&mut rec, now, &inner.limits)?;
             if rec.revision != revision {
                 db::save(&tx, &rec).await?;
+                let events = announce(&value, &rec);
+                inner.notify(&tx, &events).await?;
+                // The shared counter rows last: locked only until the commit that follows.
                 if was_live && rec.is_terminal() {
                     db::release_live(&tx, owner.as_str().as_bytes(), 1).await?;
                 }
-                let events = announce(&value, &rec);
                 inner.commit(tx, events).await?;
             }
             Ok((value, rec))
