@@ -21,8 +21,8 @@ use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, EventStream, TaskEvent};
 use crate::limits::{Limit, Limits};
 use crate::record::{
-    Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord,
-    Transition,
+    Lease, Millis, NewTask, Outcome, Owner, Resolved, SweepReport, TaskId, TaskKey, TaskPage,
+    TaskRecord, Transition,
 };
 use crate::rules::{self, Finish};
 use crate::store::TaskStore;
@@ -46,11 +46,48 @@ struct Inner {
     events: broadcast::Sender<TaskEvent>,
 }
 
+/// A record as the memory store keeps it. A completed task's result is kept as compact
+/// JSON text, as the durable stores keep it: a `serde_json` map tree costs several
+/// times its text (an index map per object, a heap string per key). Everything else is
+/// kept as is; `record` is the only way to the whole record.
+#[derive(Debug)]
+struct Stored {
+    /// The record; its `outcome` is `None` while `result` holds it.
+    record: TaskRecord,
+    result: Option<Box<str>>,
+}
+
+impl Stored {
+    fn new(mut record: TaskRecord) -> Box<Stored> {
+        let result = match &record.outcome {
+            Some(Outcome::Result(map)) => {
+                serde_json::to_string(map).ok().map(String::into_boxed_str)
+            }
+            _ => None,
+        };
+        if result.is_some() {
+            record.outcome = None;
+        }
+        Box::new(Stored { record, result })
+    }
+
+    /// The whole record.
+    fn record(&self) -> Result<TaskRecord, StoreError> {
+        let mut record = self.record.clone();
+        if let Some(text) = &self.result {
+            // Written by `new` from a map: it reads back as the same map.
+            let map = serde_json::from_str(text).map_err(StoreError::backend)?;
+            record.outcome = Some(Outcome::Result(map));
+        }
+        Ok(record)
+    }
+}
+
 #[derive(Debug, Default)]
 struct TaskShard {
     /// Boxed: a map slot is then a pointer, not a whole record, and the slots a hash
     /// table keeps free cost 8 bytes each instead of the size of a record.
-    tasks: HashMap<TaskId, Box<TaskRecord>>,
+    tasks: HashMap<TaskId, Box<Stored>>,
     /// `(expires_at, id)` of every task with a TTL.
     expiries: BTreeSet<(Millis, TaskId)>,
     /// Unfinished tasks that hold a lease.
@@ -146,14 +183,16 @@ impl Inner {
         let now = self.clock.now_ms();
         let (value, record, finished) = {
             let mut shard = self.task_shard(id);
-            let rec = match shard.tasks.get_mut(id) {
-                Some(rec) if &rec.owner == owner && !rec.is_expired(now) => rec,
+            let stored = match shard.tasks.get_mut(id) {
+                Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s,
                 _ => return Err(StoreError::NotFound),
             };
+            let mut rec = stored.record()?;
             let was_terminal = rec.is_terminal();
-            let value = f(rec, now)?;
+            let value = f(&mut rec, now)?;
             let finished = !was_terminal && rec.is_terminal();
-            let record = TaskRecord::clone(rec);
+            *stored = Stored::new(rec.clone());
+            let record = rec;
             if record.lease.is_some() && !record.is_terminal() {
                 shard.leased.insert(id.clone());
             } else {
@@ -223,7 +262,7 @@ impl MemoryStore {
             if record.lease.is_some() {
                 shard.leased.insert(id.clone());
             }
-            shard.tasks.insert(id, Box::new(record.clone()));
+            shard.tasks.insert(id, Stored::new(record.clone()));
         }
         inner.changed(&record);
         Ok(record)
@@ -265,7 +304,7 @@ impl TaskStore for MemoryStore {
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         let now = self.inner.clock.now_ms();
         match self.inner.task_shard(id).tasks.get(id) {
-            Some(rec) if &rec.owner == owner && !rec.is_expired(now) => Ok(TaskRecord::clone(rec)),
+            Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s.record(),
             _ => Err(StoreError::NotFound),
         }
     }
@@ -302,11 +341,11 @@ impl TaskStore for MemoryStore {
         let now = self.inner.clock.now_ms();
         let mut tasks = Vec::with_capacity(page.len());
         for (_, id) in page {
-            if let Some(rec) = self.inner.task_shard(id).tasks.get(id)
-                && &rec.owner == owner
-                && !rec.is_expired(now)
+            if let Some(s) = self.inner.task_shard(id).tasks.get(id)
+                && &s.record.owner == owner
+                && !s.record.is_expired(now)
             {
-                tasks.push(TaskRecord::clone(rec));
+                tasks.push(s.record()?);
             }
         }
         let next_cursor = if more {
@@ -473,7 +512,8 @@ impl TaskStore for MemoryStore {
                 }
                 shard.expiries.pop_first();
                 shard.leased.remove(&id);
-                if let Some(rec) = shard.tasks.remove(&id) {
+                if let Some(s) = shard.tasks.remove(&id) {
+                    let rec = &s.record;
                     purged.push((rec.key(), rec.created_at, !rec.is_terminal()));
                 }
             }
@@ -484,13 +524,13 @@ impl TaskStore for MemoryStore {
                     shard
                         .tasks
                         .get(*id)
-                        .is_some_and(|rec| rules::lease_lapsed(rec, now))
+                        .is_some_and(|s| rules::lease_lapsed(&s.record, now))
                 })
                 .cloned()
                 .collect();
             for id in lapsed {
-                if let Some(rec) = shard.tasks.get(&id) {
-                    report.lease_lapsed.push(rec.key());
+                if let Some(s) = shard.tasks.get(&id) {
+                    report.lease_lapsed.push(s.record.key());
                 }
             }
         }
