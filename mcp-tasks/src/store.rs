@@ -66,7 +66,8 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Creates a `working` task already leased to `holder` for `ttl_ms` (rules 2 and 11):
     /// what a server that runs the task it creates needs. The default runs `create`,
-    /// `claim_lease` and `get` in turn; a backend overrides it to do it in one write.
+    /// `claim_lease` and `get` in turn (a task whose claim fails is cancelled, so that
+    /// none is left without a worker); a backend overrides it to do it in one write.
     async fn create_leased(
         &self,
         new: NewTask,
@@ -74,8 +75,19 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         ttl_ms: u64,
     ) -> Result<TaskRecord, StoreError> {
         let record = self.create(new).await?;
-        self.claim_lease(&record.owner, &record.id, holder, ttl_ms)
-            .await?;
+        if let Err(e) = self
+            .claim_lease(&record.owner, &record.id, holder, ttl_ms)
+            .await
+        {
+            let _ = self
+                .cancel(
+                    &record.owner,
+                    &record.id,
+                    Some(format!("The task could not be leased to its worker: {e}")),
+                )
+                .await;
+            return Err(e);
+        }
         self.get(&record.owner, &record.id).await
     }
 
