@@ -15,7 +15,7 @@ use crate::error::StoreError;
 use crate::event::TaskEvent;
 use crate::limits::Limits;
 use crate::record::Millis;
-use crate::record::{Owner, Resolved, TaskId, TaskRecord, Transition};
+use crate::record::{NewTask, Owner, Resolved, TaskId, TaskRecord, Transition};
 use crate::rules::{self, Finish};
 
 /// The events of a committed change, from the operation's value and the record after.
@@ -52,6 +52,37 @@ pub(crate) trait Transactional: Send + Sync {
     where
         R: Send + 'static,
         F: FnOnce(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static;
+
+    /// Inserts the new record `make` builds (from the limits and the clock's now) in one
+    /// write transaction, with its live counts; after the commit, publishes it.
+    async fn insert_new<M>(&self, make: M) -> Result<TaskRecord, StoreError>
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static;
+}
+
+pub(crate) async fn create(
+    store: &impl Transactional,
+    new: NewTask,
+) -> Result<TaskRecord, StoreError> {
+    let id = TaskId::random().map_err(StoreError::backend)?;
+    store
+        .insert_new(move |limits, now| rules::new_record(id, new, limits, now))
+        .await
+}
+
+pub(crate) async fn create_leased(
+    store: &impl Transactional,
+    new: NewTask,
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<TaskRecord, StoreError> {
+    let id = TaskId::random().map_err(StoreError::backend)?;
+    let holder = holder.to_owned();
+    store
+        .insert_new(move |limits, now| {
+            rules::new_leased_record(id, new, limits, now, &holder, ttl_ms)
+        })
+        .await
 }
 
 pub(crate) async fn set_status_message(

@@ -259,27 +259,6 @@ impl PostgresStore {
             .await
             .map_err(|e| backend(format!("store operation did not finish: {e}")))?
     }
-
-    /// Inserts the record `make` builds, in one transaction, and notifies it (rule 2).
-    async fn insert_new(
-        &self,
-        make: impl FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
-    ) -> Result<TaskRecord, StoreError> {
-        let inner = Arc::clone(&self.inner);
-        self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let record = make(&inner.limits, inner.clock.now_ms());
-            let events = vec![changed(&record)];
-            db::insert_row(&tx, &record).await?;
-            inner.notify(&tx, &events).await?;
-            // The shared counter rows last: locked only until the commit that follows.
-            db::count_new(&tx, &record, &inner.limits).await?;
-            inner.commit(tx, events).await?;
-            Ok(record)
-        })
-        .await
-    }
 }
 
 impl Inner {
@@ -315,6 +294,26 @@ impl Inner {
 impl Transactional for PostgresStore {
     fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    async fn insert_new<M>(&self, make: M) -> Result<TaskRecord, StoreError>
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        self.spawn(async move {
+            let mut client = inner.pool.get().await.map_err(backend)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            let record = make(&inner.limits, inner.clock.now_ms());
+            let events = vec![changed(&record)];
+            db::insert_row(&tx, &record).await?;
+            inner.notify(&tx, &events).await?;
+            // The shared counter rows last: locked only until the commit that follows.
+            db::count_new(&tx, &record, &inner.limits).await?;
+            inner.commit(tx, events).await?;
+            Ok(record)
+        })
+        .await
     }
 
     /// Runs `f` on the owner's unexpired task, its row locked, in one transaction, and

@@ -6,9 +6,7 @@ use super::*;
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
-        let id = TaskId::random().map_err(StoreError::backend)?;
-        self.insert_new(move |limits, now| rules::new_record(id, new, limits, now))
-            .await
+        transactional::create(self, new).await
     }
 
     async fn create_leased(
@@ -17,12 +15,7 @@ impl TaskStore for PostgresStore {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<TaskRecord, StoreError> {
-        let id = TaskId::random().map_err(StoreError::backend)?;
-        let holder = holder.to_owned();
-        self.insert_new(move |limits, now| {
-            rules::new_leased_record(id, new, limits, now, &holder, ttl_ms)
-        })
-        .await
+        transactional::create_leased(self, new, holder, ttl_ms).await
     }
 
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {

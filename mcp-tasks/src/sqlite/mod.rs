@@ -180,6 +180,23 @@ impl Transactional for SqliteStore {
         &self.inner.limits
     }
 
+    async fn insert_new<M>(&self, make: M) -> Result<TaskRecord, StoreError>
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    {
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let record = make(&inner.limits, inner.clock.now_ms());
+            db::insert(&tx, &record, &inner.limits)?;
+            tx.commit().map_err(backend)?;
+            inner.publish(changed(&record));
+            Ok(record)
+        })
+        .await
+    }
+
     /// Runs `f` on the owner's unexpired task in one write transaction, and stores the
     /// record if `f` changed it (bumped its revision). After the commit, publishes what
     /// `announce` makes of `f`'s value and the record. Returns both.
@@ -230,32 +247,10 @@ impl Inner {
     }
 }
 
-impl SqliteStore {
-    /// Inserts the record `make` builds, in one transaction (rule 2).
-    async fn insert_new(
-        &self,
-        make: impl FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
-    ) -> Result<TaskRecord, StoreError> {
-        self.run(move |conn, inner| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let record = make(&inner.limits, inner.clock.now_ms());
-            db::insert(&tx, &record, &inner.limits)?;
-            tx.commit().map_err(backend)?;
-            inner.publish(changed(&record));
-            Ok(record)
-        })
-        .await
-    }
-}
-
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
-        let id = TaskId::random().map_err(StoreError::backend)?;
-        self.insert_new(move |limits, now| rules::new_record(id, new, limits, now))
-            .await
+        transactional::create(self, new).await
     }
 
     async fn create_leased(
@@ -264,12 +259,7 @@ impl TaskStore for SqliteStore {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<TaskRecord, StoreError> {
-        let id = TaskId::random().map_err(StoreError::backend)?;
-        let holder = holder.to_owned();
-        self.insert_new(move |limits, now| {
-            rules::new_leased_record(id, new, limits, now, &holder, ttl_ms)
-        })
-        .await
+        transactional::create_leased(self, new, holder, ttl_ms).await
     }
 
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
