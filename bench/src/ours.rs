@@ -66,11 +66,13 @@ fn build(store: Arc<dyn mcp_tasks::TaskStore>, clients: usize) -> Result<Server,
         },
     )
     .map_err(|e| e.to_string())?;
-    // Room for every load-generator connection: they all come as one anonymous principal.
+    // Room for every load-generator connection: they all come as one anonymous principal,
+    // and a push client has two requests in flight (its `subscriptions/listen` stream and
+    // its next call).
     Ok(
         Server::builder("mcp-tasks-bench", env!("CARGO_PKG_VERSION"))
             .store(store)
-            .max_inflight_requests(clients.max(256))
+            .max_inflight_requests(clients.max(128) * 2)
             .max_subscriptions_per_principal(clients.max(16))
             .tool(echo)
             .tool(work)
