@@ -15,7 +15,7 @@ use crate::error::StoreError;
 use crate::event::TaskEvent;
 use crate::limits::Limits;
 use crate::record::Millis;
-use crate::record::{NewTask, Owner, Resolved, TaskId, TaskRecord, Transition};
+use crate::record::{Lease, NewTask, Owner, Resolved, TaskId, TaskRecord, Transition};
 use crate::rules::{self, Finish};
 
 /// The events of a committed change, from the operation's value and the record after.
@@ -206,4 +206,76 @@ async fn finish(
         )
         .await?;
     Ok(Transition { won, record })
+}
+
+pub(crate) async fn request_cancel(
+    store: &impl Transactional,
+    owner: &Owner,
+    id: &TaskId,
+) -> Result<TaskRecord, StoreError> {
+    let (_, record) = store
+        .update(
+            owner,
+            id,
+            |rec, now, _| Ok(rules::request_cancel(rec, now)),
+            |_, rec| vec![TaskEvent::CancelRequested { key: rec.key() }],
+        )
+        .await?;
+    Ok(record)
+}
+
+pub(crate) async fn claim_lease(
+    store: &impl Transactional,
+    owner: &Owner,
+    id: &TaskId,
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<Lease, StoreError> {
+    let holder = holder.to_owned();
+    let (lease, _) = store
+        .update(
+            owner,
+            id,
+            move |rec, now, _| rules::claim_lease(rec, &holder, ttl_ms, now),
+            silent,
+        )
+        .await?;
+    Ok(lease)
+}
+
+pub(crate) async fn renew_lease(
+    store: &impl Transactional,
+    owner: &Owner,
+    id: &TaskId,
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<Lease, StoreError> {
+    let holder = holder.to_owned();
+    let (lease, _) = store
+        .update(
+            owner,
+            id,
+            move |rec, now, _| rules::renew_lease(rec, &holder, ttl_ms, now),
+            silent,
+        )
+        .await?;
+    Ok(lease)
+}
+
+pub(crate) async fn release_lease(
+    store: &impl Transactional,
+    owner: &Owner,
+    id: &TaskId,
+    holder: &str,
+) -> Result<(), StoreError> {
+    let holder = holder.to_owned();
+    store
+        .update(
+            owner,
+            id,
+            move |rec, now, _| rules::release_lease(rec, &holder, now),
+            silent,
+        )
+        .await?;
+    Ok(())
 }

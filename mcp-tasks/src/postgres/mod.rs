@@ -27,9 +27,8 @@ use crate::limits::Limits;
 use crate::record::{
     Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
 };
-use crate::rules;
 use crate::store::TaskStore;
-use crate::transactional::{self, Announce, Transactional, changed, silent};
+use crate::transactional::{self, Announce, Transactional, changed};
 #[cfg(feature = "conformance")]
 pub(crate) use schema::fnv1a;
 use schema::{backend, pg};

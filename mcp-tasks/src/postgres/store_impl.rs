@@ -102,15 +102,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        let (_, record) = self
-            .update(
-                owner,
-                id,
-                |rec, now, _| Ok(rules::request_cancel(rec, now)),
-                |_, rec| vec![TaskEvent::CancelRequested { key: rec.key() }],
-            )
-            .await?;
-        Ok(record)
+        transactional::request_cancel(self, owner, id).await
     }
 
     async fn claim_lease(
@@ -120,16 +112,7 @@ impl TaskStore for PostgresStore {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<Lease, StoreError> {
-        let holder = holder.to_owned();
-        let (lease, _) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| rules::claim_lease(rec, &holder, ttl_ms, now),
-                silent,
-            )
-            .await?;
-        Ok(lease)
+        transactional::claim_lease(self, owner, id, holder, ttl_ms).await
     }
 
     async fn renew_lease(
@@ -139,16 +122,7 @@ impl TaskStore for PostgresStore {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<Lease, StoreError> {
-        let holder = holder.to_owned();
-        let (lease, _) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| rules::renew_lease(rec, &holder, ttl_ms, now),
-                silent,
-            )
-            .await?;
-        Ok(lease)
+        transactional::renew_lease(self, owner, id, holder, ttl_ms).await
     }
 
     async fn release_lease(
@@ -157,15 +131,7 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         holder: &str,
     ) -> Result<(), StoreError> {
-        let holder = holder.to_owned();
-        self.update(
-            owner,
-            id,
-            move |rec, now, _| rules::release_lease(rec, &holder, now),
-            silent,
-        )
-        .await?;
-        Ok(())
+        transactional::release_lease(self, owner, id, holder).await
     }
 
     async fn sweep(&self) -> Result<SweepReport, StoreError> {

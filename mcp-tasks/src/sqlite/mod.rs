@@ -24,7 +24,7 @@ use crate::record::{
 };
 use crate::rules::{self, Finish};
 use crate::store::TaskStore;
-use crate::transactional::{self, Announce, Transactional, changed, silent};
+use crate::transactional::{self, Announce, Transactional, changed};
 use schema::backend;
 
 /// The [`TaskStore`] kept in one SQLite database file.
@@ -348,15 +348,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        let (_, record) = self
-            .update(
-                owner,
-                id,
-                |rec, now, _| Ok(rules::request_cancel(rec, now)),
-                |_, rec| vec![TaskEvent::CancelRequested { key: rec.key() }],
-            )
-            .await?;
-        Ok(record)
+        transactional::request_cancel(self, owner, id).await
     }
 
     async fn claim_lease(
@@ -366,16 +358,7 @@ impl TaskStore for SqliteStore {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<Lease, StoreError> {
-        let holder = holder.to_owned();
-        let (lease, _) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| rules::claim_lease(rec, &holder, ttl_ms, now),
-                silent,
-            )
-            .await?;
-        Ok(lease)
+        transactional::claim_lease(self, owner, id, holder, ttl_ms).await
     }
 
     async fn renew_lease(
@@ -385,16 +368,7 @@ impl TaskStore for SqliteStore {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<Lease, StoreError> {
-        let holder = holder.to_owned();
-        let (lease, _) = self
-            .update(
-                owner,
-                id,
-                move |rec, now, _| rules::renew_lease(rec, &holder, ttl_ms, now),
-                silent,
-            )
-            .await?;
-        Ok(lease)
+        transactional::renew_lease(self, owner, id, holder, ttl_ms).await
     }
 
     async fn release_lease(
@@ -403,15 +377,7 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         holder: &str,
     ) -> Result<(), StoreError> {
-        let holder = holder.to_owned();
-        self.update(
-            owner,
-            id,
-            move |rec, now, _| rules::release_lease(rec, &holder, now),
-            silent,
-        )
-        .await?;
-        Ok(())
+        transactional::release_lease(self, owner, id, holder).await
     }
 
     async fn sweep(&self) -> Result<SweepReport, StoreError> {
