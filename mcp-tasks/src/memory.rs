@@ -58,17 +58,42 @@ struct Stored {
 }
 
 impl Stored {
-    fn new(mut record: TaskRecord) -> Box<Stored> {
-        let result = match &record.outcome {
-            Some(Outcome::Result(map)) => {
-                serde_json::to_string(map).ok().map(String::into_boxed_str)
-            }
-            _ => None,
-        };
-        if result.is_some() {
-            record.outcome = None;
+    fn new(record: TaskRecord) -> Box<Stored> {
+        let mut stored = Box::new(Stored {
+            record,
+            result: None,
+        });
+        stored.compact();
+        stored
+    }
+
+    /// Runs `f` on the whole record, in place; returns its value and a copy of the
+    /// record after. The result is compact again afterwards, whatever `f` returned.
+    fn update<R>(
+        &mut self,
+        f: impl FnOnce(&mut TaskRecord) -> Result<R, StoreError>,
+    ) -> Result<(R, TaskRecord), StoreError> {
+        if let Some(text) = &self.result {
+            let map = serde_json::from_str(text).map_err(StoreError::backend)?;
+            self.record.outcome = Some(Outcome::Result(map));
+            self.result = None;
         }
-        Box::new(Stored { record, result })
+        let out = match f(&mut self.record) {
+            Ok(value) => Ok((value, self.record.clone())),
+            Err(e) => Err(e),
+        };
+        self.compact();
+        out
+    }
+
+    /// Moves a completed result out of the record into compact text.
+    fn compact(&mut self) {
+        if let Some(Outcome::Result(map)) = &self.record.outcome
+            && let Ok(text) = serde_json::to_string(map)
+        {
+            self.result = Some(text.into_boxed_str());
+            self.record.outcome = None;
+        }
     }
 
     /// The whole record.
@@ -187,12 +212,9 @@ impl Inner {
                 Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s,
                 _ => return Err(StoreError::NotFound),
             };
-            let mut rec = stored.record()?;
-            let was_terminal = rec.is_terminal();
-            let value = f(&mut rec, now)?;
-            let finished = !was_terminal && rec.is_terminal();
-            *stored = Stored::new(rec.clone());
-            let record = rec;
+            let was_terminal = stored.record.is_terminal();
+            let (value, record) = stored.update(|rec| f(rec, now))?;
+            let finished = !was_terminal && record.is_terminal();
             if record.lease.is_some() && !record.is_terminal() {
                 shard.leased.insert(id.clone());
             } else {
