@@ -141,6 +141,7 @@ impl Bench {
         results.sort_by(|a, b| per_second(a).total_cmp(&per_second(b)));
         let mut median = results.swap_remove(results.len() / 2);
         median["target"] = json!(target);
+        median["workload_key"] = json!(workload);
         median["runs"] = json!(runs.max(1));
         eprintln!("  {}", one_line(&median));
         Ok(median)
@@ -379,17 +380,11 @@ fn commit(root: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// The row of `target` running `workload` (its `mcp-bench load --workload` name) at `c`.
 fn find<'a>(rows: &'a [Value], target: &str, workload: &str, c: usize) -> Option<&'a Value> {
-    let name = match workload {
-        "call" => "tools/call (sync)",
-        "lifecycle-poll" => "task lifecycle, poll",
-        "lifecycle-push" => "task lifecycle, push",
-        "get" => "tasks/get",
-        _ => "task with input (tasks/update)",
-    };
     rows.iter().find(|r| {
         r["target"] == target
-            && r["workload"] == name
+            && r["workload_key"] == workload
             && r["concurrency"].as_u64() == Some(c as u64)
     })
 }
