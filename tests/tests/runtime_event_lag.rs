@@ -34,6 +34,14 @@ impl TaskStore for DeafStore {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
         self.inner.create(new).await
     }
+    async fn create_leased(
+        &self,
+        new: NewTask,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<TaskRecord, StoreError> {
+        self.inner.create_leased(new, holder, ttl_ms).await
+    }
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         self.inner.get(owner, id).await
     }
