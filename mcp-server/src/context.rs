@@ -30,6 +30,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::retry::{Backoff, while_transient};
+
 /// How a tool call ended other than with a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
@@ -208,10 +210,14 @@ impl ToolContext {
     pub async fn status(&self, message: impl Into<String>) -> Result<(), ToolError> {
         match &self.inner.mode {
             Mode::Task { store, key, .. } => {
-                store
-                    .set_status_message(&key.owner, &key.id, Some(message.into()))
-                    .await
-                    .map_err(store_error)?;
+                let message = message.into();
+                while_transient(
+                    &self.inner.cancel,
+                    "setting a task's status message",
+                    || store.set_status_message(&key.owner, &key.id, Some(message.clone())),
+                )
+                .await
+                .map_err(store_error)?;
                 Ok(())
             }
             Mode::Rounds { .. } | Mode::Direct { .. } => Ok(()),
@@ -285,15 +291,26 @@ impl ToolContext {
             }
             Mode::Task { store, key, wake } => {
                 let keys: Vec<String> = calls.iter().map(|(n, _)| format!("input-{n}")).collect();
-                let requests = keys
+                let requests: BTreeMap<String, Value> = keys
                     .iter()
                     .cloned()
                     .zip(calls.into_iter().map(|(_, call)| call))
                     .collect();
-                store
-                    .request_input(&key.owner, &key.id, requests)
-                    .await
-                    .map_err(store_error)?;
+                // A retry after a lost reply may find its own keys already there: that
+                // attempt landed.
+                let mut retried = false;
+                let asked = while_transient(&self.inner.cancel, "asking a task's input", || {
+                    let attempt = store.request_input(&key.owner, &key.id, requests.clone());
+                    let again = std::mem::replace(&mut retried, true);
+                    async move {
+                        match attempt.await {
+                            Err(StoreError::InputKeyReused { .. }) if again => Ok(()),
+                            other => other.map(drop),
+                        }
+                    }
+                })
+                .await;
+                asked.map_err(store_error)?;
                 let mut got = Vec::with_capacity(keys.len());
                 for input_key in &keys {
                     got.push(self.wait_for(store.as_ref(), key, wake, input_key).await?);
@@ -321,23 +338,39 @@ impl ToolContext {
         wake: &Notify,
         input_key: &str,
     ) -> Result<Value, ToolError> {
+        let mut backoff = Backoff::default();
         loop {
             // Register for the wake-up before looking, so an answer arriving in between
             // is not missed.
             let notified = wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(answer) = store
+            // While the store is unavailable, look again after a backoff: the answer
+            // waits in the store, and the lease decides how long the tool may wait.
+            let unavailable = match store
                 .take_input_response(&key.owner, &key.id, input_key)
                 .await
-                .map_err(store_error)?
             {
-                return Ok(answer);
-            }
+                Ok(Some(answer)) => return Ok(answer),
+                Ok(None) => false,
+                Err(e) if e.is_transient() => {
+                    tracing::debug!(error = %e, "store unavailable while waiting for input; looking again");
+                    true
+                }
+                Err(e) => return Err(store_error(e)),
+            };
+            let pause = async {
+                if unavailable {
+                    backoff.wait().await;
+                } else {
+                    backoff = Backoff::default();
+                    tokio::time::sleep(INPUT_RECHECK).await;
+                }
+            };
             tokio::select! {
                 _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
                 _ = &mut notified => {}
-                _ = tokio::time::sleep(INPUT_RECHECK) => {}
+                _ = pause => {}
             }
         }
     }

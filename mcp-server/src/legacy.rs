@@ -8,7 +8,7 @@
 //! server->client requests on the stream of a pending `tasks/result` (or the session's
 //! standalone stream), and the answers go into the store like 2026-07-28 answers do.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use mcp_protocol::v2025::{
     ToolExecution,
 };
 use mcp_tasks::{
-    EventError, NewTask, Origin, Outcome, Owner, StoreError, TaskEvent, TaskId, TaskRecord,
+    EventError, Millis, NewTask, Origin, Outcome, Owner, StoreError, TaskEvent, TaskId, TaskRecord,
     WireRevision,
 };
 use serde_json::Value;
@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::caller::Principal;
 use crate::context::{ToolContext, ToolError};
+use crate::retry::{Backoff, while_transient};
 use crate::runtime::CANCELLED_MESSAGE;
 use crate::server::State;
 use crate::tool::{TaskPolicy, ToolDef};
@@ -497,12 +498,20 @@ pub(crate) async fn tasks_result(
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
     let mut events = state.store().events();
+    let mut backoff = Backoff::default();
     loop {
-        let record = state
-            .store()
-            .get(&session.owner, &id)
-            .await
-            .map_err(store_rpc)?;
+        // A blocking wait rides out an unavailable store: the task goes on meanwhile.
+        let record = match state.store().get(&session.owner, &id).await {
+            Ok(record) => record,
+            Err(e) if e.is_transient() => {
+                tokio::select! {
+                    _ = cancel.cancelled() => return Err(ErrorObject::new(error_codes::INTERNAL_ERROR, "cancelled")),
+                    _ = backoff.wait() => continue,
+                }
+            }
+            Err(e) => return Err(store_rpc(e)),
+        };
+        backoff = Backoff::default();
         match (&record.outcome, record.status) {
             (Some(Outcome::Result(result)), _) => {
                 return Ok(GetTaskPayloadResult::for_task(
@@ -522,7 +531,8 @@ pub(crate) async fn tasks_result(
             }
             (None, TaskStatus::InputRequired) => {
                 if let Some(peer) = &peer {
-                    ask_pending(state.store_arc(), session, &record, peer, &cancel);
+                    let stop = state.shutdown_token();
+                    ask_pending(state.store_arc(), session, &record, peer, &cancel, &stop);
                 }
             }
             _ => {}
@@ -555,12 +565,16 @@ pub(crate) async fn tasks_result(
 /// `tasks/result` or its standalone stream). A question still unanswered then is
 /// released, so that the next stream asks it again: without this it stayed marked as
 /// being asked, and a later `tasks/result` waited without ever asking it.
+///
+/// An answer that meets an unavailable store is retried until it is written (or `stop`,
+/// the server's shutdown): the client gave it once and will not give it again.
 fn ask_pending(
     store: Arc<dyn mcp_tasks::TaskStore>,
     session: &Arc<LegacySession>,
     record: &TaskRecord,
     peer: &Peer,
     gone: &CancellationToken,
+    stop: &CancellationToken,
 ) {
     for (key, request) in &record.input_requests {
         let marker = (record.id.clone(), key.clone());
@@ -590,13 +604,14 @@ fn ask_pending(
             serde_json::json!({ "taskId": record.id.as_str() }),
         );
         params.insert("_meta".to_owned(), Value::Object(meta));
-        let (store, session, peer, key, owner, gone) = (
+        let (store, session, peer, key, owner, gone, stop) = (
             Arc::clone(&store),
             Arc::clone(session),
             peer.clone(),
             key.clone(),
             record.owner.clone(),
             gone.clone(),
+            stop.clone(),
         );
         tokio::spawn(async move {
             let raw = serde_json::value::to_raw_value(&params).ok();
@@ -611,11 +626,19 @@ fn ask_pending(
             match asked {
                 Ok(answer) => match serde_json::from_str::<Value>(answer.get()) {
                     Ok(answer) => {
-                        if let Err(e) = store
-                            .resolve_input(&owner, &marker.0, [(key, answer)].into())
-                            .await
-                        {
-                            tracing::debug!(error = %e, "answer arrived for a task that is gone");
+                        let answers: BTreeMap<String, Value> = [(key, answer)].into();
+                        let written = while_transient(&stop, "writing an input answer", || {
+                            store.resolve_input(&owner, &marker.0, answers.clone())
+                        })
+                        .await;
+                        match written {
+                            Ok(_) => {}
+                            Err(e) if e.is_transient() => {
+                                tracing::error!(task_id = %marker.0, error = %e, "shutting down with an input answer unwritten: the store stayed unavailable");
+                            }
+                            Err(e) => {
+                                tracing::debug!(error = %e, "answer arrived for a task that is gone");
+                            }
                         }
                     }
                     Err(e) => {
@@ -643,35 +666,124 @@ fn release(session: &LegacySession, marker: &(TaskId, String)) {
 
 /// Per session: `notifications/tasks/status` on each change of its tasks, and input
 /// requests on the standalone stream, until the session or the server ends.
+///
+/// Events only wake; the store is the truth. After a lag (events dropped, or a shared
+/// store's notification connection came back after an outage), or when a record could
+/// not be read because the store was unavailable, the watcher resyncs: it lists the
+/// owner's tasks and sends what changed since it last sent (by revision), retrying with
+/// a backoff while the store is unavailable.
 async fn watch(
     store: Arc<dyn mcp_tasks::TaskStore>,
     session: Arc<LegacySession>,
     shutdown: CancellationToken,
 ) {
     let mut events = store.events();
+    let mut seen = Seen::default();
+    let mut resync = false;
+    let mut backoff = Backoff::default();
     loop {
         let event = tokio::select! {
             _ = session.closed.cancelled() => return,
             _ = shutdown.cancelled() => return,
-            e = events.recv() => e,
+            e = events.recv() => Some(e),
+            _ = backoff.wait(), if resync => None,
         };
-        let key = match event {
-            Ok(TaskEvent::Changed { key, .. }) if key.owner == session.owner => key,
-            Ok(_) | Err(EventError::Lagged(_)) => continue,
-            Err(EventError::Closed) => return,
-        };
+        match event {
+            Some(Ok(TaskEvent::Changed { key, .. })) if key.owner == session.owner => {
+                match store.get(&session.owner, &key.id).await {
+                    Ok(record) => seen.send(&store, &session, &record, &shutdown).await,
+                    Err(e) if e.is_transient() => resync = true,
+                    Err(_) => {}
+                }
+            }
+            Some(Ok(_)) => {}
+            Some(Err(EventError::Lagged(n))) => {
+                tracing::debug!(session = %session.id, dropped = n, "task events lagged; resyncing the session's task statuses");
+                resync = true;
+            }
+            Some(Err(EventError::Closed)) => return,
+            // The backoff after a resync that met an unavailable store.
+            None => {}
+        }
+        if resync {
+            match seen.resync(&store, &session, &shutdown).await {
+                Ok(()) => {
+                    resync = false;
+                    backoff = Backoff::default();
+                }
+                Err(e) => {
+                    tracing::debug!(session = %session.id, error = %e, "resync failed; trying again")
+                }
+            }
+        }
+    }
+}
+
+/// What a session's watcher last told the client, per task: the revision notified.
+#[derive(Debug, Default)]
+struct Seen {
+    revisions: HashMap<TaskId, u64>,
+    /// The newest `last_updated_at` of a record notified: on a resync, a task never seen
+    /// and already finished is sent only if it changed after this (it finished during
+    /// the gap), not if it finished long before the session watched.
+    newest: Millis,
+}
+
+impl Seen {
+    /// Sends `record`'s status (and asks its pending input) unless already sent.
+    async fn send(
+        &mut self,
+        store: &Arc<dyn mcp_tasks::TaskStore>,
+        session: &Arc<LegacySession>,
+        record: &TaskRecord,
+        stop: &CancellationToken,
+    ) {
+        if self.revisions.get(&record.id) == Some(&record.revision) {
+            return;
+        }
         let Some(Standalone { peer, gone }) = session.standalone() else {
-            continue;
+            return;
         };
-        let Ok(record) = store.get(&session.owner, &key.id).await else {
-            continue;
-        };
-        let params = TaskStatusNotificationParams::from(task_view(&record));
+        self.revisions.insert(record.id.clone(), record.revision);
+        self.newest = self.newest.max(record.last_updated_at);
+        let params = TaskStatusNotificationParams::from(task_view(record));
         if let Err(e) = peer.notify::<v2025::TaskStatusChanged>(&params).await {
             tracing::debug!(error = %e, "status notification not delivered");
         }
         if record.status == TaskStatus::InputRequired {
-            ask_pending(Arc::clone(&store), &session, &record, &peer, &gone);
+            ask_pending(Arc::clone(store), session, record, &peer, &gone, stop);
         }
+    }
+
+    /// Lists the owner's tasks and sends each that changed since it was last sent.
+    async fn resync(
+        &mut self,
+        store: &Arc<dyn mcp_tasks::TaskStore>,
+        session: &Arc<LegacySession>,
+        stop: &CancellationToken,
+    ) -> Result<(), StoreError> {
+        if session.standalone().is_none() {
+            return Ok(());
+        }
+        let watermark = self.newest;
+        let mut listed = HashSet::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = store.list(&session.owner, cursor.as_deref(), 100).await?;
+            for record in &page.tasks {
+                listed.insert(record.id.clone());
+                let known = self.revisions.contains_key(&record.id);
+                if known || !record.is_terminal() || record.last_updated_at > watermark {
+                    self.send(store, session, record, stop).await;
+                }
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        // Tasks gone from the store (expired) need no memory.
+        self.revisions.retain(|id, _| listed.contains(id));
+        Ok(())
     }
 }

@@ -22,6 +22,7 @@ pub mod demo;
 pub mod http;
 pub mod legacy;
 mod limits;
+mod retry;
 mod runtime;
 pub mod seal;
 mod server;
@@ -33,8 +34,8 @@ pub mod views;
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
 pub use runtime::{
-    CANCELLED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime, WORKER_LOST_MESSAGE,
-    worker_lost_error,
+    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime,
+    WORKER_LOST_MESSAGE, worker_lost_error,
 };
 pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoint};
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};

@@ -3,9 +3,11 @@
 //! alive, sweeps expired tasks and fails tasks whose worker is gone, and shuts down
 //! without leaving a task unfinished.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
@@ -18,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::context::{ToolContext, ToolError};
+use crate::retry::{Backoff, while_transient};
 use crate::tool::ToolDef;
 
 /// Timing of the runtime.
@@ -31,7 +34,9 @@ pub struct RuntimeConfig {
     pub renew_every: Duration,
     /// How often the sweeper runs.
     pub sweep_every: Duration,
-    /// On shutdown, how long running tasks may go on before they are cancelled.
+    /// On shutdown, how long running tasks may go on before they are cancelled; and then,
+    /// if the store is unavailable, how much longer outcomes are retried before they are
+    /// given up (named in the log; the sweep fails those tasks as worker lost).
     pub shutdown_grace: Duration,
 }
 
@@ -62,6 +67,11 @@ pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
 pub const WORKER_LOST_MESSAGE: &str =
     "Worker lost: the server running this task stopped before it finished.";
 
+/// Error message of a task this server stopped because the store stayed unavailable for
+/// longer than the task's lease: another instance may then fail it as worker lost.
+pub const LEASE_LAPSED_MESSAGE: &str = "Worker lost: the task store was unavailable for longer \
+     than the task's lease, so the server running this task stopped it.";
+
 /// The JSON-RPC error a task whose worker is gone fails with ([`WORKER_LOST_MESSAGE`]).
 pub fn worker_lost_error() -> ErrorObject {
     ErrorObject::new(error_codes::INTERNAL_ERROR, WORKER_LOST_MESSAGE)
@@ -81,6 +91,10 @@ struct Inner {
     running: Mutex<HashMap<TaskId, Running>>,
     /// Stops the background loops and new launches.
     stopping: CancellationToken,
+    /// Gives up retrying outcomes the store could not take (the end of shutdown).
+    abandon: CancellationToken,
+    /// Tasks whose outcome is known but not yet written (the store is unavailable).
+    unwritten: Mutex<BTreeSet<TaskId>>,
     tasks: TaskTracker,
 }
 
@@ -99,6 +113,8 @@ impl TaskRuntime {
                 config,
                 running: Mutex::default(),
                 stopping: CancellationToken::new(),
+                abandon: CancellationToken::new(),
+                unwritten: Mutex::default(),
                 tasks: TaskTracker::new(),
             }),
         };
@@ -210,61 +226,93 @@ impl TaskRuntime {
         }
     }
 
-    /// Renews the lease until it cannot; returns why it stopped.
+    /// Renews the lease until it cannot; returns why it stopped. A renewal that meets a
+    /// transient store failure is retried with a backoff for as long as the lease, as
+    /// last written, has more than a tenth of its length to run; only then is the tool
+    /// stopped (a renewal that lands late resumes normally).
     async fn keep_lease(&self, key: &TaskKey) -> ErrorObject {
         let config = &self.inner.config;
+        let margin = config.lease / 10;
+        // Claimed (created leased, or claimed) just before the tool started.
+        let mut expires = Instant::now() + config.lease;
         loop {
             tokio::time::sleep(config.renew_every).await;
-            if let Err(e) = self
-                .inner
-                .store
-                .renew_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
-                .await
-            {
-                tracing::warn!(task_id = %key.id, error = %e, "lease renewal failed; stopping the task");
-                return ErrorObject::new(
-                    error_codes::INTERNAL_ERROR,
-                    format!("The task's worker lost its lease: {e}"),
+            let mut backoff = Backoff::default();
+            let mut failing = false;
+            loop {
+                let sent = Instant::now();
+                // A backend may hang rather than fail while it is out (a command waiting
+                // for its response timeout): an attempt may last only while the lease does.
+                let left = expires.saturating_duration_since(sent + margin);
+                let renew = self.inner.store.renew_lease(
+                    &key.owner,
+                    &key.id,
+                    &config.node_id,
+                    millis(config.lease),
                 );
+                let renewed = match tokio::time::timeout(left, renew).await {
+                    Ok(renewed) => renewed,
+                    Err(_) => Err(StoreError::unavailable(
+                        "the lease renewal did not finish while the lease lasted",
+                    )),
+                };
+                match renewed {
+                    Ok(_) => {
+                        // The store computed the new expiry no earlier than `sent`.
+                        expires = sent + config.lease;
+                        if failing {
+                            tracing::info!(task_id = %key.id, "lease renewed again after store failures");
+                        }
+                        break;
+                    }
+                    Err(e) if e.is_transient() && Instant::now() + margin < expires => {
+                        if std::mem::replace(&mut failing, true) {
+                            tracing::debug!(task_id = %key.id, error = %e, "lease renewal failed again");
+                        } else {
+                            tracing::warn!(task_id = %key.id, error = %e, "lease renewal failed; retrying while the lease lasts");
+                        }
+                        // The last attempt comes at the deadline, however long the step.
+                        let deadline = expires.checked_sub(margin).unwrap_or(expires);
+                        tokio::select! {
+                            _ = backoff.wait() => {}
+                            _ = tokio::time::sleep_until(deadline) => {}
+                        }
+                    }
+                    Err(e) if e.is_transient() => {
+                        tracing::error!(task_id = %key.id, error = %e, "the store stayed unavailable until the lease would lapse; stopping the task");
+                        return ErrorObject::new(error_codes::INTERNAL_ERROR, LEASE_LAPSED_MESSAGE);
+                    }
+                    Err(e) => {
+                        tracing::warn!(task_id = %key.id, error = %e, "lease renewal failed; stopping the task");
+                        return ErrorObject::new(
+                            error_codes::INTERNAL_ERROR,
+                            format!(
+                                "Worker lost: the server running this task lost its lease ({e})."
+                            ),
+                        );
+                    }
+                }
             }
         }
     }
 
     /// Records how the tool ended (first terminal write wins) and releases the lease.
+    /// A transient store failure is retried with a backoff until the write lands, the
+    /// task is gone, or another writer won; meanwhile the outcome stays in this task's
+    /// memory (so at most one per task this node runs). Shutdown gives up after its
+    /// grace periods and names the task in the log.
     async fn finish(&self, key: &TaskKey, outcome: Result<JsonObject, ToolError>) {
-        let store = &self.inner.store;
-        let written = match outcome {
-            Ok(result) => match store.complete(&key.owner, &key.id, result).await {
-                Err(StoreError::LimitExceeded { limit, max }) => {
-                    let error = ErrorObject::new(
-                        error_codes::INTERNAL_ERROR,
-                        format!(
-                            "The tool's result exceeds the server's limit ({limit}, at most {max})"
-                        ),
-                    );
-                    store.fail(&key.owner, &key.id, error).await
-                }
-                other => other,
-            },
-            Err(ToolError::Rpc(error)) => store.fail(&key.owner, &key.id, error).await,
-            Err(ToolError::Cancelled) => {
-                let message = if self.inner.stopping.is_cancelled() {
-                    SHUTDOWN_MESSAGE
-                } else {
-                    CANCELLED_MESSAGE
-                };
-                store
-                    .cancel(&key.owner, &key.id, Some(message.to_owned()))
-                    .await
+        let finish = self.outcome_write(outcome);
+        let what = format!("recording the outcome of task {}", key.id);
+        let mut first = true;
+        let written = while_transient(&self.inner.abandon, &what, || {
+            if !std::mem::take(&mut first) {
+                self.unwritten().insert(key.id.clone());
             }
-            Err(ToolError::InputRequired) => {
-                let error = ErrorObject::new(
-                    error_codes::INTERNAL_ERROR,
-                    "The tool asked for input outside a request",
-                );
-                store.fail(&key.owner, &key.id, error).await
-            }
-        };
+            self.write_outcome(key, &finish)
+        })
+        .await;
+        self.unwritten().remove(&key.id);
         match written {
             Ok(t) if !t.won => {
                 tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished")
@@ -275,13 +323,73 @@ impl TaskRuntime {
             Err(StoreError::NotFound) => {
                 tracing::debug!(task_id = %key.id, "task expired before it finished")
             }
+            Err(e) if e.is_transient() => {
+                tracing::error!(task_id = %key.id, error = %e, "shutting down with the task's outcome unwritten: the store stayed unavailable; the sweep will fail it as worker lost")
+            }
             Err(e) => {
                 tracing::error!(task_id = %key.id, error = %e, "cannot record the task's outcome")
             }
         }
-        let _ = store
+        let _ = self
+            .inner
+            .store
             .release_lease(&key.owner, &key.id, &self.inner.config.node_id)
             .await;
+    }
+
+    /// The terminal write `outcome` calls for.
+    fn outcome_write(&self, outcome: Result<JsonObject, ToolError>) -> Finish {
+        match outcome {
+            Ok(result) => Finish::Complete(result),
+            Err(ToolError::Rpc(error)) => Finish::Fail(error),
+            Err(ToolError::Cancelled) => Finish::Cancel(if self.inner.stopping.is_cancelled() {
+                SHUTDOWN_MESSAGE
+            } else {
+                CANCELLED_MESSAGE
+            }),
+            Err(ToolError::InputRequired) => Finish::Fail(ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                "The tool asked for input outside a request",
+            )),
+        }
+    }
+
+    /// One attempt at the terminal write; a result over the store's limit fails the task.
+    async fn write_outcome(
+        &self,
+        key: &TaskKey,
+        finish: &Finish,
+    ) -> Result<mcp_tasks::Transition, StoreError> {
+        let store = &self.inner.store;
+        match finish {
+            Finish::Complete(result) => {
+                match store.complete(&key.owner, &key.id, result.clone()).await {
+                    Err(StoreError::LimitExceeded { limit, max }) => {
+                        let error = ErrorObject::new(
+                            error_codes::INTERNAL_ERROR,
+                            format!(
+                                "The tool's result exceeds the server's limit ({limit}, at most {max})"
+                            ),
+                        );
+                        store.fail(&key.owner, &key.id, error).await
+                    }
+                    other => other,
+                }
+            }
+            Finish::Fail(error) => store.fail(&key.owner, &key.id, error.clone()).await,
+            Finish::Cancel(message) => {
+                store
+                    .cancel(&key.owner, &key.id, Some((*message).to_owned()))
+                    .await
+            }
+        }
+    }
+
+    fn unwritten(&self) -> MutexGuard<'_, BTreeSet<TaskId>> {
+        self.inner
+            .unwritten
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Carries store events to the tools running here.
@@ -396,10 +504,21 @@ impl TaskRuntime {
     }
 
     /// Stops launching, lets running tasks go on for the grace period, cancels the rest
-    /// (they end `cancelled`), and waits for every task to record its outcome.
+    /// (they end `cancelled`), and waits for every task to record its outcome. Outcomes
+    /// the store cannot take (it is unavailable) are retried for one more grace period,
+    /// then given up: their task ids are logged, and the sweep of another instance (or the
+    /// next start on SQLite) fails those tasks as worker lost.
     pub async fn shutdown(&self) {
         self.inner.tasks.close();
         let grace = self.inner.config.shutdown_grace;
+        let running = self.running_count();
+        if running > 0 {
+            tracing::info!(
+                running,
+                grace_ms = millis(grace),
+                "shutdown: waiting for running tasks to finish"
+            );
+        }
         if tokio::time::timeout(grace, self.inner.tasks.wait())
             .await
             .is_err()
@@ -409,10 +528,29 @@ impl TaskRuntime {
                 "grace period over; cancelling running tasks"
             );
             self.inner.stopping.cancel();
-            self.inner.tasks.wait().await;
+            if tokio::time::timeout(grace, self.inner.tasks.wait())
+                .await
+                .is_err()
+            {
+                let ids: Vec<String> = self.unwritten().iter().map(ToString::to_string).collect();
+                tracing::error!(
+                    tasks = ?ids,
+                    "shutdown: the store is unavailable; giving up the outcomes of these tasks"
+                );
+                self.inner.abandon.cancel();
+                self.inner.tasks.wait().await;
+            }
         }
         self.inner.stopping.cancel();
     }
+}
+
+/// The terminal write a finished tool calls for.
+#[derive(Debug)]
+enum Finish {
+    Complete(JsonObject),
+    Fail(ErrorObject),
+    Cancel(&'static str),
 }
 
 fn millis(d: Duration) -> u64 {

@@ -746,28 +746,36 @@ async fn listen(
         .map_err(ErrorObject::from)?;
 
     let served: std::collections::HashSet<String> = served.into_iter().collect();
-    for id in &served {
-        push_task(&state, &peer, &caller, id, &subscription_id).await?;
-    }
+    // Set when an event was lost or a record could not be read (the store was
+    // unavailable): every served task is pushed again, after a backoff while it fails.
+    let mut resync = true;
+    let mut backoff = crate::retry::Backoff::default();
     loop {
+        if resync {
+            resync = false;
+            for id in &served {
+                resync |= !push_task(&state, &peer, &caller, id, &subscription_id).await?;
+            }
+            if !resync {
+                backoff = crate::retry::Backoff::default();
+            }
+        }
         let event = tokio::select! {
             _ = state.shutdown.cancelled() => break,
             _ = request.cancel.cancelled() => break,
-            e = events.recv() => e,
+            e = events.recv() => Some(e),
+            _ = backoff.wait(), if resync => None,
         };
         match event {
-            Ok(mcp_tasks::TaskEvent::Changed { key, .. })
+            Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
                 if key.owner == caller.owner && served.contains(key.id.as_str()) =>
             {
-                push_task(&state, &peer, &caller, key.id.as_str(), &subscription_id).await?;
+                resync |=
+                    !push_task(&state, &peer, &caller, key.id.as_str(), &subscription_id).await?;
             }
-            Ok(_) => {}
-            Err(mcp_tasks::EventError::Lagged(_)) => {
-                for id in &served {
-                    push_task(&state, &peer, &caller, id, &subscription_id).await?;
-                }
-            }
-            Err(mcp_tasks::EventError::Closed) => break,
+            Some(Ok(_)) | None => {}
+            Some(Err(mcp_tasks::EventError::Lagged(_))) => resync = true,
+            Some(Err(mcp_tasks::EventError::Closed)) => break,
         }
     }
     let meta = SubscriptionsListenResultMeta {
@@ -785,15 +793,18 @@ fn notification_meta(subscription_id: &RequestId) -> NotificationMeta {
     }
 }
 
+/// Pushes the task's current state. `false`: the store was unavailable, nothing was
+/// sent (push it again later).
 async fn push_task(
     state: &State,
     peer: &Peer,
     caller: &Caller,
     id: &str,
     subscription_id: &RequestId,
-) -> Result<(), ErrorObject> {
-    let Ok(record) = state.store.get(&caller.owner, &task_id(id)).await else {
-        return Ok(());
+) -> Result<bool, ErrorObject> {
+    let record = match state.store.get(&caller.owner, &task_id(id)).await {
+        Ok(record) => record,
+        Err(e) => return Ok(!e.is_transient()),
     };
     let params = TaskStatusNotificationParams {
         task: views::detailed(&record),
@@ -801,5 +812,6 @@ async fn push_task(
     };
     peer.notify::<TaskStatusChanged>(&params)
         .await
-        .map_err(ErrorObject::from)
+        .map_err(ErrorObject::from)?;
+    Ok(true)
 }

@@ -1,4 +1,5 @@
-//! [`StoreError`], and its one mapping to JSON-RPC errors.
+//! [`StoreError`], whether a failure passes ([`StoreError::is_transient`]), and its one
+//! mapping to JSON-RPC errors.
 
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
@@ -31,16 +32,146 @@ pub enum StoreError {
     /// A list cursor this store did not issue.
     #[error("invalid cursor")]
     InvalidCursor,
-    /// The backend failed (I/O, connection, corrupt row...).
+    /// The backend is unreachable or cannot take this operation *for now*: connection
+    /// lost or refused, pool or command timeout, a failover (a read-only replica,
+    /// `READONLY`), a serialization failure or deadlock, a busy or full disk. The
+    /// operation may or may not have taken effect when the connection broke mid-way;
+    /// every write of the contract is safe to retry (a terminal write that already landed
+    /// comes back `won: false`, an answer already accepted is ignored).
+    #[error("store unavailable: {0}")]
+    Unavailable(BackendError),
+    /// The backend failed in a way a retry does not fix: a corrupt row, a constraint,
+    /// a schema this build does not know, bad configuration...
     #[error("store backend failed: {0}")]
-    Backend(String),
+    Backend(BackendError),
 }
 
 impl StoreError {
+    /// A [`StoreError::Backend`] (permanent) failure described by `e`.
     pub fn backend(e: impl std::fmt::Display) -> StoreError {
-        StoreError::Backend(e.to_string())
+        StoreError::Backend(BackendError::new(e.to_string()))
+    }
+
+    /// A [`StoreError::Unavailable`] (transient) failure described by `e`.
+    pub fn unavailable(e: impl std::fmt::Display) -> StoreError {
+        StoreError::Unavailable(BackendError::new(e.to_string()))
+    }
+
+    /// True when the failure passes with time (the backend is unreachable, failing
+    /// over, busy or full): the operation is worth retrying with a backoff. Every other
+    /// error is an answer (not found, a limit, a terminal task...) or a permanent fault.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+
+    /// Prefixes the message of a backend failure with `what` (e.g. the backend's name);
+    /// other errors are returned unchanged.
+    pub(crate) fn context(self, what: &str) -> StoreError {
+        match self {
+            StoreError::Unavailable(e) => StoreError::Unavailable(e.context(what)),
+            StoreError::Backend(e) => StoreError::Backend(e.context(what)),
+            other => other,
+        }
     }
 }
+
+/// What a backend said when it failed: a message for people, and the backend's own
+/// error as the [`source`](std::error::Error::source) when there is one.
+#[derive(Debug)]
+pub struct BackendError {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl BackendError {
+    /// A failure described by `message` alone.
+    pub fn new(message: impl Into<String>) -> BackendError {
+        BackendError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure described by `message`, caused by the backend's error `source`.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> BackendError {
+        BackendError {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// The message, without the source.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn context(mut self, what: &str) -> BackendError {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// A backend's own error turned into a [`StoreError`], each backend deciding whether
+/// its errors pass ([`StoreError::Unavailable`]) or stay ([`StoreError::Backend`]).
+pub(crate) trait IntoStoreError {
+    fn into_store_error(self) -> StoreError;
+}
+
+impl IntoStoreError for String {
+    fn into_store_error(self) -> StoreError {
+        StoreError::Backend(BackendError::new(self))
+    }
+}
+
+impl IntoStoreError for &str {
+    fn into_store_error(self) -> StoreError {
+        StoreError::Backend(BackendError::new(self))
+    }
+}
+
+impl IntoStoreError for serde_json::Error {
+    fn into_store_error(self) -> StoreError {
+        StoreError::Backend(BackendError::with_source(self.to_string(), self))
+    }
+}
+
+impl IntoStoreError for getrandom::Error {
+    fn into_store_error(self) -> StoreError {
+        StoreError::Backend(BackendError::new(format!(
+            "no random bits for an id: {self}"
+        )))
+    }
+}
+
+impl IntoStoreError for tokio::time::error::Elapsed {
+    fn into_store_error(self) -> StoreError {
+        StoreError::Unavailable(BackendError::new(format!(
+            "the backend did not answer: {self}"
+        )))
+    }
+}
+
+/// Message of [`StoreError::Unavailable`] on the wire: the details stay in the server's
+/// log, the client learns that a retry is safe.
+pub const STORE_UNAVAILABLE_MESSAGE: &str =
+    "The task store is unavailable right now; retrying the request is safe.";
 
 /// The JSON-RPC error a server answers with when a store operation is refused.
 impl From<&StoreError> for ErrorObject {
@@ -62,6 +193,10 @@ impl From<&StoreError> for ErrorObject {
                 format!("Limit exceeded: {limit} (at most {max})"),
             )
             .with_data(serde_json::json!({ "limit": limit.to_string(), "max": max })),
+            StoreError::Unavailable(_) => {
+                ErrorObject::new(error_codes::INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)
+                    .with_data(serde_json::json!({ "retryable": true }))
+            }
             StoreError::InputKeyReused { .. }
             | StoreError::LeaseHeld
             | StoreError::LeaseLost
@@ -69,5 +204,33 @@ impl From<&StoreError> for ErrorObject {
                 ErrorObject::new(error_codes::INTERNAL_ERROR, format!("Internal error: {e}"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_is_transient_and_says_a_retry_is_safe() {
+        let e = StoreError::unavailable("connection refused");
+        assert!(e.is_transient());
+        let wire = ErrorObject::from(&e);
+        assert_eq!(wire.code, error_codes::INTERNAL_ERROR);
+        assert_eq!(wire.message, STORE_UNAVAILABLE_MESSAGE);
+        assert!(!StoreError::backend("corrupt row").is_transient());
+        assert!(!StoreError::NotFound.is_transient());
+    }
+
+    #[test]
+    fn backend_error_keeps_its_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        let e = StoreError::Unavailable(BackendError::with_source("lost", io)).context("redis");
+        assert_eq!(e.to_string(), "store unavailable: redis: lost");
+        let StoreError::Unavailable(inner) = &e else {
+            panic!("kind changed")
+        };
+        let source = std::error::Error::source(inner).expect("source kept");
+        assert_eq!(source.to_string(), "reset");
     }
 }

@@ -55,7 +55,7 @@ mod store;
 mod transactional;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::StoreError;
+pub use error::{BackendError, STORE_UNAVAILABLE_MESSAGE, StoreError};
 pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};
 pub use limits::{Limit, Limits};
 pub use memory::MemoryStore;

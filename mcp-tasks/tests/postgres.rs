@@ -238,7 +238,8 @@ async fn a_newer_schema_version_is_refused_and_data_survives_reconnects() {
         .await
         .expect("bump version");
     match factory.open(&env).await {
-        Err(StoreError::Backend(msg)) => {
+        Err(StoreError::Backend(e)) => {
+            let msg = e.message();
             assert!(msg.contains("newer"), "{msg}");
             assert!(
                 msg.contains(&(PostgresStore::SCHEMA_VERSION + 1).to_string()),

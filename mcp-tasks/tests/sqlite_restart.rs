@@ -210,7 +210,8 @@ async fn a_newer_schema_version_is_refused_clearly() {
             .expect("bump version");
     }
     match SqliteStore::open(&db.0, Limits::default()) {
-        Err(StoreError::Backend(msg)) => {
+        Err(StoreError::Backend(e)) => {
+            let msg = e.message();
             assert!(msg.contains("newer"), "{msg}");
             assert!(
                 msg.contains(&format!("{}", SqliteStore::SCHEMA_VERSION + 1)),

@@ -8,6 +8,7 @@
 //! [`server_harness`] runs the demo server over HTTP for the `server_*` wire tests.
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 
+pub mod deaf_store;
 pub mod legacy;
 pub mod node_harness;
 pub mod server_harness;

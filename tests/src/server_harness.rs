@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use mcp_server::http::{HttpConfig, PrincipalHook};
-use mcp_server::{RuntimeConfig, Server, ToolDef, demo};
-use mcp_tasks::MemoryStore;
+use mcp_server::{RuntimeConfig, Server, TaskRuntime, ToolDef, demo};
+use mcp_tasks::{MemoryStore, NewTask, Origin, Owner, TaskId, WireRevision};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -69,6 +69,40 @@ pub fn accept(content: Value) -> Value {
 /// The demo server's tools.
 pub fn demo_tools() -> Vec<ToolDef> {
     demo::tools().expect("the demo tools are well-formed")
+}
+
+/// Creates a task of `owner` in the runtime's store and runs the demo tool `tool` with
+/// `args` as it on `runtime` (no server in between); returns the task id.
+pub async fn launch_demo_task(
+    runtime: &TaskRuntime,
+    owner: &Owner,
+    tool: &str,
+    args: Value,
+) -> TaskId {
+    let record = runtime
+        .store()
+        .create(NewTask {
+            owner: owner.clone(),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            origin: Origin {
+                method: "tools/call".into(),
+                tool: Some(tool.into()),
+                revision: WireRevision::V2026_07_28,
+            },
+            status_message: None,
+        })
+        .await
+        .expect("create");
+    let def = demo_tools()
+        .into_iter()
+        .find(|t| t.name() == tool)
+        .unwrap_or_else(|| panic!("no demo tool {tool}"));
+    let Value::Object(args) = args else {
+        panic!("arguments are an object: {args}")
+    };
+    runtime.launch(&record, def, args).await.expect("launch");
+    record.id
 }
 
 /// A server with `tools`, a fresh [`MemoryStore`] and `runtime`.
@@ -484,6 +518,15 @@ impl SseStream {
         tokio::time::timeout(within, self.next_event_unbounded())
             .await
             .unwrap_or_else(|_| panic!("no SSE event within {within:?}"))
+    }
+
+    /// An event arriving within `within`, or `None` when the stream stays quiet that
+    /// long (or ends): for checking that nothing is sent.
+    pub async fn event_within(&mut self, within: Duration) -> Option<SseEvent> {
+        tokio::time::timeout(within, self.next_event_unbounded())
+            .await
+            .ok()
+            .flatten()
     }
 
     async fn next_event_unbounded(&mut self) -> Option<SseEvent> {

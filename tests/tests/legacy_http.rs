@@ -8,17 +8,21 @@
 //! store seen through both wires when a principal owns the tasks.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_protocol::error_codes;
+use mcp_server::Server;
 use mcp_server::http::HttpConfig;
+use mcp_tasks::FeedItem;
+use mcp_tests::deaf_store::DeafStore;
 use mcp_tests::legacy::{
     DEFAULT_TTL_MS, LEGACY_VERSION, MAX_TTL_MS, assert_initialize_result, assert_task,
     assert_task_support, created_task, init_params, related_task,
 };
 use mcp_tests::server_harness::{
-    POLL_EVERY, Reply, SseEvent, SseStream, TestServer, WAIT, bearer_principal, meta, request,
-    sse_events, task_params,
+    POLL_EVERY, Reply, SseEvent, SseStream, TestServer, WAIT, bearer_principal, demo_tools, meta,
+    request, sse_events, task_params,
 };
 use serde_json::{Value, json};
 
@@ -933,4 +937,42 @@ async fn sessions_are_bounded_and_expire_when_idle() {
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     let stale = third.post(&request(s.id(), "tools/list", json!({}))).await;
     assert_eq!(stale.status, 404, "{}", stale.text);
+}
+
+/// The per-session watcher after an event lag: status changes it never heard of (the
+/// store's events were lost, e.g. its notification connection dropped during a store
+/// outage) are sent once the feed reports the lag, and only once.
+#[tokio::test]
+async fn status_notifications_are_resent_after_an_event_lag() {
+    let store = Arc::new(DeafStore::new());
+    let mut builder = Server::builder("mcp-tests", "0").store(store.clone());
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    let s = TestServer::start_server(builder.build(), HttpConfig::default()).await;
+    let session = Session::open(&s, None).await;
+    let mut stream = session.standalone().await;
+    let id = session
+        .create_id("slow_compute", json!({"seconds": 0.1}))
+        .await;
+    session.poll(&id, "completed").await;
+    let heard = stream.event_within(Duration::from_millis(500)).await;
+    assert!(
+        heard.is_none(),
+        "without events nothing is sent yet (else this test proves nothing): {heard:?}"
+    );
+
+    store
+        .feed
+        .send(FeedItem::Resync)
+        .expect("the watcher listens");
+    let done = status_notification(&mut stream, &id, "completed").await;
+    assert_task(&done["params"]);
+    // A second lag with nothing new sends nothing again.
+    store
+        .feed
+        .send(FeedItem::Resync)
+        .expect("the watcher listens");
+    let again = stream.event_within(Duration::from_millis(500)).await;
+    assert!(again.is_none(), "sent twice: {again:?}");
 }

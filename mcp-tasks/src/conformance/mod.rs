@@ -39,6 +39,7 @@ mod lifecycle;
 mod limits;
 mod listing;
 pub mod model;
+mod outage;
 mod payloads;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -52,6 +53,7 @@ pub use leases::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use listing::*;
+pub use outage::{Outage, TcpProxy, outage_errors_are_transient_and_lose_nothing};
 pub use payloads::*;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresFactory;

@@ -139,7 +139,7 @@ impl StoreFactory for PostgresFactory {
             .unwrap_or_else(|e| e.into_inner())
             .insert(schema.clone());
         if first {
-            let client = plain(&self.url).await.map_err(StoreError::Backend)?;
+            let client = plain(&self.url).await.map_err(StoreError::backend)?;
             client
                 .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
                 .await

@@ -236,7 +236,7 @@ async fn session(
 
 /// Runs `request` on the client while pumping the connection's messages (a request is
 /// only answered while its connection is driven). Fails if the connection fails.
-async fn drive<T, E: std::fmt::Display>(
+async fn drive<T, E: crate::error::IntoStoreError>(
     request: impl Future<Output = Result<T, E>>,
     messages: &mut (impl Stream<Item = Result<AsyncMessage, tokio_postgres::Error>> + Unpin),
     pump: &mut impl FnMut(Option<Result<AsyncMessage, tokio_postgres::Error>>) -> Result<(), StoreError>,

@@ -2,7 +2,7 @@
 
 use tokio_postgres::Client;
 
-use crate::error::StoreError;
+use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// PostgreSQL's identifier length limit (`NAMEDATALEN - 1`).
 const MAX_IDENT: usize = 63;
@@ -53,19 +53,76 @@ const MIGRATIONS: &[Migration] = &[Migration {
 /// The newest schema version this build knows.
 pub(crate) const SCHEMA_VERSION: i32 = 1;
 
-pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
-    StoreError::backend(e)
+pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
+    e.into_store_error()
 }
 
 /// A database error with the server's message (tokio-postgres shows only "db error").
 pub(crate) fn pg(e: tokio_postgres::Error) -> StoreError {
-    match e.as_db_error() {
-        Some(db) => StoreError::Backend(format!(
-            "PostgreSQL error {}: {}",
-            db.code().code(),
-            db.message()
-        )),
-        None => StoreError::backend(e),
+    e.into_store_error()
+}
+
+/// SQLSTATE codes that pass: the connection's failures (class 08), the server shutting
+/// down or starting (57P01..57P03), too many connections (53300), a serialization failure
+/// or deadlock (40001, 40P01), and a read-only transaction (25006, what a write meets on
+/// a replica during a failover).
+fn transient_state(code: &str) -> bool {
+    code.starts_with("08")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01" | "25006"
+        )
+}
+
+/// tokio-postgres' failures that pass: a closed connection, an I/O error (refused,
+/// reset, timed out), a timeout waiting for the server, or a transient SQLSTATE.
+impl IntoStoreError for tokio_postgres::Error {
+    fn into_store_error(self) -> StoreError {
+        if let Some(db) = self.as_db_error() {
+            let code = db.code().code();
+            let message = format!("PostgreSQL error {code}: {}", db.message());
+            let transient = transient_state(code);
+            let e = BackendError::with_source(message, self);
+            return if transient {
+                StoreError::Unavailable(e)
+            } else {
+                StoreError::Backend(e)
+            };
+        }
+        let io = std::error::Error::source(&self)
+            .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
+        let shown = self.to_string();
+        let transient = self.is_closed() || io || shown.starts_with("timeout");
+        let e = BackendError::with_source(format!("PostgreSQL: {shown}"), self);
+        if transient {
+            StoreError::Unavailable(e)
+        } else {
+            StoreError::Backend(e)
+        }
+    }
+}
+
+/// The pool's failures: a wait or connect timeout passes, so does what the database
+/// said when it passes; a closed pool does not.
+impl IntoStoreError for deadpool_postgres::PoolError {
+    fn into_store_error(self) -> StoreError {
+        use deadpool_postgres::PoolError;
+        match self {
+            PoolError::Backend(e) => e.into_store_error(),
+            PoolError::Timeout(kind) => StoreError::Unavailable(BackendError::new(format!(
+                "PostgreSQL: no connection from the pool ({kind:?} timed out)"
+            ))),
+            other => StoreError::Backend(BackendError::new(format!("PostgreSQL pool: {other}"))),
+        }
+    }
+}
+
+impl IntoStoreError for deadpool_postgres::BuildError {
+    fn into_store_error(self) -> StoreError {
+        StoreError::Backend(BackendError::with_source(
+            format!("PostgreSQL pool: {self}"),
+            self,
+        ))
     }
 }
 

@@ -18,7 +18,7 @@ impl Keys {
     /// tag) and must not be empty.
     pub(crate) fn new(prefix: &str) -> Result<Keys, StoreError> {
         if prefix.is_empty() || prefix.contains(['{', '}']) {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "invalid Redis key prefix {prefix:?}: it must be non-empty, without braces"
             )));
         }

@@ -13,7 +13,7 @@ use redis::aio::ConnectionManager;
 use tokio::task::JoinHandle;
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::StoreError;
+use crate::error::{BackendError, IntoStoreError, StoreError};
 use crate::limits::Limits;
 use feed::Shared;
 use keys::Keys;
@@ -192,8 +192,37 @@ impl Drop for Inner {
 /// How long a command may take before it fails with [`StoreError::Backend`].
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(format!("redis: {e}"))
+pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
+    e.into_store_error().context("redis")
+}
+
+/// Redis failures that pass: I/O (refused, dropped, timed out), and the server's
+/// `READONLY` (a replica during a failover), `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` and
+/// `LOADING`. Everything else (a script error, a wrong type, authentication) stays.
+impl IntoStoreError for redis::RedisError {
+    fn into_store_error(self) -> StoreError {
+        use redis::{ErrorKind, ServerErrorKind};
+        let transient = self.is_io_error()
+            || self.is_timeout()
+            || self.is_connection_dropped()
+            || self.is_connection_refusal()
+            || matches!(
+                self.kind(),
+                ErrorKind::Server(
+                    ServerErrorKind::ReadOnly
+                        | ServerErrorKind::TryAgain
+                        | ServerErrorKind::ClusterDown
+                        | ServerErrorKind::MasterDown
+                        | ServerErrorKind::BusyLoading
+                )
+            );
+        let e = BackendError::with_source(self.to_string(), self);
+        if transient {
+            StoreError::Unavailable(e)
+        } else {
+            StoreError::Backend(e)
+        }
+    }
 }
 
 impl RedisStore {

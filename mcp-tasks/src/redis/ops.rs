@@ -116,7 +116,8 @@ impl Inner {
             }
             backoff(attempt).await;
         }
-        Err(StoreError::Backend(format!(
+        // Contention passes: a later retry is safe.
+        Err(StoreError::unavailable(format!(
             "redis: task {id} kept changing; gave up after {MAX_ATTEMPTS} attempts"
         )))
     }

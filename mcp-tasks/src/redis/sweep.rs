@@ -118,7 +118,7 @@ impl Inner {
                 (_, Some(_)) => backoff(attempt).await,
             }
         }
-        Err(StoreError::Backend(format!(
+        Err(StoreError::unavailable(format!(
             "redis: task {id} kept changing during the sweep"
         )))
     }

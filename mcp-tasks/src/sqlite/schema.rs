@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::error::StoreError;
+use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub(crate) const SCHEMA_VERSION: i64 = 1;
@@ -44,19 +44,62 @@ CREATE TABLE IF NOT EXISTS counters (
 INSERT OR IGNORE INTO counters (name, value) VALUES ('live_total', 0);
 ";
 
-pub(crate) fn backend(e: impl std::fmt::Display) -> StoreError {
-    StoreError::backend(e)
+pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
+    e.into_store_error()
+}
+
+/// SQLite's failures that pass: another connection holds the write lock past the busy
+/// timeout, the disk is full, or an I/O error. A read-only file or directory is
+/// permanent (said as such); so is everything else.
+impl IntoStoreError for rusqlite::Error {
+    fn into_store_error(self) -> StoreError {
+        use rusqlite::ErrorCode;
+        let code = self.sqlite_error_code();
+        let (transient, message) = match code {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                (true, format!("SQLite: the database is busy: {self}"))
+            }
+            Some(ErrorCode::DiskFull) => (
+                true,
+                format!("SQLite: the disk is full; writes fail until space is freed: {self}"),
+            ),
+            Some(ErrorCode::SystemIoFailure) => (true, format!("SQLite: I/O error: {self}")),
+            Some(ErrorCode::ReadOnly) => (
+                false,
+                format!(
+                    "SQLite: the database is read-only (check the permissions of the file, \
+                     its directory and the file system): {self}"
+                ),
+            ),
+            _ => (false, format!("SQLite: {self}")),
+        };
+        let e = BackendError::with_source(message, self);
+        if transient {
+            StoreError::Unavailable(e)
+        } else {
+            StoreError::Backend(e)
+        }
+    }
 }
 
 /// Opens `path` (creating it if needed), switches it to WAL with `synchronous = FULL`, and
 /// creates or checks the schema.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     let shown = path.display();
-    let conn = Connection::open(path).map_err(|e| backend(format!("{shown}: {e}")))?;
+    let conn = Connection::open(path).map_err(|e| backend(e).context(&shown.to_string()))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+    // SQLite falls back to read-only when it cannot open the file for writing; say so
+    // here rather than fail later with "unable to open database file".
+    if conn.is_readonly(rusqlite::MAIN_DB).map_err(backend)? {
+        return Err(backend(format!(
+            "{shown}: the database is read-only (the file, its directory or the file \
+             system refuses writes; the store needs to write the file and its -wal and -shm \
+             companions beside it)"
+        )));
+    }
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .map_err(|e| backend(format!("{shown}: cannot enable WAL: {e}")))?;
+        .map_err(|e| backend(e).context(&format!("{shown}: cannot enable WAL")))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(backend(format!(
             "{shown}: journal mode is {mode:?}, not WAL (is it a database file?)"

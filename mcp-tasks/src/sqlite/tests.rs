@@ -174,7 +174,7 @@ async fn a_file_that_is_not_a_database_is_a_backend_error() {
     let db = TempDb::new("garbage");
     std::fs::write(&db.0, vec![0x5a_u8; 8192]).expect("write");
     match SqliteStore::open(&db.0, Limits::default()) {
-        Err(StoreError::Backend(msg)) => assert!(!msg.is_empty()),
+        Err(StoreError::Backend(e)) => assert!(!e.message().is_empty()),
         other => panic!("expected a backend error, got {other:?}"),
     }
 }
