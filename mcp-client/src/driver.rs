@@ -52,6 +52,9 @@ impl Default for DriverConfig {
 #[derive(Debug)]
 struct HandleState {
     answered: BTreeSet<String>,
+    /// Answers the handler gave that the server has not taken yet (its store was
+    /// unavailable): sent again as they are, never asked twice.
+    unsent: JsonObject,
     finished: bool,
     cancel_on_drop: bool,
 }
@@ -88,6 +91,7 @@ impl TaskHandle {
             created,
             state: Arc::new(Mutex::new(HandleState {
                 answered: BTreeSet::new(),
+                unsent: JsonObject::new(),
                 finished: false,
                 cancel_on_drop,
             })),
@@ -218,7 +222,15 @@ impl TaskHandle {
                     });
                 }
                 DetailedTask::InputRequired(waiting) => {
-                    let fresh = self.answer_new(&waiting.input_requests).await?;
+                    let fresh = match self.answer_new(&waiting.input_requests).await {
+                        Ok(fresh) => fresh,
+                        // Sent again after the next poll (the answers are kept).
+                        Err(e) if e.is_retryable() => {
+                            tracing::debug!(task_id = %self.id, error = %e, "answers not taken; sending them again");
+                            true
+                        }
+                        Err(e) => return Err(e),
+                    };
                     if fresh {
                         stale_polls = 0;
                     } else {
@@ -261,7 +273,15 @@ impl TaskHandle {
                     self.latest.send_replace(Some(t.clone()));
                     t
                 }
-                _ => self.status().await?,
+                _ => match self.status().await {
+                    Ok(t) => t,
+                    // The server's store is unavailable; the task goes on: poll again.
+                    Err(e) if e.is_retryable() => {
+                        tracing::debug!(task_id = %self.id, error = %e, "tasks/get not served now; polling again");
+                        task
+                    }
+                    Err(e) => return Err(e),
+                },
             };
         }
     }
@@ -351,11 +371,16 @@ impl TaskHandle {
             if self.state().answered.contains(key) {
                 continue;
             }
+            if let Some(kept) = self.state().unsent.get(key) {
+                responses.insert(key.clone(), kept.clone());
+                continue;
+            }
             let request =
                 serde_json::to_value(request).map_err(|e| ClientError::Protocol(e.to_string()))?;
             let response = answer(self.client.handler(), &request)
                 .await
                 .map_err(ClientError::rpc)?;
+            self.state().unsent.insert(key.clone(), response.clone());
             responses.insert(key.clone(), response);
         }
         if responses.is_empty() {
@@ -365,7 +390,11 @@ impl TaskHandle {
         let mut params = UpdateTaskRequestParams::new(&self.id, responses);
         params.meta = self.id_params().meta;
         self.client.request::<UpdateTask>(&params).await?;
-        self.state().answered.extend(keys);
+        let mut state = self.state();
+        for key in &keys {
+            state.unsent.remove(key);
+        }
+        state.answered.extend(keys);
         Ok(true)
     }
 

@@ -67,6 +67,23 @@ impl ClientError {
         ClientError::Rpc(Box::new(e))
     }
 
+    /// True for a server error that says a retry is safe: -32603 with
+    /// `data.retryable: true`, what our server answers while its task store is
+    /// unavailable. The task goes on meanwhile; a driver polls again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ClientError::Rpc(e) => {
+                e.code == mcp_protocol::error_codes::INTERNAL_ERROR
+                    && e.data
+                        .as_ref()
+                        .and_then(|d| d.get("retryable"))
+                        .and_then(serde_json::Value::as_bool)
+                        == Some(true)
+            }
+            _ => false,
+        }
+    }
+
     /// The JSON-RPC error behind this one, if any.
     pub fn rpc_error(&self) -> Option<&ErrorObject> {
         match self {
