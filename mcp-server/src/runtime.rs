@@ -463,13 +463,24 @@ impl TaskRuntime {
     }
 
     async fn sweep_loop(self) {
+        let mut failing = false;
         loop {
             tokio::select! {
                 _ = self.inner.stopping.cancelled() => return,
                 _ = tokio::time::sleep(self.inner.config.sweep_every) => {}
             }
-            if let Err(e) = self.sweep_once().await {
-                tracing::warn!(error = %e, "sweep failed");
+            // Said once per run of failures (a store outage fails every sweep).
+            match self.sweep_once().await {
+                Ok(()) if failing => {
+                    failing = false;
+                    tracing::info!("sweep works again");
+                }
+                Ok(()) => {}
+                Err(e) if failing => tracing::debug!(error = %e, "sweep failed again"),
+                Err(e) => {
+                    failing = true;
+                    tracing::warn!(error = %e, "sweep failed");
+                }
             }
         }
     }

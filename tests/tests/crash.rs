@@ -162,7 +162,7 @@ struct TempDb(PathBuf);
 
 impl Drop for TempDb {
     fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
+        for suffix in ["", "-wal", "-shm", ".lock"] {
             let mut file = self.0.clone().into_os_string();
             file.push(suffix);
             let _ = std::fs::remove_file(file);
@@ -170,14 +170,20 @@ impl Drop for TempDb {
     }
 }
 
+impl TempDb {
+    fn new(what: &str) -> TempDb {
+        let salt = TaskId::random().expect("random");
+        TempDb(std::env::temp_dir().join(format!(
+            "mcp-tests-{what}-{}-{}.sqlite3",
+            std::process::id(),
+            &salt.as_str()[..12]
+        )))
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_restart_fails_the_tasks_a_killed_process_left() {
-    let salt = TaskId::random().expect("random");
-    let db = TempDb(std::env::temp_dir().join(format!(
-        "mcp-tests-crash-{}-{}.sqlite3",
-        std::process::id(),
-        &salt.as_str()[..12]
-    )));
+    let db = TempDb::new("crash");
     let store = format!("sqlite:{}", db.0.display());
     let args = ["--store", store.as_str()];
 
@@ -205,4 +211,56 @@ async fn sqlite_restart_fails_the_tasks_a_killed_process_left() {
         "after-restart: done after 0.1 s"
     );
     drop(second);
+}
+
+/// A second server process on a SQLite file another one serves is refused, naming the
+/// first; the first one's running tasks are untouched (before, the second one's start-up
+/// recovery failed them as worker lost). After the first is killed, the file is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_on_one_sqlite_file_is_refused() {
+    let db = TempDb::new("second");
+    let store = format!("sqlite:{}", db.0.display());
+    let args = ["--store", store.as_str()];
+    let mut first = Node::start(Path::new(DEMO), "first", &args).await;
+    let pid = first.pid().expect("running");
+    let cluster = Cluster::new(vec![first.url.clone()]);
+    let running = unfinished_tasks(&cluster, 0).await;
+
+    for extra in [&["--http", "127.0.0.1:0"][..], &["--stdio"][..]] {
+        let refused = tokio::time::timeout(
+            WAIT,
+            tokio::process::Command::new(DEMO)
+                .args(args)
+                .args(extra)
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the second process exits in time")
+        .expect("run the second process");
+        assert!(!refused.status.success(), "{extra:?}: {refused:?}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            said.contains(&format!("is in use by process {pid}")),
+            "{extra:?}: names the holder: {said}"
+        );
+        assert!(
+            said.contains(&db.0.display().to_string()),
+            "names the file: {said}"
+        );
+    }
+    // The first server's tasks run on, untouched.
+    assert_eq!(cluster.get_task(0, &running[0]).await["status"], "working");
+    assert_eq!(
+        cluster.get_task(0, &running[1]).await["status"],
+        "input_required"
+    );
+
+    first.kill().await;
+    let second = Node::start(Path::new(DEMO), "second", &args).await;
+    let cluster = Cluster::new(vec![second.url.clone()]);
+    for id in &running {
+        assert_worker_lost(&cluster.get_task(0, id).await);
+    }
 }

@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the embedded durable backend, one SQLite database file in WAL mode.
 
+mod claim;
 mod db;
 mod schema;
 
@@ -52,6 +53,9 @@ pub struct SqliteStore {
 #[derive(Debug)]
 struct Inner {
     conn: Mutex<Connection>,
+    path: PathBuf,
+    /// Set once this handle claimed the file for this process ([`SqliteStore::claim`]).
+    claim: Mutex<Option<Arc<claim::Claim>>>,
     limits: Limits,
     clock: Arc<dyn Clock>,
     events: Arc<broadcast::Sender<TaskEvent>>,
@@ -102,6 +106,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
+                path: path.to_path_buf(),
+                claim: Mutex::default(),
                 limits,
                 clock,
                 events: feed(path),
@@ -120,6 +126,29 @@ impl SqliteStore {
         self.run(move |conn, _| db::live_counts(conn, &owner)).await
     }
 
+    /// Claims the file for this process alone, as a single-node server must before it
+    /// recovers what a previous process left ([`fail_unfinished`](Self::fail_unfinished)
+    /// claims it itself): an exclusive lock on `{file}.lock` beside the database, naming
+    /// this process. Handles in this process share the claim; it lasts until the last
+    /// handle that claimed is dropped, or the process ends, however it ends (the operating
+    /// system releases the lock after a crash too). A file another process claimed is
+    /// refused with [`StoreError::Backend`] naming that process.
+    ///
+    /// Other processes may still open the file (reading tasks, say); only a second claim
+    /// is refused.
+    pub fn claim(&self) -> Result<(), StoreError> {
+        let mut held = lock(&self.inner.claim);
+        if held.is_none() {
+            *held = Some(claim::claim(&self.inner.path)?);
+        }
+        Ok(())
+    }
+
+    /// The lock file [`claim`](Self::claim) takes for the database at `path`.
+    pub fn lock_path(path: impl AsRef<Path>) -> PathBuf {
+        claim::lock_path(path.as_ref())
+    }
+
     /// Crash recovery for a **single-node** deployment: fails every unfinished, unexpired
     /// task with `error` (first terminal write, as [`fail`](TaskStore::fail) would) in one
     /// transaction, announces each change, and returns how many tasks it failed.
@@ -133,8 +162,10 @@ impl SqliteStore {
     /// **Never call it while another process serves tasks from the same file**: it cannot
     /// tell that process's running tasks from orphans, and would fail them under it. That
     /// is why it is a method of `SqliteStore` and not of the [`TaskStore`] contract; shared
-    /// backends rely on leases and the sweep instead.
+    /// backends rely on leases and the sweep instead. It [claims](Self::claim) the file
+    /// first, so a second server process on the same file is refused here instead.
     pub async fn fail_unfinished(&self, error: ErrorObject) -> Result<usize, StoreError> {
+        self.claim()?;
         self.run(move |conn, inner| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)

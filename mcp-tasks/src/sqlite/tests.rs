@@ -31,7 +31,7 @@ impl TempDb {
 
 impl Drop for TempDb {
     fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
+        for suffix in ["", "-wal", "-shm", ".lock"] {
             let mut file = self.0.clone().into_os_string();
             file.push(suffix);
             let _ = std::fs::remove_file(file);
@@ -344,4 +344,23 @@ async fn fail_unfinished_fails_only_unfinished_live_tasks() {
     assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (0, 0));
     // Nothing is left to fail.
     assert_eq!(reopened.fail_unfinished(error).await.expect("fail"), 0);
+}
+
+#[tokio::test]
+async fn handles_in_one_process_share_the_claim() {
+    let db = TempDb::new("claim");
+    let clock = ManualClock::default();
+    let a = db.open(Limits::default(), &clock);
+    let b = db.open(Limits::default(), &clock);
+    a.claim().expect("first claim");
+    b.claim().expect("the same process claims again");
+    let holder = std::fs::read_to_string(SqliteStore::lock_path(&db.0)).expect("lock file");
+    assert!(
+        holder.contains(&format!("process {}", std::process::id())),
+        "{holder}"
+    );
+    // Recovery claims the file too (and may run from any handle of this process).
+    b.fail_unfinished(mcp_protocol::jsonrpc::ErrorObject::new(-32603, "lost"))
+        .await
+        .expect("recover");
 }
