@@ -35,8 +35,8 @@ use tokio::net::TcpListener;
 
 use crate::auth::Authenticator;
 use crate::caller::{Principal, SUPPORTED_VERSIONS};
-use crate::legacy::{LegacySession, SessionSlot};
 use crate::server::{Server, ServerEndpoint};
+use crate::v2025::{LegacySession, SessionSlot};
 
 pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 

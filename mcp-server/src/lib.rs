@@ -16,20 +16,25 @@
 
 pub mod audit;
 pub mod auth;
-pub mod caller;
+mod call;
+mod caller;
 mod context;
 pub mod demo;
+mod dispatch;
+mod errors;
 pub mod http;
-pub mod legacy;
 mod limits;
 mod retry;
 mod runtime;
 pub mod seal;
 mod server;
+mod state;
 pub mod stdio;
 pub mod store_url;
 mod tool;
-pub mod views;
+mod v2025;
+mod v2026;
+mod views;
 
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};

@@ -1,13 +1,17 @@
-//! One store record, shown in the wire view of the caller's revision.
+//! One store record, shown in the wire view of the caller's revision: the tasks
+//! extension's `Task` / `DetailedTask` (2026-07-28), and the 2025-11-25 `Task`.
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use mcp_protocol::tasks::{DetailedTask, Task};
+use mcp_protocol::JsonObject;
+use mcp_protocol::tasks::{DetailedTask, Task, TaskStatus};
+use mcp_protocol::v2025;
 use mcp_protocol::v2026::InputRequests;
 use mcp_tasks::{Millis, Outcome, TaskRecord};
+use serde_json::Value;
 
 /// An ISO 8601 / RFC 3339 timestamp with milliseconds, in UTC.
-pub fn timestamp(ms: Millis) -> String {
+pub(crate) fn timestamp(ms: Millis) -> String {
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_millis(at).to_string()
 }
@@ -17,7 +21,7 @@ fn millis(v: Option<u64>) -> Option<i64> {
 }
 
 /// The extension's `Task` fields of a record.
-pub fn task(rec: &TaskRecord) -> Task {
+pub(crate) fn task(rec: &TaskRecord) -> Task {
     let mut task = Task::new(
         rec.id.as_str(),
         rec.status,
@@ -32,10 +36,10 @@ pub fn task(rec: &TaskRecord) -> Task {
 
 /// The extension's `DetailedTask` of a record: `inputRequests`, `result` or `error` as its
 /// status requires.
-pub fn detailed(rec: &TaskRecord) -> DetailedTask {
+pub(crate) fn detailed(rec: &TaskRecord) -> DetailedTask {
     let base = task(rec);
     match (&rec.outcome, rec.status) {
-        (_, mcp_protocol::tasks::TaskStatus::InputRequired) => {
+        (_, TaskStatus::InputRequired) => {
             let requests: InputRequests = rec
                 .input_requests
                 .iter()
@@ -57,4 +61,35 @@ pub fn detailed(rec: &TaskRecord) -> DetailedTask {
             ))
         }),
     }
+}
+
+/// Whether a completed task's result is a tool error (`isError: true`).
+fn is_tool_error(rec: &TaskRecord) -> bool {
+    matches!(&rec.outcome, Some(Outcome::Result(r)) if r.get("isError") == Some(&Value::Bool(true)))
+}
+
+/// A record in the 2025-11-25 view: `ttl`/`pollInterval`, and a tool error shows as
+/// `failed` (the 2026-07-28 view shows it `completed`).
+pub(crate) fn task_2025(rec: &TaskRecord) -> v2025::Task {
+    let status = if rec.status == TaskStatus::Completed && is_tool_error(rec) {
+        TaskStatus::Failed
+    } else {
+        rec.status
+    };
+    let mut task = v2025::Task::new(
+        rec.id.as_str(),
+        status,
+        timestamp(rec.created_at),
+        timestamp(rec.last_updated_at),
+    );
+    task.status_message = rec.status_message.clone();
+    task.ttl = millis(rec.ttl_ms);
+    task.poll_interval = millis(rec.poll_interval_ms);
+    task
+}
+
+/// A tool's 2026-shaped result in the 2025-11-25 shape (no `resultType`).
+pub(crate) fn result_2025(mut result: JsonObject) -> JsonObject {
+    result.remove("resultType");
+    result
 }

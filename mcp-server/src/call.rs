@@ -1,0 +1,79 @@
+//! The `tools/call` core both revisions share: find and check the tool, start its task,
+//! and the error a tool's failure in a request answers with.
+//!
+//! **Invariant.** Knows no wire revision's shapes: the revision modules turn what this
+//! returns into their own views.
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::method::Request;
+use mcp_protocol::v2026::CallTool;
+use mcp_tasks::{NewTask, Origin, Owner, TaskRecord, WireRevision};
+
+use crate::audit;
+use crate::context::ToolError;
+use crate::errors::ServerError;
+use crate::state::State;
+use crate::tool::ToolDef;
+
+/// The tool `name`, once `args` passed its input schema.
+pub(crate) fn find_tool<'s>(
+    state: &'s State,
+    name: &str,
+    args: &JsonObject,
+) -> Result<&'s ToolDef, ServerError> {
+    let tool = state
+        .tool(name)
+        .ok_or_else(|| ServerError::UnknownTool(name.to_owned()))?;
+    tool.validate(args)?;
+    Ok(tool)
+}
+
+/// Creates a task of `owner` running `tool` with `args` (asked on the `revision` wire,
+/// with this TTL if the client asked for one) and launches it on this node. The task is
+/// durable, and leased to this node, when this returns: any node finds it.
+pub(crate) async fn start_task(
+    state: &State,
+    owner: &Owner,
+    tool: &ToolDef,
+    args: JsonObject,
+    ttl_ms: Option<u64>,
+    revision: WireRevision,
+) -> Result<TaskRecord, ServerError> {
+    if !state.runtime.is_accepting() {
+        return Err(ServerError::ShuttingDown);
+    }
+    let new = NewTask {
+        owner: owner.clone(),
+        ttl_ms,
+        poll_interval_ms: state.poll_interval_ms,
+        origin: Origin {
+            // `tools/call` on both wires.
+            method: CallTool::METHOD.to_owned(),
+            tool: Some(tool.name().to_owned()),
+            revision,
+        },
+        status_message: None,
+    };
+    let created = state
+        .runtime
+        .create_and_launch(new, tool.clone(), args)
+        .await
+        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+    let id = created
+        .as_ref()
+        .map(|r| r.id.as_str().to_owned())
+        .unwrap_or_default();
+    audit::record("tools/call: create task", owner, &id, &created);
+    Ok(created?)
+}
+
+/// The error a tool's failure answers a request with (outside a task).
+pub(crate) fn call_error(e: ToolError) -> ServerError {
+    match e {
+        ToolError::Rpc(e) => ServerError::Rpc(e),
+        ToolError::Cancelled => ServerError::CallCancelled,
+        ToolError::InputRequired => {
+            ServerError::Internal("The tool asked for input in rounds".to_owned())
+        }
+    }
+}

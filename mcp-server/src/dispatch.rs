@@ -1,0 +1,177 @@
+//! Every method of the server, registered once: the revision is chosen here, by whether
+//! the request belongs to an MCP 2025-11-25 session, and handed to that revision's
+//! handler (`v2025` or `v2026`). Params are parsed into the revision's own type before the
+//! handler runs; results are serialized once, straight to the response text.
+//!
+//! **Invariant.** The only place that asks "which revision is this request"; no handler
+//! does.
+
+use std::sync::Arc;
+
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::{Extensions, RpcModule};
+use mcp_protocol::engine::{parse_params, register};
+use mcp_protocol::method::Request;
+use mcp_protocol::tasks::{CancelTask, GetTask, UpdateTask};
+use mcp_protocol::v2025;
+use mcp_protocol::v2026::{CallTool, Discover, ListTools, SubscriptionsListen};
+use serde::Serialize;
+
+use crate::audit;
+use crate::errors::ServerError;
+use crate::state::State;
+use crate::v2025::session_of;
+use crate::{v2025 as legacy, v2026 as current};
+
+/// `tasks/result`: MCP 2025-11-25 only.
+pub(crate) const TASKS_RESULT: &str = "tasks/result";
+/// `tasks/list`: MCP 2025-11-25 only.
+pub(crate) const TASKS_LIST: &str = "tasks/list";
+
+/// A result serialized once, straight to the text the response embeds (no `Value` tree).
+fn json(value: impl Serialize) -> Result<Box<serde_json::value::RawValue>, ErrorObjectOwned> {
+    serde_json::value::to_raw_value(&value).map_err(|e| ServerError::Internal(e.to_string()).into())
+}
+
+/// -32601 for a method MCP 2026-07-28 removed.
+fn removed(method: &str) -> ServerError {
+    ServerError::MethodNotFound(format!(
+        "Method not found: {method} is not part of MCP 2026-07-28 (read results with tasks/get)"
+    ))
+}
+
+fn audited<T>(
+    op: &str,
+    owner: &mcp_tasks::Owner,
+    task_id: &str,
+    outcome: Result<T, ServerError>,
+) -> Result<T, ErrorObjectOwned> {
+    let outcome = outcome.map_err(mcp_protocol::jsonrpc::ErrorObject::from);
+    audit::record(op, owner, task_id, &outcome);
+    outcome.map_err(ErrorObjectOwned::from)
+}
+
+/// Every method of both wires.
+pub(crate) fn methods(state: Arc<State>) -> RpcModule<State> {
+    let mut module = RpcModule::from_arc(state);
+    if let Err(e) = register_all(&mut module) {
+        // Every name is registered once; a clash is a bug in this file.
+        tracing::error!(error = %e, "method registration failed");
+    }
+    module
+}
+
+fn register_all(module: &mut RpcModule<State>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+    register::<Discover, _, _, _>(module, |_params, state, _ext| async move {
+        current::discover(&state).map_err(Into::into)
+    })?;
+
+    register::<v2025::Initialize, _, _, _>(module, |params, state, ext| async move {
+        legacy::initialize(&state, params, &ext)
+            .await
+            .map_err(Into::into)
+    })?;
+
+    register::<v2025::Ping, _, _, _>(module, |_params, _state, _ext| async move {
+        Ok(mcp_protocol::v2025::EmptyResult::default())
+    })?;
+
+    module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {
+        match session_of(&ext) {
+            Some(_) => json(legacy::tools_list(&state)),
+            None => json(current::tools_list(&state)),
+        }
+    })?;
+
+    module.register_async_method(CallTool::METHOD, |params, state, ext| async move {
+        match session_of(&ext) {
+            Some(session) => {
+                let params = parse_params::<v2025::CallTool>(&params)?;
+                json(legacy::tools_call(&state, &session, params, &ext).await?)
+            }
+            None => {
+                let params = parse_params::<CallTool>(&params)?;
+                json(current::tools_call(&state, params, &ext).await?)
+            }
+        }
+    })?;
+
+    module.register_async_method(GetTask::METHOD, |params, state, ext| async move {
+        match session_of(&ext) {
+            Some(session) => {
+                let params = parse_params::<v2025::GetTask>(&params)?;
+                let outcome = legacy::tasks_get(&state, &session, &params.task_id).await;
+                json(audited(
+                    "tasks/get",
+                    &session.owner,
+                    &params.task_id,
+                    outcome,
+                )?)
+            }
+            None => {
+                let params = parse_params::<GetTask>(&params)?;
+                json(current::tasks_get(&state, params, &ext).await?)
+            }
+        }
+    })?;
+
+    register::<UpdateTask, _, _, _>(module, |params, state, ext| async move {
+        current::tasks_update(&state, params, &ext)
+            .await
+            .map_err(Into::into)
+    })?;
+
+    module.register_async_method(CancelTask::METHOD, |params, state, ext| async move {
+        match session_of(&ext) {
+            Some(session) => {
+                let params = parse_params::<v2025::CancelTask>(&params)?;
+                let outcome = legacy::tasks_cancel(&state, &session, &params.task_id).await;
+                json(audited(
+                    "tasks/cancel",
+                    &session.owner,
+                    &params.task_id,
+                    outcome,
+                )?)
+            }
+            None => {
+                let params = parse_params::<CancelTask>(&params)?;
+                json(current::tasks_cancel(&state, params, &ext).await?)
+            }
+        }
+    })?;
+
+    module.register_async_method(TASKS_RESULT, |params, state, ext| async move {
+        let Some(session) = session_of(&ext) else {
+            return Err(removed(TASKS_RESULT).into());
+        };
+        let params = parse_params::<v2025::GetTaskPayload>(&params)?;
+        let outcome = legacy::tasks_result(&state, &session, &params.task_id, &ext).await;
+        json(audited(
+            "tasks/result",
+            &session.owner,
+            &params.task_id,
+            outcome,
+        )?)
+    })?;
+
+    module.register_async_method(TASKS_LIST, |params, state, ext| async move {
+        let Some(session) = session_of(&ext) else {
+            return Err(removed(TASKS_LIST).into());
+        };
+        let params = parse_params::<v2025::ListTasks>(&params)?;
+        let cursor = params.and_then(|p| p.cursor);
+        let outcome = legacy::tasks_list(&state, &session, cursor.as_deref()).await;
+        json(audited("tasks/list", &session.owner, "*", outcome)?)
+    })?;
+
+    module.register_async_method(
+        SubscriptionsListen::METHOD,
+        |params, state, ext: Extensions| async move {
+            let params = parse_params::<SubscriptionsListen>(&params)?;
+            current::listen(state, params, ext)
+                .await
+                .map_err(ErrorObjectOwned::from)
+        },
+    )?;
+    Ok(())
+}

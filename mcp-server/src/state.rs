@@ -1,0 +1,84 @@
+//! [`State`]: what every handler of both revisions shares (tools, store, runtime,
+//! limits, keys), built once by the [`ServerBuilder`](crate::ServerBuilder).
+//!
+//! **Invariant.** Holds nothing per request or per session: everything a later request
+//! needs is in the store (2025-11-25 sessions live in `v2025::session`).
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use mcp_protocol::types::Implementation;
+use mcp_tasks::TaskStore;
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::TaskRuntime;
+use crate::tool::ToolDef;
+
+/// The server's shared state.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) tools: IndexMap<String, ToolDef>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) runtime: TaskRuntime,
+    pub(crate) poll_interval_ms: Option<u64>,
+    /// Cancelled when the server shuts down: ends listen streams.
+    pub(crate) shutdown: CancellationToken,
+    /// Seals the cursors handed out by `tasks/list`.
+    pub(crate) cursor_key: crate::seal::SealKey,
+    /// Whether MCP 2026-07-28 (`server/discover`) is offered.
+    pub(crate) stateless: bool,
+    pub(crate) max_inflight_requests: usize,
+    /// Open `subscriptions/listen` streams per principal.
+    pub(crate) subscriptions: crate::limits::Subscriptions,
+    /// How fast each caller polls each task.
+    pub(crate) polls: crate::limits::PollMeter,
+}
+
+impl State {
+    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    pub(crate) fn store_arc(&self) -> Arc<dyn TaskStore> {
+        Arc::clone(&self.store)
+    }
+
+    pub(crate) fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    pub(crate) fn info(&self) -> &Implementation {
+        &self.info
+    }
+
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    pub(crate) fn tools(&self) -> impl Iterator<Item = &ToolDef> {
+        self.tools.values()
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.get(name)
+    }
+
+    pub(crate) fn cursor_key(&self) -> &crate::seal::SealKey {
+        &self.cursor_key
+    }
+
+    /// `record` with the poll interval this read earns its reader (larger when polled
+    /// too fast; see [`crate::limits::PollMeter`]). A finished task is not metered: its
+    /// answer is final and reads the same every time.
+    pub(crate) fn metered(&self, mut record: mcp_tasks::TaskRecord) -> mcp_tasks::TaskRecord {
+        if record.is_terminal() {
+            return record;
+        }
+        record.poll_interval_ms =
+            self.polls
+                .advise(&record.owner, record.id.as_str(), record.poll_interval_ms);
+        record
+    }
+}

@@ -1,0 +1,349 @@
+//! MCP 2025-11-25 sessions and their tasks (SEP-1686), served from the same store as the
+//! 2026-07-28 wire.
+//!
+//! A session starts with `initialize`. Its tasks belong to the authenticated principal,
+//! or to the session itself when there is none. The client asks for a task
+//! (`params.task`) within each tool's `execution.taskSupport`; `tasks/result` blocks until
+//! the task ends and carries the related-task `_meta`; input a task needs is asked with
+//! server->client requests on the stream of a pending `tasks/result` (or the session's
+//! standalone stream), and the answers go into the store like 2026-07-28 answers do
+//! (`input.rs`). The session itself is `session.rs`.
+//!
+//! **Invariant.** Handlers here serve only requests of a 2025-11-25 session (the dispatch
+//! chose); they never branch on the revision.
+
+mod input;
+pub(crate) mod session;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jsonrpsee::Extensions;
+use mcp_protocol::JsonObject;
+use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25;
+use mcp_protocol::v2025::{
+    self, CallToolRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadResult,
+    GetTaskResult, InitializeRequestParams, InitializeResult, ListTasksResult, ServerCapabilities,
+    ServerTasksCapability, TaskStatus, TaskSupport, ToolExecution,
+};
+use mcp_tasks::{EventError, Outcome, Owner, TaskId, WireRevision};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::{call_error, find_tool, start_task};
+use crate::caller::Principal;
+use crate::context::ToolContext;
+use crate::errors::ServerError;
+use crate::retry::Backoff;
+use crate::runtime::CANCELLED_MESSAGE;
+use crate::state::State;
+use crate::tool::TaskPolicy;
+use crate::views::{result_2025, task_2025};
+use input::{ask_pending, watch};
+use session::Standalone;
+pub(crate) use session::{LegacySession, SessionSlot, StandaloneIsRequestPeer, session_of};
+
+/// How many tasks one `tasks/list` page holds.
+const LIST_PAGE: usize = 50;
+
+fn invalid(message: impl Into<String>) -> ServerError {
+    ServerError::InvalidParams(message.into())
+}
+
+/// `initialize`: negotiates 2025-11-25 and opens the session in the request's slot.
+pub(crate) async fn initialize(
+    state: &State,
+    _params: InitializeRequestParams,
+    ext: &Extensions,
+) -> Result<InitializeResult, ServerError> {
+    let slot = ext.get::<SessionSlot>().ok_or_else(|| {
+        ServerError::InvalidRequest("initialize is not available on this transport".to_owned())
+    })?;
+    if slot.get().is_some() {
+        return Err(already_initialized());
+    }
+    let id = TaskId::random()
+        .map_err(|e| ServerError::Internal(e.to_string()))?
+        .as_str()
+        .to_owned();
+    let owner = ext.get::<Principal>().map_or_else(
+        || Owner::new(format!("session:{id}")),
+        |p| Owner::new(p.0.clone()),
+    );
+    let session = Arc::new(LegacySession {
+        id,
+        owner,
+        principal: ext.get::<Principal>().map(|p| p.0.clone()),
+        standalone: Mutex::new(
+            ext.get::<StandaloneIsRequestPeer>()
+                .and_then(|_| ext.get::<Peer>().cloned())
+                .map(|peer| Standalone {
+                    peer,
+                    gone: CancellationToken::new(),
+                }),
+        ),
+        asking: Mutex::default(),
+        released: Notify::new(),
+        closed: CancellationToken::new(),
+    });
+    if slot.0.set(Arc::clone(&session)).is_err() {
+        return Err(already_initialized());
+    }
+    tokio::spawn(watch(
+        state.store_arc(),
+        Arc::clone(&session),
+        state.shutdown_token(),
+    ));
+    let capabilities = ServerCapabilities {
+        tools: Some(Default::default()),
+        tasks: Some(ServerTasksCapability::tool_calls(true)),
+        ..Default::default()
+    };
+    Ok(InitializeResult {
+        protocol_version: PROTOCOL_VERSION_2025_11_25.to_owned(),
+        capabilities,
+        server_info: state.info().clone(),
+        instructions: state.instructions().map(str::to_owned),
+        meta: None,
+        extra: JsonObject::new(),
+    })
+}
+
+fn already_initialized() -> ServerError {
+    ServerError::InvalidRequest("The session is already initialized".to_owned())
+}
+
+/// `tools/list` in the 2025-11-25 shape: `execution.taskSupport` from each tool's policy.
+pub(crate) fn tools_list(state: &State) -> v2025::ListToolsResult {
+    let tools = state
+        .tools()
+        .map(|tool| {
+            let support = match tool.policy() {
+                TaskPolicy::Synchronous => TaskSupport::Forbidden,
+                TaskPolicy::Optional => TaskSupport::Optional,
+                TaskPolicy::Required => TaskSupport::Required,
+            };
+            let schema = serde_json::from_value(Value::Object(tool.input_schema.clone()))
+                .unwrap_or_default();
+            let mut listed = v2025::Tool::new(tool.name());
+            listed.input_schema = schema;
+            listed.title = tool.title.clone();
+            listed.description = tool.description.clone();
+            listed.execution = Some(ToolExecution::with_task_support(support));
+            listed
+        })
+        .collect();
+    v2025::ListToolsResult {
+        tools,
+        next_cursor: None,
+        meta: None,
+        extra: JsonObject::new(),
+    }
+}
+
+/// `tools/call` in a 2025-11-25 session: a task when the client asks (`params.task`) and
+/// the tool allows it; otherwise synchronous, with input asked directly.
+pub(crate) async fn tools_call(
+    state: &State,
+    session: &LegacySession,
+    params: CallToolRequestParams,
+    ext: &Extensions,
+) -> Result<Value, ServerError> {
+    let args = params.arguments.clone().unwrap_or_default();
+    let tool = find_tool(state, &params.name, &args)?;
+    let peer = ext
+        .get::<Peer>()
+        .cloned()
+        .ok_or_else(|| ServerError::Internal("no peer".to_owned()))?;
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let wants_task = params.task.is_some();
+    match (tool.policy(), wants_task) {
+        (TaskPolicy::Required, false) => {
+            return Err(ServerError::MethodNotFound(format!(
+                "Tool {} requires task augmentation (execution.taskSupport is \"required\")",
+                tool.name()
+            )));
+        }
+        (TaskPolicy::Synchronous, true) => {
+            return Err(ServerError::MethodNotFound(format!(
+                "Tool {} does not support task augmentation",
+                tool.name()
+            )));
+        }
+        _ => {}
+    }
+    if !wants_task {
+        let ctx = ToolContext::direct(peer, cancel);
+        let result = tool.run(ctx, args).await.map_err(call_error)?;
+        let value =
+            serde_json::to_value(result).map_err(|e| ServerError::Internal(e.to_string()))?;
+        return Ok(match value {
+            Value::Object(obj) => Value::Object(result_2025(obj)),
+            other => other,
+        });
+    }
+    // Input the tool needs before its task exists is asked directly, on this request.
+    let args = match tool.run_preflight(ToolContext::direct(peer, cancel), args.clone()) {
+        None => args,
+        Some(preflight) => preflight.await.map_err(call_error)?,
+    };
+    let ttl = params
+        .task
+        .and_then(|t| t.ttl)
+        .and_then(|t| u64::try_from(t).ok());
+    let record = start_task(
+        state,
+        &session.owner,
+        tool,
+        args,
+        ttl,
+        WireRevision::V2025_11_25,
+    )
+    .await?;
+    let created = CreateTaskResult::new(task_2025(&record));
+    serde_json::to_value(created).map_err(|e| ServerError::Internal(e.to_string()))
+}
+
+/// `tasks/get`.
+pub(crate) async fn tasks_get(
+    state: &State,
+    session: &LegacySession,
+    task_id: &str,
+) -> Result<GetTaskResult, ServerError> {
+    let record = state
+        .store()
+        .get(&session.owner, &TaskId::from_wire(task_id))
+        .await?;
+    let record = state.metered(record);
+    Ok(GetTaskResult::from(task_2025(&record)))
+}
+
+/// `tasks/cancel`: the task is `cancelled` before the answer goes out; a finished task is
+/// -32602.
+pub(crate) async fn tasks_cancel(
+    state: &State,
+    session: &LegacySession,
+    task_id: &str,
+) -> Result<CancelTaskResult, ServerError> {
+    let id = TaskId::from_wire(task_id);
+    let t = state
+        .store()
+        .cancel(&session.owner, &id, Some(CANCELLED_MESSAGE.to_owned()))
+        .await?;
+    if !t.won {
+        let shown = task_2025(&t.record).status;
+        return Err(invalid(format!(
+            "Cannot cancel task: already in terminal status '{}'",
+            shown.as_str()
+        )));
+    }
+    Ok(CancelTaskResult::from(task_2025(&t.record)))
+}
+
+/// `tasks/list`: the session's (or principal's) tasks, oldest first.
+pub(crate) async fn tasks_list(
+    state: &State,
+    session: &LegacySession,
+    cursor: Option<&str>,
+) -> Result<ListTasksResult, ServerError> {
+    // Cursors are sealed for their owner: a forged, tampered or foreign one is refused.
+    let inner = match cursor {
+        None => None,
+        Some(token) => Some(
+            state
+                .cursor_key()
+                .open(&session.owner, token)
+                .ok_or_else(|| invalid("Invalid cursor"))?,
+        ),
+    };
+    let page = state
+        .store()
+        .list(&session.owner, inner.as_deref(), LIST_PAGE)
+        .await?;
+    Ok(ListTasksResult {
+        tasks: page.tasks.iter().map(task_2025).collect(),
+        next_cursor: page
+            .next_cursor
+            .map(|c| state.cursor_key().seal(&session.owner, &c)),
+        meta: None,
+        extra: JsonObject::new(),
+    })
+}
+
+/// `tasks/result`: waits (woken by store events) until the task ends, asking the client
+/// for any input it needs meanwhile on this request's stream; then the original result
+/// with the related-task `_meta`, or the original JSON-RPC error.
+pub(crate) async fn tasks_result(
+    state: &State,
+    session: &Arc<LegacySession>,
+    task_id: &str,
+    ext: &Extensions,
+) -> Result<GetTaskPayloadResult, ServerError> {
+    let id = TaskId::from_wire(task_id);
+    let peer = ext.get::<Peer>().cloned();
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let mut events = state.store().events();
+    let mut backoff = Backoff::default();
+    loop {
+        // A blocking wait rides out an unavailable store: the task goes on meanwhile.
+        let record = match state.store().get(&session.owner, &id).await {
+            Ok(record) => record,
+            Err(e) if e.is_transient() => {
+                tokio::select! {
+                    _ = cancel.cancelled() => return Err(ServerError::Internal("cancelled".to_owned())),
+                    _ = backoff.wait() => continue,
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        backoff = Backoff::default();
+        match (&record.outcome, record.status) {
+            (Some(Outcome::Result(result)), _) => {
+                return Ok(GetTaskPayloadResult::for_task(
+                    task_id,
+                    result_2025(result.clone()),
+                ));
+            }
+            (Some(Outcome::Error(error)), _) => return Err(ServerError::Rpc(error.clone())),
+            (None, TaskStatus::Cancelled) => {
+                return Err(ServerError::Internal(
+                    record
+                        .status_message
+                        .clone()
+                        .unwrap_or_else(|| "The task was cancelled".into()),
+                ));
+            }
+            (None, TaskStatus::InputRequired) => {
+                if let Some(peer) = &peer {
+                    let stop = state.shutdown_token();
+                    ask_pending(state.store_arc(), session, &record, peer, &cancel, &stop);
+                }
+            }
+            _ => {}
+        }
+        // Until the next change of this task (or a periodic re-check, in case an event
+        // was lost).
+        let woken = async {
+            loop {
+                match events.recv().await {
+                    Ok(e) if e.key().id == id => return,
+                    Ok(_) => continue,
+                    Err(EventError::Lagged(_)) => return,
+                    Err(EventError::Closed) => std::future::pending::<()>().await,
+                }
+            }
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => return Err(ServerError::Internal("cancelled".to_owned())),
+            _ = woken => {}
+            _ = session.released.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+}

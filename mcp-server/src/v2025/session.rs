@@ -1,0 +1,120 @@
+//! An MCP 2025-11-25 session: who owns its tasks, what the client declared, where
+//! notifications and input requests go outside a request, and the slot transports put
+//! into each request's extensions for `initialize` to fill.
+//!
+//! **Invariant.** Imports nothing of the server but the protocol and store types: the
+//! transports and the `_meta` layer read it without depending on the handlers.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jsonrpsee::Extensions;
+use mcp_protocol::engine::Peer;
+use mcp_tasks::{Owner, TaskId};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// An MCP 2025-11-25 session.
+#[derive(Debug)]
+pub struct LegacySession {
+    /// The session id (`Mcp-Session-Id` over HTTP).
+    pub id: String,
+    /// Who owns the session's tasks: the principal, or the session itself.
+    pub owner: Owner,
+    /// The authenticated principal that opened the session, if any: only it may use the
+    /// session afterwards (a session id is not a credential).
+    pub principal: Option<String>,
+    /// Where notifications and input requests go when no request stream fits: the
+    /// connection (stdio) or the standalone GET stream (HTTP), once opened.
+    pub(super) standalone: Mutex<Option<Standalone>>,
+    /// Input requests being asked right now (task id, key), so each is asked once.
+    pub(super) asking: Mutex<HashSet<(TaskId, String)>>,
+    /// Signalled when an input request stops being asked unanswered (its stream went
+    /// away), so a pending `tasks/result` asks it again at once.
+    pub(super) released: Notify,
+    /// Ends the session's watcher.
+    pub(super) closed: CancellationToken,
+}
+
+/// A session's standalone stream: where to send, and a token cancelled once the stream
+/// is gone (input requests asked on it are then asked again elsewhere).
+#[derive(Debug, Clone)]
+pub(super) struct Standalone {
+    pub(super) peer: Peer,
+    pub(super) gone: CancellationToken,
+}
+
+impl LegacySession {
+    /// Sets the stream for notifications and input requests outside a request; returns
+    /// the token to hand to [`clear_standalone`](Self::clear_standalone) when that stream
+    /// ends.
+    pub fn set_standalone(&self, peer: Peer) -> CancellationToken {
+        let gone = CancellationToken::new();
+        *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(Standalone {
+            peer,
+            gone: gone.clone(),
+        });
+        gone
+    }
+
+    /// The stream `gone` was returned for has ended: input requests waiting on it are
+    /// released, and it stops being the standalone stream unless another replaced it.
+    pub fn clear_standalone(&self, gone: &CancellationToken) {
+        gone.cancel();
+        let mut current = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref().is_some_and(|s| s.gone.is_cancelled()) {
+            *current = None;
+        }
+    }
+
+    /// Drops the standalone stream, whichever it is (its connection ended).
+    pub fn drop_standalone(&self) {
+        let taken = self
+            .standalone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(s) = taken {
+            s.gone.cancel();
+        }
+    }
+
+    pub(super) fn standalone(&self) -> Option<Standalone> {
+        self.standalone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Ends the session: its watcher stops.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+}
+
+/// The session a request belongs to, if it belongs to a 2025-11-25 one. Transports put a
+/// slot into every request's extensions; `initialize` fills it.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSlot(pub(super) Arc<OnceLock<Arc<LegacySession>>>);
+
+impl SessionSlot {
+    /// A slot already holding `session`.
+    pub fn with(session: Arc<LegacySession>) -> SessionSlot {
+        let slot = SessionSlot::default();
+        let _ = slot.0.set(session);
+        slot
+    }
+
+    pub fn get(&self) -> Option<&Arc<LegacySession>> {
+        self.0.get()
+    }
+}
+
+/// The 2025-11-25 session of a request.
+pub(crate) fn session_of(ext: &Extensions) -> Option<Arc<LegacySession>> {
+    ext.get::<SessionSlot>().and_then(|s| s.get().cloned())
+}
+
+/// Marks a connection whose own peer is the session's standalone stream (stdio).
+#[derive(Debug, Clone, Copy)]
+pub struct StandaloneIsRequestPeer;

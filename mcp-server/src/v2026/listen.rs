@@ -1,0 +1,138 @@
+//! `subscriptions/listen` on the 2026-07-28 wire: acknowledged tasks pushed as
+//! `notifications/tasks` on every change, resynced after a lag or a store failure.
+
+use std::sync::Arc;
+
+use jsonrpsee::Extensions;
+use mcp_protocol::JsonObject;
+use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
+use mcp_protocol::tasks::{
+    TaskStatusChanged, TaskStatusNotificationParams, TaskSubscriptionNotifications,
+};
+use mcp_protocol::v2026::{
+    self, NotificationMeta, SubscriptionsAcknowledged, SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenResult, SubscriptionsListenResultMeta,
+};
+
+use super::{require_tasks, task_id};
+use crate::caller::Caller;
+use crate::errors::ServerError;
+use crate::state::State;
+use crate::views;
+
+/// `subscriptions/listen` with `taskIds`: acknowledges the tasks the caller may follow,
+/// sends each one's current state, then a `notifications/tasks` on every change, until
+/// the client goes away or the server shuts down.
+pub(crate) async fn listen(
+    state: Arc<State>,
+    params: v2026::SubscriptionsListenRequestParams,
+    ext: Extensions,
+) -> Result<SubscriptionsListenResult, ServerError> {
+    let caller = Caller::from_extensions(&ext);
+    let peer = ext
+        .get::<Peer>()
+        .cloned()
+        .ok_or_else(|| ServerError::Internal("no peer".to_owned()))?;
+    let request = RequestContext::from_extensions(&ext)
+        .cloned()
+        .ok_or_else(|| ServerError::Internal("no request context".to_owned()))?;
+    let wanted = TaskSubscriptionNotifications::from_filter(&params.notifications);
+    if wanted.is_some() {
+        require_tasks(&caller)?;
+    }
+    let Some(_slot) = state.subscriptions.acquire(&caller.owner) else {
+        return Err(ServerError::TooManySubscriptions(
+            state.subscriptions.limit(),
+        ));
+    };
+    let subscription_id = request.id.clone();
+    // Subscribe before reading, so no change between the read and the stream is lost.
+    let mut events = state.store.events();
+    let mut served = Vec::new();
+    for id in wanted.unwrap_or_default() {
+        if state.store.get(&caller.owner, &task_id(&id)).await.is_ok() {
+            served.push(id);
+        }
+    }
+    let mut ack = v2026::SubscriptionFilter::default();
+    TaskSubscriptionNotifications::set_on_filter(&mut ack, &served);
+    let ack = SubscriptionsAcknowledgedNotificationParams {
+        notifications: ack,
+        meta: Some(notification_meta(&subscription_id)),
+        extra: JsonObject::new(),
+    };
+    peer.notify::<SubscriptionsAcknowledged>(&ack)
+        .await
+        .map_err(ErrorObject::from)?;
+
+    let served: std::collections::HashSet<String> = served.into_iter().collect();
+    // Set when an event was lost or a record could not be read (the store was
+    // unavailable): every served task is pushed again, after a backoff while it fails.
+    let mut resync = true;
+    let mut backoff = crate::retry::Backoff::default();
+    loop {
+        if resync {
+            resync = false;
+            for id in &served {
+                resync |= !push_task(&state, &peer, &caller, id, &subscription_id).await?;
+            }
+            if !resync {
+                backoff = crate::retry::Backoff::default();
+            }
+        }
+        let event = tokio::select! {
+            _ = state.shutdown.cancelled() => break,
+            _ = request.cancel.cancelled() => break,
+            e = events.recv() => Some(e),
+            _ = backoff.wait(), if resync => None,
+        };
+        match event {
+            Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
+                if key.owner == caller.owner && served.contains(key.id.as_str()) =>
+            {
+                resync |=
+                    !push_task(&state, &peer, &caller, key.id.as_str(), &subscription_id).await?;
+            }
+            Some(Ok(_)) | None => {}
+            Some(Err(mcp_tasks::EventError::Lagged(_))) => resync = true,
+            Some(Err(mcp_tasks::EventError::Closed)) => break,
+        }
+    }
+    let meta = SubscriptionsListenResultMeta {
+        subscription_id,
+        server_info: Some(state.info.clone()),
+        extra: JsonObject::new(),
+    };
+    Ok(SubscriptionsListenResult::new(meta))
+}
+
+fn notification_meta(subscription_id: &RequestId) -> NotificationMeta {
+    NotificationMeta {
+        subscription_id: Some(subscription_id.clone()),
+        ..NotificationMeta::default()
+    }
+}
+
+/// Pushes the task's current state. `false`: the store was unavailable, nothing was
+/// sent (push it again later).
+async fn push_task(
+    state: &State,
+    peer: &Peer,
+    caller: &Caller,
+    id: &str,
+    subscription_id: &RequestId,
+) -> Result<bool, ErrorObject> {
+    let record = match state.store.get(&caller.owner, &task_id(id)).await {
+        Ok(record) => record,
+        Err(e) => return Ok(!e.is_transient()),
+    };
+    let params = TaskStatusNotificationParams {
+        task: views::detailed(&record),
+        meta: Some(notification_meta(subscription_id)),
+    };
+    peer.notify::<TaskStatusChanged>(&params)
+        .await
+        .map_err(ErrorObject::from)?;
+    Ok(true)
+}

@@ -1,0 +1,286 @@
+//! The handlers of MCP 2026-07-28 with the tasks extension (SEP-2663): stateless, the
+//! caller's capabilities in each request's `_meta`, results inlined in `tasks/get`, input
+//! answered with `tasks/update`, `subscriptions/listen` for push.
+//!
+//! **Invariant.** The server decides whether a call is a task, only for a request whose
+//! own `_meta` declares the extension; nothing is remembered between requests.
+
+mod listen;
+
+use jsonrpsee::Extensions;
+use mcp_protocol::JsonObject;
+use mcp_protocol::engine::RequestContext;
+use mcp_protocol::tasks::{
+    self, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
+};
+use mcp_protocol::v2026::{
+    self, CallToolResult, DiscoverResult, InputRequests, InputRequiredResult, ListToolsResult,
+    ResultMeta, ResultType, ServerCapabilities, Tool, ToolInputSchema,
+};
+use mcp_tasks::{TaskId, WireRevision};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::audit;
+use crate::call::{call_error, find_tool, start_task};
+use crate::caller::{Caller, SUPPORTED_VERSIONS};
+use crate::context::{ToolContext, ToolError};
+use crate::errors::ServerError;
+use crate::state::State;
+use crate::tool::{TaskPolicy, ToolDef};
+use crate::views;
+
+pub(crate) use listen::listen;
+
+/// What `tools/call` answers: a result, a request for input, or a task.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub(crate) enum CallReply {
+    Complete(CallToolResult),
+    InputRequired(InputRequiredResult),
+    Task(CreateTaskResult),
+}
+
+fn require_tasks(caller: &Caller) -> Result<(), ServerError> {
+    if caller.declares_tasks {
+        Ok(())
+    } else {
+        Err(ServerError::MissingTasksCapability)
+    }
+}
+
+fn task_id(id: &str) -> TaskId {
+    TaskId::from_wire(id)
+}
+
+/// `server/discover`.
+pub(crate) fn discover(state: &State) -> Result<DiscoverResult, ServerError> {
+    if !state.stateless {
+        return Err(ServerError::MethodNotFound(
+            "Method not found: this server speaks MCP 2025-11-25 only (initialize)".to_owned(),
+        ));
+    }
+    let capabilities = ServerCapabilities {
+        tools: Some(Default::default()),
+        ..Default::default()
+    };
+    let capabilities = tasks::TasksExtensionCapability::declare_on_server(capabilities);
+    let mut result = DiscoverResult::new(capabilities);
+    result.supported_versions = SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect();
+    result.instructions = state.instructions.clone();
+    result.meta = Some(ResultMeta {
+        server_info: Some(state.info.clone()),
+        ..Default::default()
+    });
+    Ok(result)
+}
+
+fn tool_listing(tool: &ToolDef) -> Tool {
+    let schema: ToolInputSchema =
+        serde_json::from_value(Value::Object(tool.input_schema.clone())).unwrap_or_default();
+    let mut listed = Tool::new(tool.name(), schema);
+    listed.title = tool.title.clone();
+    listed.description = tool.description.clone();
+    listed
+}
+
+/// `tools/list`: every tool, on one page (with the `cacheScope` and `ttlMs` the schema
+/// requires).
+pub(crate) fn tools_list(state: &State) -> ListToolsResult {
+    ListToolsResult::new(state.tools.values().map(tool_listing).collect())
+}
+
+/// The `requestState` of a synchronous call: the answers gathered so far, for this tool.
+#[derive(Debug, Serialize, Deserialize)]
+struct RoundState {
+    tool: String,
+    answers: JsonObject,
+}
+
+/// What a sealed `requestState` starts with, so that no other sealed token (a cursor)
+/// opens as one.
+const ROUND_STATE_PREFIX: &str = "rs1:";
+
+fn round_answers(
+    key: &crate::seal::SealKey,
+    owner: &mcp_tasks::Owner,
+    tool: &str,
+    params: &v2026::CallToolRequestParams,
+) -> Result<JsonObject, ServerError> {
+    let mut answers = match &params.request_state {
+        None => JsonObject::new(),
+        Some(state) => match key
+            .open(owner, state)
+            .as_deref()
+            .and_then(|inner| inner.strip_prefix(ROUND_STATE_PREFIX))
+            .map(serde_json::from_str::<RoundState>)
+        {
+            Some(Ok(s)) if s.tool == tool => s.answers,
+            _ => {
+                return Err(ServerError::InvalidParams(
+                    "Invalid params: requestState was not issued for this call".to_owned(),
+                ));
+            }
+        },
+    };
+    if let Some(responses) = &params.input_responses {
+        match serde_json::to_value(responses) {
+            Ok(Value::Object(map)) => answers.extend(map),
+            _ => {
+                return Err(ServerError::InvalidParams(
+                    "Invalid params: inputResponses".to_owned(),
+                ));
+            }
+        }
+    }
+    Ok(answers)
+}
+
+fn input_required(
+    key: &crate::seal::SealKey,
+    owner: &mcp_tasks::Owner,
+    tool: &str,
+    ctx: &ToolContext,
+    answers: JsonObject,
+) -> Result<CallReply, ServerError> {
+    let requests: InputRequests = ctx
+        .wanted()
+        .into_iter()
+        .map(|(k, v)| serde_json::from_value(v).map(|r| (k, r)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ServerError::Internal(format!("cannot encode input requests: {e}")))?;
+    let state = serde_json::to_string(&RoundState {
+        tool: tool.to_owned(),
+        answers,
+    })
+    .map_err(|e| ServerError::Internal(e.to_string()))?;
+    // Sealed for this caller: the answers cannot be forged, nor replayed by another.
+    let state = key.seal(owner, &format!("{ROUND_STATE_PREFIX}{state}"));
+    Ok(CallReply::InputRequired(
+        InputRequiredResult::new(requests).with_request_state(state),
+    ))
+}
+
+/// `tools/call`: a task when the request declares the extension and the tool wants one
+/// (after any preflight rounds), else the tool runs now, in MRTR rounds.
+pub(crate) async fn tools_call(
+    state: &State,
+    params: v2026::CallToolRequestParams,
+    ext: &Extensions,
+) -> Result<CallReply, ServerError> {
+    let caller = Caller::from_extensions(ext);
+    let args = params.arguments.clone().unwrap_or_default();
+    let tool = find_tool(state, &params.name, &args)?;
+    if tool.policy() == TaskPolicy::Required && !caller.declares_tasks {
+        return Err(ServerError::MissingTasksCapability);
+    }
+    let answers = round_answers(&state.cursor_key, &caller.owner, tool.name(), &params)?;
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+
+    if caller.declares_tasks && tool.wants_task(&args) {
+        // Input the tool needs before the task exists is gathered in rounds first.
+        let ctx = ToolContext::rounds(answers.clone(), cancel.clone());
+        let args = match tool.run_preflight(ctx.clone(), args.clone()) {
+            None => args,
+            Some(preflight) => match preflight.await {
+                Ok(args) => args,
+                Err(ToolError::InputRequired) => {
+                    return input_required(
+                        &state.cursor_key,
+                        &caller.owner,
+                        tool.name(),
+                        &ctx,
+                        answers,
+                    );
+                }
+                Err(e) => return Err(call_error(e)),
+            },
+        };
+        let record = start_task(
+            state,
+            &caller.owner,
+            tool,
+            args,
+            None,
+            WireRevision::V2026_07_28,
+        )
+        .await?;
+        return Ok(CallReply::Task(CreateTaskResult::from(views::task(
+            &record,
+        ))));
+    }
+
+    let ctx = ToolContext::rounds(answers.clone(), cancel);
+    match tool.run(ctx.clone(), args).await {
+        Ok(mut result) => {
+            result.result_type = ResultType::Complete;
+            Ok(CallReply::Complete(result))
+        }
+        Err(ToolError::InputRequired) => {
+            input_required(&state.cursor_key, &caller.owner, tool.name(), &ctx, answers)
+        }
+        Err(e) => Err(call_error(e)),
+    }
+}
+
+/// `tasks/get`: the detailed task, with the poll interval this reader earns.
+pub(crate) async fn tasks_get(
+    state: &State,
+    params: tasks::GetTaskRequestParams,
+    ext: &Extensions,
+) -> Result<GetTaskResult, ServerError> {
+    let caller = Caller::from_extensions(ext);
+    require_tasks(&caller)?;
+    let outcome = state
+        .store
+        .get(&caller.owner, &task_id(&params.task_id))
+        .await
+        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+    audit::record("tasks/get", &caller.owner, &params.task_id, &outcome);
+    let record = state.metered(outcome?);
+    Ok(GetTaskResult::from(views::detailed(&record)))
+}
+
+/// `tasks/update`: answers to the task's input requests.
+pub(crate) async fn tasks_update(
+    state: &State,
+    params: tasks::UpdateTaskRequestParams,
+    ext: &Extensions,
+) -> Result<UpdateTaskResult, ServerError> {
+    let caller = Caller::from_extensions(ext);
+    require_tasks(&caller)?;
+    if let Some((key, _)) = params.input_responses.iter().find(|(_, v)| !v.is_object()) {
+        return Err(ServerError::InvalidParams(format!(
+            "Invalid params: inputResponses.{key} must be an object"
+        )));
+    }
+    let responses = params.input_responses.into_iter().collect();
+    let outcome = state
+        .store
+        .resolve_input(&caller.owner, &task_id(&params.task_id), responses)
+        .await
+        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+    audit::record("tasks/update", &caller.owner, &params.task_id, &outcome);
+    outcome?;
+    Ok(UpdateTaskResult::default())
+}
+
+/// `tasks/cancel`: asks the worker to stop (an acknowledgement, not the task).
+pub(crate) async fn tasks_cancel(
+    state: &State,
+    params: tasks::CancelTaskRequestParams,
+    ext: &Extensions,
+) -> Result<CancelTaskResult, ServerError> {
+    let caller = Caller::from_extensions(ext);
+    require_tasks(&caller)?;
+    let outcome = state
+        .store
+        .request_cancel(&caller.owner, &task_id(&params.task_id))
+        .await
+        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+    audit::record("tasks/cancel", &caller.owner, &params.task_id, &outcome);
+    outcome?;
+    Ok(CancelTaskResult::default())
+}
