@@ -1,0 +1,353 @@
+//! Streamable HTTP. MCP 2026-07-28 is stateless: `POST /mcp` carries one JSON-RPC message
+//! and gets a JSON reply, or an SSE stream for `subscriptions/listen`. MCP 2025-11-25
+//! sessions add `Mcp-Session-Id`, a GET standalone stream and DELETE.
+//!
+//! axum owns the HTTP layer: body limit (413, checked on `Content-Length` before reading),
+//! `Content-Type` (415), `Accept` (406), `Host` and `Origin` (403, against DNS rebinding), the routing headers `Mcp-Method` / `Mcp-Name`
+//! and `MCP-Protocol-Version` (-32020 / -32022 with HTTP 400), notifications (202).
+//! The engine does the rest.
+//!
+//! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline),
+//! `sessions.rs` (2025-11-25 sessions, GET and DELETE). `Host`, `Origin` and the caller's
+//! identity are checked once, by the [`guard`] layer in front of every handler, which
+//! puts the principal into the request's extensions.
+
+mod config;
+mod post;
+mod sessions;
+
+pub use config::{HostPolicy, HttpConfig, OriginPolicy, PrincipalHook};
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::Stream;
+use jsonrpsee::Extensions;
+use mcp_protocol::engine::{FrameReceiver, FrameSender, Peer, Session, error_frame};
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
+use serde::Deserialize;
+use tokio::net::TcpListener;
+
+use crate::caller::Principal;
+use crate::server::{Server, ServerEndpoint};
+
+pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+
+struct App {
+    endpoint: Arc<ServerEndpoint>,
+    config: HttpConfig,
+    /// One session per principal: requests of one caller share the in-flight map, so
+    /// `notifications/cancelled` on one POST cancels a call running on another.
+    sessions: Mutex<HashMap<Option<String>, Session>>,
+    /// A sender nobody reads: the peer of sessions, whose replies go per POST instead.
+    idle: FrameSender,
+    _idle_rx: FrameReceiver,
+    /// MCP 2025-11-25 sessions by `Mcp-Session-Id`.
+    legacy: Mutex<HashMap<String, sessions::LegacyEntry>>,
+}
+
+/// Who is calling, as the [`guard`] layer found it (`None`: anonymous).
+#[derive(Debug, Clone)]
+struct Authenticated(Option<String>);
+
+/// In front of every handler: `Host` and `Origin` (403), then who is calling (401 or
+/// what the [`Authenticator`](crate::auth::Authenticator) answers), into the request's
+/// extensions as [`Authenticated`].
+async fn guard(
+    State(app): State<Arc<App>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(refused) = check_origin(&app, request.headers()) {
+        return refused;
+    }
+    let principal = match app.principal(request.headers()) {
+        Ok(p) => p,
+        Err(refused) => return *refused,
+    };
+    request.extensions_mut().insert(Authenticated(principal));
+    next.run(request).await
+}
+
+/// The axum router serving `server` at `config.path`.
+pub fn router(server: &Server, config: HttpConfig) -> Router {
+    let (idle, idle_rx) = FrameSender::channel(1);
+    let limit = config.max_body_bytes;
+    let path = config.path.clone();
+    let app = Arc::new(App {
+        endpoint: server.endpoint(),
+        config,
+        sessions: Mutex::default(),
+        idle,
+        _idle_rx: idle_rx,
+        legacy: Mutex::default(),
+    });
+    Router::new()
+        .route(
+            &path,
+            post(post::handle_post)
+                .get(sessions::handle_get)
+                .delete(sessions::handle_delete),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            guard,
+        ))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(app)
+}
+
+/// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
+/// open requests finish) — TCP_NODELAY on every connection, since SSE replies stall
+/// behind Nagle's algorithm otherwise; a connection that does not send a request's
+/// headers within [`HttpConfig::header_read_timeout`] is closed (slow clients).
+///
+/// [`HostPolicy::LoopbackBind`] is resolved here, from the listener's address.
+pub async fn serve(
+    server: &Server,
+    listener: TcpListener,
+    config: HttpConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut config = config;
+    config.allowed_hosts = config.allowed_hosts.for_bind(listener.local_addr().ok());
+    let header_read_timeout = config.header_read_timeout;
+    let app = router(server, config);
+    let connections = tokio_util::task::TaskTracker::new();
+    let closing = tokio_util::sync::CancellationToken::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors and the like: transient; do not spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = tcp.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let closing = closing.clone();
+        connections.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_read_timeout);
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = closing.cancelled() => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    closing.cancel();
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+/// The address a listener bound to, for printing.
+pub fn local_url(addr: SocketAddr, path: &str) -> String {
+    format!("http://{addr}{path}")
+}
+
+/// An event stream with keep-alives, ended after [`HttpConfig::sse_max_lifetime`].
+fn sse(
+    app: &App,
+    stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+) -> Response {
+    use futures::StreamExt;
+    let end: futures::future::BoxFuture<'static, ()> = match app.config.sse_max_lifetime {
+        Some(lifetime) => Box::pin(tokio::time::sleep(lifetime)),
+        None => Box::pin(futures::future::pending()),
+    };
+    Sse::new(stream.take_until(end))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// `Host` against [`HttpConfig::allowed_hosts`], then `Origin` against
+/// [`HttpConfig::allowed_origins`]: 403 when either is not allowed.
+fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
+    let host = header_str(headers, header::HOST.as_str());
+    if !app.config.allowed_hosts.allows(host) {
+        return Some(rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            error_codes::INVALID_REQUEST,
+            format!("Host not allowed: {}", host.unwrap_or("(none)")),
+        ));
+    }
+    let origin = header_str(headers, header::ORIGIN.as_str())?;
+    if app.config.allowed_origins.allows(origin) {
+        return None;
+    }
+    Some(rpc_error(
+        StatusCode::FORBIDDEN,
+        None,
+        error_codes::INVALID_REQUEST,
+        format!("Origin not allowed: {origin}"),
+    ))
+}
+
+async fn not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        "POST one JSON-RPC message; GET and DELETE need an Mcp-Session-Id.",
+    )
+        .into_response()
+}
+
+fn rpc_error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: impl Into<String>,
+) -> Response {
+    json_response(status, error_frame(id, ErrorObject::new(code, message)))
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// What the client accepts: (JSON, SSE).
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let Some(accept) = header_str(headers, header::ACCEPT.as_str()) else {
+        return (true, true);
+    };
+    let mut json = false;
+    let mut sse = false;
+    for part in accept.split(',') {
+        let media = part
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "application/json" | "application/*" => json = true,
+            "text/event-stream" | "text/*" => sse = true,
+            "*/*" => {
+                json = true;
+                sse = true;
+            }
+            _ => {}
+        }
+    }
+    (json, sse)
+}
+
+/// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages.
+fn status_of(frame: &str) -> StatusCode {
+    #[derive(Deserialize)]
+    struct Probe {
+        error: Option<Code>,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    match serde_json::from_str::<Probe>(frame)
+        .ok()
+        .and_then(|p| p.error)
+        .map(|e| e.code)
+    {
+        Some(
+            error_codes::HEADER_MISMATCH
+            | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | error_codes::UNSUPPORTED_PROTOCOL_VERSION
+            | error_codes::PARSE_ERROR
+            | error_codes::INVALID_REQUEST,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+impl App {
+    /// Who is calling; a refusal is the response to send (boxed: it is large).
+    fn principal(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+        match &self.config.principal {
+            None => Ok(None),
+            Some(hook) => hook.authenticate(headers).map_err(|status| {
+                Box::new(rpc_error(
+                    status,
+                    None,
+                    error_codes::INVALID_REQUEST,
+                    "Unauthorized",
+                ))
+            }),
+        }
+    }
+
+    fn session(&self, principal: Option<String>) -> Session {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .entry(principal.clone())
+            .or_insert_with(|| {
+                let mut extensions = Extensions::new();
+                if let Some(p) = principal {
+                    extensions.insert(Principal(p));
+                }
+                Session::new(Peer::new(self.idle.clone()), extensions)
+            })
+            .clone()
+    }
+}
+
+fn message_event(frame: String) -> Event {
+    Event::default().event("message").data(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_header_parsing() {
+        let mut h = HeaderMap::new();
+        assert_eq!(accepts(&h), (true, true));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert_eq!(accepts(&h), (true, true));
+        h.insert(header::ACCEPT, HeaderValue::from_static("text/html"));
+        assert_eq!(accepts(&h), (false, false));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream;q=0.9"),
+        );
+        assert_eq!(accepts(&h), (false, true));
+    }
+}

@@ -1,0 +1,345 @@
+//! The `POST` pipeline: body limits, content negotiation, the session a request belongs
+//! to, the routing headers checked against the body, then the engine; the reply as JSON
+//! or as an event stream.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use mcp_protocol::engine::{
+    FrameReceiver, FrameSender, InboundRequest, Incoming, Session, error_frame,
+};
+use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::method::Request;
+use mcp_protocol::v2025;
+use mcp_protocol::v2026::SubscriptionsListen;
+use serde::Deserialize;
+
+use super::sessions::unknown_session;
+use super::{
+    App, Authenticated, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, accepts,
+    header_str, json_response, message_event, rpc_error, sse, status_of,
+};
+use crate::caller::SUPPORTED_VERSIONS;
+use crate::v2025::SessionSlot;
+
+pub(super) async fn handle_post(
+    State(app): State<Arc<App>>,
+    Extension(Authenticated(principal)): Extension<Authenticated>,
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    // A declared length over the limit is refused before a byte of the body is read.
+    let limit = app.config.max_body_bytes;
+    let declared = header_str(&headers, header::CONTENT_LENGTH.as_str())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large(limit);
+    }
+    let body: Bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(body) => body,
+        Err(_) => return too_large(limit),
+    };
+    let content_type = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+    {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            error_codes::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let (accepts_json, accepts_sse) = accepts(&headers);
+    if !accepts_json && !accepts_sse {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            error_codes::INVALID_REQUEST,
+            "Accept must allow application/json or text/event-stream",
+        );
+    }
+    // A 2025-11-25 request names its session; any other request gets an empty slot that
+    // `initialize` may fill.
+    let session_header = header_str(&headers, MCP_SESSION_ID);
+    let slot = match session_header {
+        Some(id) => match app.legacy_session_of(id, principal.as_deref()) {
+            Some(s) => SessionSlot::with(s),
+            None => return unknown_session(),
+        },
+        None => SessionSlot::default(),
+    };
+    let legacy = slot.get().is_some();
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            error_codes::PARSE_ERROR,
+            "Parse error: body is not UTF-8",
+        );
+    };
+    let mut session = app.session(principal);
+    session.extensions.insert(slot.clone());
+    match app.endpoint.classify(text) {
+        Err(rejected) => json_response(
+            StatusCode::BAD_REQUEST,
+            error_frame(rejected.id.clone(), rejected.error.clone()),
+        ),
+        Ok(Incoming::Notification { method, params }) => {
+            app.endpoint
+                .handle_notification(&session, method, params)
+                .await;
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(Incoming::Response { id, outcome }) => {
+            // The answer to a server->client request (2025-11-25 sessions).
+            app.endpoint.handle_response(&session, id, outcome);
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(Incoming::Request(req)) => {
+            if let Some(refused) = check_headers(&headers, &req, legacy) {
+                return refused;
+            }
+            let listen = req.method == SubscriptionsListen::METHOD;
+            if listen && !accepts_sse {
+                return rpc_error(
+                    StatusCode::NOT_ACCEPTABLE,
+                    Some(req.id),
+                    error_codes::INVALID_REQUEST,
+                    "subscriptions/listen replies with an event stream: Accept must allow text/event-stream",
+                );
+            }
+            if session_header.is_none()
+                && req.method == v2025::Initialize::METHOD
+                && !app.room_for_a_session()
+            {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(req.id),
+                    error_codes::LIMIT_EXCEEDED,
+                    format!(
+                        "Too many sessions: the limit is {} (max_sessions)",
+                        app.config.max_sessions
+                    ),
+                );
+            }
+            // In a 2025-11-25 session the server may ask the client while it answers
+            // (elicitation during tools/call or tasks/result): those replies stream.
+            let may_ask = legacy
+                && (req.method == v2025::CallTool::METHOD
+                    || req.method == v2025::GetTaskPayload::METHOD);
+            let mut response = if listen || !accepts_json || (may_ask && accepts_sse) {
+                sse_reply(Arc::clone(&app), session, req).await
+            } else {
+                json_reply(&app, &session, req).await
+            };
+            // `initialize` filled the slot: the session exists from now on.
+            if session_header.is_none()
+                && let Some(opened) = slot.get()
+                && let Ok(value) = HeaderValue::from_str(&opened.id)
+            {
+                app.keep_session(opened);
+                response.headers_mut().insert(MCP_SESSION_ID, value);
+            }
+            response
+        }
+    }
+}
+
+/// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
+fn check_headers(headers: &HeaderMap, req: &InboundRequest, legacy: bool) -> Option<Response> {
+    let mismatch = |what: String| {
+        Some(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Some(req.id.clone()),
+            error_codes::HEADER_MISMATCH,
+            what,
+        ))
+    };
+    if let Some(method) = header_str(headers, MCP_METHOD)
+        && method != req.method
+    {
+        return mismatch(format!(
+            "Header mismatch: Mcp-Method is {method:?} but the body's method is {:?}",
+            req.method
+        ));
+    }
+    if let Some(name) = header_str(headers, MCP_NAME)
+        && let Some(body_name) = routed_name(req)
+        && name != body_name
+    {
+        return mismatch(format!(
+            "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
+        ));
+    }
+    if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION) {
+        if legacy {
+            // A 2025-11-25 session's requests carry the negotiated version.
+            if version != mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25 {
+                return mismatch(format!(
+                    "Header mismatch: MCP-Protocol-Version is {version:?} but the session speaks 2025-11-25"
+                ));
+            }
+            return None;
+        }
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Some(json_response(
+                StatusCode::BAD_REQUEST,
+                error_frame(
+                    Some(req.id.clone()),
+                    ErrorObject::new(error_codes::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {version}"))
+                        .with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS, "requested": version })),
+                ),
+            ));
+        }
+        let body_version = crate::caller::declarations(req.params.as_deref().map(|p| p.get()))
+            .ok()
+            .and_then(|d| d.protocol_version);
+        if let Some(body_version) = body_version
+            && body_version != version
+        {
+            return mismatch(format!(
+                "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
+            ));
+        }
+    }
+    None
+}
+
+async fn json_reply(app: &App, session: &Session, req: InboundRequest) -> Response {
+    // Notifications a handler sends during a JSON reply have nowhere to go.
+    let (tx, _rx) = FrameSender::channel(16);
+    let session = session.with_peer(session.peer.with_sender(tx));
+    match app.endpoint.handle_request(&session, req).await {
+        Some(frame) => {
+            let status = status_of(&frame);
+            json_response(status, frame)
+        }
+        // Cancelled by the client: nobody waits for an answer.
+        None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// Cancels the request when the client drops the stream before its response was sent:
+/// that request only, through its own token (another request of the same principal may
+/// carry the same id).
+struct CancelOnDrop {
+    stop: tokio_util::sync::CancellationToken,
+    /// Cleared once the handler has finished: nothing is left to cancel.
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.stop.cancel();
+        }
+    }
+}
+
+/// Whether `frame` is a response (to the request a stream serves) rather than a
+/// notification or request sent on the way.
+fn is_response(frame: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(frame).is_ok_and(|p| p.method.is_none())
+}
+
+/// Answers `req` with an event stream: every frame the handler sends, then its response;
+/// the stream ends after the response.
+///
+/// The reply is committed when the first frame is ready. A request refused before its
+/// stream began (e.g. -32021 for `subscriptions/listen` with `taskIds` from a caller
+/// that does not declare the tasks extension, -32022) is answered like a JSON reply
+/// instead, so that it travels with the HTTP status MCP requires (400).
+async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Response {
+    let (tx, mut rx) = FrameSender::channel(64);
+    // Holds the session without the stream's sender: the stream ends once the handler
+    // (and with it every sender) is gone.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut guard = CancelOnDrop {
+        stop: stop.clone(),
+        armed: true,
+    };
+    let session = session.with_peer(session.peer.with_sender(tx.clone()));
+    let handler = Arc::clone(&app);
+    tokio::spawn(async move {
+        if let Some(frame) = handler
+            .endpoint
+            .handle_request_until(&session, req, &stop)
+            .await
+        {
+            let _ = tx.send(frame).await;
+        }
+    });
+    let first = match rx.recv().await {
+        Some(Ok(frame)) => frame,
+        // Cancelled by the client: nobody waits for an answer.
+        _ => {
+            guard.disarm();
+            return StatusCode::ACCEPTED.into_response();
+        }
+    };
+    if is_response(&first) {
+        guard.disarm();
+        let status = status_of(&first);
+        if status != StatusCode::OK {
+            return json_response(status, first);
+        }
+    }
+    sse(&app, frames(first, rx, guard))
+}
+
+fn frames(
+    first: String,
+    rx: FrameReceiver,
+    guard: CancelOnDrop,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    use futures::StreamExt;
+    let rest = futures::stream::unfold((rx, guard), |(mut rx, mut guard)| async move {
+        match rx.recv().await {
+            Some(Ok(frame)) => Some((Ok(message_event(frame)), (rx, guard))),
+            _ => {
+                // Every sender is gone: the handler finished and its response went out.
+                guard.disarm();
+                None
+            }
+        }
+    });
+    futures::stream::once(async move { Ok(message_event(first)) }).chain(rest)
+}
+
+fn too_large(limit: usize) -> Response {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        None,
+        error_codes::INVALID_REQUEST,
+        format!("Body too large (or unreadable): the limit is {limit} bytes"),
+    )
+}
+
+/// The member of `params` that `Mcp-Name` must repeat, for the methods that have one.
+fn routed_name(req: &InboundRequest) -> Option<String> {
+    mcp_protocol::http::routed_name(&req.method, req.params.as_deref().map(|p| p.get()))
+}
