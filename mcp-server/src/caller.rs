@@ -177,7 +177,7 @@ where
         // A 2025-11-25 session's requests carry no 2026-07-28 `_meta` to check.
         let in_legacy_session = req
             .extensions()
-            .get::<crate::v2025::SessionSlot>()
+            .get::<crate::v2025::session::SessionSlot>()
             .is_some_and(|slot| slot.get().is_some());
         let known = self.methods.contains(req.method_name()) && !in_legacy_session;
         async move {

@@ -12,7 +12,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, RpcModule};
 use mcp_protocol::engine::{parse_params, register};
 use mcp_protocol::method::Request;
-use mcp_protocol::tasks::{CancelTask, GetTask, UpdateTask};
+use mcp_protocol::tasks::{CallToolWithTasks, CancelTask, GetTask, UpdateTask};
 use mcp_protocol::v2025;
 use mcp_protocol::v2026::{CallTool, Discover, ListTools, SubscriptionsListen};
 use serde::Serialize;
@@ -90,7 +90,7 @@ fn register_all(module: &mut RpcModule<State>) -> Result<(), jsonrpsee::core::Re
                 json(legacy::tools_call(&state, &session, params, &ext).await?)
             }
             None => {
-                let params = parse_params::<CallTool>(&params)?;
+                let params = parse_params::<CallToolWithTasks>(&params)?;
                 json(current::tools_call(&state, params, &ext).await?)
             }
         }

@@ -8,10 +8,12 @@
 //!
 //! [`TaskStatus`] is defined here and shared with [`crate::v2025`].
 
+mod call;
 mod capability;
 mod messages;
 mod task;
 
+pub use call::{CallToolReply, CallToolWithTasks};
 pub use capability::{
     TasksExtensionCapability, capabilities_value_declare_tasks, client_declares_tasks,
     extensions_declare_tasks, missing_capability_error, missing_capability_error_data,

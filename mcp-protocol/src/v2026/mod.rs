@@ -16,6 +16,7 @@
 #![allow(clippy::large_enum_variant)]
 
 mod base;
+mod call;
 mod capabilities;
 mod completion;
 mod discover;
@@ -33,6 +34,7 @@ mod tools;
 mod unions;
 
 pub use base::*;
+pub use call::*;
 pub use capabilities::*;
 pub use completion::*;
 pub use discover::*;

@@ -13,7 +13,7 @@ use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
 use crate::types::{Cursor, Prompt, PromptMessage};
 
 /// One page of the server's prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPromptsResult {
     /// `"complete"`.
@@ -46,7 +46,10 @@ impl ListPromptsResult {
             prompts,
             cache_scope: Some(CacheScope::Private),
             ttl_ms: Some(0),
-            ..Default::default()
+            result_type: ResultType::Complete,
+            next_cursor: None,
+            meta: None,
+            extra: JsonObject::new(),
         }
     }
 }

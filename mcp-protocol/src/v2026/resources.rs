@@ -12,7 +12,7 @@ use crate::method::{TypedNotification, TypedRequest, TypedResultResponse};
 use crate::types::{Cursor, Resource, ResourceTemplate, TextOrBlobResourceContents};
 
 /// One page of the server's resources.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourcesResult {
     /// `"complete"`.
@@ -45,13 +45,16 @@ impl ListResourcesResult {
             resources,
             cache_scope: Some(CacheScope::Private),
             ttl_ms: Some(0),
-            ..Default::default()
+            result_type: ResultType::Complete,
+            next_cursor: None,
+            meta: None,
+            extra: JsonObject::new(),
         }
     }
 }
 
 /// One page of the server's resource templates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourceTemplatesResult {
     /// `"complete"`.
@@ -84,7 +87,10 @@ impl ListResourceTemplatesResult {
             resource_templates: templates,
             cache_scope: Some(CacheScope::Private),
             ttl_ms: Some(0),
-            ..Default::default()
+            result_type: ResultType::Complete,
+            next_cursor: None,
+            meta: None,
+            extra: JsonObject::new(),
         }
     }
 }
@@ -135,7 +141,7 @@ impl ReadResourceRequestParams {
 }
 
 /// A resource's contents.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadResourceResult {
     /// `"complete"`.
@@ -165,7 +171,9 @@ impl ReadResourceResult {
             contents,
             cache_scope: Some(CacheScope::Private),
             ttl_ms: Some(0),
-            ..Default::default()
+            result_type: ResultType::Complete,
+            meta: None,
+            extra: JsonObject::new(),
         }
     }
 }

@@ -2,15 +2,13 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::base::{CacheScope, PaginatedRequestParams, ResultType};
-use super::meta::{RequestMeta, ResultMeta};
-use super::mrtr::{InputRequiredOr, InputResponses};
+use super::meta::ResultMeta;
 use crate::JsonObject;
 use crate::meta::Meta;
 use crate::method::{TypedRequest, TypedResultResponse};
-use crate::types::{ContentBlock, Cursor, Icon, ObjectTypeTag, ToolAnnotations};
+use crate::types::{Cursor, Icon, ObjectTypeTag, ToolAnnotations};
 
 /// The JSON Schema of a tool's arguments: an object schema. Only `$schema` and `type` are
 /// typed; the rest of the schema is in `extra`.
@@ -92,7 +90,7 @@ impl Tool {
 }
 
 /// One page of the server's tools.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// `"complete"`.
@@ -125,91 +123,11 @@ impl ListToolsResult {
             tools,
             cache_scope: Some(CacheScope::Private),
             ttl_ms: Some(0),
-            ..Default::default()
+            result_type: ResultType::Complete,
+            next_cursor: None,
+            meta: None,
+            extra: JsonObject::new(),
         }
-    }
-}
-
-/// The params of `tools/call`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolRequestParams {
-    /// Protocol version, client capabilities and the rest.
-    #[serde(rename = "_meta")]
-    pub meta: RequestMeta,
-    /// The tool to call.
-    pub name: String,
-    /// The arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<JsonObject>,
-    /// Answers to the server's input requests, when retrying.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<InputResponses>,
-    /// The server's `requestState`, when retrying.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_state: Option<String>,
-    /// Members this crate does not know about, kept as they came.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
-
-impl CallToolRequestParams {
-    /// A call of tool `name` with `arguments`.
-    pub fn new(meta: RequestMeta, name: impl Into<String>, arguments: Option<JsonObject>) -> Self {
-        CallToolRequestParams {
-            meta,
-            name: name.into(),
-            arguments,
-            ..Default::default()
-        }
-    }
-}
-
-/// What a tool call produced. Tool failures are reported here with `isError: true`, not
-/// as JSON-RPC errors, so that the model can see them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    /// `"complete"`.
-    pub result_type: ResultType,
-    /// The output as content blocks.
-    pub content: Vec<ContentBlock>,
-    /// The output as structured data, matching the tool's output schema if it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Whether the tool failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
-    /// Members this crate does not know about, kept as they came.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
-
-impl CallToolResult {
-    /// A successful result with `content`.
-    pub fn new(content: Vec<ContentBlock>) -> Self {
-        CallToolResult {
-            content,
-            ..Default::default()
-        }
-    }
-
-    /// A failed result with one text block explaining why.
-    pub fn error(message: impl Into<String>) -> Self {
-        CallToolResult {
-            content: vec![ContentBlock::text(message)],
-            is_error: Some(true),
-            ..Default::default()
-        }
-    }
-}
-
-impl From<CallToolResult> for InputRequiredOr<CallToolResult> {
-    fn from(r: CallToolResult) -> Self {
-        InputRequiredOr::Complete(r)
     }
 }
 
@@ -217,16 +135,8 @@ crate::request!(
     /// `tools/list`: one page of the server's tools.
     ListTools, "tools/list", PaginatedRequestParams => ListToolsResult
 );
-crate::request!(
-    /// `tools/call`: run a tool. The server may first ask for client input.
-    CallTool, "tools/call", CallToolRequestParams => InputRequiredOr<CallToolResult>
-);
 
 /// A `tools/list` request.
 pub type ListToolsRequest = TypedRequest<ListTools>;
 /// The response to `tools/list`.
 pub type ListToolsResultResponse = TypedResultResponse<ListTools>;
-/// A `tools/call` request.
-pub type CallToolRequest = TypedRequest<CallTool>;
-/// The response to `tools/call`: a [`CallToolResult`] or an input-required result.
-pub type CallToolResultResponse = TypedResultResponse<CallTool>;

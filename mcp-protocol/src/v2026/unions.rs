@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::base::Result;
+use super::call::{CallTool, CallToolResult};
 use super::completion::{Complete, CompleteResult};
 use super::discover::{Discover, DiscoverResult};
 use super::mrtr::InputRequiredResult;
@@ -21,7 +22,7 @@ use super::resources::{
 use super::subscriptions::{
     SubscriptionsAcknowledged, SubscriptionsListen, SubscriptionsListenResult,
 };
-use super::tools::{CallTool, CallToolResult, ListTools, ListToolsResult};
+use super::tools::{ListTools, ListToolsResult};
 use crate::method::{Notification, Request, TypedNotification, TypedRequest};
 
 /// Declares an enum of typed envelopes that deserializes by looking at `method`.

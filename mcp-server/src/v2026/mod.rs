@@ -11,11 +11,11 @@ use jsonrpsee::Extensions;
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::RequestContext;
 use mcp_protocol::tasks::{
-    self, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
+    self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
 };
 use mcp_protocol::v2026::{
-    self, CallToolResult, DiscoverResult, InputRequests, InputRequiredResult, ListToolsResult,
-    ResultMeta, ResultType, ServerCapabilities, Tool, ToolInputSchema,
+    self, DiscoverResult, InputRequests, InputRequiredResult, ListToolsResult, ResultMeta,
+    ResultType, ServerCapabilities, Tool, ToolInputSchema,
 };
 use mcp_tasks::{TaskId, WireRevision};
 use serde::{Deserialize, Serialize};
@@ -31,15 +31,6 @@ use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;
 
 pub(crate) use listen::listen;
-
-/// What `tools/call` answers: a result, a request for input, or a task.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub(crate) enum CallReply {
-    Complete(CallToolResult),
-    InputRequired(InputRequiredResult),
-    Task(CreateTaskResult),
-}
 
 fn require_tasks(caller: &Caller) -> Result<(), ServerError> {
     if caller.declares_tasks {
@@ -142,7 +133,7 @@ fn input_required(
     tool: &str,
     ctx: &ToolContext,
     answers: JsonObject,
-) -> Result<CallReply, ServerError> {
+) -> Result<CallToolReply, ServerError> {
     let requests: InputRequests = ctx
         .wanted()
         .into_iter()
@@ -156,7 +147,7 @@ fn input_required(
     .map_err(|e| ServerError::Internal(e.to_string()))?;
     // Sealed for this caller: the answers cannot be forged, nor replayed by another.
     let state = key.seal(owner, &format!("{ROUND_STATE_PREFIX}{state}"));
-    Ok(CallReply::InputRequired(
+    Ok(CallToolReply::InputRequired(
         InputRequiredResult::new(requests).with_request_state(state),
     ))
 }
@@ -167,7 +158,7 @@ pub(crate) async fn tools_call(
     state: &State,
     params: v2026::CallToolRequestParams,
     ext: &Extensions,
-) -> Result<CallReply, ServerError> {
+) -> Result<CallToolReply, ServerError> {
     let caller = Caller::from_extensions(ext);
     let args = params.arguments.clone().unwrap_or_default();
     let tool = find_tool(state, &params.name, &args)?;
@@ -207,7 +198,7 @@ pub(crate) async fn tools_call(
             WireRevision::V2026_07_28,
         )
         .await?;
-        return Ok(CallReply::Task(CreateTaskResult::from(views::task(
+        return Ok(CallToolReply::Task(CreateTaskResult::from(views::task(
             &record,
         ))));
     }
@@ -216,7 +207,7 @@ pub(crate) async fn tools_call(
     match tool.run(ctx.clone(), args).await {
         Ok(mut result) => {
             result.result_type = ResultType::Complete;
-            Ok(CallReply::Complete(result))
+            Ok(CallToolReply::Complete(result))
         }
         Err(ToolError::InputRequired) => {
             input_required(&state.cursor_key, &caller.owner, tool.name(), &ctx, answers)
