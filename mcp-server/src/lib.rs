@@ -1,5 +1,39 @@
 //! An MCP server that runs tools as tasks.
 //!
+//! A server with one tool that becomes a task when the client allows it, its tasks kept
+//! in SQLite (they survive a restart), served over Streamable HTTP:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcp_protocol::types::ContentBlock;
+//! use mcp_protocol::v2026::CallToolResult;
+//! use mcp_server::{Server, TaskPolicy, ToolContext, ToolDef, http};
+//! use mcp_tasks::{Limits, SqliteStore};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Render {
+//!     pages: u32,
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let render = ToolDef::new("render", TaskPolicy::Optional, |ctx: ToolContext, args: Render| async move {
+//!         for page in 1..=args.pages {
+//!             ctx.status(format!("page {page} of {}", args.pages)).await?;
+//!         }
+//!         Ok(CallToolResult::new(vec![ContentBlock::text(format!("{} pages", args.pages))]))
+//!     })?;
+//!     let store = SqliteStore::open("tasks.db", Limits::default())?;
+//!     let server = Server::builder("renderer", "1.0").store(Arc::new(store)).tool(render).build();
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//!     let stop = async { let _ = tokio::signal::ctrl_c().await; };
+//!     http::serve(&server, listener, http::HttpConfig::default(), stop).await?;
+//!     server.shutdown().await; // running tasks get a grace period, then end cancelled
+//!     Ok(())
+//! }
+//! ```
+//!
 //! - [`Server`] / [`ServerBuilder`]: tools, a [`TaskStore`](mcp_tasks::TaskStore), runtime
 //!   settings; [`Server::endpoint`] is the JSON-RPC endpoint every transport serves.
 //! - [`ToolDef`]: a tool with typed arguments (schema generated with schemars, validated
@@ -12,13 +46,15 @@
 //! - Transports: [`http`] (Streamable HTTP, axum) and [`stdio`].
 //!
 //! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension, and MCP
-//! 2025-11-25 sessions with their tasks ([`legacy`]).
+//! 2025-11-25 sessions with their tasks; one dispatch picks the revision of each request
+//! and hands it to that revision's handlers.
 
 pub mod audit;
 pub mod auth;
 mod call;
 mod caller;
 mod context;
+#[cfg(feature = "demo")]
 pub mod demo;
 mod dispatch;
 mod errors;
