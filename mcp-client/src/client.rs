@@ -6,7 +6,7 @@ use std::time::Duration;
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
 use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Connection, EndpointBuilder, Peer};
+use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::meta::{PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION};
@@ -21,11 +21,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::driver::{DriverConfig, TaskHandle};
 use crate::error::ClientError;
 use crate::handler::{ClientHandler, answer};
-use crate::transport::{self, HttpState, TransportGuard};
+use crate::transport::{self, ExchangeFailure, HttpState, TransportGuard};
 
 /// Tunables of a client.
 #[derive(Debug, Clone)]
@@ -80,6 +81,16 @@ pub(crate) struct Inner {
     /// The HTTP headers state, for transports that have one.
     pub(crate) http: Option<Arc<Mutex<HttpState>>>,
     _guard: TransportGuard,
+    _forward: Option<AbortOnDrop>,
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl std::fmt::Debug for Inner {
@@ -127,8 +138,13 @@ impl McpClient {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| ClientError::Transport(e.to_string()))?;
-        let (conn, guard, state) = transport::http(url, http);
-        McpClient::start(conn, guard, Some(state), handler, config).await
+        let transport::HttpTransport {
+            connection,
+            guard,
+            state,
+            failures,
+        } = transport::http(url, http);
+        McpClient::start(connection, guard, Some((state, failures)), handler, config).await
     }
 
     /// Connects over a connection you made (e.g. one end of [`Connection::memory`] whose
@@ -144,7 +160,7 @@ impl McpClient {
     async fn start(
         conn: Connection,
         guard: TransportGuard,
-        http: Option<Arc<Mutex<HttpState>>>,
+        http: Option<(Arc<Mutex<HttpState>>, UnboundedReceiver<ExchangeFailure>)>,
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
     ) -> Result<McpClient, ClientError> {
@@ -170,6 +186,16 @@ impl McpClient {
             })
             .build();
         let (peer, _session) = endpoint.serve(conn);
+        let (http, failures) = http.unzip();
+        // Failed HTTP exchanges end their requests with `PeerError::Transport`.
+        let forward = failures.map(|mut failures| {
+            let peer = peer.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                while let Some(failure) = failures.recv().await {
+                    peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
+                }
+            }))
+        });
         let client = McpClient {
             inner: Arc::new(Inner {
                 peer,
@@ -179,6 +205,7 @@ impl McpClient {
                 pushed,
                 http: http.clone(),
                 _guard: guard,
+                _forward: forward,
             }),
         };
         if let Some(http) = http {

@@ -48,15 +48,13 @@ pub enum ClientError {
 impl From<PeerError> for ClientError {
     fn from(e: PeerError) -> Self {
         match e {
-            // The HTTP transport reports a failed exchange as an error frame of its own.
-            PeerError::Rpc(e) if crate::transport::is_transport_failure(&e) => {
-                ClientError::Transport(e.message)
-            }
             PeerError::Rpc(e) => ClientError::Rpc(Box::new(e)),
             PeerError::Closed => ClientError::Closed,
             PeerError::Json(e) => {
                 ClientError::Protocol(format!("invalid JSON from the server: {e}"))
             }
+            // A failed HTTP exchange, reported by the transport (never read from a frame).
+            PeerError::Transport(message) => ClientError::Transport(message),
         }
     }
 }
