@@ -90,3 +90,8 @@ impl ClientError {
         }
     }
 }
+
+/// The JSON-RPC error code behind `e`, if any: for callers matching on codes.
+pub fn rpc_code(e: &ClientError) -> Option<i64> {
+    e.rpc_error().map(|e| e.code)
+}

@@ -15,13 +15,18 @@
 //! TTL (or [`DriverConfig::max_wait`]).
 
 mod client;
+mod config;
 mod driver;
 mod error;
 mod handler;
+mod session;
 pub mod sse;
 pub mod transport;
+mod v2025;
 
-pub use client::{ClientConfig, McpClient, ServerInfo, Started, rpc_code};
-pub use driver::{DriverConfig, TaskHandle, status_of};
-pub use error::ClientError;
+pub use client::{McpClient, Started};
+pub use config::{ClientConfig, DriverConfig};
+pub use driver::{TaskHandle, status_of};
+pub use error::{ClientError, rpc_code};
 pub use handler::{ClientHandler, DeclineAll};
+pub use session::ServerInfo;
