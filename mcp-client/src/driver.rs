@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use crate::error::ClientError;
 use crate::handler::answer;
 use crate::session::Session;
+use crate::status::TaskStatusView;
 use crate::v2025;
 
 #[derive(Debug)]
@@ -42,7 +43,7 @@ struct HandleState {
 pub struct TaskHandle {
     session: Arc<Session>,
     id: String,
-    latest: watch::Sender<Option<DetailedTask>>,
+    latest: watch::Sender<Option<TaskStatusView>>,
     created: Option<Task>,
     state: Arc<Mutex<HandleState>>,
 }
@@ -88,8 +89,9 @@ impl TaskHandle {
         self.id.clone()
     }
 
-    /// Every state the driver sees, latest first; for progress displays.
-    pub fn updates(&self) -> watch::Receiver<Option<DetailedTask>> {
+    /// Every state the driver sees (in the session's revision), latest first; for
+    /// progress displays.
+    pub fn updates(&self) -> watch::Receiver<Option<TaskStatusView>> {
         self.latest.subscribe()
     }
 
@@ -102,14 +104,20 @@ impl TaskHandle {
         id_params(&self.session, &self.id)
     }
 
-    /// Reads the task now (`tasks/get`). In a 2025-11-25 session the flat task is shown as
-    /// a `DetailedTask` without its result (which `tasks/result` fetches).
-    pub async fn status(&self) -> Result<DetailedTask, ClientError> {
-        if self.session.is_2025() {
-            let detailed = detailed_2025(v2025::get_task(&self.session, &self.id).await?)?;
-            self.latest.send_replace(Some(detailed.clone()));
-            return Ok(detailed);
+    /// Reads the task now (`tasks/get`), as the session's revision reports it: a
+    /// [`DetailedTask`] (2026-07-28) or the flat 2025-11-25 task, whose outcome only
+    /// `tasks/result` fetches (see [`TaskStatusView`]).
+    pub async fn status(&self) -> Result<TaskStatusView, ClientError> {
+        if !self.session.is_2025() {
+            return self.get().await.map(TaskStatusView::V2026);
         }
+        let view = TaskStatusView::V2025(v2025::get_task(&self.session, &self.id).await?);
+        self.latest.send_replace(Some(view.clone()));
+        Ok(view)
+    }
+
+    /// `tasks/get` (2026-07-28); the state goes to [`updates`](TaskHandle::updates).
+    async fn get(&self) -> Result<DetailedTask, ClientError> {
         let result: GetTaskResult = self.session.request::<GetTask>(&self.id_params()).await?;
         let task = result.task;
         if task.task_id() != self.id {
@@ -119,7 +127,8 @@ impl TaskHandle {
                 task.task_id()
             )));
         }
-        self.latest.send_replace(Some(task.clone()));
+        self.latest
+            .send_replace(Some(TaskStatusView::V2026(task.clone())));
         Ok(task)
     }
 
@@ -135,9 +144,8 @@ impl TaskHandle {
         self.state().cancel_on_drop = true;
         if self.session.is_2025() {
             let seen = |task: &mcp_protocol::v2025::Task| {
-                if let Ok(detailed) = detailed_2025(task.clone()) {
-                    self.latest.send_replace(Some(detailed));
-                }
+                self.latest
+                    .send_replace(Some(TaskStatusView::V2025(task.clone())));
             };
             return v2025::wait(&self.session, &self.id, seen, || {
                 self.state().finished = true;
@@ -153,7 +161,7 @@ impl TaskHandle {
             None
         };
         let mut stale_polls = 0u32;
-        let mut task = self.status().await?;
+        let mut task = self.get().await?;
         loop {
             match &task {
                 DetailedTask::Completed(done) => {
@@ -229,10 +237,11 @@ impl TaskHandle {
             .await;
             task = match next {
                 Ok(Some(t)) => {
-                    self.latest.send_replace(Some(t.clone()));
+                    self.latest
+                        .send_replace(Some(TaskStatusView::V2026(t.clone())));
                     t
                 }
-                _ => match self.status().await {
+                _ => match self.get().await {
                     Ok(t) => t,
                     // The server's store is unavailable; the task goes on: poll again.
                     Err(e) if e.is_retryable() => {
@@ -352,37 +361,7 @@ async fn cancel(session: &Session, id: &str) -> Result<(), ClientError> {
     Ok(())
 }
 
-/// For [`TaskStatus`] displays.
-pub fn status_of(task: &DetailedTask) -> TaskStatus {
+/// For [`TaskStatus`] displays of [`updates`](TaskHandle::updates).
+pub fn status_of(task: &TaskStatusView) -> TaskStatus {
     task.status()
-}
-
-/// A 2025-11-25 flat task as the 2026-07-28 `DetailedTask` the handle reports (without
-/// the inputs or outcome, which 2025-11-25 carries elsewhere).
-fn detailed_2025(task: mcp_protocol::v2025::Task) -> Result<DetailedTask, ClientError> {
-    let mut value =
-        serde_json::to_value(&task).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    if let Value::Object(obj) = &mut value {
-        let ttl = obj.remove("ttl").unwrap_or(Value::Null);
-        obj.insert("ttlMs".into(), ttl);
-        if let Some(p) = obj.remove("pollInterval") {
-            obj.insert("pollIntervalMs".into(), p);
-        }
-        match task.status {
-            TaskStatus::InputRequired => {
-                obj.insert("inputRequests".into(), Value::Object(JsonObject::new()));
-            }
-            TaskStatus::Completed => {
-                obj.insert("result".into(), serde_json::json!({"content": []}));
-            }
-            TaskStatus::Failed => {
-                obj.insert(
-                    "error".into(),
-                    serde_json::json!({"code": -32603, "message": "failed"}),
-                );
-            }
-            _ => {}
-        }
-    }
-    serde_json::from_value(value).map_err(|e| ClientError::Protocol(format!("malformed task: {e}")))
 }

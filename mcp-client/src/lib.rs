@@ -21,6 +21,7 @@ mod error;
 mod handler;
 mod session;
 pub mod sse;
+mod status;
 pub mod transport;
 mod v2025;
 
@@ -30,3 +31,4 @@ pub use driver::{TaskHandle, status_of};
 pub use error::{ClientError, rpc_code};
 pub use handler::{ClientHandler, DeclineAll};
 pub use session::ServerInfo;
+pub use status::TaskStatusView;
