@@ -1,5 +1,7 @@
 //! The task driver: follows a task to its end, answering its input requests, and the
-//! [`TaskHandle`] that exposes it.
+//! [`TaskHandle`] that exposes it. A 2025-11-25 session hands `status`, `cancel` and
+//! `wait` over to `v2025.rs`. Imports `session`, `v2025`, `status`, `handler`, `error`;
+//! never `client.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
