@@ -1,12 +1,13 @@
 //! The task driver: follows a task to its end, answering its input requests, and the
-//! [`TaskHandle`] that exposes it.
+//! [`TaskHandle`] that exposes it. A 2025-11-25 session hands `status`, `cancel` and
+//! `wait` over to `v2025.rs`. Imports `session`, `v2025`, `status`, `handler`, `error`;
+//! never `client.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mcp_protocol::JsonObject;
-use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{
     self, CancelTask, DetailedTask, GetTask, GetTaskResult, Task, TaskIdParams, TaskStatus,
     UpdateTask, UpdateTaskRequestParams,
@@ -15,39 +16,11 @@ use mcp_protocol::v2026::{self, CallToolResult, SubscriptionsListen};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::client::McpClient;
 use crate::error::ClientError;
 use crate::handler::answer;
-
-/// How tasks are followed.
-#[derive(Debug, Clone)]
-pub struct DriverConfig {
-    /// Poll interval when the server suggests none.
-    pub default_poll: Duration,
-    /// Never poll faster than this, whatever the server says.
-    pub min_poll: Duration,
-    /// Never wait longer than this between polls.
-    pub max_poll: Duration,
-    /// Subscribe to pushed updates (`subscriptions/listen`) when the server offers them.
-    pub push: bool,
-    /// Polls in `input_required` with nothing new before the task counts as stuck.
-    pub stuck_after_polls: u32,
-    /// The longest a task is followed when it has no TTL.
-    pub max_wait: Duration,
-}
-
-impl Default for DriverConfig {
-    fn default() -> Self {
-        DriverConfig {
-            default_poll: Duration::from_secs(1),
-            min_poll: Duration::from_millis(100),
-            max_poll: Duration::from_secs(10),
-            push: true,
-            stuck_after_polls: 30,
-            max_wait: Duration::from_secs(24 * 60 * 60),
-        }
-    }
-}
+use crate::session::Session;
+use crate::status::TaskStatusView;
+use crate::v2025;
 
 #[derive(Debug)]
 struct HandleState {
@@ -63,16 +36,16 @@ struct HandleState {
 ///
 /// Dropping a handle that owns the task before the task finished sends `tasks/cancel`
 /// (unless [`detach`](TaskHandle::detach)ed). A handle from
-/// [`call_tool_as_task`](McpClient::call_tool_as_task) owns its task from the start; a
-/// handle from [`resume_task`](McpClient::resume_task) owns it once
+/// [`call_tool_as_task`](crate::McpClient::call_tool_as_task) owns its task from the start; a
+/// handle from [`resume_task`](crate::McpClient::resume_task) owns it once
 /// [`wait`](TaskHandle::wait) has been called, so a resumed handle that only reads the
 /// task ([`status`](TaskHandle::status), [`updates`](TaskHandle::updates)) leaves it
 /// running when dropped.
 #[derive(Debug)]
 pub struct TaskHandle {
-    client: McpClient,
+    session: Arc<Session>,
     id: String,
-    latest: watch::Sender<Option<DetailedTask>>,
+    latest: watch::Sender<Option<TaskStatusView>>,
     created: Option<Task>,
     state: Arc<Mutex<HandleState>>,
 }
@@ -81,11 +54,11 @@ impl TaskHandle {
     /// A handle for task `id`; `created` is the task as `tools/call` returned it (then
     /// the handle owns the task), `None` for a resumed handle (which owns it only once
     /// it waits for it).
-    pub(crate) fn new(client: McpClient, id: String, created: Option<Task>) -> TaskHandle {
+    pub(crate) fn new(session: Arc<Session>, id: String, created: Option<Task>) -> TaskHandle {
         let (latest, _) = watch::channel(None);
         let cancel_on_drop = created.is_some();
         TaskHandle {
-            client,
+            session,
             id,
             latest,
             created,
@@ -102,7 +75,7 @@ impl TaskHandle {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The task id (persist it to [`resume`](McpClient::resume_task) after a restart).
+    /// The task id (persist it to [`resume`](crate::McpClient::resume_task) after a restart).
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -118,8 +91,9 @@ impl TaskHandle {
         self.id.clone()
     }
 
-    /// Every state the driver sees, latest first; for progress displays.
-    pub fn updates(&self) -> watch::Receiver<Option<DetailedTask>> {
+    /// Every state the driver sees (in the session's revision), latest first; for
+    /// progress displays.
+    pub fn updates(&self) -> watch::Receiver<Option<TaskStatusView>> {
         self.latest.subscribe()
     }
 
@@ -129,29 +103,24 @@ impl TaskHandle {
     }
 
     fn id_params(&self) -> TaskIdParams {
-        let mut params = TaskIdParams::new(&self.id);
-        params.meta = serde_json::to_value(self.client.request_meta())
-            .ok()
-            .and_then(|v| match v {
-                Value::Object(m) => Some(m),
-                _ => None,
-            });
-        params
+        id_params(&self.session, &self.id)
     }
 
-    /// Reads the task now (`tasks/get`). In a 2025-11-25 session the flat task is shown as
-    /// a `DetailedTask` without its result (which `tasks/result` fetches).
-    pub async fn status(&self) -> Result<DetailedTask, ClientError> {
-        if self.client.is_2025() {
-            let task: mcp_protocol::v2025::Task = self
-                .client
-                .request_as(GetTask::METHOD, &TaskIdParams::new(&self.id))
-                .await?;
-            let detailed = detailed_2025(task)?;
-            self.latest.send_replace(Some(detailed.clone()));
-            return Ok(detailed);
+    /// Reads the task now (`tasks/get`), as the session's revision reports it: a
+    /// [`DetailedTask`] (2026-07-28) or the flat 2025-11-25 task, whose outcome only
+    /// `tasks/result` fetches (see [`TaskStatusView`]).
+    pub async fn status(&self) -> Result<TaskStatusView, ClientError> {
+        if !self.session.is_2025() {
+            return self.get().await.map(TaskStatusView::V2026);
         }
-        let result: GetTaskResult = self.client.request::<GetTask>(&self.id_params()).await?;
+        let view = TaskStatusView::V2025(v2025::get_task(&self.session, &self.id).await?);
+        self.latest.send_replace(Some(view.clone()));
+        Ok(view)
+    }
+
+    /// `tasks/get` (2026-07-28); the state goes to [`updates`](TaskHandle::updates).
+    async fn get(&self) -> Result<DetailedTask, ClientError> {
+        let result: GetTaskResult = self.session.request::<GetTask>(&self.id_params()).await?;
         let task = result.task;
         if task.task_id() != self.id {
             return Err(ClientError::Protocol(format!(
@@ -160,41 +129,41 @@ impl TaskHandle {
                 task.task_id()
             )));
         }
-        self.latest.send_replace(Some(task.clone()));
+        self.latest
+            .send_replace(Some(TaskStatusView::V2026(task.clone())));
         Ok(task)
     }
 
     /// Asks the server to stop the task (`tasks/cancel`). Cancellation is cooperative: the
     /// task may still end `completed` or `failed`.
     pub async fn cancel(&self) -> Result<(), ClientError> {
-        if self.client.is_2025() {
-            let _: Value = self
-                .client
-                .request_as(CancelTask::METHOD, &TaskIdParams::new(&self.id))
-                .await?;
-            return Ok(());
-        }
-        self.client.request::<CancelTask>(&self.id_params()).await?;
-        Ok(())
+        cancel(&self.session, &self.id).await
     }
 
     /// Follows the task to its end and returns the tool's result. From now on, dropping
     /// this handle before the task ends cancels the task (see [`TaskHandle`]).
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
         self.state().cancel_on_drop = true;
-        if self.client.is_2025() {
-            return self.wait_2025().await;
+        if self.session.is_2025() {
+            let seen = |task: &mcp_protocol::v2025::Task| {
+                self.latest
+                    .send_replace(Some(TaskStatusView::V2025(task.clone())));
+            };
+            return v2025::wait(&self.session, &self.id, seen, || {
+                self.state().finished = true;
+            })
+            .await;
         }
-        let config = self.client.inner.config.driver.clone();
+        let config = self.session.config.driver.clone();
         let started = Instant::now();
-        let mut pushed = self.client.inner.pushed.subscribe();
-        let _listen = if config.push && self.client.server().is_some_and(|s| s.supports_tasks()) {
+        let mut pushed = self.session.pushed.subscribe();
+        let _listen = if config.push && self.session.supports_tasks() {
             Some(self.listen())
         } else {
             None
         };
         let mut stale_polls = 0u32;
-        let mut task = self.status().await?;
+        let mut task = self.get().await?;
         loop {
             match &task {
                 DetailedTask::Completed(done) => {
@@ -248,12 +217,12 @@ impl TaskHandle {
                 DetailedTask::Working(_) => stale_polls = 0,
             }
             let base = task.to_task();
-            if self.expired(&base, started, &config) {
+            if started.elapsed() > config.wait_limit(base.ttl_ms) {
                 return Err(ClientError::TaskExpired {
                     task_id: self.id.clone(),
                 });
             }
-            let interval = poll_interval(&base, &config);
+            let interval = config.poll_interval(base.poll_interval_ms);
             // Wait for a push about this task or the next poll, whichever comes first.
             let next = tokio::time::timeout(interval, async {
                 loop {
@@ -270,10 +239,11 @@ impl TaskHandle {
             .await;
             task = match next {
                 Ok(Some(t)) => {
-                    self.latest.send_replace(Some(t.clone()));
+                    self.latest
+                        .send_replace(Some(TaskStatusView::V2026(t.clone())));
                     t
                 }
-                _ => match self.status().await {
+                _ => match self.get().await {
                     Ok(t) => t,
                     // The server's store is unavailable; the task goes on: poll again.
                     Err(e) if e.is_retryable() => {
@@ -284,84 +254,6 @@ impl TaskHandle {
                 },
             };
         }
-    }
-
-    /// 2025-11-25: poll `tasks/get` until the task needs input or ends, then fetch the
-    /// outcome with `tasks/result` (which blocks while the server asks us for input through
-    /// server->client requests that our handler answers).
-    async fn wait_2025(&self) -> Result<CallToolResult, ClientError> {
-        let config = self.client.inner.config.driver.clone();
-        let started = Instant::now();
-        loop {
-            let task = self.status().await?;
-            let base = task.to_task();
-            if task.status().is_terminal() || task.status() == TaskStatus::InputRequired {
-                let limit = self.remaining(&base, started, &config);
-                let fetched = tokio::time::timeout(
-                    limit,
-                    self.client.inner.peer.request_raw(
-                        mcp_protocol::v2025::methods::TASKS_RESULT,
-                        serde_json::value::to_raw_value(&TaskIdParams::new(&self.id))
-                            .ok()
-                            .as_deref(),
-                    ),
-                )
-                .await
-                .map_err(|_| ClientError::TaskExpired {
-                    task_id: self.id.clone(),
-                })?;
-                self.state().finished = true;
-                return match fetched {
-                    Ok(raw) => {
-                        let value: Value = serde_json::from_str(raw.get())
-                            .map_err(|e| ClientError::Protocol(format!("tasks/result: {e}")))?;
-                        call_result_2025(value)
-                    }
-                    Err(mcp_protocol::engine::PeerError::Rpc(e))
-                        if task.status() == TaskStatus::Cancelled =>
-                    {
-                        let _ = e;
-                        Err(ClientError::TaskCancelled {
-                            task_id: self.id.clone(),
-                            message: task.status_message().map(str::to_owned),
-                        })
-                    }
-                    Err(mcp_protocol::engine::PeerError::Rpc(e)) => Err(ClientError::TaskFailed {
-                        task_id: self.id.clone(),
-                        error: Box::new(e),
-                    }),
-                    Err(e) => Err(e.into()),
-                };
-            }
-            if self.expired(&base, started, &config) {
-                return Err(ClientError::TaskExpired {
-                    task_id: self.id.clone(),
-                });
-            }
-            tokio::time::sleep(poll_interval(&base, &config)).await;
-        }
-    }
-
-    fn remaining(&self, task: &Task, started: Instant, config: &DriverConfig) -> Duration {
-        let limit = task
-            .ttl_ms
-            .and_then(|ttl| u64::try_from(ttl).ok())
-            .map(Duration::from_millis)
-            .unwrap_or(config.max_wait)
-            .min(config.max_wait);
-        limit
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_secs(1))
-    }
-
-    fn expired(&self, task: &Task, started: Instant, config: &DriverConfig) -> bool {
-        let limit = task
-            .ttl_ms
-            .and_then(|ttl| u64::try_from(ttl).ok())
-            .map(Duration::from_millis)
-            .unwrap_or(config.max_wait)
-            .min(config.max_wait);
-        started.elapsed() > limit
     }
 
     /// Answers the input requests not answered yet; returns whether there were any.
@@ -377,7 +269,7 @@ impl TaskHandle {
             }
             let request =
                 serde_json::to_value(request).map_err(|e| ClientError::Protocol(e.to_string()))?;
-            let response = answer(self.client.handler(), &request)
+            let response = answer(self.session.handler(), &request)
                 .await
                 .map_err(ClientError::rpc)?;
             self.state().unsent.insert(key.clone(), response.clone());
@@ -389,7 +281,7 @@ impl TaskHandle {
         let keys: Vec<String> = responses.keys().cloned().collect();
         let mut params = UpdateTaskRequestParams::new(&self.id, responses);
         params.meta = self.id_params().meta;
-        self.client.request::<UpdateTask>(&params).await?;
+        self.session.request::<UpdateTask>(&params).await?;
         let mut state = self.state();
         for key in &keys {
             state.unsent.remove(key);
@@ -401,26 +293,21 @@ impl TaskHandle {
     /// Opens `subscriptions/listen` for this task; the stream's notifications reach the
     /// client's push channel. The returned guard ends the subscription when dropped.
     fn listen(&self) -> ListenGuard {
-        let client = self.client.clone();
+        let session = Arc::clone(&self.session);
         let mut filter = v2026::SubscriptionFilter::default();
         tasks::TaskSubscriptionNotifications::set_on_filter(
             &mut filter,
             std::slice::from_ref(&self.id),
         );
         let params = v2026::SubscriptionsListenRequestParams {
-            meta: client.request_meta(),
+            meta: session.request_meta(),
             notifications: filter,
             extra: JsonObject::new(),
         };
         let task = tokio::spawn(async move {
             // No timeout: the stream lasts until dropped. Errors (-32601 from a server
             // without it) just leave the driver polling.
-            if let Err(e) = client
-                .inner
-                .peer
-                .request::<SubscriptionsListen>(&params)
-                .await
-            {
+            if let Err(e) = session.peer.request::<SubscriptionsListen>(&params).await {
                 tracing::debug!(error = %e, "no pushed updates; polling");
             }
         });
@@ -438,23 +325,6 @@ impl Drop for ListenGuard {
     }
 }
 
-/// The server's suggested interval, kept within the client's bounds, with ±20% jitter so
-/// many clients do not poll in lockstep.
-fn poll_interval(task: &Task, config: &DriverConfig) -> Duration {
-    let suggested = task
-        .poll_interval_ms
-        .and_then(|ms| u64::try_from(ms).ok())
-        .map(Duration::from_millis)
-        .unwrap_or(config.default_poll);
-    let bounded = suggested.clamp(config.min_poll, config.max_poll);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    let jitter = 0.8 + f64::from(nanos % 400) / 1000.0;
-    bounded.mul_f64(jitter)
-}
-
 impl Drop for TaskHandle {
     fn drop(&mut self) {
         let state = self.state();
@@ -462,11 +332,11 @@ impl Drop for TaskHandle {
             return;
         }
         drop(state);
-        let client = self.client.clone();
-        let params = self.id_params();
+        let session = Arc::clone(&self.session);
+        let id = self.id.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(e) = client.request::<CancelTask>(&params).await {
+                if let Err(e) = cancel(&session, &id).await {
                     tracing::debug!(error = %e, "cancelling a dropped task failed");
                 }
             });
@@ -474,54 +344,26 @@ impl Drop for TaskHandle {
     }
 }
 
-/// For [`TaskStatus`] displays.
-pub fn status_of(task: &DetailedTask) -> TaskStatus {
-    task.status()
+/// `tasks/get`, `tasks/result` and `tasks/cancel` params for task `id` (2026-07-28: with
+/// our `_meta`).
+fn id_params(session: &Session, id: &str) -> TaskIdParams {
+    let mut params = TaskIdParams::new(id);
+    params.meta = session.request_meta_object();
+    params
 }
 
-/// A 2025-11-25 flat task as the 2026-07-28 `DetailedTask` the handle reports (without
-/// the inputs or outcome, which 2025-11-25 carries elsewhere).
-fn detailed_2025(task: mcp_protocol::v2025::Task) -> Result<DetailedTask, ClientError> {
-    let mut value =
-        serde_json::to_value(&task).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    if let Value::Object(obj) = &mut value {
-        let ttl = obj.remove("ttl").unwrap_or(Value::Null);
-        obj.insert("ttlMs".into(), ttl);
-        if let Some(p) = obj.remove("pollInterval") {
-            obj.insert("pollIntervalMs".into(), p);
-        }
-        match task.status {
-            TaskStatus::InputRequired => {
-                obj.insert("inputRequests".into(), Value::Object(JsonObject::new()));
-            }
-            TaskStatus::Completed => {
-                obj.insert("result".into(), serde_json::json!({"content": []}));
-            }
-            TaskStatus::Failed => {
-                obj.insert(
-                    "error".into(),
-                    serde_json::json!({"code": -32603, "message": "failed"}),
-                );
-            }
-            _ => {}
-        }
+/// `tasks/cancel` in the session's revision.
+async fn cancel(session: &Session, id: &str) -> Result<(), ClientError> {
+    if session.is_2025() {
+        return v2025::cancel_task(session, id).await;
     }
-    serde_json::from_value(value).map_err(|e| ClientError::Protocol(format!("malformed task: {e}")))
+    session
+        .request::<CancelTask>(&id_params(session, id))
+        .await?;
+    Ok(())
 }
 
-/// A 2025-11-25 `CallToolResult` (no `resultType`) read as the 2026-07-28 type.
-pub(crate) fn call_result_2025(reply: Value) -> Result<CallToolResult, ClientError> {
-    let mut reply = match reply {
-        Value::Object(o) => o,
-        other => {
-            return Err(ClientError::Protocol(format!(
-                "tools/call answered {other}"
-            )));
-        }
-    };
-    reply
-        .entry("resultType")
-        .or_insert_with(|| Value::String("complete".into()));
-    serde_json::from_value(Value::Object(reply))
-        .map_err(|e| ClientError::Protocol(format!("malformed CallToolResult: {e}")))
+/// For [`TaskStatus`] displays of [`updates`](TaskHandle::updates).
+pub fn status_of(task: &TaskStatusView) -> TaskStatus {
+    task.status()
 }

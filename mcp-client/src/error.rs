@@ -12,23 +12,35 @@ pub enum ClientError {
     /// The task ended `failed`; this is the original request's JSON-RPC error.
     #[error("task {task_id} failed: {error}")]
     TaskFailed {
+        /// The task.
         task_id: String,
+        /// The error the tool call produced.
         error: Box<ErrorObject>,
     },
     /// The task ended `cancelled`.
     #[error("task {task_id} was cancelled{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     TaskCancelled {
+        /// The task.
         task_id: String,
+        /// The task's status message, if any.
         message: Option<String>,
     },
     /// The task kept asking for input we had already answered; it was cancelled.
     #[error(
         "task {task_id} is stuck in input_required with nothing new after {polls} polls; cancelled"
     )]
-    TaskStuck { task_id: String, polls: u32 },
+    TaskStuck {
+        /// The task.
+        task_id: String,
+        /// The polls that brought nothing new.
+        polls: u32,
+    },
     /// The task outlived its TTL (or the client's limit) without finishing.
     #[error("task {task_id} did not finish in time")]
-    TaskExpired { task_id: String },
+    TaskExpired {
+        /// The task.
+        task_id: String,
+    },
     /// The server answered with something the protocol does not allow.
     #[error("protocol violation by the server: {0}")]
     Protocol(String),
@@ -48,15 +60,13 @@ pub enum ClientError {
 impl From<PeerError> for ClientError {
     fn from(e: PeerError) -> Self {
         match e {
-            // The HTTP transport reports a failed exchange as an error frame of its own.
-            PeerError::Rpc(e) if crate::transport::is_transport_failure(&e) => {
-                ClientError::Transport(e.message)
-            }
             PeerError::Rpc(e) => ClientError::Rpc(Box::new(e)),
             PeerError::Closed => ClientError::Closed,
             PeerError::Json(e) => {
                 ClientError::Protocol(format!("invalid JSON from the server: {e}"))
             }
+            // A failed HTTP exchange, reported by the transport (never read from a frame).
+            PeerError::Transport(message) => ClientError::Transport(message),
         }
     }
 }
@@ -91,4 +101,9 @@ impl ClientError {
             _ => None,
         }
     }
+}
+
+/// The JSON-RPC error code behind `e`, if any: for callers matching on codes.
+pub fn rpc_code(e: &ClientError) -> Option<i64> {
+    e.rpc_error().map(|e| e.code)
 }

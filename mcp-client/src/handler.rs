@@ -2,7 +2,11 @@
 //! in a synchronous call's MRTR round, in a task's input request, or (2025-11-25) as a
 //! server->client request. One handler serves all three.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use jsonrpsee::RpcModule;
+use jsonrpsee::types::ErrorObjectOwned;
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
@@ -95,4 +99,29 @@ pub(crate) async fn answer(
             format!("unsupported input request: {other}"),
         )),
     }
+}
+
+/// The methods a server may call on us (MCP 2025-11-25 servers send input requests as
+/// server->client requests), answered through `handler`, plus `ping`.
+pub(crate) fn client_methods(handler: Arc<dyn ClientHandler>) -> RpcModule<Arc<dyn ClientHandler>> {
+    let mut module = RpcModule::new(handler);
+    for method in [Elicit::METHOD, CreateMessage::METHOD, ListRoots::METHOD] {
+        let registered =
+            module.register_async_method(method, move |params, handler, _ext| async move {
+                let params: Value = params.parse().unwrap_or(Value::Null);
+                let request = serde_json::json!({ "method": method, "params": params });
+                answer(handler.as_ref().as_ref(), &request)
+                    .await
+                    .map_err(ErrorObjectOwned::from)
+            });
+        if let Err(e) = registered {
+            tracing::error!(error = %e, "client method registration failed");
+        }
+    }
+    if let Err(e) = module.register_method("ping", |_, _, _| {
+        Ok::<_, ErrorObjectOwned>(serde_json::json!({}))
+    }) {
+        tracing::error!(error = %e, "client method registration failed");
+    }
+    module
 }

@@ -1,5 +1,29 @@
 //! An MCP client that drives tasks to the end.
 //!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcp_client::{ClientConfig, ClientError, DeclineAll, McpClient, Started};
+//!
+//! async fn slow_compute() -> Result<(), ClientError> {
+//!     let url = "http://127.0.0.1:8000/mcp";
+//!     let client = McpClient::connect_http(url, Arc::new(DeclineAll), ClientConfig::default())
+//!         .await?;
+//!     let arguments = serde_json::Map::from_iter([("seconds".into(), 5.into())]);
+//!     match client.call_tool_as_task("slow_compute", arguments).await? {
+//!         Started::Done(result) => println!("answered at once: {:?}", result.content),
+//!         Started::Task(task) => {
+//!             let now = task.status().await?;
+//!             println!("task {} is {}", task.id(), now.status());
+//!             // Polls (or listens) until the task ends; input requests go to the handler.
+//!             let result = task.wait().await?;
+//!             println!("done: {:?}", result.content);
+//!         }
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
 //! - [`McpClient`]: connect over stdio ([`McpClient::connect_stdio`]), Streamable HTTP
 //!   ([`McpClient::connect_http`]) or a connection you made ([`McpClient::connect`]);
 //!   `server/discover` negotiates MCP 2026-07-28, falling back to `initialize`
@@ -9,19 +33,27 @@
 //!   within the server's `pollIntervalMs`, with jitter and bounds); input requests are
 //!   answered once per key; a task stuck in `input_required` is cancelled with an error.
 //! - [`McpClient::call_tool_as_task`] / [`McpClient::resume_task`]: a [`TaskHandle`] with
-//!   the id, status, updates, wait and cancel — resumable by id after a restart.
+//!   the id, status (a [`TaskStatusView`] in the negotiated revision), updates, wait and
+//!   cancel — resumable by id after a restart.
 //!
 //! Every wait is bounded: requests by [`ClientConfig::request_timeout`], tasks by their
 //! TTL (or [`DriverConfig::max_wait`]).
 
 mod client;
+mod config;
 mod driver;
 mod error;
 mod handler;
+mod session;
 pub mod sse;
+mod status;
 pub mod transport;
+mod v2025;
 
-pub use client::{ClientConfig, McpClient, ServerInfo, Started, rpc_code};
-pub use driver::{DriverConfig, TaskHandle, status_of};
-pub use error::ClientError;
+pub use client::{McpClient, Started};
+pub use config::{ClientConfig, DriverConfig};
+pub use driver::{TaskHandle, status_of};
+pub use error::{ClientError, rpc_code};
 pub use handler::{ClientHandler, DeclineAll};
+pub use session::ServerInfo;
+pub use status::TaskStatusView;

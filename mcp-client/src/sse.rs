@@ -21,6 +21,7 @@ pub struct SseParser {
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
 impl SseParser {
+    /// A parser at the start of a stream.
     pub fn new() -> SseParser {
         SseParser::default()
     }

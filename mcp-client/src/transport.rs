@@ -6,13 +6,13 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use mcp_protocol::engine::{Connection, FrameSender, error_frame};
-use mcp_protocol::error_codes;
+use mcp_protocol::engine::{Connection, FrameSender};
 use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, routed_name};
-use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
+use mcp_protocol::jsonrpc::RequestId;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::error::ClientError;
@@ -73,21 +73,60 @@ pub struct HttpState {
     pub session_id: Option<String>,
 }
 
-/// The `data` member that marks the error frames the HTTP transport makes up itself (a
-/// request whose exchange failed: refused connection, HTTP 500, a broken or empty event
-/// stream), so that the client reports them as [`ClientError::Transport`] and not as an
-/// error the server sent.
-const TRANSPORT_FAILURE: &str = "mcp-client/transportFailure";
+/// Why an HTTP exchange produced no JSON-RPC answer for its request.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The request did not get an HTTP response (connection refused, reset...).
+    #[error("HTTP request failed: {0}")]
+    Send(#[source] reqwest::Error),
+    /// The response's event stream broke before it carried the response.
+    #[error("event stream broke: {0}")]
+    StreamBroke(#[source] reqwest::Error),
+    /// The response's event stream ended without carrying the response.
+    #[error("the event stream ended without a response")]
+    StreamEnded,
+    /// The response was not a JSON-RPC message (an error page, say); `body` is its start.
+    #[error("HTTP {status}: {body}")]
+    NotJsonRpc {
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+        /// The first 200 characters of the body.
+        body: String,
+    },
+    /// The response's body could not be read.
+    #[error("HTTP {status}: cannot read the body: {source}")]
+    Body {
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+        /// What went wrong.
+        #[source]
+        source: reqwest::Error,
+    },
+}
 
-/// Whether `error` was made up by the transport (see [`TRANSPORT_FAILURE`]) rather than
-/// received from the server.
-pub(crate) fn is_transport_failure(error: &ErrorObject) -> bool {
-    error
-        .data
-        .as_ref()
-        .and_then(|d| d.get(TRANSPORT_FAILURE))
-        .and_then(serde_json::Value::as_bool)
-        == Some(true)
+/// A request whose HTTP exchange failed: no answer will come for `id`. The HTTP transport
+/// reports these on their own channel ([`HttpTransport::failures`]), never as frames, so
+/// nothing the server sends can pass for one.
+#[derive(Debug)]
+pub struct ExchangeFailure {
+    /// The JSON-RPC id of the request.
+    pub id: RequestId,
+    /// What went wrong.
+    pub error: ExchangeError,
+}
+
+/// A Streamable HTTP connection, as [`http`] makes it.
+#[derive(Debug)]
+pub struct HttpTransport {
+    /// The frames, for the engine.
+    pub connection: Connection,
+    /// Stops the pump when dropped.
+    pub guard: TransportGuard,
+    /// The headers learned as the session goes (protocol version, session id).
+    pub state: Arc<Mutex<HttpState>>,
+    /// Requests whose exchange failed; their owner ends them (see
+    /// [`Peer::fail`](mcp_protocol::engine::Peer::fail)).
+    pub failures: mpsc::UnboundedReceiver<ExchangeFailure>,
 }
 
 /// Whether an inbound frame is the response to request `id`.
@@ -112,13 +151,12 @@ struct Outgoing<'a> {
 
 /// A connection whose frames travel as Streamable HTTP POSTs to `url`: each outgoing
 /// frame is one POST; JSON replies and SSE events come back as inbound frames. A request
-/// whose HTTP exchange fails gets a JSON-RPC error frame, so no caller waits forever.
-pub fn http(
-    url: &str,
-    client: reqwest::Client,
-) -> (Connection, TransportGuard, Arc<Mutex<HttpState>>) {
+/// whose HTTP exchange fails is reported on [`HttpTransport::failures`], so its owner can
+/// end it and no caller waits forever.
+pub fn http(url: &str, client: reqwest::Client) -> HttpTransport {
     let (out_tx, mut out_rx) = FrameSender::channel(256);
     let (in_tx, in_rx) = FrameSender::channel(256);
+    let (failed_tx, failed_rx) = mpsc::unbounded_channel();
     let state = Arc::new(Mutex::new(HttpState::default()));
     let url = url.to_owned();
     let pump_state = Arc::clone(&state);
@@ -146,6 +184,7 @@ pub fn http(
                 method,
                 params,
                 in_tx.clone(),
+                failed_tx.clone(),
                 Arc::clone(&pump_state),
             );
             let task = tokio::spawn(job);
@@ -155,14 +194,15 @@ pub fn http(
             lock(&inflight).retain(|_, t| !t.is_finished());
         }
     });
-    (
-        Connection {
+    HttpTransport {
+        connection: Connection {
             sender: out_tx,
             receiver: in_rx,
         },
-        TransportGuard::Http(pump),
+        guard: TransportGuard::Http(pump),
         state,
-    )
+        failures: failed_rx,
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -189,21 +229,13 @@ async fn post(
     method: Option<String>,
     params: Option<String>,
     inbound: FrameSender,
+    failures: mpsc::UnboundedSender<ExchangeFailure>,
     state: Arc<Mutex<HttpState>>,
 ) {
-    let fail = |message: String| {
-        let inbound = inbound.clone();
-        let id = id.clone();
-        async move {
-            if let Some(id) = id {
-                let _ = inbound
-                    .send(error_frame(
-                        Some(id),
-                        ErrorObject::new(error_codes::INTERNAL_ERROR, message)
-                            .with_data(serde_json::json!({ TRANSPORT_FAILURE: true })),
-                    ))
-                    .await;
-            }
+    // Only a request waits for an answer; a failed notification or response is dropped.
+    let fail = |error: ExchangeError| {
+        if let Some(id) = id.clone() {
+            let _ = failures.send(ExchangeFailure { id, error });
         }
     };
     let mut request = client
@@ -230,7 +262,7 @@ async fn post(
     }
     let response = match request.body(frame).send().await {
         Ok(r) => r,
-        Err(e) => return fail(format!("HTTP request failed: {e}")).await,
+        Err(e) => return fail(ExchangeError::Send(e)),
     };
     if let Some(session) = response
         .headers()
@@ -257,7 +289,7 @@ async fn post(
         while let Some(chunk) = chunks.next().await {
             let chunk = match chunk {
                 Ok(chunk) => chunk,
-                Err(e) if !answered => return fail(format!("event stream broke: {e}")).await,
+                Err(e) if !answered => return fail(ExchangeError::StreamBroke(e)),
                 Err(_) => return,
             };
             for data in parser.feed(&chunk) {
@@ -275,7 +307,7 @@ async fn post(
             }
         }
         if !answered {
-            fail("the event stream ended without a response".to_owned()).await;
+            fail(ExchangeError::StreamEnded);
         }
         return;
     }
@@ -287,9 +319,9 @@ async fn post(
             let _ = inbound.send(body).await;
         }
         Ok(body) => {
-            let snippet: String = body.chars().take(200).collect();
-            fail(format!("HTTP {status}: {snippet}")).await;
+            let body = body.chars().take(200).collect();
+            fail(ExchangeError::NotJsonRpc { status, body });
         }
-        Err(e) => fail(format!("HTTP {status}: cannot read the body: {e}")).await,
+        Err(source) => fail(ExchangeError::Body { status, source }),
     }
 }

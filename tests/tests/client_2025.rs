@@ -6,9 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient, ServerInfo, Started};
+use mcp_client::{
+    ClientConfig, ClientError, ClientHandler, McpClient, ServerInfo, Started, TaskStatusView,
+};
 use mcp_protocol::engine::Connection;
 use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::tasks::TaskStatus;
 use mcp_protocol::types::{ElicitResult, ElicitValue};
 use mcp_protocol::v2026::ElicitRequestParams;
 use mcp_server::{Server, demo};
@@ -144,4 +147,37 @@ async fn cancel_in_a_2025_session() {
         matches!(outcome, Err(ClientError::TaskCancelled { .. })),
         "{outcome:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_in_a_2025_session_is_the_flat_2025_task() {
+    let client = tokio::time::timeout(WAIT, connect())
+        .await
+        .expect("in time");
+    let Started::Task(handle) = client
+        .call_tool_as_task(
+            "slow_compute",
+            serde_json::Map::from_iter([("seconds".into(), 30.into())]),
+        )
+        .await
+        .expect("slow_compute")
+    else {
+        panic!("a task")
+    };
+    let view = tokio::time::timeout(WAIT, handle.status())
+        .await
+        .expect("in time")
+        .expect("tasks/get");
+    let TaskStatusView::V2025(task) = &view else {
+        panic!("a 2025-11-25 session reports the flat task: {view:?}")
+    };
+    assert_eq!(task.task_id, handle.id());
+    assert_eq!(view.status(), TaskStatus::Working);
+    assert_eq!(view.ttl_ms(), task.ttl);
+    assert_eq!(
+        handle.updates().borrow().as_ref(),
+        Some(&view),
+        "updates show what status read"
+    );
+    handle.cancel().await.expect("cancel");
 }

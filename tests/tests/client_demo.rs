@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use mcp_client::{
     ClientConfig, ClientError, ClientHandler, DriverConfig, McpClient, Started, TaskHandle,
+    TaskStatusView,
 };
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::{DetailedTask, TaskStatus};
+use mcp_protocol::tasks::TaskStatus;
 use mcp_protocol::types::{ElicitAction, ElicitResult};
 use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
 use mcp_tests::server_harness::TestServer;
@@ -189,8 +190,8 @@ async fn status_until(
     client: &McpClient,
     id: &str,
     within: Duration,
-    done: impl Fn(&DetailedTask) -> bool,
-) -> DetailedTask {
+    done: impl Fn(&TaskStatusView) -> bool,
+) -> TaskStatusView {
     let handle = client.resume_task(id);
     let mut last = None;
     let found = tokio::time::timeout(within, async {

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::{ClientConfig, ClientHandler, DriverConfig, McpClient, Started, TaskHandle};
+use mcp_client::{
+    ClientConfig, ClientHandler, DriverConfig, McpClient, Started, TaskHandle, TaskStatusView,
+};
 use mcp_protocol::JsonObject;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::tasks::DetailedTask;
@@ -133,5 +135,8 @@ async fn an_answer_the_store_could_not_take_is_sent_again_not_asked_again() {
     assert_eq!(text(&result), "Deleted x.txt (not really: this is a demo).");
     assert_eq!(handler.asked.load(Ordering::SeqCst), 1, "asked once");
     let status = handle.status().await.expect("status");
-    assert!(matches!(status, DetailedTask::Completed(_)), "{status:?}");
+    assert!(
+        matches!(status, TaskStatusView::V2026(DetailedTask::Completed(_))),
+        "{status:?}"
+    );
 }

@@ -12,7 +12,7 @@ fn to_client_error(e: PeerError) -> Error {
     match e {
         PeerError::Rpc(e) => Error::Call(ErrorObjectOwned::from(e)),
         PeerError::Json(e) => Error::ParseError(e),
-        PeerError::Closed => Error::Transport(Box::new(PeerError::Closed)),
+        e @ (PeerError::Closed | PeerError::Transport(_)) => Error::Transport(Box::new(e)),
     }
 }
 

@@ -27,6 +27,11 @@ pub enum PeerError {
     /// Our params could not be serialized, or the peer's result did not have the expected shape.
     #[error("invalid JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The transport could not carry the exchange (an HTTP request refused or answered
+    /// without a JSON-RPC body, a stream that broke): no answer will come. Reported by the
+    /// transport's owner through [`Peer::fail`], never read from a frame.
+    #[error("transport: {0}")]
+    Transport(String),
 }
 
 impl From<Closed> for PeerError {
@@ -35,7 +40,7 @@ impl From<Closed> for PeerError {
     }
 }
 
-type Outcome = Result<Box<RawValue>, ErrorObject>;
+type Outcome = Result<Box<RawValue>, PeerError>;
 
 /// State shared by every view of one session: the pending map and the id counter.
 #[derive(Debug, Default)]
@@ -175,7 +180,7 @@ impl Peer {
         guard.sent = true;
         let outcome = rx.await.map_err(|_| PeerError::Closed);
         guard.done = true;
-        outcome?.map_err(PeerError::Rpc)
+        outcome?
     }
 
     /// Sends a notification with raw params.
@@ -208,6 +213,17 @@ impl Peer {
     /// Hands a response to the request waiting for it. Returns `false` when nobody waits for
     /// that id (unknown, already answered, or given up on); the caller logs and drops it.
     pub fn complete(&self, id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> bool {
+        self.resolve(id, outcome.map_err(PeerError::Rpc))
+    }
+
+    /// Ends the request waiting under `id` with `error` instead of an answer: how a
+    /// transport that knows an exchange failed (see [`PeerError::Transport`]) releases its
+    /// caller. Returns `false` when nobody waits for that id.
+    pub fn fail(&self, id: &RequestId, error: PeerError) -> bool {
+        self.resolve(id, Err(error))
+    }
+
+    fn resolve(&self, id: &RequestId, outcome: Outcome) -> bool {
         match self.take_pending(id) {
             Some(tx) => {
                 let _ = tx.send(outcome);
@@ -255,6 +271,10 @@ impl From<PeerError> for ErrorObject {
                 error_codes::INTERNAL_ERROR,
                 format!("invalid JSON from peer: {e}"),
             ),
+            PeerError::Transport(e) => ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                format!("transport to the peer failed: {e}"),
+            ),
         }
     }
 }
@@ -262,4 +282,32 @@ impl From<PeerError> for ErrorObject {
 /// Decodes a raw result into `T`.
 pub fn decode<T: DeserializeOwned>(raw: &RawValue) -> Result<T, PeerError> {
     Ok(serde_json::from_str(raw.get())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fail_ends_the_waiting_request_with_that_error() {
+        let (out, mut sent) = FrameSender::channel(4);
+        let peer = Peer::new(out);
+        let waiting = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request_raw("tools/call", None).await }
+        });
+        let frame = sent.recv().await.and_then(Result::ok).unwrap_or_default();
+        let frame: serde_json::Value = serde_json::from_str(&frame).unwrap_or_default();
+        let id: RequestId =
+            serde_json::from_value(frame["id"].clone()).unwrap_or(RequestId::Number(0));
+        assert!(peer.fail(&id, PeerError::Transport("HTTP 502".into())));
+        let out = waiting.await.ok();
+        assert!(
+            matches!(&out, Some(Err(PeerError::Transport(m))) if m == "HTTP 502"),
+            "{out:?}"
+        );
+        // Nobody waits under that id any more.
+        assert!(!peer.fail(&id, PeerError::Closed));
+        assert_eq!(peer.pending_count(), 0);
+    }
 }

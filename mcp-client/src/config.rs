@@ -1,0 +1,108 @@
+//! [`ClientConfig`] and [`DriverConfig`]: the tunables of a client and of the task driver,
+//! with the bounds every wait derives from.
+
+use std::time::Duration;
+
+use mcp_protocol::types::Implementation;
+
+/// Tunables of a client.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Who we are, sent in every request's `_meta`.
+    pub client_info: Implementation,
+    /// How long one request may wait for its answer.
+    pub request_timeout: Duration,
+    /// How many MRTR rounds a synchronous call may take.
+    pub max_input_rounds: u32,
+    /// How tasks are driven.
+    pub driver: DriverConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
+            request_timeout: Duration::from_secs(30),
+            max_input_rounds: 16,
+            driver: DriverConfig::default(),
+        }
+    }
+}
+
+/// How tasks are followed.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Poll interval when the server suggests none.
+    pub default_poll: Duration,
+    /// Never poll faster than this, whatever the server says.
+    pub min_poll: Duration,
+    /// Never wait longer than this between polls.
+    pub max_poll: Duration,
+    /// Subscribe to pushed updates (`subscriptions/listen`) when the server offers them.
+    pub push: bool,
+    /// Polls in `input_required` with nothing new before the task counts as stuck.
+    pub stuck_after_polls: u32,
+    /// The longest a task is followed when it has no TTL.
+    pub max_wait: Duration,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            default_poll: Duration::from_secs(1),
+            min_poll: Duration::from_millis(100),
+            max_poll: Duration::from_secs(10),
+            push: true,
+            stuck_after_polls: 30,
+            max_wait: Duration::from_secs(24 * 60 * 60),
+        }
+    }
+}
+
+impl DriverConfig {
+    /// The server's suggested interval (ms; `pollIntervalMs` or 2025-11-25
+    /// `pollInterval`), kept within our bounds, with ±20% jitter so many clients do not
+    /// poll in lockstep.
+    pub(crate) fn poll_interval(&self, suggested_ms: Option<i64>) -> Duration {
+        let suggested = suggested_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(Duration::from_millis)
+            .unwrap_or(self.default_poll);
+        let bounded = suggested.clamp(self.min_poll, self.max_poll);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos();
+        let jitter = 0.8 + f64::from(nanos % 400) / 1000.0;
+        bounded.mul_f64(jitter)
+    }
+
+    /// How long a task with this TTL (ms; `ttlMs` or 2025-11-25 `ttl`, `None` for no
+    /// limit) is followed: its TTL, never more than [`max_wait`](DriverConfig::max_wait).
+    pub(crate) fn wait_limit(&self, ttl_ms: Option<i64>) -> Duration {
+        ttl_ms
+            .and_then(|ttl| u64::try_from(ttl).ok())
+            .map(Duration::from_millis)
+            .unwrap_or(self.max_wait)
+            .min(self.max_wait)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polls_stay_within_bounds_and_waits_within_max_wait() {
+        let config = DriverConfig::default();
+        for suggested in [None, Some(-5), Some(1), Some(500), Some(3_600_000)] {
+            let p = config.poll_interval(suggested);
+            assert!(p >= config.min_poll.mul_f64(0.8), "{suggested:?}: {p:?}");
+            assert!(p <= config.max_poll.mul_f64(1.2), "{suggested:?}: {p:?}");
+        }
+        assert_eq!(config.wait_limit(Some(2_000)), Duration::from_secs(2));
+        assert_eq!(config.wait_limit(None), config.max_wait);
+        assert_eq!(config.wait_limit(Some(-1)), config.max_wait);
+        assert_eq!(config.wait_limit(Some(i64::MAX)), config.max_wait);
+    }
+}

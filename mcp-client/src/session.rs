@@ -1,0 +1,224 @@
+//! [`Session`]: one connection to a server and what the client and its task handles share
+//! over it — the engine's [`Peer`], the handler, the configuration, what negotiation
+//! learned, the push channel of `notifications/tasks` — and the request helpers (timeout,
+//! `_meta`, results read as a given shape).
+//!
+//! Below `client.rs`, `driver.rs` and `v2025.rs`; imports none of them.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mcp_protocol::JsonObject;
+use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
+use mcp_protocol::meta::TASKS_EXTENSION;
+use mcp_protocol::method::Request;
+use mcp_protocol::tasks::{self, DetailedTask, TaskStatusNotificationParams};
+use mcp_protocol::v2025;
+use mcp_protocol::v2026::{ClientCapabilities, DiscoverResult, RequestMeta};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::config::ClientConfig;
+use crate::error::ClientError;
+use crate::handler::{ClientHandler, client_methods};
+use crate::transport::{ExchangeFailure, HttpState, TransportGuard};
+
+/// What the server is, as negotiated.
+#[derive(Debug, Clone)]
+pub enum ServerInfo {
+    /// MCP 2026-07-28 (`server/discover`).
+    V2026(Box<DiscoverResult>),
+    /// MCP 2025-11-25 (`initialize`), for servers without `server/discover`.
+    V2025(Box<v2025::InitializeResult>),
+}
+
+impl ServerInfo {
+    /// Whether the server offers the tasks extension.
+    pub fn supports_tasks(&self) -> bool {
+        match self {
+            ServerInfo::V2026(d) => tasks::server_declares_tasks(&d.capabilities),
+            ServerInfo::V2025(i) => i.capabilities.supports_task_tool_calls(),
+        }
+    }
+}
+
+/// The HTTP side of a connection: the headers state and the failed exchanges.
+pub(crate) type HttpParts = (Arc<Mutex<HttpState>>, UnboundedReceiver<ExchangeFailure>);
+
+/// One connection to a server, shared by the client and every task handle.
+pub(crate) struct Session {
+    /// The outbound half of the engine.
+    pub(crate) peer: Peer,
+    handler: Arc<dyn ClientHandler>,
+    /// The configuration the client was made with.
+    pub(crate) config: ClientConfig,
+    server: Mutex<Option<ServerInfo>>,
+    /// `notifications/tasks` pushed by the server, for drivers to pick up.
+    pub(crate) pushed: broadcast::Sender<DetailedTask>,
+    /// The HTTP headers state, for transports that have one.
+    http: Option<Arc<Mutex<HttpState>>>,
+    _guard: TransportGuard,
+    _forward: Option<AbortOnDrop>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Session {
+    /// Serves `conn` with the client's methods (answered by `handler`) and the
+    /// `notifications/tasks` push channel. Not negotiated yet.
+    pub(crate) fn open(
+        conn: Connection,
+        guard: TransportGuard,
+        http: Option<HttpParts>,
+        handler: Arc<dyn ClientHandler>,
+        config: ClientConfig,
+    ) -> Session {
+        let (pushed, _) = broadcast::channel(256);
+        let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&handler)))
+            .on_notification(tasks::methods::NOTIFICATIONS_TASKS, {
+                let pushed = pushed.clone();
+                move |n| {
+                    let pushed = pushed.clone();
+                    async move {
+                        let params = n
+                            .params
+                            .as_deref()
+                            .map(|p| serde_json::from_str::<TaskStatusNotificationParams>(p.get()));
+                        match params {
+                            Some(Ok(p)) => {
+                                let _ = pushed.send(p.task);
+                            }
+                            _ => tracing::debug!("malformed notifications/tasks; ignored"),
+                        }
+                    }
+                }
+            })
+            .build();
+        let (peer, _session) = endpoint.serve(conn);
+        let (http, failures) = http.unzip();
+        // Failed HTTP exchanges end their requests with `PeerError::Transport`.
+        let forward = failures.map(|mut failures| {
+            let peer = peer.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                while let Some(failure) = failures.recv().await {
+                    peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
+                }
+            }))
+        });
+        Session {
+            peer,
+            handler,
+            config,
+            server: Mutex::new(None),
+            pushed,
+            http,
+            _guard: guard,
+            _forward: forward,
+        }
+    }
+
+    /// What the server said about itself, once negotiated.
+    pub(crate) fn server(&self) -> Option<ServerInfo> {
+        lock(&self.server).clone()
+    }
+
+    /// Records the outcome of negotiation.
+    pub(crate) fn set_server(&self, info: ServerInfo) {
+        *lock(&self.server) = Some(info);
+    }
+
+    /// Whether the session speaks MCP 2025-11-25.
+    pub(crate) fn is_2025(&self) -> bool {
+        matches!(*lock(&self.server), Some(ServerInfo::V2025(_)))
+    }
+
+    /// Whether the server offers the tasks extension (2025-11-25: task tool calls).
+    pub(crate) fn supports_tasks(&self) -> bool {
+        lock(&self.server)
+            .as_ref()
+            .is_some_and(ServerInfo::supports_tasks)
+    }
+
+    /// Sets the `MCP-Protocol-Version` header an HTTP transport sends from now on.
+    pub(crate) fn set_protocol_version(&self, version: &str) {
+        if let Some(http) = &self.http {
+            lock(http).protocol_version = Some(version.to_owned());
+        }
+    }
+
+    /// The application's handler.
+    pub(crate) fn handler(&self) -> &dyn ClientHandler {
+        self.handler.as_ref()
+    }
+
+    /// The `_meta` every request carries: protocol version, our capabilities (with the
+    /// tasks extension), who we are.
+    pub(crate) fn request_meta(&self) -> RequestMeta {
+        let caps: ClientCapabilities = self
+            .handler
+            .capabilities()
+            .with_extension(TASKS_EXTENSION, JsonObject::new());
+        RequestMeta::new(caps).with_client_info(self.config.client_info.clone())
+    }
+
+    /// [`request_meta`](Session::request_meta) as a JSON object, for params that carry
+    /// `_meta` untyped.
+    pub(crate) fn request_meta_object(&self) -> Option<JsonObject> {
+        match serde_json::to_value(self.request_meta()) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// A typed request with the configured timeout.
+    pub(crate) async fn request<M: Request>(
+        &self,
+        params: &M::Params,
+    ) -> Result<M::Result, ClientError> {
+        let timeout = self.config.request_timeout;
+        match tokio::time::timeout(timeout, self.peer.request::<M>(params)).await {
+            Ok(r) => Ok(r?),
+            Err(_) => Err(ClientError::Timeout(timeout)),
+        }
+    }
+
+    /// A request with the configured timeout whose result is read as `R` (for results
+    /// with several shapes, or read in another revision's shape).
+    pub(crate) async fn request_as<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<R, ClientError> {
+        let timeout = self.config.request_timeout;
+        let raw = serde_json::value::to_raw_value(params)
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let result =
+            match tokio::time::timeout(timeout, self.peer.request_raw(method, Some(&raw))).await {
+                Ok(r) => r?,
+                Err(_) => return Err(ClientError::Timeout(timeout)),
+            };
+        serde_json::from_str(result.get()).map_err(|e| {
+            ClientError::Protocol(format!("{method} answered with an unexpected shape: {e}"))
+        })
+    }
+}
