@@ -8,10 +8,10 @@ use mcp_protocol::engine::Connection;
 use mcp_protocol::error_codes;
 use mcp_protocol::meta::PROTOCOL_VERSION_2026_07_28;
 use mcp_protocol::method::Request;
-use mcp_protocol::tasks;
+use mcp_protocol::tasks::{CallToolReply, CallToolWithTasks};
 use mcp_protocol::v2026::{
-    self, CallTool, CallToolRequestParams, CallToolResult, Discover, ListTools, ListToolsResult,
-    RequestMeta, RequestParams,
+    self, CallToolRequestParams, CallToolResult, Discover, ListTools, ListToolsResult, RequestMeta,
+    RequestParams,
 };
 use serde_json::Value;
 
@@ -185,38 +185,26 @@ impl McpClient {
         }
         let mut params = CallToolRequestParams::new(self.request_meta(), name, Some(arguments));
         for _round in 0..self.session.config.max_input_rounds {
-            let reply: Value = self.session.request_as(CallTool::METHOD, &params).await?;
-            let result_type = reply
-                .get("resultType")
-                .and_then(Value::as_str)
-                .unwrap_or("complete");
-            match result_type {
-                "task" => {
-                    let created: tasks::CreateTaskResult =
-                        serde_json::from_value(reply).map_err(|e| {
-                            ClientError::Protocol(format!("malformed CreateTaskResult: {e}"))
-                        })?;
+            let reply: Value = self
+                .session
+                .request_as(CallToolWithTasks::METHOD, &params)
+                .await?;
+            let reply: CallToolReply =
+                serde_json::from_value(reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
+            match reply {
+                CallToolReply::Task(created) => {
                     return Ok(Started::Task(Box::new(TaskHandle::new(
                         Arc::clone(&self.session),
                         created.task.task_id.clone(),
                         Some(created.task),
                     ))));
                 }
-                "input_required" => {
-                    let needed: v2026::InputRequiredResult = serde_json::from_value(reply)
-                        .map_err(|e| {
-                            ClientError::Protocol(format!("malformed InputRequiredResult: {e}"))
-                        })?;
+                CallToolReply::InputRequired(needed) => {
                     params.input_responses =
                         Some(self.answer_all(needed.input_requests.as_deref()).await?);
                     params.request_state = needed.request_state;
                 }
-                _ => {
-                    let result: CallToolResult = serde_json::from_value(reply).map_err(|e| {
-                        ClientError::Protocol(format!("malformed CallToolResult: {e}"))
-                    })?;
-                    return Ok(Started::Done(Box::new(result)));
-                }
+                CallToolReply::Complete(result) => return Ok(Started::Done(Box::new(result))),
             }
         }
         Err(ClientError::Protocol(format!(

@@ -52,17 +52,22 @@ impl<'de> Deserialize<'de> for CallToolReply {
                 )));
             }
         };
-        match kind.as_str() {
-            "complete" => serde_json::from_value(v).map(CallToolReply::Complete),
-            "input_required" => serde_json::from_value(v).map(CallToolReply::InputRequired),
-            "task" => serde_json::from_value(v).map(CallToolReply::Task),
-            other => {
-                return Err(D::Error::custom(format!(
-                    "unknown resultType {other:?} for tools/call"
-                )));
+        // Each variant's failure names the type it expected, for error messages.
+        let read = |v: Value| -> Result<CallToolReply, String> {
+            match kind.as_str() {
+                "complete" => serde_json::from_value(v)
+                    .map(CallToolReply::Complete)
+                    .map_err(|e| format!("malformed CallToolResult: {e}")),
+                "input_required" => serde_json::from_value(v)
+                    .map(CallToolReply::InputRequired)
+                    .map_err(|e| format!("malformed InputRequiredResult: {e}")),
+                "task" => serde_json::from_value(v)
+                    .map(CallToolReply::Task)
+                    .map_err(|e| format!("malformed CreateTaskResult: {e}")),
+                other => Err(format!("unknown resultType {other:?} for tools/call")),
             }
-        }
-        .map_err(D::Error::custom)
+        };
+        read(v).map_err(D::Error::custom)
     }
 }
 
