@@ -175,11 +175,9 @@ impl McpClient {
             return Ok(
                 match v2025::call_tool(&self.session, name, arguments).await? {
                     v2025::Called::Done(result) => Started::Done(result),
-                    v2025::Called::Task(task) => Started::Task(Box::new(TaskHandle::new(
-                        Arc::clone(&self.session),
-                        task.task_id,
-                        None,
-                    ))),
+                    v2025::Called::Task(task) => Started::Task(Box::new(
+                        TaskHandle::new(Arc::clone(&self.session), task.task_id, None).owning(),
+                    )),
                 },
             );
         }

@@ -71,6 +71,13 @@ impl TaskHandle {
         }
     }
 
+    /// This handle owns its task from now on: dropping it unfinished cancels the task
+    /// (what a handle fresh from `call_tool_as_task` does, in either revision).
+    pub(crate) fn owning(self) -> TaskHandle {
+        self.state().cancel_on_drop = true;
+        self
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, HandleState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -181,3 +181,39 @@ async fn status_in_a_2025_session_is_the_flat_2025_task() {
     );
     handle.cancel().await.expect("cancel");
 }
+
+/// A handle fresh from `call_tool_as_task` owns its task in a 2025-11-25 session too:
+/// dropping it unfinished cancels the task (as in 2026-07-28).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_fresh_2025_handle_cancels_its_task() {
+    let client = tokio::time::timeout(WAIT, connect())
+        .await
+        .expect("in time");
+    let Started::Task(handle) = client
+        .call_tool_as_task(
+            "slow_compute",
+            serde_json::Map::from_iter([("seconds".into(), 30.into())]),
+        )
+        .await
+        .expect("slow_compute")
+    else {
+        panic!("a task")
+    };
+    let id = handle.id().to_owned();
+    drop(handle);
+    let watcher = client.resume_task(id);
+    let cancelled = tokio::time::timeout(WAIT, async {
+        loop {
+            let view = watcher.status().await.expect("tasks/get");
+            if view.status() == TaskStatus::Cancelled {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    })
+    .await;
+    assert!(
+        cancelled.is_ok(),
+        "the dropped handle's task was not cancelled"
+    );
+}
