@@ -179,7 +179,11 @@ where
             .extensions()
             .get::<crate::v2025::session::SessionSlot>()
             .is_some_and(|slot| slot.get().is_some());
-        let known = self.methods.contains(req.method_name()) && !in_legacy_session;
+        // A transport that read the declarations already (HTTP, for its header checks)
+        // put them into the extensions.
+        let known = self.methods.contains(req.method_name())
+            && !in_legacy_session
+            && req.extensions().get::<RequestDeclarations>().is_none();
         async move {
             if known {
                 match declarations(req.params.as_ref().map(|p| p.get())) {

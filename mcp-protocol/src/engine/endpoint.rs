@@ -341,6 +341,27 @@ fn parse_id(raw: &RawValue) -> Option<RequestId> {
     serde_json::from_str::<RequestId>(raw.get()).ok()
 }
 
+/// A response frame and, when it is an error, its code (so a transport can choose its
+/// status without parsing the frame again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The JSON-RPC response, as sent.
+    pub frame: String,
+    /// The error's code, when the response is an error.
+    pub error_code: Option<i64>,
+}
+
+impl Reply {
+    /// An error response to `id`.
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Reply {
+        let error_code = Some(error.code);
+        Reply {
+            frame: error_frame(id, error),
+            error_code,
+        }
+    }
+}
+
 /// The JSON text of an error response.
 pub fn error_frame(id: Option<RequestId>, error: ErrorObject) -> String {
     let resp = JsonRpcErrorResponse {
@@ -433,9 +454,10 @@ where
                     let this = Arc::clone(&self);
                     let session = session.clone();
                     tokio::spawn(async move {
-                        if let Some(resp) = this.serve_registered(&session, req, registration).await
+                        if let Some(reply) =
+                            this.serve_registered(&session, req, registration).await
                         {
-                            let _ = session.peer.send_frame(resp).await;
+                            let _ = session.peer.send_frame(reply.frame).await;
                         }
                     });
                 }
@@ -567,7 +589,7 @@ where
 
     /// Runs one request through the middleware into its handler and returns the response
     /// frame; `None` when the request was cancelled (a cancelled request gets no response).
-    pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<String> {
+    pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<Reply> {
         self.handle_request_inner(session, req, None).await
     }
 
@@ -580,7 +602,7 @@ where
         session: &Session,
         req: InboundRequest,
         stop: &CancellationToken,
-    ) -> Option<String> {
+    ) -> Option<Reply> {
         self.handle_request_inner(session, req, Some(stop)).await
     }
 
@@ -589,10 +611,10 @@ where
         session: &Session,
         req: InboundRequest,
         stop: Option<&CancellationToken>,
-    ) -> Option<String> {
+    ) -> Option<Reply> {
         let Some(registration) = session.register(&req.id, self.max_inflight_requests, stop) else {
             tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
-            return Some(error_frame(Some(req.id), self.too_many()));
+            return Some(Reply::error(Some(req.id), self.too_many()));
         };
         self.serve_registered(session, req, registration).await
     }
@@ -614,7 +636,7 @@ where
         session: &Session,
         req: InboundRequest,
         registration: Registration,
-    ) -> Option<String> {
+    ) -> Option<Reply> {
         let cancel = registration.cancel.clone();
         let InboundRequest { id, method, params } = req;
 
@@ -653,12 +675,14 @@ where
         }
         match outcome? {
             Ok(response) => {
+                let error_code = response.as_error_code().map(i64::from);
                 let json: Box<str> = response.into_json().into();
-                if readdress {
-                    Some(readdress_response(&json, id))
+                let frame = if readdress {
+                    readdress_response(&json, id)
                 } else {
-                    Some(json.into_string())
-                }
+                    json.into_string()
+                };
+                Some(Reply { frame, error_code })
             }
             Err(panic) => {
                 let what = panic
@@ -667,7 +691,7 @@ where
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
                 tracing::error!(%id, panic = %what, "request handler panicked");
-                Some(error_frame(
+                Some(Reply::error(
                     Some(id),
                     ErrorObject::new(
                         error_codes::INTERNAL_ERROR,

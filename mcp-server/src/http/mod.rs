@@ -269,20 +269,8 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
 }
 
 /// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages.
-fn status_of(frame: &str) -> StatusCode {
-    #[derive(Deserialize)]
-    struct Probe {
-        error: Option<Code>,
-    }
-    #[derive(Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    match serde_json::from_str::<Probe>(frame)
-        .ok()
-        .and_then(|p| p.error)
-        .map(|e| e.code)
-    {
+fn status_for(error_code: Option<i64>) -> StatusCode {
+    match error_code {
         Some(
             error_codes::HEADER_MISMATCH
             | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -292,6 +280,24 @@ fn status_of(frame: &str) -> StatusCode {
         ) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
+}
+
+/// [`status_for`] a frame already on its way (the first frame of an event stream, which
+/// may be a notification sent before the response).
+fn status_of(frame: &str) -> StatusCode {
+    #[derive(Deserialize)]
+    struct Probe {
+        error: Option<Code>,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    let code = serde_json::from_str::<Probe>(frame)
+        .ok()
+        .and_then(|p| p.error)
+        .map(|e| e.code);
+    status_for(code)
 }
 
 impl App {

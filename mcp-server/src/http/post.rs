@@ -25,9 +25,9 @@ use serde::Deserialize;
 use super::sessions::unknown_session;
 use super::{
     App, Authenticated, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, accepts,
-    header_str, json_response, message_event, rpc_error, sse, status_of,
+    header_str, json_response, message_event, rpc_error, sse, status_for, status_of,
 };
-use crate::caller::SUPPORTED_VERSIONS;
+use crate::caller::{RequestDeclarations, SUPPORTED_VERSIONS};
 use crate::v2025::SessionSlot;
 
 pub(super) async fn handle_post(
@@ -110,8 +110,19 @@ pub(super) async fn handle_post(
             StatusCode::ACCEPTED.into_response()
         }
         Ok(Incoming::Request(req)) => {
-            if let Some(refused) = check_headers(&headers, &req, legacy) {
+            // The request's `_meta` declarations, read once: for the header check here and
+            // for the handlers (`RequestMetaLayer` does not read them again). A `_meta` that
+            // does not parse is left to the layer, which answers it with its error.
+            let declared = if legacy {
+                None
+            } else {
+                crate::caller::declarations(req.params.as_deref().map(|p| p.get())).ok()
+            };
+            if let Some(refused) = check_headers(&headers, &req, legacy, declared.as_ref()) {
                 return refused;
+            }
+            if let Some(declared) = declared {
+                session.extensions.insert(declared);
             }
             let listen = req.method == SubscriptionsListen::METHOD;
             if listen && !accepts_sse {
@@ -160,7 +171,12 @@ pub(super) async fn handle_post(
 }
 
 /// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
-fn check_headers(headers: &HeaderMap, req: &InboundRequest, legacy: bool) -> Option<Response> {
+fn check_headers(
+    headers: &HeaderMap,
+    req: &InboundRequest,
+    legacy: bool,
+    declared: Option<&RequestDeclarations>,
+) -> Option<Response> {
     let mismatch = |what: String| {
         Some(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -205,10 +221,7 @@ fn check_headers(headers: &HeaderMap, req: &InboundRequest, legacy: bool) -> Opt
                 ),
             ));
         }
-        let body_version = crate::caller::declarations(req.params.as_deref().map(|p| p.get()))
-            .ok()
-            .and_then(|d| d.protocol_version);
-        if let Some(body_version) = body_version
+        if let Some(body_version) = declared.and_then(|d| d.protocol_version.as_deref())
             && body_version != version
         {
             return mismatch(format!(
@@ -224,10 +237,7 @@ async fn json_reply(app: &App, session: &Session, req: InboundRequest) -> Respon
     let (tx, _rx) = FrameSender::channel(16);
     let session = session.with_peer(session.peer.with_sender(tx));
     match app.endpoint.handle_request(&session, req).await {
-        Some(frame) => {
-            let status = status_of(&frame);
-            json_response(status, frame)
-        }
+        Some(reply) => json_response(status_for(reply.error_code), reply.frame),
         // Cancelled by the client: nobody waits for an answer.
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -285,12 +295,12 @@ async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Resp
     let session = session.with_peer(session.peer.with_sender(tx.clone()));
     let handler = Arc::clone(&app);
     tokio::spawn(async move {
-        if let Some(frame) = handler
+        if let Some(reply) = handler
             .endpoint
             .handle_request_until(&session, req, &stop)
             .await
         {
-            let _ = tx.send(frame).await;
+            let _ = tx.send(reply.frame).await;
         }
     });
     let first = match rx.recv().await {
