@@ -34,6 +34,9 @@ pub struct RequestDeclarations {
     pub protocol_version: Option<String>,
     /// Whether `clientCapabilities.extensions` declares `io.modelcontextprotocol/tasks`.
     pub declares_tasks: bool,
+    /// The first member every 2026-07-28 request must carry that this one lacks: `_meta`
+    /// itself, its protocol version or its client capabilities.
+    pub missing: Option<&'static str>,
 }
 
 /// The caller as the handlers see it.
@@ -125,8 +128,14 @@ fn raw_capabilities_declare_tasks(capabilities: &RawValue) -> bool {
 pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorObject> {
     let probe = params.and_then(|p| serde_json::from_str::<MetaProbe<'_>>(p).ok());
     let Some(meta) = probe.and_then(|p| p.meta) else {
-        return Ok(RequestDeclarations::default());
+        return Ok(RequestDeclarations {
+            missing: Some("_meta"),
+            ..RequestDeclarations::default()
+        });
     };
+    let missing = [PROTOCOL_VERSION, CLIENT_CAPABILITIES]
+        .into_iter()
+        .find(|key| !meta.contains_key(*key));
     let protocol_version = match meta.get(PROTOCOL_VERSION) {
         None => None,
         Some(raw) => match serde_json::from_str::<String>(raw.get()) {
@@ -157,6 +166,7 @@ pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorOb
     Ok(RequestDeclarations {
         protocol_version,
         declares_tasks,
+        missing,
     })
 }
 
@@ -226,8 +236,8 @@ mod tests {
         .expect("valid");
         assert!(!none.declares_tasks);
         assert_eq!(
-            declarations(None).expect("no params"),
-            RequestDeclarations::default()
+            declarations(None).expect("no params").missing,
+            Some("_meta")
         );
         let old = declarations(Some(
             r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2024-11-05"}}"#,

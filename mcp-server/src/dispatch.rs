@@ -18,6 +18,7 @@ use mcp_protocol::v2026::{CallTool, Discover, ListTools, SubscriptionsListen};
 use serde::Serialize;
 
 use crate::audit;
+use crate::caller::RequestDeclarations;
 use crate::errors::ServerError;
 use crate::state::State;
 use crate::v2025::session_of;
@@ -33,10 +34,20 @@ fn json(value: impl Serialize) -> Result<Box<serde_json::value::RawValue>, Error
     serde_json::value::to_raw_value(&value).map_err(|e| ServerError::Internal(e.to_string()).into())
 }
 
+/// Whether the request's own `_meta` names a 2026-07-28 protocol version.
+fn is_2026(ext: &Extensions) -> bool {
+    ext.get::<RequestDeclarations>()
+        .is_some_and(|d| d.protocol_version.is_some())
+}
+
 /// -32601 for a method MCP 2026-07-28 removed.
 fn removed(method: &str) -> ServerError {
+    let hint = match method {
+        TASKS_RESULT | TASKS_LIST => " (read results with tasks/get)",
+        _ => "",
+    };
     ServerError::MethodNotFound(format!(
-        "Method not found: {method} is not part of MCP 2026-07-28 (read results with tasks/get)"
+        "Method not found: {method} is not part of MCP 2026-07-28{hint}"
     ))
 }
 
@@ -66,14 +77,21 @@ fn register_all(module: &mut RpcModule<State>) -> Result<(), jsonrpsee::core::Re
         current::discover(&state).map_err(Into::into)
     })?;
 
-    register::<v2025::Initialize, _, _, _>(module, |params, state, ext| async move {
-        legacy::initialize(&state, params, &ext)
-            .await
-            .map_err(Into::into)
+    module.register_async_method(v2025::Initialize::METHOD, |params, state, ext| async move {
+        // A request written in MCP 2026-07-28 (its `_meta` names that version) asks for a
+        // method that revision removed; a 2025-11-25 client opens its session.
+        if is_2026(&ext) {
+            return Err(removed(v2025::Initialize::METHOD).into());
+        }
+        let params = parse_params::<v2025::Initialize>(&params)?;
+        json(legacy::initialize(&state, params, &ext).await?)
     })?;
 
-    register::<v2025::Ping, _, _, _>(module, |_params, _state, _ext| async move {
-        Ok(mcp_protocol::v2025::EmptyResult::default())
+    module.register_async_method(v2025::Ping::METHOD, |_params, _state, ext| async move {
+        match session_of(&ext) {
+            Some(_) => json(mcp_protocol::v2025::EmptyResult::default()),
+            None => Err(removed(v2025::Ping::METHOD).into()),
+        }
     })?;
 
     module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {

@@ -164,6 +164,14 @@ impl Server {
         &self.state.runtime
     }
 
+    /// The names of every method this server answers (both revisions).
+    pub(crate) fn method_names(&self) -> Vec<String> {
+        methods(Arc::clone(&self.state))
+            .method_names()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The JSON-RPC endpoint: every method, behind the `_meta` middleware.
     pub fn endpoint(&self) -> Arc<ServerEndpoint> {
         let module = methods(Arc::clone(&self.state));

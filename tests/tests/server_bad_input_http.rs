@@ -128,9 +128,11 @@ async fn an_unsupported_protocol_version_is_32022_with_http_400() {
         reply.text
     );
 
-    // The same through the header, with a body that names a good version.
+    // The same through the header, with a body that names the same version.
+    let mut old = greet();
+    old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2024-11-05");
     let reply = s
-        .post(&greet(), &[("mcp-protocol-version", "2024-11-05")])
+        .post(&old, &[("mcp-protocol-version", "2024-11-05")])
         .await;
     assert_eq!(reply.status, 400, "{}", reply.text);
     assert_eq!(
@@ -138,6 +140,14 @@ async fn an_unsupported_protocol_version_is_32022_with_http_400() {
         error_codes::UNSUPPORTED_PROTOCOL_VERSION
     );
     assert_eq!(reply.body["id"], 7, "{}", reply.text);
+
+    // A header that disagrees with a body naming a good version is a header mismatch
+    // first (SEP-2575: -32020 with HTTP 400), whatever the header names.
+    let reply = s
+        .post(&greet(), &[("mcp-protocol-version", "2024-11-05")])
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(reply.error_code(), error_codes::HEADER_MISMATCH);
     still_serving(&s).await;
 }
 
@@ -368,4 +378,74 @@ async fn notifications_and_stray_responses_get_202_and_no_body() {
         .await;
     assert_eq!(reply.status, 202, "{}", reply.text);
     still_serving(&s).await;
+}
+
+/// Every 2026-07-28 request carries `_meta` with its protocol version and client
+/// capabilities (SEP-2575): a request without one of them is -32602 with HTTP 400.
+#[tokio::test]
+async fn a_request_without_its_required_meta_is_http_400() {
+    let s = TestServer::start().await;
+    let mut no_meta = greet();
+    no_meta["params"]
+        .as_object_mut()
+        .expect("params")
+        .remove("_meta");
+    let mut no_version = greet();
+    no_version["params"]["_meta"]
+        .as_object_mut()
+        .expect("_meta")
+        .remove("io.modelcontextprotocol/protocolVersion");
+    let mut no_capabilities = greet();
+    no_capabilities["params"]["_meta"]
+        .as_object_mut()
+        .expect("_meta")
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    for (what, body) in [
+        ("_meta", no_meta),
+        ("protocolVersion", no_version),
+        ("clientCapabilities", no_capabilities),
+    ] {
+        let reply = s.post(&body, &[]).await;
+        assert_eq!(reply.status, 400, "{what}: {}", reply.text);
+        assert_eq!(reply.error_code(), error_codes::INVALID_PARAMS, "{what}");
+        assert!(
+            reply.error_message().contains(what),
+            "{what}: {}",
+            reply.text
+        );
+    }
+    still_serving(&s).await;
+}
+
+/// On the 2026-07-28 wire a method the server does not have, or one that revision
+/// removed (`ping`, a 2026-style `initialize`), is -32601 with HTTP 404 (SEP-2575).
+#[tokio::test]
+async fn unknown_and_removed_methods_are_http_404() {
+    let s = TestServer::start().await;
+    for method in ["no/such/method", "ping", "initialize", "logging/setLevel"] {
+        let reply = s
+            .post(&request(3, method, json!({ "_meta": meta(true) })), &[])
+            .await;
+        assert_eq!(reply.status, 404, "{method}: {}", reply.text);
+        assert_eq!(
+            reply.error_code(),
+            error_codes::METHOD_NOT_FOUND,
+            "{method}"
+        );
+    }
+    still_serving(&s).await;
+}
+
+/// Header values are compared without surrounding whitespace (RFC 9110, 5.5).
+#[tokio::test]
+async fn routing_headers_may_carry_surrounding_whitespace() {
+    let s = TestServer::start().await;
+    let reply = s
+        .post(
+            &greet(),
+            &[("mcp-name", "  greet "), ("mcp-method", " tools/call")],
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert!(reply.result()["content"].is_array(), "{}", reply.text);
 }

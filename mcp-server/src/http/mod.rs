@@ -54,6 +54,8 @@ struct App {
     _idle_rx: FrameReceiver,
     /// MCP 2025-11-25 sessions by `Mcp-Session-Id`.
     legacy: Mutex<HashMap<String, sessions::LegacyEntry>>,
+    /// Every method the server answers.
+    methods: std::collections::HashSet<String>,
 }
 
 /// Who is calling, as the [`guard`] layer found it (`None`: anonymous).
@@ -91,6 +93,7 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
         idle,
         _idle_rx: idle_rx,
         legacy: Mutex::default(),
+        methods: server.method_names().into_iter().collect(),
     });
     Router::new()
         .route(
@@ -268,9 +271,12 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
     (json, sse)
 }
 
-/// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages.
-fn status_for(error_code: Option<i64>) -> StatusCode {
+/// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages. On the
+/// 2026-07-28 wire (outside a 2025-11-25 session) a method the server does not have is
+/// HTTP 404.
+fn status_for(error_code: Option<i64>, legacy: bool) -> StatusCode {
     match error_code {
+        Some(error_codes::METHOD_NOT_FOUND) if !legacy => StatusCode::NOT_FOUND,
         Some(
             error_codes::HEADER_MISMATCH
             | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -284,7 +290,7 @@ fn status_for(error_code: Option<i64>) -> StatusCode {
 
 /// [`status_for`] a frame already on its way (the first frame of an event stream, which
 /// may be a notification sent before the response).
-fn status_of(frame: &str) -> StatusCode {
+fn status_of(frame: &str, legacy: bool) -> StatusCode {
     #[derive(Deserialize)]
     struct Probe {
         error: Option<Code>,
@@ -297,7 +303,7 @@ fn status_of(frame: &str) -> StatusCode {
         .ok()
         .and_then(|p| p.error)
         .map(|e| e.code);
-    status_for(code)
+    status_for(code, legacy)
 }
 
 impl App {

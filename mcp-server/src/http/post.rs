@@ -121,6 +121,25 @@ pub(super) async fn handle_post(
             if let Some(refused) = check_headers(&headers, &req, legacy, declared.as_ref()) {
                 return refused;
             }
+            // Every 2026-07-28 request carries `_meta` with its version and capabilities; a
+            // request without them is refused here, with HTTP 400 (a 2025-11-25 client's
+            // `initialize` opens a session instead).
+            if let Some(missing) = declared.as_ref().and_then(|d| d.missing)
+                && app.methods.contains(&req.method)
+                && !OWN_META_RULES.contains(&req.method.as_str())
+            {
+                let what = if missing == "_meta" {
+                    "_meta is required".to_owned()
+                } else {
+                    format!("_meta.\"{missing}\" is required")
+                };
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Some(req.id),
+                    error_codes::INVALID_PARAMS,
+                    format!("Invalid params: {what} (MCP 2026-07-28)"),
+                );
+            }
             if let Some(declared) = declared {
                 session.extensions.insert(declared);
             }
@@ -153,9 +172,9 @@ pub(super) async fn handle_post(
                 && (req.method == v2025::CallTool::METHOD
                     || req.method == v2025::GetTaskPayload::METHOD);
             let mut response = if listen || !accepts_json || (may_ask && accepts_sse) {
-                sse_reply(Arc::clone(&app), session, req).await
+                sse_reply(Arc::clone(&app), session, req, legacy).await
             } else {
-                json_reply(&app, &session, req).await
+                json_reply(&app, &session, req, legacy).await
             };
             // `initialize` filled the slot: the session exists from now on.
             if session_header.is_none()
@@ -169,6 +188,22 @@ pub(super) async fn handle_post(
         }
     }
 }
+
+/// Methods that keep their own rule for a request without `_meta`: MCP 2025-11-25 ones
+/// (a session's, or `initialize` opening one), which carry none, and the tasks
+/// extension's, which answer it -32021 (the extension is not declared).
+const OWN_META_RULES: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tasks/result",
+    "tasks/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
 
 /// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
 fn check_headers(
@@ -185,7 +220,8 @@ fn check_headers(
             what,
         ))
     };
-    if let Some(method) = header_str(headers, MCP_METHOD)
+    // Header values are compared without surrounding whitespace (RFC 9110, 5.5).
+    if let Some(method) = header_str(headers, MCP_METHOD).map(str::trim)
         && method != req.method
     {
         return mismatch(format!(
@@ -193,7 +229,7 @@ fn check_headers(
             req.method
         ));
     }
-    if let Some(name) = header_str(headers, MCP_NAME)
+    if let Some(name) = header_str(headers, MCP_NAME).map(str::trim)
         && let Some(body_name) = routed_name(req)
         && name != body_name
     {
@@ -201,7 +237,7 @@ fn check_headers(
             "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
         ));
     }
-    if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION) {
+    if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION).map(str::trim) {
         if legacy {
             // A 2025-11-25 session's requests carry the negotiated version.
             if version != mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25 {
@@ -210,6 +246,14 @@ fn check_headers(
                 ));
             }
             return None;
+        }
+        // A header that disagrees with the body is a mismatch, whatever the versions.
+        if let Some(body_version) = declared.and_then(|d| d.protocol_version.as_deref())
+            && body_version != version
+        {
+            return mismatch(format!(
+                "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
+            ));
         }
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Some(json_response(
@@ -221,23 +265,16 @@ fn check_headers(
                 ),
             ));
         }
-        if let Some(body_version) = declared.and_then(|d| d.protocol_version.as_deref())
-            && body_version != version
-        {
-            return mismatch(format!(
-                "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
-            ));
-        }
     }
     None
 }
 
-async fn json_reply(app: &App, session: &Session, req: InboundRequest) -> Response {
+async fn json_reply(app: &App, session: &Session, req: InboundRequest, legacy: bool) -> Response {
     // Notifications a handler sends during a JSON reply have nowhere to go.
     let (tx, _rx) = FrameSender::channel(16);
     let session = session.with_peer(session.peer.with_sender(tx));
     match app.endpoint.handle_request(&session, req).await {
-        Some(reply) => json_response(status_for(reply.error_code), reply.frame),
+        Some(reply) => json_response(status_for(reply.error_code, legacy), reply.frame),
         // Cancelled by the client: nobody waits for an answer.
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -283,7 +320,7 @@ fn is_response(frame: &str) -> bool {
 /// stream began (e.g. -32021 for `subscriptions/listen` with `taskIds` from a caller
 /// that does not declare the tasks extension, -32022) is answered like a JSON reply
 /// instead, so that it travels with the HTTP status MCP requires (400).
-async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Response {
+async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest, legacy: bool) -> Response {
     let (tx, mut rx) = FrameSender::channel(64);
     // Holds the session without the stream's sender: the stream ends once the handler
     // (and with it every sender) is gone.
@@ -313,7 +350,7 @@ async fn sse_reply(app: Arc<App>, session: Session, req: InboundRequest) -> Resp
     };
     if is_response(&first) {
         guard.disarm();
-        let status = status_of(&first);
+        let status = status_of(&first, legacy);
         if status != StatusCode::OK {
             return json_response(status, first);
         }
