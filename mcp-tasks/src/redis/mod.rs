@@ -1,8 +1,9 @@
 //! [`RedisStore`]: the shared networked backend, for many server instances on one Redis.
 
+mod backend;
+mod db;
 mod feed;
 mod keys;
-mod ops;
 mod scripts;
 mod sweep;
 

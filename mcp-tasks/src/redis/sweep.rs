@@ -2,8 +2,8 @@
 //! finding lapsed leases.
 
 use super::Inner;
+use super::db::{MAX_ATTEMPTS, backoff};
 use super::keys::member;
-use super::ops::{MAX_ATTEMPTS, backoff};
 use super::{backend, scripts};
 use crate::error::StoreError;
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey};
