@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::feed::Wire;
 use super::keys::{member, parse_member};
-use super::{Inner, backend, scripts};
+use super::{Inner, scripts, store_error};
 use crate::cursor;
 use crate::error::StoreError;
 use crate::limits::Limit;
@@ -15,11 +15,11 @@ use crate::record::{Millis, Owner, TaskId, TaskPage, TaskRecord};
 pub(super) const MAX_ATTEMPTS: u32 = 100;
 
 fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
-    serde_json::to_string(rec).map_err(backend)
+    serde_json::to_string(rec).map_err(store_error)
 }
 
 fn decode(json: &str) -> Result<TaskRecord, StoreError> {
-    serde_json::from_str(json).map_err(|e| backend(format!("corrupt task record: {e}")))
+    serde_json::from_str(json).map_err(|e| store_error(format!("corrupt task record: {e}")))
 }
 
 /// A short random pause before retrying a lost compare-and-set, growing with `attempt`.
@@ -46,7 +46,7 @@ impl Inner {
             .arg("rec")
             .query_async(&mut self.conn())
             .await
-            .map_err(backend)?;
+            .map_err(store_error)?;
         json.as_deref().map(decode).transpose()
     }
 
@@ -107,7 +107,7 @@ impl Inner {
             }
             Err(e) => {
                 self.shared.forget(echo);
-                Err(backend(e))
+                Err(store_error(e))
             }
         }
     }
@@ -177,8 +177,8 @@ impl Inner {
                 limit: Limit::LiveTasksTotal,
                 max: self.limits.max_live_tasks_total as u64,
             },
-            Ok(other) => backend(format!("create refused ({other}): id collision")),
-            Err(e) => backend(e),
+            Ok(other) => store_error(format!("create refused ({other}): id collision")),
+            Err(e) => store_error(e),
         };
         self.shared.forget(echo);
         Err(refused)
@@ -208,14 +208,14 @@ impl Inner {
             .arg(fetch)
             .query_async(&mut self.conn())
             .await
-            .map_err(backend)?;
+            .map_err(store_error)?;
         let more = members.len() > limit;
         let page = &members[..members.len().min(limit)];
         let ids = page
             .iter()
             .map(|m| parse_member(m).map(|(_, id)| id))
             .collect::<Option<Vec<TaskId>>>()
-            .ok_or_else(|| backend("corrupt listing index entry"))?;
+            .ok_or_else(|| store_error("corrupt listing index entry"))?;
         let mut pipe = redis::pipe();
         for id in &ids {
             pipe.cmd("HGET").arg(self.keys.task(id)).arg("rec");
@@ -223,7 +223,9 @@ impl Inner {
         let records: Vec<Option<String>> = if ids.is_empty() {
             Vec::new()
         } else {
-            pipe.query_async(&mut self.conn()).await.map_err(backend)?
+            pipe.query_async(&mut self.conn())
+                .await
+                .map_err(store_error)?
         };
         let mut tasks = Vec::with_capacity(records.len());
         let mut dangling = Vec::new();
@@ -249,7 +251,7 @@ impl Inner {
         }
         let next_cursor = match page.last() {
             Some(last) if more => {
-                let (at, id) = parse_member(last).ok_or_else(|| backend("corrupt index"))?;
+                let (at, id) = parse_member(last).ok_or_else(|| store_error("corrupt index"))?;
                 Some(cursor::encode(at, &id))
             }
             _ => None,
