@@ -7,7 +7,7 @@
 use mcp_protocol::tasks::TaskStatus;
 use tokio::sync::{broadcast, watch};
 
-use crate::record::TaskKey;
+use crate::record::{TaskKey, TaskRecord};
 
 /// Something happened to a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +25,16 @@ pub enum TaskEvent {
 }
 
 impl TaskEvent {
+    /// The [`Changed`](TaskEvent::Changed) event of `rec` as it stands.
+    pub fn changed(rec: &TaskRecord) -> TaskEvent {
+        TaskEvent::Changed {
+            key: rec.key(),
+            status: rec.status,
+            revision: rec.revision,
+        }
+    }
+
+    /// The task the event is about.
     pub fn key(&self) -> &TaskKey {
         match self {
             TaskEvent::Changed { key, .. }

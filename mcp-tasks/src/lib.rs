@@ -3,6 +3,9 @@
 //!
 //! - [`TaskStore`]: the contract, rule by rule. [`rules`]: the state machine every backend
 //!   applies atomically. [`TaskRecord`]: what is kept per task.
+//! - [`Backend`]: what a storage backend implements (a read-modify-write of one record,
+//!   insert, reads, sweep, events), with its own contract. Every `Backend` is a
+//!   [`TaskStore`]: the operations are written once, on top of it.
 //! - Backends: [`MemoryStore`] (default), `SqliteStore` (feature `sqlite`: one SQLite
 //!   file, durable, shared by processes; its events stay in process), `PostgresStore`
 //!   (feature `postgres`: one PostgreSQL schema shared by many server instances, events
@@ -34,6 +37,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backend;
 mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -42,6 +46,7 @@ mod error;
 mod event;
 mod limits;
 mod memory;
+mod operations;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
@@ -51,9 +56,8 @@ pub mod rules;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod transactional;
 
+pub use backend::{Announce, Backend, Events};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BackendError, STORE_UNAVAILABLE_MESSAGE, StoreError};
 pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};

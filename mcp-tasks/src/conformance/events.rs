@@ -5,7 +5,8 @@ use std::time::Duration;
 use mcp_protocol::tasks::TaskStatus;
 use serde_json::json;
 
-use super::{StoreFactory, alice, another, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, new_task, open, roomy};
 use crate::{EventStream, TaskEvent, TaskId, TaskStore};
 
 const WAIT: Duration = Duration::from_secs(10);

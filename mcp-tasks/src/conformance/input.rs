@@ -7,7 +7,8 @@ use std::time::Duration;
 use mcp_protocol::tasks::TaskStatus;
 use serde_json::{Value, json};
 
-use super::{StoreFactory, alice, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, new_task, open, roomy};
 use crate::{StoreError, TaskEvent, TaskStore};
 
 fn elicit(message: &str) -> Value {

@@ -2,7 +2,8 @@
 
 use mcp_protocol::jsonrpc::ErrorObject;
 
-use super::{StoreFactory, alice, mallory, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, mallory, new_task, open, roomy};
 use crate::{StoreError, TaskStore};
 
 /// `get` by another owner is `NotFound`, as for an unknown id.

@@ -1,6 +1,7 @@
 //! Rule 11: worker leases, and lapsed leases found by the sweep.
 
-use super::{StoreFactory, alice, another, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, new_task, open, roomy};
 use crate::{StoreError, TaskStore};
 
 /// A live lease held by one worker refuses another; the holder may re-claim.

@@ -4,7 +4,8 @@ use std::collections::HashSet;
 
 use mcp_protocol::tasks::TaskStatus;
 
-use super::{StoreFactory, alice, another, new_task, open, origin, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, new_task, open, origin, roomy};
 use crate::{Clock, NewTask, Owner, StoreError, TaskId, TaskStore, WireRevision};
 
 /// A new task is `working`, owned by its creator, with `created_at == last_updated_at`.
@@ -153,7 +154,7 @@ pub async fn origin_and_poll_interval_round_trip<F: StoreFactory>(factory: &F) {
     assert_eq!(read.poll_interval_ms, Some(250));
     assert_eq!(read.ttl_ms, Some(5_000));
     assert_eq!(read.status_message.as_deref(), Some("queued"));
-    let defaulted = store.create(super::new_task(&owner)).await.expect("create");
+    let defaulted = store.create(new_task(&owner)).await.expect("create");
     assert_eq!(
         defaulted.poll_interval_ms,
         Some(roomy().default_poll_interval_ms)

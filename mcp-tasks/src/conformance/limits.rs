@@ -3,7 +3,8 @@
 use mcp_protocol::JsonObject;
 use serde_json::{Value, json};
 
-use super::{StoreFactory, alice, mallory, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, mallory, new_task, open, roomy};
 use crate::{Limit, Limits, StoreError, TaskStore};
 
 fn exceeded(r: &Result<impl std::fmt::Debug, StoreError>, which: Limit) -> bool {

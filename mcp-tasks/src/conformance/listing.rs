@@ -3,7 +3,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{StoreFactory, alice, another, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, new_task, open, roomy};
 use crate::{Limits, NewTask, StoreError, TaskId, TaskStore};
 
 async fn all_pages<S: TaskStore>(store: &S, owner: &crate::Owner, page: usize) -> Vec<TaskId> {

@@ -10,7 +10,8 @@ use mcp_protocol::tasks::TaskStatus;
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::{Env, StoreFactory, new_task, roomy};
+use super::env::{Env, StoreFactory};
+use super::helpers::{new_task, roomy};
 use crate::{Clock, Millis, NewTask, Owner, StoreError, TaskId, TaskStore};
 
 const OWNERS: u8 = 3;

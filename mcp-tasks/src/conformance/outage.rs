@@ -14,7 +14,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{StoreFactory, alice, json_map, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, json_map, new_task, open, roomy};
 use crate::{Outcome, TaskStore};
 
 /// Makes a backend unavailable to the handles a behaviour opened, then available again.

@@ -3,7 +3,8 @@
 use mcp_protocol::jsonrpc::ErrorObject;
 use serde_json::json;
 
-use super::{StoreFactory, alice, another, json_map, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, json_map, new_task, open, roomy};
 use crate::{Outcome, Owner, TaskStore};
 
 /// A 1 MiB result comes back byte for byte, on another handle too.

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::tasks::TaskStatus;
 
-use super::{StoreFactory, alice, another, json_map, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, json_map, new_task, open, roomy};
 use crate::{Outcome, StoreError, TaskStore};
 
 /// `complete` stores the result and reports that it won.
@@ -95,7 +96,7 @@ async fn race<S: TaskStore>(stores: Vec<Arc<S>>, rounds: usize) {
                 let r = match i % 3 {
                     0 => {
                         store
-                            .complete(&owner, &id, super::json_map(serde_json::json!({"by": i})))
+                            .complete(&owner, &id, json_map(serde_json::json!({"by": i})))
                             .await
                     }
                     1 => {

@@ -1,6 +1,7 @@
 //! Rule 12: TTLs, expiry and the sweep, on the injected clock.
 
-use super::{StoreFactory, alice, another, new_task, open, roomy};
+use super::env::StoreFactory;
+use super::helpers::{alice, another, new_task, open, roomy};
 use crate::{Limits, NewTask, StoreError, TaskStore};
 
 /// No TTL asked: the default; too long: the maximum.

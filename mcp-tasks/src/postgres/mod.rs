@@ -1,34 +1,25 @@
 //! [`PostgresStore`]: the shared durable backend, one PostgreSQL schema per deployment.
 
+mod backend;
 mod db;
 mod listen;
 mod schema;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
 use crate::clock::{Clock, SystemClock};
-use crate::cursor;
 use crate::error::StoreError;
-use crate::event::{EVENT_BUFFER, EventStream, FeedItem, TaskEvent};
+use crate::event::{EVENT_BUFFER, FeedItem, TaskEvent};
 use crate::limits::Limits;
-use crate::record::{
-    Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
-};
-use crate::store::TaskStore;
-use crate::transactional::{self, Announce, Transactional, changed};
+use crate::record::{Owner, TaskId};
 #[cfg(feature = "conformance")]
 pub(crate) use schema::fnv1a;
 use schema::{backend, pg};
@@ -67,15 +58,15 @@ impl PostgresOptions {
     }
 }
 
-/// The [`TaskStore`] kept in a PostgreSQL schema, shared by any number of server
+/// The [`TaskStore`](crate::TaskStore) kept in a PostgreSQL schema, shared by any number of server
 /// instances (each with its own handles, pools and listeners).
 ///
 /// - **Writes.** Each write is one transaction on a pooled connection: `SELECT ... FOR
 ///   UPDATE` the owner's unexpired row ([`StoreError::NotFound`] otherwise), apply the
-///   [`rules`] function, `UPDATE`, `COMMIT`. The row lock serializes every write to a task
+///   [`rules`](crate::rules) function, `UPDATE`, `COMMIT`. The row lock serializes every write to a task
 ///   across all instances, so a terminal transition is *first writer wins* atomically: the
 ///   first `complete`/`fail`/`cancel` to lock the row moves it, and every later one reads
-///   the committed terminal record, where [`rules::finish`] changes nothing (`won: false`).
+///   the committed terminal record, where [`rules::finish`](crate::rules::finish) changes nothing (`won: false`).
 ///   `create` commits before it returns.
 /// - **Limits.** `live_counts` (per owner) and `counters` (in total) are updated in the
 ///   same transactions. Every transaction locks in one order, so none can deadlock: task
@@ -88,7 +79,7 @@ impl PostgresOptions {
 ///   keys, never values; one that would pass the 8000-byte limit becomes a "resync").
 ///   Every handle runs a listener: a dedicated connection (not from the pool) that
 ///   `LISTEN`s on the schema's channel and forwards each notification into the handle's
-///   feed ([`events`](TaskStore::events), buffer [`EVENT_BUFFER`]). The writing handle
+///   feed ([`events`](crate::TaskStore::events), buffer [`EVENT_BUFFER`]). The writing handle
 ///   publishes its own events right after commit and skips their echo, so its
 ///   subscribers hear them before the write returns. Operations run as spawned tasks,
 ///   so a caller that stops waiting cannot split a commit from its publication.
@@ -288,72 +279,3 @@ impl Inner {
         Ok(())
     }
 }
-
-#[async_trait]
-impl Transactional for PostgresStore {
-    fn limits(&self) -> &Limits {
-        &self.inner.limits
-    }
-
-    async fn insert_new<M>(&self, make: M) -> Result<TaskRecord, StoreError>
-    where
-        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
-    {
-        let inner = Arc::clone(&self.inner);
-        self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let record = make(&inner.limits, inner.clock.now_ms());
-            let events = vec![changed(&record)];
-            db::insert_row(&tx, &record).await?;
-            inner.notify(&tx, &events).await?;
-            // The shared counter rows last: locked only until the commit that follows.
-            db::count_new(&tx, &record, &inner.limits).await?;
-            inner.commit(tx, events).await?;
-            Ok(record)
-        })
-        .await
-    }
-
-    /// Runs `f` on the owner's unexpired task, its row locked, in one transaction, and
-    /// stores the record if `f` changed it (bumped its revision), notifying what
-    /// `announce` makes of `f`'s value and the record. Returns both.
-    async fn update<R, F>(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        f: F,
-        announce: Announce<R>,
-    ) -> Result<(R, TaskRecord), StoreError>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
-    {
-        let (owner, id, inner) = (owner.clone(), id.clone(), Arc::clone(&self.inner));
-        self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let now = inner.clock.now_ms();
-            let mut rec = db::load(&tx, &owner, &id, now, true)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-            let (revision, was_live) = (rec.revision, !rec.is_terminal());
-            // On error the transaction is dropped: rolled back, nothing changed.
-            let value = f(&mut rec, now, &inner.limits)?;
-            if rec.revision != revision {
-                db::save(&tx, &rec).await?;
-                let events = announce(&value, &rec);
-                inner.notify(&tx, &events).await?;
-                // The shared counter rows last: locked only until the commit that follows.
-                if was_live && rec.is_terminal() {
-                    db::release_live(&tx, owner.as_str().as_bytes(), 1).await?;
-                }
-                inner.commit(tx, events).await?;
-            }
-            Ok((value, rec))
-        })
-        .await
-    }
-}
-
-mod store_impl;

@@ -51,14 +51,21 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
-    pub(crate) fn new(kind: Kind, rec: &TaskRecord) -> Wire {
+    /// The payload of `event`, a change of `rec` (whose status and revision it carries
+    /// whatever the kind).
+    pub(crate) fn new(event: TaskEvent, rec: &TaskRecord) -> Wire {
+        let (kind, keys) = match event {
+            TaskEvent::Changed { .. } => (Kind::Changed, Vec::new()),
+            TaskEvent::InputResponded { keys, .. } => (Kind::InputResponded, keys),
+            TaskEvent::CancelRequested { .. } => (Kind::CancelRequested, Vec::new()),
+        };
         Wire {
             kind,
             owner: rec.owner.clone(),
             id: rec.id.clone(),
             status: rec.status,
             revision: rec.revision,
-            keys: Vec::new(),
+            keys,
             node: String::new(),
             seq: 0,
         }

@@ -1,8 +1,9 @@
 //! [`RedisStore`]: the shared networked backend, for many server instances on one Redis.
 
+mod backend;
+mod db;
 mod feed;
 mod keys;
-mod ops;
 mod scripts;
 mod sweep;
 
@@ -192,7 +193,9 @@ impl Drop for Inner {
 /// How long a command may take before it fails with [`StoreError::Backend`].
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
+/// A Redis failure as a [`StoreError`], classified as transient or not (below), its
+/// message prefixed with `redis`.
+pub(crate) fn store_error(e: impl IntoStoreError) -> StoreError {
     e.into_store_error().context("redis")
 }
 
@@ -235,7 +238,7 @@ impl RedisStore {
     /// itself) and one pub/sub connection, subscribed before this returns.
     pub async fn connect_with(options: RedisOptions) -> Result<RedisStore, StoreError> {
         let keys = Keys::new(&options.prefix)?;
-        let client = redis::Client::open(options.url.as_str()).map_err(backend)?;
+        let client = redis::Client::open(options.url.as_str()).map_err(store_error)?;
         // The default 500 ms response timeout is short for a 16 MiB result; a timed-out
         // write has an unknown outcome, so allow more.
         let config = redis::aio::ConnectionManagerConfig::new()
@@ -244,10 +247,12 @@ impl RedisStore {
         let conn = client
             .get_connection_manager_with_config(config)
             .await
-            .map_err(backend)?;
-        let shared = Arc::new(Shared::new().map_err(backend)?);
+            .map_err(store_error)?;
+        let shared = Arc::new(Shared::new().map_err(store_error)?);
         let channel = keys.channel();
-        let pubsub = feed::subscribe(&client, &channel).await.map_err(backend)?;
+        let pubsub = feed::subscribe(&client, &channel)
+            .await
+            .map_err(store_error)?;
         let pump = tokio::spawn(feed::pump(client, channel, Arc::clone(&shared), pubsub));
         Ok(RedisStore {
             inner: Arc::new(Inner {
@@ -273,7 +278,7 @@ impl RedisStore {
             .arg(keys.live())
             .query_async(&mut self.inner.conn.clone())
             .await
-            .map_err(backend)?;
+            .map_err(store_error)?;
         let n = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         Ok((n(mine.unwrap_or(0)), n(total)))
     }
@@ -284,16 +289,16 @@ impl RedisStore {
 pub(crate) mod blocking {
     use std::time::Duration;
 
-    use super::{Keys, backend};
+    use super::{Keys, store_error};
     use crate::error::StoreError;
 
     fn connect(url: &str, timeout: Duration) -> Result<redis::Connection, StoreError> {
-        let client = redis::Client::open(url).map_err(backend)?;
+        let client = redis::Client::open(url).map_err(store_error)?;
         let conn = client
             .get_connection_with_timeout(timeout)
-            .map_err(backend)?;
-        conn.set_read_timeout(Some(timeout)).map_err(backend)?;
-        conn.set_write_timeout(Some(timeout)).map_err(backend)?;
+            .map_err(store_error)?;
+        conn.set_read_timeout(Some(timeout)).map_err(store_error)?;
+        conn.set_write_timeout(Some(timeout)).map_err(store_error)?;
         Ok(conn)
     }
 
@@ -302,7 +307,7 @@ pub(crate) mod blocking {
         let mut conn = connect(url, timeout)?;
         redis::cmd("PING")
             .query::<String>(&mut conn)
-            .map_err(backend)?;
+            .map_err(store_error)?;
         Ok(())
     }
 
@@ -324,12 +329,12 @@ pub(crate) mod blocking {
                 .arg("COUNT")
                 .arg(1000)
                 .query(&mut conn)
-                .map_err(backend)?;
+                .map_err(store_error)?;
             if !keys.is_empty() {
                 deleted += redis::cmd("UNLINK")
                     .arg(&keys)
                     .query::<usize>(&mut conn)
-                    .map_err(backend)?;
+                    .map_err(store_error)?;
             }
             if next == 0 {
                 return Ok(deleted);

@@ -9,10 +9,10 @@ use redis::Script;
 
 /// Inserts a new task if the live-task limits allow it.
 ///
-/// KEYS: task, owner index, expiries, live, live per owner.
+/// KEYS: task, owner index, expiries, live, live per owner, leases.
 /// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never),
-/// max per owner, max total, channel, event payload, safety net (`off`, `forever` or
-/// milliseconds until the task key expires).
+/// max per owner, max total, channel, safety net (`off`, `forever` or milliseconds until
+/// the task key expires), lease expiry (`''`: no lease), event payloads...
 ///
 /// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
@@ -29,7 +29,7 @@ redis.call('ZADD', KEYS[2], 0, ARGV[5])
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2]) end
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[1])
 redis.call('HINCRBY', KEYS[5], ARGV[1], 1)
-local safety = ARGV[11]
+local safety = ARGV[10]
 if safety == 'forever' then
   -- A task that never expires: the indexes must never expire either.
   for i = 2, 5 do redis.call('PERSIST', KEYS[i]) end
@@ -47,7 +47,8 @@ elseif safety ~= 'off' then
     end
   end
 end
-redis.call('PUBLISH', ARGV[9], ARGV[10])
+if ARGV[11] ~= '' then redis.call('ZADD', KEYS[6], ARGV[11], ARGV[2]) end
+for i = 12, #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
 return 1
 "#,
     )

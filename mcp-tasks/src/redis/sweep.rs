@@ -2,9 +2,9 @@
 //! finding lapsed leases.
 
 use super::Inner;
+use super::db::{MAX_ATTEMPTS, backoff};
 use super::keys::member;
-use super::ops::{MAX_ATTEMPTS, backoff};
-use super::{backend, scripts};
+use super::{scripts, store_error};
 use crate::error::StoreError;
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey};
 use crate::rules;
@@ -31,7 +31,7 @@ impl Inner {
                 .arg(SWEEP_BATCH)
                 .query_async(&mut inner.conn())
                 .await
-                .map_err(backend)?;
+                .map_err(store_error)?;
             if ids.is_empty() {
                 break;
             }
@@ -53,7 +53,7 @@ impl Inner {
             .arg(now)
             .query_async(&mut inner.conn())
             .await
-            .map_err(backend)?;
+            .map_err(store_error)?;
         for id in leased {
             match inner.load_raw(&TaskId::from_wire(id.as_str())).await? {
                 // The index mirrors the record; the rule decides.
@@ -100,8 +100,10 @@ impl Inner {
                     call.arg("").arg(id.as_str()).arg("");
                 }
             }
-            let (purged, live_owner): (i64, String) =
-                call.invoke_async(&mut self.conn()).await.map_err(backend)?;
+            let (purged, live_owner): (i64, String) = call
+                .invoke_async(&mut self.conn())
+                .await
+                .map_err(store_error)?;
             match (purged, rec) {
                 (1, Some(rec)) => return Ok(Some((rec.key(), !rec.is_terminal()))),
                 (1, None) => {

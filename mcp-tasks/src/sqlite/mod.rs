@@ -1,34 +1,28 @@
 //! [`SqliteStore`]: the embedded durable backend, one SQLite database file in WAL mode.
 
+mod backend;
 mod claim;
 mod db;
 mod schema;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
-use async_trait::async_trait;
-use mcp_protocol::JsonObject;
 use mcp_protocol::jsonrpc::ErrorObject;
 use rusqlite::{Connection, TransactionBehavior};
-use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::clock::{Clock, SystemClock};
-use crate::cursor;
 use crate::error::StoreError;
-use crate::event::{EVENT_BUFFER, EventStream, TaskEvent};
+use crate::event::{EVENT_BUFFER, TaskEvent};
 use crate::limits::Limits;
-use crate::record::{
-    Lease, Millis, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
-};
+use crate::record::Owner;
 use crate::rules::{self, Finish};
-use crate::store::TaskStore;
-use crate::transactional::{self, Announce, Transactional, changed};
 use schema::backend;
 
-/// The [`TaskStore`] kept in one SQLite database file.
+/// The [`TaskStore`](crate::TaskStore) kept in one SQLite database file (its
+/// [`Backend`](crate::Backend) implementation is in `backend.rs`).
 ///
 /// - **Durability.** The database runs in WAL mode with `synchronous = FULL`: every write
 ///   is one `BEGIN IMMEDIATE` transaction, and when `create` (or any write) returns, its
@@ -40,7 +34,7 @@ use schema::backend;
 ///   to 5 s for it); WAL lets reads run beside them.
 /// - **Events do not cross process boundaries.** SQLite has no change notification, so
 ///   events are published in process only: every handle opened on the same file *in this
-///   process* shares one feed ([`events`](TaskStore::events)). A handle in another process
+///   process* shares one feed ([`events`](crate::TaskStore::events)). A handle in another process
 ///   sees the data, not the events; whoever waits there must poll.
 /// - Each operation runs on Tokio's blocking pool, so the store needs a Tokio runtime.
 /// - The schema is created on first open; a file written by a newer schema version than
@@ -150,7 +144,7 @@ impl SqliteStore {
     }
 
     /// Crash recovery for a **single-node** deployment: fails every unfinished, unexpired
-    /// task with `error` (first terminal write, as [`fail`](TaskStore::fail) would) in one
+    /// task with `error` (first terminal write, as [`fail`](crate::TaskStore::fail) would) in one
     /// transaction, announces each change, and returns how many tasks it failed.
     ///
     /// A server that is the only one using this file calls it once at start, before it
@@ -161,7 +155,7 @@ impl SqliteStore {
     ///
     /// **Never call it while another process serves tasks from the same file**: it cannot
     /// tell that process's running tasks from orphans, and would fail them under it. That
-    /// is why it is a method of `SqliteStore` and not of the [`TaskStore`] contract; shared
+    /// is why it is a method of `SqliteStore` and not of the [`TaskStore`](crate::TaskStore) contract; shared
     /// backends rely on leases and the sweep instead. It [claims](Self::claim) the file
     /// first, so a second server process on the same file is refused here instead.
     pub async fn fail_unfinished(&self, error: ErrorObject) -> Result<usize, StoreError> {
@@ -176,7 +170,7 @@ impl SqliteStore {
                 if rules::finish(&mut rec, Finish::Fail(error.clone()), now) {
                     db::save(&tx, &rec)?;
                     db::release_live(&tx, rec.owner.as_str(), 1)?;
-                    failed.push(changed(&rec));
+                    failed.push(TaskEvent::changed(&rec));
                 }
             }
             tx.commit().map_err(backend)?;
@@ -205,226 +199,10 @@ impl SqliteStore {
     }
 }
 
-#[async_trait]
-impl Transactional for SqliteStore {
-    fn limits(&self) -> &Limits {
-        &self.inner.limits
-    }
-
-    async fn insert_new<M>(&self, make: M) -> Result<TaskRecord, StoreError>
-    where
-        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
-    {
-        self.run(move |conn, inner| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let record = make(&inner.limits, inner.clock.now_ms());
-            db::insert(&tx, &record, &inner.limits)?;
-            tx.commit().map_err(backend)?;
-            inner.publish(changed(&record));
-            Ok(record)
-        })
-        .await
-    }
-
-    /// Runs `f` on the owner's unexpired task in one write transaction, and stores the
-    /// record if `f` changed it (bumped its revision). After the commit, publishes what
-    /// `announce` makes of `f`'s value and the record. Returns both.
-    ///
-    /// Commit and publication happen together on the blocking thread, so a caller that
-    /// stops waiting (its future dropped) cannot leave a committed change unannounced.
-    async fn update<R, F>(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        f: F,
-        announce: Announce<R>,
-    ) -> Result<(R, TaskRecord), StoreError>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
-    {
-        let (owner, id) = (owner.clone(), id.clone());
-        self.run(move |conn, inner| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let now = inner.clock.now_ms();
-            let mut rec = db::load(&tx, &owner, &id, now)?.ok_or(StoreError::NotFound)?;
-            let (revision, was_live) = (rec.revision, !rec.is_terminal());
-            // On error the transaction is dropped: rolled back, nothing changed.
-            let value = f(&mut rec, now, &inner.limits)?;
-            if rec.revision != revision {
-                db::save(&tx, &rec)?;
-                if was_live && rec.is_terminal() {
-                    db::release_live(&tx, owner.as_str(), 1)?;
-                }
-                tx.commit().map_err(backend)?;
-                for event in announce(&value, &rec) {
-                    inner.publish(event);
-                }
-            }
-            Ok((value, rec))
-        })
-        .await
-    }
-}
-
 impl Inner {
     fn publish(&self, event: TaskEvent) {
         // No subscriber is not an error.
         let _ = self.events.send(event);
-    }
-}
-
-#[async_trait]
-impl TaskStore for SqliteStore {
-    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
-        transactional::create(self, new).await
-    }
-
-    async fn create_leased(
-        &self,
-        new: NewTask,
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<TaskRecord, StoreError> {
-        transactional::create_leased(self, new, holder, ttl_ms).await
-    }
-
-    async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        let (owner, id) = (owner.clone(), id.clone());
-        self.run(move |conn, inner| {
-            db::load(conn, &owner, &id, inner.clock.now_ms())?.ok_or(StoreError::NotFound)
-        })
-        .await
-    }
-
-    async fn list(
-        &self,
-        owner: &Owner,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> Result<TaskPage, StoreError> {
-        let after = cursor.map(cursor::decode).transpose()?;
-        let owner = owner.clone();
-        self.run(move |conn, inner| {
-            db::list(conn, &owner, after, limit.max(1), inner.clock.now_ms())
-        })
-        .await
-    }
-
-    async fn set_status_message(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        message: Option<String>,
-    ) -> Result<TaskRecord, StoreError> {
-        transactional::set_status_message(self, owner, id, message).await
-    }
-
-    async fn request_input(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        requests: BTreeMap<String, Value>,
-    ) -> Result<TaskRecord, StoreError> {
-        transactional::request_input(self, owner, id, requests).await
-    }
-
-    async fn resolve_input(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        responses: BTreeMap<String, Value>,
-    ) -> Result<Resolved, StoreError> {
-        transactional::resolve_input(self, owner, id, responses).await
-    }
-
-    async fn take_input_response(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        key: &str,
-    ) -> Result<Option<Value>, StoreError> {
-        transactional::take_input_response(self, owner, id, key).await
-    }
-
-    async fn complete(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        result: JsonObject,
-    ) -> Result<Transition, StoreError> {
-        transactional::complete(self, owner, id, result).await
-    }
-
-    async fn fail(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        error: ErrorObject,
-    ) -> Result<Transition, StoreError> {
-        transactional::fail(self, owner, id, error).await
-    }
-
-    async fn cancel(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        message: Option<String>,
-    ) -> Result<Transition, StoreError> {
-        transactional::cancel(self, owner, id, message).await
-    }
-
-    async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        transactional::request_cancel(self, owner, id).await
-    }
-
-    async fn claim_lease(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<Lease, StoreError> {
-        transactional::claim_lease(self, owner, id, holder, ttl_ms).await
-    }
-
-    async fn renew_lease(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<Lease, StoreError> {
-        transactional::renew_lease(self, owner, id, holder, ttl_ms).await
-    }
-
-    async fn release_lease(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        holder: &str,
-    ) -> Result<(), StoreError> {
-        transactional::release_lease(self, owner, id, holder).await
-    }
-
-    async fn sweep(&self) -> Result<SweepReport, StoreError> {
-        self.run(|conn, inner| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let report = db::sweep(&tx, inner.clock.now_ms())?;
-            tx.commit().map_err(backend)?;
-            Ok(report)
-        })
-        .await
-    }
-
-    fn events(&self) -> EventStream {
-        EventStream::new(self.inner.events.subscribe())
     }
 }
 

@@ -1,0 +1,171 @@
+//! [`Backend`]: what a storage backend provides, and all it provides. The [`TaskStore`]
+//! operations are written once on top of it (every `Backend` is a [`TaskStore`]), so a
+//! backend never decides which rule an operation runs or which events it announces.
+//!
+//! [`TaskStore`]: crate::TaskStore
+
+use std::fmt;
+use std::future::Future;
+
+use crate::error::StoreError;
+use crate::event::{EventStream, TaskEvent};
+use crate::limits::Limits;
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+
+/// The events a committed change announces, made from the operation's value and the
+/// record after the change. Plain functions: the operations pass them to
+/// [`Backend::update_task`] and [`Backend::insert_task`], the backend calls them once the
+/// change is committed and publishes what they return.
+pub type Announce<R> = fn(&R, &TaskRecord) -> Events;
+
+/// The events of one change: none, one or two, kept inline (announcing allocates
+/// nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Events([Option<TaskEvent>; 2]);
+
+impl Events {
+    /// No event.
+    pub fn none() -> Events {
+        Events([None, None])
+    }
+
+    /// One event.
+    pub fn one(event: TaskEvent) -> Events {
+        Events([Some(event), None])
+    }
+
+    /// Two events, in this order.
+    pub fn two(first: TaskEvent, second: TaskEvent) -> Events {
+        Events([Some(first), Some(second)])
+    }
+
+    /// True when there is nothing to publish.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// The events, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &TaskEvent> {
+        self.0.iter().flatten()
+    }
+}
+
+impl IntoIterator for Events {
+    type Item = TaskEvent;
+    type IntoIter = std::iter::Flatten<std::array::IntoIter<Option<TaskEvent>, 2>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter().flatten()
+    }
+}
+
+/// A task storage backend: a read-modify-write of one task record, the insertion of a
+/// new one, reads, the sweep and the event feed. Implement it (and nothing else) and
+/// your type is a [`TaskStore`](crate::TaskStore): the blanket implementation runs each
+/// operation's rule of [`rules`](crate::rules) through [`update_task`](Self::update_task)
+/// and announces its events, exactly as for the bundled backends, and the conformance
+/// kit (feature `conformance`) checks the result.
+///
+/// # Contract
+///
+/// Every rule of [`TaskStore`](crate::TaskStore) follows from these, given the
+/// operations written on top:
+///
+/// 1. **Thread-safe, shared.** Every method may be called concurrently from any number of
+///    handles (clones, other processes, other machines) on the same data.
+/// 2. **Time** is the backend's [`Clock`](crate::Clock), read once per call (`now`).
+/// 3. **Visibility.** A task is visible to an owner when it is that owner's and not
+///    expired at `now` ([`TaskRecord::is_expired`]); anything else reads as
+///    [`StoreError::NotFound`], in every method.
+/// 4. **Read-modify-write** ([`update_task`](Self::update_task)): read the visible
+///    record, call `f(&mut record, now, limits)`, and:
+///    - `Err`: write nothing, return the error;
+///    - revision unchanged: write nothing, announce nothing, return the value and record;
+///    - revision bumped: write the record back, atomically with respect to every other
+///      write of that task on any handle (a lock, a transaction, or a compare-and-set
+///      on the revision read); if the task went from unfinished to terminal, release its
+///      live slot (rule 16) in the same write. Once the write is durable (never before,
+///      never for a write that did not land), publish `announce(&value, &record)` to
+///      every handle's feed. Return the value and the record as written.
+///
+///    An optimistic backend whose compare-and-set lost reads again and calls `f` again
+///    (so `f` is `FnMut`); it must say so with [`RERUNS_UPDATES`](Self::RERUNS_UPDATES).
+///    One that keeps losing gives up with [`StoreError::Unavailable`].
+/// 5. **Insert** ([`insert_task`](Self::insert_task)): call `make(limits, now)` once for
+///    the new, unfinished record; refuse with [`StoreError::LimitExceeded`]
+///    ([`Limit::LiveTasksPerOwner`](crate::Limit::LiveTasksPerOwner), then
+///    [`Limit::LiveTasksTotal`](crate::Limit::LiveTasksTotal)) when the owner's or all
+///    owners' unfinished tasks are at their limit, storing nothing; otherwise store it and
+///    count it, atomically. When this returns, every handle reads the task (rule 2). Then
+///    publish `announce(&(), &record)`.
+/// 6. **Listing** ([`list_tasks`](Self::list_tasks)): the owner's visible tasks whose
+///    `(created_at, id)` comes after `after`, in that order, at most `limit` (at least 1)
+///    of them; `next_cursor` is [`cursor::encode`](crate::cursor::encode) of the page's
+///    last position when more may follow, else `None` (rule 13).
+/// 7. **Sweep** ([`sweep_tasks`](Self::sweep_tasks)): delete every task with
+///    `expires_at <= now`, releasing the live slots of the unfinished ones, and report
+///    them; also report the unfinished, unexpired tasks whose lease lapsed
+///    ([`rules::lease_lapsed`](crate::rules::lease_lapsed)) (rule 12).
+/// 8. **Events** ([`subscribe`](Self::subscribe)): a subscription to what every handle of
+///    the backend publishes (rule 15); a subscriber that may have missed events hears
+///    [`EventError::Lagged`](crate::EventError::Lagged).
+/// 9. **Failures** of the backend itself are [`StoreError::Unavailable`] when a retry
+///    may succeed (connection lost, timeout, busy) and [`StoreError::Backend`] otherwise.
+///
+/// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
+/// be in scope at once.
+pub trait Backend: Send + Sync + fmt::Debug + 'static {
+    /// Whether [`update_task`](Self::update_task) may call its closure more than once
+    /// (an optimistic backend retrying a lost compare-and-set). When `true` (the safe
+    /// default) the operations keep their arguments and give each run a copy; a backend
+    /// that runs each closure exactly once (under a lock, in a transaction) sets it to
+    /// `false` and the arguments are moved into the record, uncopied. Such a backend
+    /// that ran a closure twice would meet [`StoreError::Backend`].
+    const RERUNS_UPDATES: bool = true;
+
+    /// The limits and defaults this handle enforces.
+    fn limits(&self) -> &Limits;
+
+    /// Stores the new record `make` builds, within the live-task limits (contract rule 5).
+    fn insert_task<M>(
+        &self,
+        make: M,
+        announce: Announce<()>,
+    ) -> impl Future<Output = Result<TaskRecord, StoreError>> + Send
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static;
+
+    /// Changes the owner's task with `f`, atomically, and announces the change once it is
+    /// durable (contract rule 4).
+    fn update_task<R, F>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        f: F,
+        announce: Announce<R>,
+    ) -> impl Future<Output = Result<(R, TaskRecord), StoreError>> + Send
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static;
+
+    /// The owner's visible task (contract rule 3).
+    fn read_task(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<TaskRecord, StoreError>> + Send;
+
+    /// One page of the owner's visible tasks after `after` (contract rule 6).
+    fn list_tasks(
+        &self,
+        owner: &Owner,
+        after: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> impl Future<Output = Result<TaskPage, StoreError>> + Send;
+
+    /// Deletes expired tasks and reports what needs attention (contract rule 7).
+    fn sweep_tasks(&self) -> impl Future<Output = Result<SweepReport, StoreError>> + Send;
+
+    /// Subscribes to the change feed of the whole backend (contract rule 8).
+    fn subscribe(&self) -> EventStream;
+}

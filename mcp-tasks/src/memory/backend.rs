@@ -1,0 +1,80 @@
+//! [`Backend`] for [`MemoryStore`]: each change made in place under its task's shard
+//! lock (so each closure runs once), its events published right after.
+
+use super::MemoryStore;
+use crate::backend::{Announce, Backend};
+use crate::error::StoreError;
+use crate::event::EventStream;
+use crate::limits::Limits;
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+
+impl Backend for MemoryStore {
+    /// The shard lock serializes the writes to a task: each closure runs once.
+    const RERUNS_UPDATES: bool = false;
+
+    fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    async fn insert_task<M>(
+        &self,
+        make: M,
+        announce: Announce<()>,
+    ) -> Result<TaskRecord, StoreError>
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    {
+        let inner = &*self.inner;
+        let record = make(&inner.limits, inner.clock.now_ms());
+        inner.insert(&record)?;
+        for event in announce(&(), &record) {
+            inner.publish(event);
+        }
+        Ok(record)
+    }
+
+    async fn update_task<R, F>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        mut f: F,
+        announce: Announce<R>,
+    ) -> Result<(R, TaskRecord), StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
+    {
+        let inner = &*self.inner;
+        let now = inner.clock.now_ms();
+        let (value, record, changed) =
+            inner.update(owner, id, now, |rec| f(rec, now, &inner.limits))?;
+        if changed {
+            for event in announce(&value, &record) {
+                inner.publish(event);
+            }
+        }
+        Ok((value, record))
+    }
+
+    async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        self.inner.read(owner, id, self.inner.clock.now_ms())
+    }
+
+    async fn list_tasks(
+        &self,
+        owner: &Owner,
+        after: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
+        let now = self.inner.clock.now_ms();
+        self.inner.page(owner, after, limit, now)
+    }
+
+    async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {
+        Ok(self.inner.sweep(self.inner.clock.now_ms()))
+    }
+
+    fn subscribe(&self) -> EventStream {
+        EventStream::new(self.inner.events.subscribe())
+    }
+}

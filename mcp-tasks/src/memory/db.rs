@@ -1,0 +1,353 @@
+//! The memory store's data: tasks in 64 mutex shards by id (each with its expiry index
+//! and its set of leased tasks), per-owner listing indexes in 64 shards by owner, an
+//! atomic live total, and the event feed. Lock order: owner shard, then task shard,
+//! never two task shards.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::{BuildHasher, Hash};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::broadcast;
+
+use crate::clock::Clock;
+use crate::cursor;
+use crate::error::StoreError;
+use crate::event::{EVENT_BUFFER, TaskEvent};
+use crate::limits::{Limit, Limits};
+use crate::record::{Millis, Outcome, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
+use crate::rules;
+
+const SHARDS: usize = 64;
+
+/// Everything a [`MemoryStore`](crate::MemoryStore) and its clones share.
+#[derive(Debug)]
+pub(super) struct Inner {
+    tasks: Box<[Mutex<TaskShard>]>,
+    owners: Box<[Mutex<HashMap<Owner, OwnerIndex>>]>,
+    live_total: AtomicUsize,
+    hasher: RandomState,
+    pub(super) limits: Limits,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) events: broadcast::Sender<TaskEvent>,
+}
+
+/// A record as the memory store keeps it. A completed task's result is kept as compact
+/// JSON text, as the durable stores keep it: a `serde_json` map tree costs several
+/// times its text (an index map per object, a heap string per key). Everything else is
+/// kept as is; `record` is the only way to the whole record.
+#[derive(Debug)]
+pub(super) struct Stored {
+    /// The record; its `outcome` is `None` while `result` holds it.
+    record: TaskRecord,
+    result: Option<Box<str>>,
+}
+
+impl Stored {
+    fn new(record: TaskRecord) -> Box<Stored> {
+        let mut stored = Box::new(Stored {
+            record,
+            result: None,
+        });
+        stored.compact();
+        stored
+    }
+
+    /// Runs `f` on the whole record, in place; returns its value and a copy of the
+    /// record after. The result is compact again afterwards, whatever `f` returned.
+    fn update<R>(
+        &mut self,
+        f: impl FnOnce(&mut TaskRecord) -> Result<R, StoreError>,
+    ) -> Result<(R, TaskRecord), StoreError> {
+        if let Some(text) = &self.result {
+            let map = serde_json::from_str(text).map_err(StoreError::backend)?;
+            self.record.outcome = Some(Outcome::Result(map));
+            self.result = None;
+        }
+        let out = match f(&mut self.record) {
+            Ok(value) => Ok((value, self.record.clone())),
+            Err(e) => Err(e),
+        };
+        self.compact();
+        out
+    }
+
+    /// Moves a completed result out of the record into compact text.
+    fn compact(&mut self) {
+        if let Some(Outcome::Result(map)) = &self.record.outcome
+            && let Ok(text) = serde_json::to_string(map)
+        {
+            self.result = Some(text.into_boxed_str());
+            self.record.outcome = None;
+        }
+    }
+
+    /// The whole record.
+    fn record(&self) -> Result<TaskRecord, StoreError> {
+        let mut record = self.record.clone();
+        if let Some(text) = &self.result {
+            // Written by `new` from a map: it reads back as the same map.
+            let map = serde_json::from_str(text).map_err(StoreError::backend)?;
+            record.outcome = Some(Outcome::Result(map));
+        }
+        Ok(record)
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct TaskShard {
+    /// Boxed: a map slot is then a pointer, not a whole record, and the slots a hash
+    /// table keeps free cost 8 bytes each instead of the size of a record.
+    tasks: HashMap<TaskId, Box<Stored>>,
+    /// `(expires_at, id)` of every task with a TTL.
+    expiries: BTreeSet<(Millis, TaskId)>,
+    /// Unfinished tasks that hold a lease.
+    leased: HashSet<TaskId>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct OwnerIndex {
+    /// `(created_at, id)`: the listing order.
+    order: BTreeSet<(Millis, TaskId)>,
+    /// Unfinished tasks of this owner.
+    live: usize,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned shard only means a panic elsewhere mid-operation; every operation
+    // validates before it mutates, so the data is still consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Inner {
+    pub(super) fn new(limits: Limits, clock: Arc<dyn Clock>) -> Inner {
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        Inner {
+            tasks: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            owners: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            live_total: AtomicUsize::new(0),
+            hasher: RandomState::new(),
+            limits,
+            clock,
+            events,
+        }
+    }
+
+    /// How many tasks are stored.
+    pub(super) fn len(&self) -> usize {
+        self.tasks.iter().map(|s| lock(s).tasks.len()).sum()
+    }
+
+    fn shard_of<K: Hash>(&self, key: &K) -> usize {
+        (self.hasher.hash_one(key) as usize) % SHARDS
+    }
+
+    fn task_shard(&self, id: &TaskId) -> MutexGuard<'_, TaskShard> {
+        lock(&self.tasks[self.shard_of(id)])
+    }
+
+    fn owner_shard(&self, owner: &Owner) -> MutexGuard<'_, HashMap<Owner, OwnerIndex>> {
+        lock(&self.owners[self.shard_of(owner)])
+    }
+
+    /// Publishes `event` to every subscriber of every clone.
+    pub(super) fn publish(&self, event: TaskEvent) {
+        // No subscriber is not an error.
+        let _ = self.events.send(event);
+    }
+
+    fn release_live(&self, owner: &Owner) {
+        if let Some(index) = self.owner_shard(owner).get_mut(owner) {
+            index.live = index.live.saturating_sub(1);
+        }
+        self.live_total.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn reserve_total(&self) -> Result<(), StoreError> {
+        let max = self.limits.max_live_tasks_total;
+        self.live_total
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map(|_| ())
+            .map_err(|_| StoreError::LimitExceeded {
+                limit: Limit::LiveTasksTotal,
+                max: max as u64,
+            })
+    }
+
+    /// Stores a new record within the owner's and the total live limits, with its
+    /// index entries.
+    pub(super) fn insert(&self, record: &TaskRecord) -> Result<(), StoreError> {
+        let id = record.id.clone();
+        // Lock order: owner shard, then task shard.
+        let mut owners = self.owner_shard(&record.owner);
+        let index = owners.entry(record.owner.clone()).or_default();
+        if index.live >= self.limits.max_live_tasks_per_owner {
+            return Err(StoreError::LimitExceeded {
+                limit: Limit::LiveTasksPerOwner,
+                max: self.limits.max_live_tasks_per_owner as u64,
+            });
+        }
+        self.reserve_total()?;
+        index.live += 1;
+        index.order.insert((record.created_at, id.clone()));
+        let mut shard = self.task_shard(&id);
+        if let Some(at) = record.expires_at() {
+            shard.expiries.insert((at, id.clone()));
+        }
+        if record.lease.is_some() {
+            shard.leased.insert(id.clone());
+        }
+        shard.tasks.insert(id, Stored::new(record.clone()));
+        Ok(())
+    }
+
+    /// Runs `f` on the owner's task unexpired at `now`, in place under its shard lock;
+    /// keeps the leased set and the live counts in step. Returns `f`'s value, the record
+    /// after, and whether `f` changed it (bumped its revision).
+    pub(super) fn update<R>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+        f: impl FnOnce(&mut TaskRecord) -> Result<R, StoreError>,
+    ) -> Result<(R, TaskRecord, bool), StoreError> {
+        let (value, record, changed, finished) = {
+            let mut shard = self.task_shard(id);
+            let stored = match shard.tasks.get_mut(id) {
+                Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s,
+                _ => return Err(StoreError::NotFound),
+            };
+            let (was_terminal, revision) = (stored.record.is_terminal(), stored.record.revision);
+            let (value, record) = stored.update(f)?;
+            let finished = !was_terminal && record.is_terminal();
+            if record.lease.is_some() && !record.is_terminal() {
+                shard.leased.insert(id.clone());
+            } else {
+                shard.leased.remove(id);
+            }
+            let changed = record.revision != revision;
+            (value, record, changed, finished)
+        };
+        if finished {
+            self.release_live(owner);
+        }
+        Ok((value, record, changed))
+    }
+
+    /// The owner's task unexpired at `now`.
+    pub(super) fn read(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> Result<TaskRecord, StoreError> {
+        match self.task_shard(id).tasks.get(id) {
+            Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s.record(),
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// One page of the owner's tasks unexpired at `now`, after `after`.
+    pub(super) fn page(
+        &self,
+        owner: &Owner,
+        after: Option<(Millis, TaskId)>,
+        limit: usize,
+        now: Millis,
+    ) -> Result<TaskPage, StoreError> {
+        let keys: Vec<(Millis, TaskId)> = {
+            let owners = self.owner_shard(owner);
+            let Some(index) = owners.get(owner) else {
+                return Ok(TaskPage {
+                    tasks: Vec::new(),
+                    next_cursor: None,
+                });
+            };
+            let lower = match &after {
+                Some(key) => Bound::Excluded(key),
+                None => Bound::Unbounded,
+            };
+            index
+                .order
+                .range((lower, Bound::Unbounded))
+                .take(limit + 1)
+                .cloned()
+                .collect()
+        };
+        let more = keys.len() > limit;
+        let page = &keys[..keys.len().min(limit)];
+        let mut tasks = Vec::with_capacity(page.len());
+        for (_, id) in page {
+            if let Some(s) = self.task_shard(id).tasks.get(id)
+                && &s.record.owner == owner
+                && !s.record.is_expired(now)
+            {
+                tasks.push(s.record()?);
+            }
+        }
+        let next_cursor = if more {
+            page.last().map(|(at, id)| cursor::encode(*at, id))
+        } else {
+            None
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+
+    /// Deletes the tasks expired at `now` and finds lapsed leases.
+    pub(super) fn sweep(&self, now: Millis) -> SweepReport {
+        let mut report = SweepReport::default();
+        let mut purged: Vec<(TaskKey, Millis, bool)> = Vec::new();
+        for shard in self.tasks.iter() {
+            let mut shard = lock(shard);
+            while let Some((at, id)) = shard.expiries.first().cloned() {
+                if at > now {
+                    break;
+                }
+                shard.expiries.pop_first();
+                shard.leased.remove(&id);
+                if let Some(s) = shard.tasks.remove(&id) {
+                    let rec = &s.record;
+                    purged.push((rec.key(), rec.created_at, !rec.is_terminal()));
+                }
+            }
+            let lapsed: Vec<TaskId> = shard
+                .leased
+                .iter()
+                .filter(|id| {
+                    shard
+                        .tasks
+                        .get(*id)
+                        .is_some_and(|s| rules::lease_lapsed(&s.record, now))
+                })
+                .cloned()
+                .collect();
+            for id in lapsed {
+                if let Some(s) = shard.tasks.get(&id) {
+                    report.lease_lapsed.push(s.record.key());
+                }
+            }
+        }
+        for (key, created_at, was_live) in purged {
+            if let Some(index) = self.owner_shard(&key.owner).get_mut(&key.owner) {
+                index.order.remove(&(created_at, key.id.clone()));
+                if was_live {
+                    index.live = index.live.saturating_sub(1);
+                }
+            }
+            if was_live {
+                self.live_total.fetch_sub(1, Ordering::AcqRel);
+                report.expired_unfinished.push(key);
+            }
+            report.purged += 1;
+        }
+        // Drop owners with nothing left, so the index does not grow without bound.
+        for shard in self.owners.iter() {
+            lock(shard).retain(|_, index| !index.order.is_empty() || index.live > 0);
+        }
+        report
+    }
+}

@@ -1,0 +1,103 @@
+//! [`Backend`] for [`RedisStore`]: read the record, apply the closure in Rust, write back
+//! with a compare-and-set script that also publishes the events; on a lost
+//! compare-and-set, read again and re-run the closure.
+
+use super::RedisStore;
+use super::db::{MAX_ATTEMPTS, backoff};
+use super::feed::Wire;
+use crate::backend::{Announce, Backend};
+use crate::error::StoreError;
+use crate::event::EventStream;
+use crate::limits::Limits;
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+
+/// The payloads of what `announce` makes of a change.
+fn wires<R>(announce: Announce<R>, value: &R, rec: &TaskRecord) -> Vec<Wire> {
+    announce(value, rec)
+        .into_iter()
+        .map(|event| Wire::new(event, rec))
+        .collect()
+}
+
+impl Backend for RedisStore {
+    /// A write that lost its compare-and-set re-reads and runs its closure again.
+    const RERUNS_UPDATES: bool = true;
+
+    fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    async fn insert_task<M>(
+        &self,
+        make: M,
+        announce: Announce<()>,
+    ) -> Result<TaskRecord, StoreError>
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    {
+        let inner = &*self.inner;
+        let record = make(&inner.limits, inner.clock.now_ms());
+        inner.create(&record, wires(announce, &(), &record)).await?;
+        Ok(record)
+    }
+
+    /// Runs `f` on the owner's unexpired task and, if it changed the record (bumped its
+    /// revision), writes it back unless someone else wrote first; then re-reads and runs
+    /// `f` again. Publishes what `announce` makes of a committed change in the same script.
+    async fn update_task<R, F>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        mut f: F,
+        announce: Announce<R>,
+    ) -> Result<(R, TaskRecord), StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
+    {
+        let inner = &*self.inner;
+        for attempt in 0..MAX_ATTEMPTS {
+            let now = inner.clock.now_ms();
+            let mut rec = inner.load(owner, id, now).await?;
+            let (revision, was_live) = (rec.revision, !rec.is_terminal());
+            // On error nothing was written.
+            let value = f(&mut rec, now, &inner.limits)?;
+            if rec.revision == revision {
+                return Ok((value, rec));
+            }
+            let finished = was_live && rec.is_terminal();
+            let events = wires(announce, &value, &rec);
+            if inner.commit(revision, &rec, finished, events).await? {
+                return Ok((value, rec));
+            }
+            backoff(attempt).await;
+        }
+        // Contention passes: a later retry is safe.
+        Err(StoreError::unavailable(format!(
+            "redis: task {id} kept changing; gave up after {MAX_ATTEMPTS} attempts"
+        )))
+    }
+
+    async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        self.inner.load(owner, id, self.inner.clock.now_ms()).await
+    }
+
+    async fn list_tasks(
+        &self,
+        owner: &Owner,
+        after: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
+        let now = self.inner.clock.now_ms();
+        self.inner.page(owner, after, limit, now).await
+    }
+
+    async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {
+        self.inner.sweep().await
+    }
+
+    fn subscribe(&self) -> EventStream {
+        let shared = &self.inner.shared;
+        EventStream::with_resync_signal(shared.events.subscribe(), shared.resync.subscribe())
+    }
+}

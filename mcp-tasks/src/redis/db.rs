@@ -1,0 +1,261 @@
+//! The Redis side of each operation: reading records, the compare-and-set commit, the
+//! create script, the listing query.
+
+use std::time::Duration;
+
+use super::feed::Wire;
+use super::keys::{member, parse_member};
+use super::{Inner, scripts, store_error};
+use crate::cursor;
+use crate::error::StoreError;
+use crate::limits::Limit;
+use crate::record::{Millis, Owner, TaskId, TaskPage, TaskRecord};
+
+/// How often a write re-reads and retries after losing a compare-and-set.
+pub(super) const MAX_ATTEMPTS: u32 = 100;
+
+fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
+    serde_json::to_string(rec).map_err(store_error)
+}
+
+fn decode(json: &str) -> Result<TaskRecord, StoreError> {
+    serde_json::from_str(json).map_err(|e| store_error(format!("corrupt task record: {e}")))
+}
+
+/// A short random pause before retrying a lost compare-and-set, growing with `attempt`.
+pub(super) async fn backoff(attempt: u32) {
+    if attempt == 0 {
+        tokio::task::yield_now().await;
+        return;
+    }
+    let cap = u64::from(attempt.min(20));
+    let jitter = getrandom::u64().unwrap_or(0) % (cap * 500 + 1);
+    tokio::time::sleep(Duration::from_micros(jitter)).await;
+}
+
+impl Inner {
+    pub(super) fn conn(&self) -> redis::aio::ConnectionManager {
+        // Cheap: a handle on the one multiplexed connection.
+        self.conn.clone()
+    }
+
+    /// The stored record `id`, whoever owns it and whether expired.
+    pub(super) async fn load_raw(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        let json: Option<String> = redis::cmd("HGET")
+            .arg(self.keys.task(id))
+            .arg("rec")
+            .query_async(&mut self.conn())
+            .await
+            .map_err(store_error)?;
+        json.as_deref().map(decode).transpose()
+    }
+
+    /// The owner's unexpired task, or `NotFound`.
+    pub(super) async fn load(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> Result<TaskRecord, StoreError> {
+        match self.load_raw(id).await? {
+            Some(rec) if &rec.owner == owner && !rec.is_expired(now) => Ok(rec),
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// The compare-and-set write. `false`: the record changed (or vanished) since it was
+    /// read at `expected`; nothing was written.
+    pub(super) async fn commit(
+        &self,
+        expected: u64,
+        rec: &TaskRecord,
+        finished: bool,
+        events: Vec<Wire>,
+    ) -> Result<bool, StoreError> {
+        let json = encode(rec)?;
+        let lease = rec
+            .lease
+            .as_ref()
+            .filter(|_| !rec.is_terminal())
+            .map(|l| l.expires_at.to_string())
+            .unwrap_or_default();
+        let (payloads, echo) = self.shared.stamp(events);
+        let mut call = scripts::COMMIT.prepare_invoke();
+        call.key(self.keys.task(&rec.id))
+            .key(self.keys.leases())
+            .key(self.keys.live())
+            .key(self.keys.live_per_owner())
+            .arg(expected)
+            .arg(rec.revision)
+            .arg(json)
+            .arg(lease)
+            .arg(if finished { "1" } else { "0" })
+            .arg(rec.id.as_str())
+            .arg(self.keys.channel());
+        for payload in &payloads {
+            call.arg(payload);
+        }
+        let done: Result<i64, _> = call.invoke_async(&mut self.conn()).await;
+        match done {
+            Ok(1) => {
+                self.shared.echo(echo).await;
+                Ok(true)
+            }
+            Ok(_) => {
+                self.shared.forget(echo);
+                Ok(false)
+            }
+            Err(e) => {
+                self.shared.forget(echo);
+                Err(store_error(e))
+            }
+        }
+    }
+
+    /// Inserts the new record `rec` if the live-task limits allow it, publishing
+    /// `events` in the same script; returns once their echo came back.
+    pub(super) async fn create(
+        &self,
+        rec: &TaskRecord,
+        events: Vec<Wire>,
+    ) -> Result<(), StoreError> {
+        let safety = match (self.safety_slack, rec.ttl_ms) {
+            (None, _) => "off".to_owned(),
+            (Some(_), None) => "forever".to_owned(),
+            (Some(slack), Some(ttl)) => {
+                let slack = u64::try_from(slack.as_millis()).unwrap_or(u64::MAX);
+                // Redis refuses expiries past ~2^62 ms; such a task is kept for ever.
+                match ttl.checked_add(slack).filter(|ms| *ms < 1 << 46) {
+                    Some(ms) => ms.to_string(),
+                    None => "forever".to_owned(),
+                }
+            }
+        };
+        let lease = rec
+            .lease
+            .as_ref()
+            .map(|l| l.expires_at.to_string())
+            .unwrap_or_default();
+        let (payloads, echo) = self.shared.stamp(events);
+        let keys = &self.keys;
+        let mut call = scripts::CREATE.prepare_invoke();
+        call.key(keys.task(&rec.id))
+            .key(keys.owner_index(&rec.owner))
+            .key(keys.expiries())
+            .key(keys.live())
+            .key(keys.live_per_owner())
+            .key(keys.leases())
+            .arg(rec.owner.as_str())
+            .arg(rec.id.as_str())
+            .arg(encode(rec)?)
+            .arg(rec.revision)
+            .arg(member(rec.created_at, &rec.id))
+            .arg(
+                rec.expires_at()
+                    .map(|at| at.to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(self.limits.max_live_tasks_per_owner)
+            .arg(self.limits.max_live_tasks_total)
+            .arg(keys.channel())
+            .arg(safety)
+            .arg(lease);
+        for payload in &payloads {
+            call.arg(payload);
+        }
+        let code: Result<i64, _> = call.invoke_async(&mut self.conn()).await;
+        let refused = match code {
+            Ok(1) => {
+                self.shared.echo(echo).await;
+                return Ok(());
+            }
+            Ok(-1) => StoreError::LimitExceeded {
+                limit: Limit::LiveTasksPerOwner,
+                max: self.limits.max_live_tasks_per_owner as u64,
+            },
+            Ok(-2) => StoreError::LimitExceeded {
+                limit: Limit::LiveTasksTotal,
+                max: self.limits.max_live_tasks_total as u64,
+            },
+            Ok(other) => store_error(format!("create refused ({other}): id collision")),
+            Err(e) => store_error(e),
+        };
+        self.shared.forget(echo);
+        Err(refused)
+    }
+
+    /// One page of the owner's tasks unexpired at `now`, after `after`; drops the index
+    /// entries of records the key-expiry safety net removed.
+    pub(super) async fn page(
+        &self,
+        owner: &Owner,
+        after: Option<(Millis, TaskId)>,
+        limit: usize,
+        now: Millis,
+    ) -> Result<TaskPage, StoreError> {
+        let index = self.keys.owner_index(owner);
+        let min = match &after {
+            Some((at, id)) => format!("({}", member(*at, id)),
+            None => "-".to_owned(),
+        };
+        let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let members: Vec<String> = redis::cmd("ZRANGEBYLEX")
+            .arg(&index)
+            .arg(min)
+            .arg("+")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(fetch)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(store_error)?;
+        let more = members.len() > limit;
+        let page = &members[..members.len().min(limit)];
+        let ids = page
+            .iter()
+            .map(|m| parse_member(m).map(|(_, id)| id))
+            .collect::<Option<Vec<TaskId>>>()
+            .ok_or_else(|| store_error("corrupt listing index entry"))?;
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.cmd("HGET").arg(self.keys.task(id)).arg("rec");
+        }
+        let records: Vec<Option<String>> = if ids.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query_async(&mut self.conn())
+                .await
+                .map_err(store_error)?
+        };
+        let mut tasks = Vec::with_capacity(records.len());
+        let mut dangling = Vec::new();
+        for (json, m) in records.iter().zip(page) {
+            match json {
+                Some(json) => {
+                    let rec = decode(json)?;
+                    if &rec.owner == owner && !rec.is_expired(now) {
+                        tasks.push(rec);
+                    }
+                }
+                // Removed by the key-expiry safety net: drop its entry.
+                None => dangling.push(m.clone()),
+            }
+        }
+        if !dangling.is_empty() {
+            // Best effort: the entry only costs a lookup until removed.
+            let _: Result<i64, _> = redis::cmd("ZREM")
+                .arg(&index)
+                .arg(dangling)
+                .query_async(&mut self.conn())
+                .await;
+        }
+        let next_cursor = match page.last() {
+            Some(last) if more => {
+                let (at, id) = parse_member(last).ok_or_else(|| store_error("corrupt index"))?;
+                Some(cursor::encode(at, &id))
+            }
+            _ => None,
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+}

@@ -1,0 +1,117 @@
+//! [`Backend`] for [`SqliteStore`]: every write one `BEGIN IMMEDIATE` transaction on the
+//! blocking pool, its events published on the same thread right after the commit.
+
+use rusqlite::TransactionBehavior;
+
+use super::schema::backend;
+use super::{SqliteStore, db};
+use crate::backend::{Announce, Backend};
+use crate::error::StoreError;
+use crate::event::EventStream;
+use crate::limits::Limits;
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+
+impl Backend for SqliteStore {
+    /// SQLite's write lock serializes the writes: each closure runs once.
+    const RERUNS_UPDATES: bool = false;
+
+    fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    async fn insert_task<M>(
+        &self,
+        make: M,
+        announce: Announce<()>,
+    ) -> Result<TaskRecord, StoreError>
+    where
+        M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
+    {
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let record = make(&inner.limits, inner.clock.now_ms());
+            db::insert(&tx, &record, &inner.limits)?;
+            tx.commit().map_err(backend)?;
+            for event in announce(&(), &record) {
+                inner.publish(event);
+            }
+            Ok(record)
+        })
+        .await
+    }
+
+    /// Commit and publication happen together on the blocking thread, so a caller that
+    /// stops waiting (its future dropped) cannot leave a committed change unannounced.
+    async fn update_task<R, F>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        mut f: F,
+        announce: Announce<R>,
+    ) -> Result<(R, TaskRecord), StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
+    {
+        let (owner, id) = (owner.clone(), id.clone());
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let now = inner.clock.now_ms();
+            let mut rec = db::load(&tx, &owner, &id, now)?.ok_or(StoreError::NotFound)?;
+            let (revision, was_live) = (rec.revision, !rec.is_terminal());
+            // On error the transaction is dropped: rolled back, nothing changed.
+            let value = f(&mut rec, now, &inner.limits)?;
+            if rec.revision != revision {
+                db::save(&tx, &rec)?;
+                if was_live && rec.is_terminal() {
+                    db::release_live(&tx, owner.as_str(), 1)?;
+                }
+                tx.commit().map_err(backend)?;
+                for event in announce(&value, &rec) {
+                    inner.publish(event);
+                }
+            }
+            Ok((value, rec))
+        })
+        .await
+    }
+
+    async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let (owner, id) = (owner.clone(), id.clone());
+        self.run(move |conn, inner| {
+            db::load(conn, &owner, &id, inner.clock.now_ms())?.ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
+    async fn list_tasks(
+        &self,
+        owner: &Owner,
+        after: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
+        let owner = owner.clone();
+        self.run(move |conn, inner| db::list(conn, &owner, after, limit, inner.clock.now_ms()))
+            .await
+    }
+
+    async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {
+        self.run(|conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let report = db::sweep(&tx, inner.clock.now_ms())?;
+            tx.commit().map_err(backend)?;
+            Ok(report)
+        })
+        .await
+    }
+
+    fn subscribe(&self) -> EventStream {
+        EventStream::new(self.inner.events.subscribe())
+    }
+}
