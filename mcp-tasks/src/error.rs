@@ -66,6 +66,8 @@ impl StoreError {
 
     /// Prefixes the message of a backend failure with `what` (e.g. the backend's name);
     /// other errors are returned unchanged.
+    // Used by the durable backends only.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "redis")), allow(dead_code))]
     pub(crate) fn context(self, what: &str) -> StoreError {
         match self {
             StoreError::Unavailable(e) => StoreError::Unavailable(e.context(what)),
@@ -108,6 +110,7 @@ impl BackendError {
         &self.message
     }
 
+    #[cfg_attr(not(any(feature = "sqlite", feature = "redis")), allow(dead_code))]
     fn context(mut self, what: &str) -> BackendError {
         self.message = format!("{what}: {}", self.message);
         self
@@ -130,6 +133,10 @@ impl std::error::Error for BackendError {
 
 /// A backend's own error turned into a [`StoreError`], each backend deciding whether
 /// its errors pass ([`StoreError::Unavailable`]) or stay ([`StoreError::Backend`]).
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
+    allow(dead_code)
+)]
 pub(crate) trait IntoStoreError {
     fn into_store_error(self) -> StoreError;
 }

@@ -41,7 +41,7 @@ use keys::Keys;
 /// Lua script that first compares the stored revision with the one read
 /// (compare-and-set). A script runs atomically on the server, so of two writers that read
 /// the same revision exactly one succeeds; the other re-reads and re-applies the rule, up
-/// to a bounded number of attempts (then [`StoreError::Backend`]). Hence *first terminal
+/// to a bounded number of attempts (then [`StoreError::Unavailable`]). Hence *first terminal
 /// write wins* across any number of handles and processes: the loser re-reads a terminal
 /// record, and the rule reports `won: false` without writing. The same script updates the
 /// indexes and counters and publishes the events, so nobody sees one without the other.
@@ -100,9 +100,10 @@ use keys::Keys;
 /// Each script is replicated and logged as one unit, so recovery never shows half a write.
 /// With replicas, `WAIT` is not used: a failover may lose acknowledged writes.
 ///
-/// All Redis failures are [`StoreError::Backend`], including a command that took longer
-/// than 10 s. A `Backend` error on a write means its
-/// outcome is unknown (the connection may have dropped after the script ran): re-read.
+/// A Redis failure that passes (I/O, a command that took longer than 10 s, `READONLY`
+/// during a failover...) is [`StoreError::Unavailable`]; any other is
+/// [`StoreError::Backend`]. An `Unavailable` error on a write means its outcome is unknown
+/// (the connection may have dropped after the script ran): retrying is safe.
 #[derive(Debug, Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
@@ -190,7 +191,7 @@ impl Drop for Inner {
     }
 }
 
-/// How long a command may take before it fails with [`StoreError::Backend`].
+/// How long a command may take before it fails with [`StoreError::Unavailable`].
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A Redis failure as a [`StoreError`], classified as transient or not (below), its
