@@ -58,6 +58,7 @@ mod context;
 pub mod demo;
 mod dispatch;
 mod errors;
+mod features;
 pub mod http;
 mod limits;
 mod retry;
@@ -74,6 +75,10 @@ mod views;
 
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
+pub use features::{
+    CompletionInput, CompletionValues, FEATURE_PAGE, FeatureDefError, MAX_COMPLETION_VALUES,
+    PromptDef, PromptError, ResourceData, ResourceDef, ResourceError, ResourceTemplateDef,
+};
 pub use runtime::{
     CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime,
     WORKER_LOST_MESSAGE, worker_lost_error,
