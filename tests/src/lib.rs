@@ -10,6 +10,7 @@
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 
 pub mod deaf_store;
+pub mod features_fixture;
 pub mod legacy;
 pub mod node_harness;
 pub mod schema_check;

@@ -8,127 +8,16 @@
 
 use std::time::Duration;
 
-use mcp_protocol::engine::{Connection, FrameReceiver, FrameSender};
-use mcp_protocol::types::{
-    AudioContent, ContentBlock, EmbeddedResource, ImageContent, PromptMessage, Role,
-    TextResourceContents,
-};
+use mcp_protocol::engine::Connection;
+use mcp_server::FEATURE_PAGE;
 use mcp_server::http::HttpConfig;
-use mcp_server::{
-    CompletionInput, CompletionValues, FEATURE_PAGE, PromptDef, PromptError, ResourceData,
-    ResourceDef, ResourceError, ResourceTemplateDef, Server,
+use mcp_tests::features_fixture::{
+    BLOB_BASE64, BLOB_URI, FILLERS, Raw, TEMPLATE, TEXT_URI, fixture_server, uris,
 };
 use mcp_tests::legacy::init_params;
 use mcp_tests::schema_check::{Schema, spec_dir};
 use mcp_tests::server_harness::{Reply, TestServer, WAIT, build_server, meta, request};
 use serde_json::{Value, json};
-
-const TEXT_URI: &str = "test://static-text";
-const BLOB_URI: &str = "test://static-binary";
-const BLOB: [u8; 4] = [0, 1, 2, 255];
-const BLOB_BASE64: &str = "AAEC/w==";
-const TEMPLATE: &str = "test://users/{id}/profile";
-/// Filler resources, so that `resources/list` has a second page.
-const FILLERS: usize = FEATURE_PAGE + 5;
-
-#[derive(serde::Deserialize)]
-struct UserVars {
-    id: String,
-}
-
-/// The arguments of `code_review`.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct ReviewArgs {
-    /// The code to review.
-    code: String,
-    /// The language it is written in.
-    language: Option<String>,
-}
-
-fn fixture_server() -> Server {
-    let mut builder = Server::builder("features-test", "0")
-        .resource(
-            ResourceDef::new(TEXT_URI, "static_text", || async {
-                Ok(ResourceData::text("Hello, resources!"))
-            })
-            .title("Static text")
-            .description("A fixed text resource")
-            .mime_type("text/plain"),
-        )
-        .resource(
-            ResourceDef::new(BLOB_URI, "static_binary", || async {
-                Ok(ResourceData::blob(BLOB))
-            })
-            .mime_type("image/png"),
-        );
-    for i in 0..FILLERS {
-        builder = builder.resource(ResourceDef::new(
-            format!("test://filler/{i}"),
-            format!("filler_{i}"),
-            move || async move { Ok(ResourceData::text(format!("filler {i}"))) },
-        ));
-    }
-    let users =
-        ResourceTemplateDef::new(TEMPLATE, "user_profile", |uri, vars: UserVars| async move {
-            if vars.id == "ghost" {
-                return Err(ResourceError::NotFound);
-            }
-            Ok(ResourceData::text(
-                json!({ "uri": uri, "id": vars.id }).to_string(),
-            ))
-        })
-        .unwrap()
-        .mime_type("application/json")
-        .complete("id", |input: CompletionInput| async move {
-            CompletionValues::matching(["alice", "albert", "bob"], &input.value)
-        })
-        .unwrap();
-    let simple = PromptDef::new("simple_prompt", |(): ()| async {
-        Ok(vec![PromptMessage::new(
-            Role::User,
-            ContentBlock::text("A simple prompt"),
-        )])
-    })
-    .description("No arguments");
-    let review = PromptDef::new("code_review", |args: ReviewArgs| async move {
-        if args.code.is_empty() {
-            return Err(PromptError::InvalidArguments("code is empty".into()));
-        }
-        let language = args.language.unwrap_or_else(|| "unknown".into());
-        Ok(vec![
-            PromptMessage::new(
-                Role::User,
-                ContentBlock::text(format!("Review this {language}: {}", args.code)),
-            ),
-            PromptMessage::new(Role::User, ImageContent::new(BLOB_BASE64, "image/png")),
-            PromptMessage::new(Role::User, AudioContent::new(BLOB_BASE64, "audio/wav")),
-            PromptMessage::new(
-                Role::Assistant,
-                EmbeddedResource::new(TextResourceContents::new(TEXT_URI, "Hello, resources!")),
-            ),
-        ])
-    })
-    .title("Code review")
-    .description("Reviews code")
-    .complete("language", |input: CompletionInput| async move {
-        CompletionValues::matching(["python", "perl", "rust"], &input.value)
-    })
-    .unwrap();
-    builder
-        .resource_template(users)
-        .prompt(simple)
-        .prompt(review)
-        .build()
-}
-
-fn uris(result: &Value) -> Vec<String> {
-    result["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["uri"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 fn assert_not_found_2026(reply: &Reply, uri: &str, core: &mut Schema) {
     core.check(
@@ -636,44 +525,6 @@ async fn a_server_without_them_declares_and_serves_none() {
         assert!(caps.get(absent).is_none(), "{absent}: {caps}");
     }
     s.stop().await;
-}
-
-/// The client's end of an in-process connection, speaking raw JSON-RPC frames.
-struct Raw {
-    sender: FrameSender,
-    receiver: FrameReceiver,
-    next_id: i64,
-    /// Notifications read while waiting for a response.
-    notifications: Vec<Value>,
-}
-
-impl Raw {
-    async fn rpc(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.sender
-            .send(request(id, method, params).to_string())
-            .await
-            .unwrap();
-        loop {
-            let message = self.next().await;
-            if message["id"] == id {
-                return message;
-            }
-            if message.get("method").is_some() && message.get("id").is_none() {
-                self.notifications.push(message);
-            }
-        }
-    }
-
-    async fn next(&mut self) -> Value {
-        let frame = tokio::time::timeout(WAIT, self.receiver.recv())
-            .await
-            .expect("a frame in time")
-            .expect("connection open")
-            .expect("a well-formed frame");
-        serde_json::from_str(&frame).unwrap()
-    }
 }
 
 #[tokio::test]
