@@ -41,6 +41,14 @@
 //! - [`ToolContext`]: `elicit`, `sample`, `list_roots`, `status`, cancellation; the same
 //!   calls work in a task (input requests in the store) and in a synchronous call
 //!   (MRTR rounds).
+//! - [`ResourceDef`] / [`ResourceTemplateDef`]: a resource at one URI, or a family of
+//!   them under an RFC 6570 level-1 URI template whose reader gets the variables typed;
+//!   readers return [`ResourceData`] (text, or bytes sent base64). [`PromptDef`]: a
+//!   prompt whose declared arguments come from its typed argument struct and whose
+//!   handler returns the messages. Both take completion providers for `completion/complete`
+//!   ([`CompletionInput`] -> [`CompletionValues`]). Lists are paged
+//!   ([`FEATURE_PAGE`] items, sealed cursors); [`Server::notify_resource_updated`] tells
+//!   subscribers (2025-11-25 `resources/subscribe`, 2026-07-28 `subscriptions/listen`).
 //! - [`TaskRuntime`]: runs tasks in the background, with leases, a sweeper and graceful
 //!   shutdown.
 //! - Transports: [`http`] (Streamable HTTP, axum) and [`stdio`].

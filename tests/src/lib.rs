@@ -6,7 +6,8 @@
 //! handler that panics, and one with strictly typed params.
 //!
 //! [`server_harness`] runs the demo server over HTTP for the `server_*` wire tests.
-//! [`schema_check`] validates results against the official JSON Schemas.
+//! [`schema_check`] validates results against the official JSON Schemas;
+//! [`features_fixture`] is the resources/prompts server of `server_resources_prompts`.
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 
 pub mod deaf_store;
