@@ -11,6 +11,10 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
 
+/// MCP 2025-11-25: `resources/read` named a resource the server does not have (`data.uri`
+/// names it). MCP 2026-07-28 uses [`INVALID_PARAMS`] instead (SEP-2164).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
 /// MCP 2025-11-25: the server needs the user to open a URL (URL-mode elicitation).
 pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 

@@ -14,12 +14,16 @@ use mcp_protocol::engine::{parse_params, register};
 use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{CallToolWithTasks, CancelTask, GetTask, UpdateTask};
 use mcp_protocol::v2025;
-use mcp_protocol::v2026::{CallTool, Discover, ListTools, SubscriptionsListen};
+use mcp_protocol::v2026::{
+    CallTool, Complete, Discover, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
+    ListTools, ReadResource, SubscriptionsListen,
+};
 use serde::Serialize;
 
 use crate::audit;
 use crate::caller::RequestDeclarations;
 use crate::errors::ServerError;
+use crate::features::Feature;
 use crate::state::State;
 use crate::v2025::session_of;
 use crate::{v2025 as legacy, v2026 as current};
@@ -51,6 +55,13 @@ fn removed(method: &str) -> ServerError {
     ))
 }
 
+/// -32601 for a 2025-11-25 subscription method outside a session.
+fn subscribe_in_2026(method: &str) -> ServerError {
+    ServerError::MethodNotFound(format!(
+        "Method not found: {method} is not part of MCP 2026-07-28 (use subscriptions/listen with resourceSubscriptions)"
+    ))
+}
+
 fn audited<T>(
     op: &str,
     owner: &mcp_tasks::Owner,
@@ -73,6 +84,13 @@ pub(crate) fn methods(state: Arc<State>) -> RpcModule<State> {
 }
 
 fn register_all(module: &mut RpcModule<State>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+    register_tools_and_tasks(module)?;
+    register_features(module)
+}
+
+fn register_tools_and_tasks(
+    module: &mut RpcModule<State>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     register::<Discover, _, _, _>(module, |_params, state, _ext| async move {
         current::discover(&state).map_err(Into::into)
     })?;
@@ -191,5 +209,152 @@ fn register_all(module: &mut RpcModule<State>) -> Result<(), jsonrpsee::core::Re
                 .map_err(ErrorObjectOwned::from)
         },
     )?;
+    Ok(())
+}
+
+/// Resources, prompts and completion: -32601 unless the server offers the feature, then
+/// the request's revision's handler.
+fn register_features(
+    module: &mut RpcModule<State>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+    module.register_async_method(ListResources::METHOD, |params, state, ext| async move {
+        state
+            .catalog
+            .offers(Feature::Resources, ListResources::METHOD)?;
+        match session_of(&ext) {
+            Some(session) => {
+                let params = parse_params::<v2025::ListResources>(&params)?;
+                json(legacy::features::resources_list(
+                    &state,
+                    &session,
+                    params.as_ref(),
+                )?)
+            }
+            None => {
+                let params = parse_params::<ListResources>(&params)?;
+                json(current::features::resources_list(&state, &params, &ext)?)
+            }
+        }
+    })?;
+
+    module.register_async_method(
+        ListResourceTemplates::METHOD,
+        |params, state, ext| async move {
+            state
+                .catalog
+                .offers(Feature::Resources, ListResourceTemplates::METHOD)?;
+            match session_of(&ext) {
+                Some(session) => {
+                    let params = parse_params::<v2025::ListResourceTemplates>(&params)?;
+                    json(legacy::features::resource_templates_list(
+                        &state,
+                        &session,
+                        params.as_ref(),
+                    )?)
+                }
+                None => {
+                    let params = parse_params::<ListResourceTemplates>(&params)?;
+                    json(current::features::resource_templates_list(
+                        &state, &params, &ext,
+                    )?)
+                }
+            }
+        },
+    )?;
+
+    module.register_async_method(ReadResource::METHOD, |params, state, ext| async move {
+        state
+            .catalog
+            .offers(Feature::Resources, ReadResource::METHOD)?;
+        match session_of(&ext) {
+            Some(_) => {
+                let params = parse_params::<v2025::ReadResource>(&params)?;
+                json(legacy::features::resources_read(&state, params).await?)
+            }
+            None => {
+                let params = parse_params::<ReadResource>(&params)?;
+                json(current::features::resources_read(&state, params).await?)
+            }
+        }
+    })?;
+
+    module.register_async_method(v2025::Subscribe::METHOD, |params, state, ext| async move {
+        state
+            .catalog
+            .offers(Feature::Resources, v2025::Subscribe::METHOD)?;
+        let Some(session) = session_of(&ext) else {
+            return Err(subscribe_in_2026(v2025::Subscribe::METHOD).into());
+        };
+        let params = parse_params::<v2025::Subscribe>(&params)?;
+        json(legacy::features::resources_subscribe(
+            &state, &session, params,
+        )?)
+    })?;
+
+    module.register_async_method(
+        v2025::Unsubscribe::METHOD,
+        |params, state, ext| async move {
+            state
+                .catalog
+                .offers(Feature::Resources, v2025::Unsubscribe::METHOD)?;
+            let Some(session) = session_of(&ext) else {
+                return Err(subscribe_in_2026(v2025::Unsubscribe::METHOD).into());
+            };
+            let params = parse_params::<v2025::Unsubscribe>(&params)?;
+            json(legacy::features::resources_unsubscribe(
+                &state, &session, params,
+            ))
+        },
+    )?;
+
+    module.register_async_method(ListPrompts::METHOD, |params, state, ext| async move {
+        state
+            .catalog
+            .offers(Feature::Prompts, ListPrompts::METHOD)?;
+        match session_of(&ext) {
+            Some(session) => {
+                let params = parse_params::<v2025::ListPrompts>(&params)?;
+                json(legacy::features::prompts_list(
+                    &state,
+                    &session,
+                    params.as_ref(),
+                )?)
+            }
+            None => {
+                let params = parse_params::<ListPrompts>(&params)?;
+                json(current::features::prompts_list(&state, &params, &ext)?)
+            }
+        }
+    })?;
+
+    module.register_async_method(GetPrompt::METHOD, |params, state, ext| async move {
+        state.catalog.offers(Feature::Prompts, GetPrompt::METHOD)?;
+        match session_of(&ext) {
+            Some(_) => {
+                let params = parse_params::<v2025::GetPrompt>(&params)?;
+                json(legacy::features::prompts_get(&state, params).await?)
+            }
+            None => {
+                let params = parse_params::<GetPrompt>(&params)?;
+                json(current::features::prompts_get(&state, params).await?)
+            }
+        }
+    })?;
+
+    module.register_async_method(Complete::METHOD, |params, state, ext| async move {
+        state
+            .catalog
+            .offers(Feature::Completions, Complete::METHOD)?;
+        match session_of(&ext) {
+            Some(_) => {
+                let params = parse_params::<v2025::Complete>(&params)?;
+                json(legacy::features::complete(&state, params).await?)
+            }
+            None => {
+                let params = parse_params::<Complete>(&params)?;
+                json(current::features::complete(&state, params).await?)
+            }
+        }
+    })?;
     Ok(())
 }

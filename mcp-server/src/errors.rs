@@ -14,6 +14,39 @@ pub(crate) enum ServerError {
     /// `tools/call` named a tool this server does not have.
     #[error("Unknown tool: {0}")]
     UnknownTool(String),
+    /// `prompts/get` or `completion/complete` named a prompt this server does not have.
+    #[error("Unknown prompt: {0}")]
+    UnknownPrompt(String),
+    /// `prompts/get` without a required argument, or with arguments that do not fit.
+    #[error("Invalid arguments for prompt {prompt}: {reason}")]
+    InvalidPromptArguments {
+        /// The prompt's name.
+        prompt: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `completion/complete` named a resource template this server does not have.
+    #[error("Unknown resource template: {0}")]
+    UnknownResourceTemplate(String),
+    /// MCP 2026-07-28 (SEP-2164): `resources/read` of a URI no resource has; -32602 with
+    /// the URI in `data.uri`.
+    #[error("Resource not found: {0}")]
+    ResourceNotFound(String),
+    /// MCP 2025-11-25: `resources/read` of a URI no resource has; -32002 with the URI in
+    /// `data.uri`.
+    #[error("Resource not found")]
+    LegacyResourceNotFound(String),
+    /// A list cursor this server did not issue for this caller and list.
+    #[error("Invalid cursor")]
+    InvalidCursor,
+    /// A method of a feature the server does not offer (no resources, no prompts...).
+    #[error("Method not found: {method} (this server offers no {feature})")]
+    NotOffered {
+        /// The method asked for.
+        method: String,
+        /// The feature it belongs to.
+        feature: &'static str,
+    },
     /// The request was cancelled while its tool ran.
     #[error("The call was cancelled")]
     CallCancelled,
@@ -59,12 +92,23 @@ impl From<ErrorObject> for ServerError {
 impl From<ServerError> for ErrorObject {
     fn from(e: ServerError) -> Self {
         let code = match &e {
-            ServerError::UnknownTool(_) | ServerError::InvalidParams(_) => {
-                error_codes::INVALID_PARAMS
+            ServerError::UnknownTool(_)
+            | ServerError::InvalidParams(_)
+            | ServerError::UnknownPrompt(_)
+            | ServerError::InvalidPromptArguments { .. }
+            | ServerError::UnknownResourceTemplate(_)
+            | ServerError::InvalidCursor => error_codes::INVALID_PARAMS,
+            ServerError::ResourceNotFound(uri) => {
+                return with_uri(error_codes::INVALID_PARAMS, e.to_string(), uri);
+            }
+            ServerError::LegacyResourceNotFound(uri) => {
+                return with_uri(error_codes::RESOURCE_NOT_FOUND, e.to_string(), uri);
             }
             ServerError::InvalidRequest(_) => error_codes::INVALID_REQUEST,
             ServerError::TooManySubscriptions(_) => error_codes::LIMIT_EXCEEDED,
-            ServerError::MethodNotFound(_) => error_codes::METHOD_NOT_FOUND,
+            ServerError::MethodNotFound(_) | ServerError::NotOffered { .. } => {
+                error_codes::METHOD_NOT_FOUND
+            }
             ServerError::CallCancelled | ServerError::ShuttingDown | ServerError::Internal(_) => {
                 error_codes::INTERNAL_ERROR
             }
@@ -73,6 +117,15 @@ impl From<ServerError> for ErrorObject {
             ServerError::Rpc(rpc) => return rpc.clone(),
         };
         ErrorObject::new(code, e.to_string())
+    }
+}
+
+/// An error whose `data` names the resource: `{"uri": ...}`.
+fn with_uri(code: i64, message: String, uri: &str) -> ErrorObject {
+    ErrorObject {
+        code,
+        message,
+        data: Some(serde_json::json!({ "uri": uri })),
     }
 }
 
@@ -105,12 +158,41 @@ mod tests {
                 "The server is shutting down",
             ),
         ];
-        for (e, code, text) in cases {
+        for (e, code, text) in cases.into_iter().chain([
+            (
+                ServerError::UnknownPrompt("nope".into()),
+                error_codes::INVALID_PARAMS,
+                "Unknown prompt: nope",
+            ),
+            (
+                ServerError::InvalidCursor,
+                error_codes::INVALID_PARAMS,
+                "Invalid cursor",
+            ),
+        ]) {
             let wire = ErrorObject::from(e);
             assert_eq!((wire.code, wire.message.as_str()), (code, text));
         }
         let store = ErrorObject::from(ServerError::from(StoreError::NotFound));
         assert_eq!(store, ErrorObject::from(&StoreError::NotFound));
+        let gone = ErrorObject::from(ServerError::ResourceNotFound("a://b".into()));
+        assert_eq!(
+            (gone.code, gone.message.as_str(), gone.data),
+            (
+                error_codes::INVALID_PARAMS,
+                "Resource not found: a://b",
+                Some(serde_json::json!({ "uri": "a://b" }))
+            )
+        );
+        let legacy = ErrorObject::from(ServerError::LegacyResourceNotFound("a://b".into()));
+        assert_eq!(
+            (legacy.code, legacy.message.as_str(), legacy.data),
+            (
+                error_codes::RESOURCE_NOT_FOUND,
+                "Resource not found",
+                Some(serde_json::json!({ "uri": "a://b" }))
+            )
+        );
         let missing = ErrorObject::from(ServerError::MissingTasksCapability);
         assert_eq!(missing, missing_capability_error());
     }

@@ -41,6 +41,14 @@
 //! - [`ToolContext`]: `elicit`, `sample`, `list_roots`, `status`, cancellation; the same
 //!   calls work in a task (input requests in the store) and in a synchronous call
 //!   (MRTR rounds).
+//! - [`ResourceDef`] / [`ResourceTemplateDef`]: a resource at one URI, or a family of
+//!   them under an RFC 6570 level-1 URI template whose reader gets the variables typed;
+//!   readers return [`ResourceData`] (text, or bytes sent base64). [`PromptDef`]: a
+//!   prompt whose declared arguments come from its typed argument struct and whose
+//!   handler returns the messages. Both take completion providers for `completion/complete`
+//!   ([`CompletionInput`] -> [`CompletionValues`]). Lists are paged
+//!   ([`FEATURE_PAGE`] items, sealed cursors); [`Server::notify_resource_updated`] tells
+//!   subscribers (2025-11-25 `resources/subscribe`, 2026-07-28 `subscriptions/listen`).
 //! - [`TaskRuntime`]: runs tasks in the background, with leases, a sweeper and graceful
 //!   shutdown.
 //! - Transports: [`http`] (Streamable HTTP, axum) and [`stdio`].
@@ -58,6 +66,7 @@ mod context;
 pub mod demo;
 mod dispatch;
 mod errors;
+mod features;
 pub mod http;
 mod limits;
 mod retry;
@@ -74,6 +83,10 @@ mod views;
 
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
+pub use features::{
+    CompletionInput, CompletionValues, FEATURE_PAGE, FeatureDefError, MAX_COMPLETION_VALUES,
+    PromptDef, PromptError, ResourceData, ResourceDef, ResourceError, ResourceTemplateDef,
+};
 pub use runtime::{
     CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime,
     WORKER_LOST_MESSAGE, worker_lost_error,

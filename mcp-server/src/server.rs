@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::caller::RequestMetaLayer;
 use crate::dispatch::methods;
+use crate::features::{Catalog, PromptDef, ResourceDef, ResourceTemplateDef};
 use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::state::State;
 use crate::tool::ToolDef;
@@ -26,6 +27,7 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     tools: IndexMap<String, ToolDef>,
+    catalog: Catalog,
     store: Option<Arc<dyn TaskStore>>,
     runtime: RuntimeConfig,
     poll_interval_ms: Option<u64>,
@@ -77,6 +79,37 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a resource (a later one with the same URI replaces an earlier one).
+    pub fn resource(mut self, resource: ResourceDef) -> Self {
+        self.catalog
+            .resources
+            .insert(resource.uri().to_owned(), resource);
+        self
+    }
+
+    /// Adds a resource template (a later one with the same URI template replaces an
+    /// earlier one). A URI no static resource has is read by the first template it fits,
+    /// in the order they were added.
+    pub fn resource_template(mut self, template: ResourceTemplateDef) -> Self {
+        let templates = &mut self.catalog.templates;
+        match templates
+            .iter_mut()
+            .find(|t| t.uri_template() == template.uri_template())
+        {
+            Some(old) => *old = template,
+            None => templates.push(template),
+        }
+        self
+    }
+
+    /// Adds a prompt (a later prompt of the same name replaces an earlier one).
+    pub fn prompt(mut self, prompt: PromptDef) -> Self {
+        self.catalog
+            .prompts
+            .insert(prompt.name().to_owned(), prompt);
+        self
+    }
+
     /// Where tasks are kept (default: a [`mcp_tasks::MemoryStore`]).
     pub fn store(mut self, store: Arc<dyn TaskStore>) -> Self {
         self.store = Some(store);
@@ -112,6 +145,8 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 tools: self.tools,
+                catalog: self.catalog,
+                resource_watch: Default::default(),
                 store,
                 runtime,
                 poll_interval_ms: self.poll_interval_ms,
@@ -146,6 +181,7 @@ impl Server {
             info: Implementation::new(name, version),
             instructions: None,
             tools: IndexMap::new(),
+            catalog: Catalog::default(),
             store: None,
             runtime: RuntimeConfig::default(),
             poll_interval_ms: None,
@@ -156,10 +192,12 @@ impl Server {
         }
     }
 
+    /// Where the server keeps its tasks.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
         &self.state.store
     }
 
+    /// The runtime that runs the server's tasks.
     pub fn runtime(&self) -> &TaskRuntime {
         &self.state.runtime
     }
@@ -204,6 +242,14 @@ impl Server {
             }
         });
         (peer, task)
+    }
+
+    /// Announces that the resource at `uri` changed: `notifications/resources/updated`
+    /// goes to every MCP 2025-11-25 session subscribed to `uri` (on its standalone
+    /// stream; a session without one open misses it), and to every MCP 2026-07-28
+    /// `subscriptions/listen` stream whose `resourceSubscriptions` names `uri`.
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        crate::v2025::notify_resource_updated(&self.state, uri).await;
     }
 
     /// Ends listen streams, stops launching tasks, gives running ones the grace period,

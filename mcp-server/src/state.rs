@@ -1,5 +1,5 @@
-//! [`State`]: what every handler of both revisions shares (tools, store, runtime,
-//! limits, keys), built once by the [`ServerBuilder`](crate::ServerBuilder).
+//! [`State`]: what every handler of both revisions shares (tools, resources, prompts,
+//! store, runtime, limits, keys), built once by the [`ServerBuilder`](crate::ServerBuilder).
 //!
 //! **Invariant.** Holds nothing per request or per session: everything a later request
 //! needs is in the store (2025-11-25 sessions live in `v2025::session`).
@@ -11,6 +11,8 @@ use mcp_protocol::types::Implementation;
 use mcp_tasks::TaskStore;
 use tokio_util::sync::CancellationToken;
 
+use crate::features::Catalog;
+use crate::features::subscriptions::ResourceWatch;
 use crate::runtime::TaskRuntime;
 use crate::tool::ToolDef;
 
@@ -20,6 +22,10 @@ pub(crate) struct State {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: IndexMap<String, ToolDef>,
+    /// Resources, resource templates and prompts.
+    pub(crate) catalog: Catalog,
+    /// Who is subscribed to which resource.
+    pub(crate) resource_watch: ResourceWatch,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) runtime: TaskRuntime,
     pub(crate) poll_interval_ms: Option<u64>,

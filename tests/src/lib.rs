@@ -6,11 +6,15 @@
 //! handler that panics, and one with strictly typed params.
 //!
 //! [`server_harness`] runs the demo server over HTTP for the `server_*` wire tests.
+//! [`schema_check`] validates results against the official JSON Schemas;
+//! [`features_fixture`] is the resources/prompts server of `server_resources_prompts`.
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 
 pub mod deaf_store;
+pub mod features_fixture;
 pub mod legacy;
 pub mod node_harness;
+pub mod schema_check;
 pub mod server_harness;
 
 use std::sync::Arc;

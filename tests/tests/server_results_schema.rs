@@ -3,76 +3,17 @@
 //! extension's schema for task results) and MCP 2025-11-25.
 //!
 //! The official schemas are read from `$MCP_SPEC_DIR`, else `../shared/spec` beside the
-//! repository. Without them the test says so and passes, except under `CI=true`.
+//! repository (see `mcp_tests::schema_check`). Without them the test says so and passes,
+//! except under `CI=true`.
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use jsonschema::Validator;
 use mcp_tests::legacy::init_params;
+use mcp_tests::schema_check::{Schema, spec_dir};
 use mcp_tests::server_harness::{TestServer, WAIT, accept, meta, request, update_params};
 use serde_json::{Value, json};
-
-/// The official spec folder, or `None` (said on stderr) when it is not there.
-fn spec_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("MCP_SPEC_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"));
-    if dir.join("core-2026-07-28/schema.json").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but the official schemas are not at {} (set MCP_SPEC_DIR)",
-        dir.display()
-    );
-    eprintln!(
-        "skipped: the official MCP schemas are not at {} (set MCP_SPEC_DIR to a copy of \
-         modelcontextprotocol's schema folders)",
-        dir.display()
-    );
-    None
-}
-
-/// Validators for `#/$defs/<Type>` of one schema document.
-struct Schema {
-    document: Value,
-    cache: HashMap<String, Validator>,
-}
-
-impl Schema {
-    fn load(path: PathBuf) -> Schema {
-        let text = std::fs::read_to_string(&path).unwrap();
-        Schema {
-            document: serde_json::from_str(&text).unwrap(),
-            cache: HashMap::new(),
-        }
-    }
-
-    /// Panics, naming the method and every violation, unless `value` is a `type_name`.
-    fn check(&mut self, what: &str, type_name: &str, value: &Value) {
-        assert!(
-            self.document["$defs"].get(type_name).is_some(),
-            "{type_name} is not in the official schema"
-        );
-        let validator = self.cache.entry(type_name.to_owned()).or_insert_with(|| {
-            let mut doc = self.document.clone();
-            doc["$ref"] = json!(format!("#/$defs/{type_name}"));
-            jsonschema::validator_for(&doc).unwrap()
-        });
-        let errors: Vec<String> = validator
-            .iter_errors(value)
-            .map(|e| format!("{e} at {}", e.instance_path()))
-            .collect();
-        assert!(
-            errors.is_empty(),
-            "{what}: not a valid {type_name}: {errors:?}\n{value:#}"
-        );
-    }
-}
 
 /// Polls `tasks/get` (2026-07-28) until the task's status is `status`.
 async fn poll_2026(s: &TestServer, id: &str, status: &str) -> Value {

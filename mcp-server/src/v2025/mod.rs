@@ -12,6 +12,7 @@
 //! **Invariant.** Handlers here serve only requests of a 2025-11-25 session (the dispatch
 //! chose); they never branch on the revision.
 
+pub(crate) mod features;
 mod input;
 pub(crate) mod session;
 
@@ -24,8 +25,8 @@ use mcp_protocol::engine::{Peer, RequestContext};
 use mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25;
 use mcp_protocol::v2025::{
     self, CallToolRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadResult,
-    GetTaskResult, InitializeRequestParams, InitializeResult, ListTasksResult, ServerCapabilities,
-    ServerTasksCapability, TaskStatus, TaskSupport, ToolExecution,
+    GetTaskResult, InitializeRequestParams, InitializeResult, ListTasksResult, ResourcesCapability,
+    ServerCapabilities, ServerTasksCapability, TaskStatus, TaskSupport, ToolExecution,
 };
 use mcp_tasks::{EventError, Outcome, Owner, TaskId, WireRevision};
 use serde_json::Value;
@@ -41,6 +42,7 @@ use crate::runtime::CANCELLED_MESSAGE;
 use crate::state::State;
 use crate::tool::TaskPolicy;
 use crate::views::{result_2025, task_2025};
+pub(crate) use features::notify_resource_updated;
 use input::{ask_pending, watch};
 use session::Standalone;
 pub(crate) use session::{LegacySession, SessionSlot, StandaloneIsRequestPeer, session_of};
@@ -96,9 +98,16 @@ pub(crate) async fn initialize(
         Arc::clone(&session),
         state.shutdown_token(),
     ));
+    let catalog = &state.catalog;
     let capabilities = ServerCapabilities {
         tools: Some(Default::default()),
         tasks: Some(ServerTasksCapability::tool_calls(true)),
+        resources: catalog.has_resources().then(|| ResourcesCapability {
+            subscribe: Some(true),
+            ..Default::default()
+        }),
+        prompts: catalog.has_prompts().then(Default::default),
+        completions: catalog.has_completions().then(Default::default),
         ..Default::default()
     };
     Ok(InitializeResult {

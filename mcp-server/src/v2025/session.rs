@@ -90,6 +90,16 @@ impl LegacySession {
     pub fn close(&self) {
         self.closed.cancel();
     }
+
+    /// Whether the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// The stream for notifications outside a request, if one is open.
+    pub(crate) fn standalone_peer(&self) -> Option<Peer> {
+        self.standalone().map(|s| s.peer)
+    }
 }
 
 /// The session a request belongs to, if it belongs to a 2025-11-25 one. Transports put a

@@ -1,5 +1,7 @@
 //! `subscriptions/listen` on the 2026-07-28 wire: acknowledged tasks pushed as
-//! `notifications/tasks` on every change, resynced after a lag or a store failure.
+//! `notifications/tasks` on every change, resynced after a lag or a store failure; and
+//! acknowledged resource URIs (`resourceSubscriptions`) pushed as
+//! `notifications/resources/updated` when the application announces a change.
 
 use std::sync::Arc;
 
@@ -11,7 +13,8 @@ use mcp_protocol::tasks::{
     TaskStatusChanged, TaskStatusNotificationParams, TaskSubscriptionNotifications,
 };
 use mcp_protocol::v2026::{
-    self, NotificationMeta, SubscriptionsAcknowledged, SubscriptionsAcknowledgedNotificationParams,
+    self, NotificationMeta, ResourceUpdated, ResourceUpdatedNotificationParams,
+    SubscriptionsAcknowledged, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenResult, SubscriptionsListenResultMeta,
 };
 
@@ -55,8 +58,21 @@ pub(crate) async fn listen(
             served.push(id);
         }
     }
+    // Resource URIs this server has (and only if it offers resources at all).
+    let uris: std::collections::HashSet<String> = params
+        .notifications
+        .resource_subscriptions
+        .iter()
+        .flatten()
+        .filter(|uri| state.catalog.knows(uri))
+        .cloned()
+        .collect();
+    let mut changed_uris = state.resource_watch.feed();
     let mut ack = v2026::SubscriptionFilter::default();
     TaskSubscriptionNotifications::set_on_filter(&mut ack, &served);
+    if params.notifications.resource_subscriptions.is_some() {
+        ack.resource_subscriptions = Some(uris.iter().cloned().collect());
+    }
     let ack = SubscriptionsAcknowledgedNotificationParams {
         notifications: ack,
         meta: Some(notification_meta(&subscription_id)),
@@ -86,6 +102,18 @@ pub(crate) async fn listen(
             _ = request.cancel.cancelled() => break,
             e = events.recv() => Some(e),
             _ = backoff.wait(), if resync => None,
+            changed = changed_uris.recv(), if !uris.is_empty() => {
+                let changed: Vec<&String> = match &changed {
+                    Ok(uri) => uris.get(uri).into_iter().collect(),
+                    // Missed some: any of them may have changed.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => uris.iter().collect(),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => Vec::new(),
+                };
+                for uri in changed {
+                    push_resource(&peer, uri, &subscription_id).await?;
+                }
+                None
+            }
         };
         match event {
             Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
@@ -112,6 +140,19 @@ fn notification_meta(subscription_id: &RequestId) -> NotificationMeta {
         subscription_id: Some(subscription_id.clone()),
         ..NotificationMeta::default()
     }
+}
+
+/// Tells the client that `uri` changed.
+async fn push_resource(
+    peer: &Peer,
+    uri: &str,
+    subscription_id: &RequestId,
+) -> Result<(), ErrorObject> {
+    let mut params = ResourceUpdatedNotificationParams::new(uri);
+    params.meta = Some(notification_meta(subscription_id));
+    peer.notify::<ResourceUpdated>(&params)
+        .await
+        .map_err(ErrorObject::from)
 }
 
 /// Pushes the task's current state. `false`: the store was unavailable, nothing was

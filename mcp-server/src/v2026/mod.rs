@@ -5,6 +5,7 @@
 //! **Invariant.** The server decides whether a call is a task, only for a request whose
 //! own `_meta` declares the extension; nothing is remembered between requests.
 
+pub(crate) mod features;
 mod listen;
 
 use jsonrpsee::Extensions;
@@ -51,8 +52,15 @@ pub(crate) fn discover(state: &State) -> Result<DiscoverResult, ServerError> {
             "Method not found: this server speaks MCP 2025-11-25 only (initialize)".to_owned(),
         ));
     }
+    let catalog = &state.catalog;
     let capabilities = ServerCapabilities {
         tools: Some(Default::default()),
+        resources: catalog.has_resources().then(|| v2026::ResourcesCapability {
+            subscribe: Some(true),
+            ..Default::default()
+        }),
+        prompts: catalog.has_prompts().then(Default::default),
+        completions: catalog.has_completions().then(Default::default),
         ..Default::default()
     };
     let capabilities = tasks::TasksExtensionCapability::declare_on_server(capabilities);

@@ -1,0 +1,88 @@
+//! Who wants to hear that a resource changed: the MCP 2025-11-25 sessions subscribed to
+//! each URI (`resources/subscribe`), and a feed of changed URIs for MCP 2026-07-28
+//! `subscriptions/listen` streams. [`Server::notify_resource_updated`] feeds both.
+//!
+//! **Invariant.** Holds sessions weakly: a subscription never keeps a session alive, and
+//! a session that ended (dropped or closed) is forgotten the next time its URI changes.
+//!
+//! [`Server::notify_resource_updated`]: crate::Server::notify_resource_updated
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::broadcast;
+
+use crate::v2025::session::LegacySession;
+
+/// How many changed URIs a slow `subscriptions/listen` stream may fall behind by before
+/// it misses some.
+const FEED_CAPACITY: usize = 256;
+
+/// Resource subscriptions of both revisions.
+#[derive(Debug)]
+pub(crate) struct ResourceWatch {
+    by_uri: Mutex<HashMap<String, Vec<Weak<LegacySession>>>>,
+    feed: broadcast::Sender<String>,
+}
+
+impl Default for ResourceWatch {
+    fn default() -> Self {
+        ResourceWatch {
+            by_uri: Mutex::default(),
+            feed: broadcast::channel(FEED_CAPACITY).0,
+        }
+    }
+}
+
+impl ResourceWatch {
+    /// `session` wants `notifications/resources/updated` for `uri` (once, however often
+    /// it asks).
+    pub(crate) fn subscribe(&self, uri: &str, session: &Arc<LegacySession>) {
+        let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
+        let sessions = by_uri.entry(uri.to_owned()).or_default();
+        sessions.retain(|s| s.strong_count() > 0);
+        if !sessions
+            .iter()
+            .any(|s| s.upgrade().is_some_and(|s| s.id == session.id))
+        {
+            sessions.push(Arc::downgrade(session));
+        }
+    }
+
+    /// `session` no longer wants to hear about `uri`.
+    pub(crate) fn unsubscribe(&self, uri: &str, session: &LegacySession) {
+        let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(sessions) = by_uri.get_mut(uri) {
+            sessions.retain(|s| s.upgrade().is_some_and(|s| s.id != session.id));
+            if sessions.is_empty() {
+                by_uri.remove(uri);
+            }
+        }
+    }
+
+    /// `uri` changed: the live sessions subscribed to it (ended ones are forgotten), after
+    /// telling the 2026-07-28 streams.
+    pub(crate) fn changed(&self, uri: &str) -> Vec<Arc<LegacySession>> {
+        // No receiver is no error: nobody listens right now.
+        let _ = self.feed.send(uri.to_owned());
+        let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(sessions) = by_uri.get_mut(uri) else {
+            return Vec::new();
+        };
+        let live: Vec<Arc<LegacySession>> = sessions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|s| !s.is_closed())
+            .collect();
+        sessions.retain(|s| s.upgrade().is_some_and(|s| !s.is_closed()));
+        if sessions.is_empty() {
+            by_uri.remove(uri);
+        }
+        live
+    }
+
+    /// The changed URIs from now on (for a `subscriptions/listen` stream).
+    pub(crate) fn feed(&self) -> broadcast::Receiver<String> {
+        self.feed.subscribe()
+    }
+}

@@ -1,0 +1,144 @@
+//! Resources, prompts and completion on the MCP 2026-07-28 wire: list and read results
+//! carry `cacheScope` and `ttlMs` (their constructors fill them), and a URI no resource
+//! has is -32602 with `data.uri` (SEP-2164).
+//!
+//! **Invariant.** Only wire shapes here; what is offered and read is `features/`'s.
+
+use jsonrpsee::Extensions;
+use mcp_protocol::v2026::{
+    CompleteReference, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+};
+
+use crate::caller::Caller;
+use crate::errors::ServerError;
+use crate::features::completion::{self, CompletionInput, Target};
+use crate::features::{page, resources};
+use crate::state::State;
+
+/// One page of `items`, its cursor sealed for this caller.
+fn paged<T>(
+    state: &State,
+    items: Vec<T>,
+    kind: &str,
+    params: &PaginatedRequestParams,
+    ext: &Extensions,
+) -> Result<crate::features::Page<T>, ServerError> {
+    let caller = Caller::from_extensions(ext);
+    page(
+        items,
+        kind,
+        params.cursor.as_deref(),
+        &state.cursor_key,
+        &caller.owner,
+    )
+}
+
+/// `resources/list`.
+pub(crate) fn resources_list(
+    state: &State,
+    params: &PaginatedRequestParams,
+    ext: &Extensions,
+) -> Result<ListResourcesResult, ServerError> {
+    let all = state
+        .catalog
+        .resources
+        .values()
+        .map(|r| r.listing())
+        .collect();
+    let page = paged(state, all, "resources", params, ext)?;
+    let mut result = ListResourcesResult::new(page.items);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
+}
+
+/// `resources/templates/list`.
+pub(crate) fn resource_templates_list(
+    state: &State,
+    params: &PaginatedRequestParams,
+    ext: &Extensions,
+) -> Result<ListResourceTemplatesResult, ServerError> {
+    let all = state
+        .catalog
+        .templates
+        .iter()
+        .map(|t| t.listing())
+        .collect();
+    let page = paged(state, all, "templates", params, ext)?;
+    let mut result = ListResourceTemplatesResult::new(page.items);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
+}
+
+/// `resources/read`: the contents, or -32602 with `data.uri` when no resource has the
+/// URI (SEP-2164).
+pub(crate) async fn resources_read(
+    state: &State,
+    params: ReadResourceRequestParams,
+) -> Result<ReadResourceResult, ServerError> {
+    let catalog = &state.catalog;
+    match resources::read(&catalog.resources, &catalog.templates, &params.uri).await {
+        Ok(Some(contents)) => Ok(ReadResourceResult::new(contents)),
+        Ok(None) => Err(ServerError::ResourceNotFound(params.uri)),
+        Err(message) => Err(ServerError::Internal(message)),
+    }
+}
+
+/// `prompts/list`.
+pub(crate) fn prompts_list(
+    state: &State,
+    params: &PaginatedRequestParams,
+    ext: &Extensions,
+) -> Result<ListPromptsResult, ServerError> {
+    let all = state
+        .catalog
+        .prompts
+        .values()
+        .map(|p| p.listing())
+        .collect();
+    let page = paged(state, all, "prompts", params, ext)?;
+    let mut result = ListPromptsResult::new(page.items);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
+}
+
+/// `prompts/get`: -32602 for an unknown prompt or a missing required argument.
+pub(crate) async fn prompts_get(
+    state: &State,
+    params: GetPromptRequestParams,
+) -> Result<GetPromptResult, ServerError> {
+    let prompt = state
+        .catalog
+        .prompt(&params.name)
+        .ok_or_else(|| ServerError::UnknownPrompt(params.name.clone()))?;
+    let (description, messages) = prompt.get(params.arguments.unwrap_or_default()).await?;
+    let mut result = GetPromptResult::new(messages);
+    result.description = description;
+    Ok(result)
+}
+
+/// `completion/complete`.
+pub(crate) async fn complete(
+    state: &State,
+    params: CompleteRequestParams,
+) -> Result<CompleteResult, ServerError> {
+    let target = match &params.r#ref {
+        CompleteReference::Prompt(p) => Target::Prompt(&p.name),
+        CompleteReference::ResourceTemplate(r) => Target::Template(&r.uri),
+    };
+    let input = CompletionInput {
+        argument: params.argument.name.clone(),
+        value: params.argument.value.clone(),
+        context: params
+            .context
+            .as_ref()
+            .and_then(|c| c.arguments.clone())
+            .unwrap_or_default(),
+    };
+    let values = completion::complete(&state.catalog, target, input).await?;
+    let mut result = CompleteResult::new(values.values);
+    result.completion.total = values.total;
+    result.completion.has_more = Some(values.has_more);
+    Ok(result)
+}
