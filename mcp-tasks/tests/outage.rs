@@ -105,7 +105,9 @@ async fn sqlite_disk_full() {
             std::env::var("CI").as_deref() != Ok("true"),
             "CI=true but a tmpfs cannot be mounted for the SQLite disk-full test"
         );
-        eprintln!("skipped: cannot mount a tmpfs (needs root) for the SQLite disk-full test");
+        mcp_tasks::conformance::report_skip(
+            "SQLite disk-full outage test: cannot mount a tmpfs (needs root)",
+        );
         return;
     };
     let factory = SqliteFactory::new(fs.0.join("kit"));
@@ -123,7 +125,9 @@ async fn sqlite_read_only_file_system() {
             std::env::var("CI").as_deref() != Ok("true"),
             "CI=true but a tmpfs cannot be mounted for the SQLite read-only test"
         );
-        eprintln!("skipped: cannot mount a tmpfs (needs root) for the SQLite read-only test");
+        mcp_tasks::conformance::report_skip(
+            "SQLite read-only file system test: cannot mount a tmpfs (needs root)",
+        );
         return;
     };
     let path = fs.0.join("ro.sqlite3");

@@ -10,7 +10,7 @@ use jsonschema::Validator;
 use serde_json::{Value, json};
 
 /// The official spec folder, or `None` (said on stderr) when it is not there.
-pub fn spec_dir() -> Option<PathBuf> {
+pub fn spec_dir(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("MCP_SPEC_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"));
@@ -22,11 +22,12 @@ pub fn spec_dir() -> Option<PathBuf> {
         "CI=true but the official schemas are not at {} (set MCP_SPEC_DIR)",
         dir.display()
     );
-    eprintln!(
-        "skipped: the official MCP schemas are not at {} (set MCP_SPEC_DIR to a copy of \
-         modelcontextprotocol's schema folders)",
+    mcp_tasks::conformance::report_skip(&format!(
+        "{test}: the official MCP schemas are not at {} (set MCP_SPEC_DIR to a folder \
+         holding core-2026-07-28/, core-2025-11-25/ and ext-tasks/ from the \
+         modelcontextprotocol repositories)",
         dir.display()
-    );
+    ));
     None
 }
 

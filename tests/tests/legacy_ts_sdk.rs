@@ -48,11 +48,11 @@ fn sdk() -> Option<Sdk> {
             script: dir.join("interop.mjs"),
         });
     }
-    let message = "skipped: TypeScript SDK not installed (npm ci --prefix tests/ts-sdk)";
+    let message = "TypeScript SDK interop: the SDK is not installed (npm ci --prefix tests/ts-sdk)";
     if std::env::var("MCP_REQUIRE_SERVICES").as_deref() == Ok("1") {
-        panic!("MCP_REQUIRE_SERVICES=1 but {message}");
+        panic!("MCP_REQUIRE_SERVICES=1 but skipped: {message}");
     }
-    println!("{message}");
+    mcp_tasks::conformance::report_skip(message);
     None
 }
 

@@ -35,7 +35,9 @@ fn assert_not_found_2026(reply: &Reply, uri: &str, core: &mut Schema) {
 
 #[tokio::test]
 async fn resources_prompts_and_completion_on_2026_07_28() {
-    let Some(spec) = spec_dir() else { return };
+    let Some(spec) = spec_dir("resources_prompts_and_completion_on_2026_07_28") else {
+        return;
+    };
     let mut core = Schema::load(spec.join("core-2026-07-28/schema.json"));
     let s = TestServer::start_server(fixture_server(), HttpConfig::default()).await;
     let rpc = |method: &'static str, mut params: Value| {
@@ -224,7 +226,9 @@ async fn resources_prompts_and_completion_on_2026_07_28() {
 
 #[tokio::test]
 async fn listen_carries_resource_updates_on_2026_07_28() {
-    let Some(spec) = spec_dir() else { return };
+    let Some(spec) = spec_dir("listen_carries_resource_updates_on_2026_07_28") else {
+        return;
+    };
     let mut core = Schema::load(spec.join("core-2026-07-28/schema.json"));
     let s = TestServer::start_server(fixture_server(), HttpConfig::default()).await;
     let listen = request(
@@ -291,7 +295,9 @@ impl Session<'_> {
 
 #[tokio::test]
 async fn resources_prompts_and_completion_in_a_2025_11_25_session() {
-    let Some(spec) = spec_dir() else { return };
+    let Some(spec) = spec_dir("resources_prompts_and_completion_in_a_2025_11_25_session") else {
+        return;
+    };
     let mut core = Schema::load(spec.join("core-2025-11-25/schema.json"));
     let s = TestServer::start_server(fixture_server(), HttpConfig::default()).await;
     let init = s
@@ -529,7 +535,10 @@ async fn a_server_without_them_declares_and_serves_none() {
 
 #[tokio::test]
 async fn a_2025_11_25_session_on_a_connection_reads_and_hears_updates() {
-    let Some(spec) = spec_dir() else { return };
+    let Some(spec) = spec_dir("a_2025_11_25_session_on_a_connection_reads_and_hears_updates")
+    else {
+        return;
+    };
     let mut core = Schema::load(spec.join("core-2025-11-25/schema.json"));
     let server = fixture_server();
     let (server_end, client_end) = Connection::memory();

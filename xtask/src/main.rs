@@ -212,9 +212,17 @@ fn fuzz(seconds: f64) -> Result<(), String> {
 }
 
 fn test(rest: &[String]) -> Result<(), String> {
+    install_npm_packages()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
+    // Tests that skip themselves (a service, a file, a package missing) append a line
+    // here; the summary counts and names them.
+    let skip_log = workspace_root().join("target").join("xtask-skipped.txt");
+    let _ = std::fs::create_dir_all(workspace_root().join("target"));
+    std::fs::write(&skip_log, "")
+        .map_err(|e| format!("cannot write {}: {e}", skip_log.display()))?;
     cmd.current_dir(workspace_root())
+        .env("MCP_SKIP_LOG", &skip_log)
         .args(["test", "--workspace", "--no-fail-fast"]);
     if !rest.is_empty() {
         cmd.arg("--").args(rest);
@@ -258,11 +266,22 @@ fn test(rest: &[String]) -> Result<(), String> {
         Ok(None) => (0, 0),
         Err(_) => (0, 1),
     };
+    let skipped = skipped_tests(&skip_log);
+    for what in &skipped {
+        println!("xtask: SKIPPED {what}");
+    }
     println!(
-        "xtask: {} passed, {} failed, {} skipped",
+        "xtask: {} passed, {} failed, {} skipped ({} ignored, {} skipped for want of a service, package or file{})",
         totals.passed + suite_passed,
         totals.failed + suite_failed,
-        totals.ignored
+        totals.ignored + skipped.len() as u64,
+        totals.ignored,
+        skipped.len(),
+        if skipped.is_empty() {
+            ""
+        } else {
+            ": see the SKIPPED lines above"
+        }
     );
     outcome?;
     match suite? {
@@ -301,6 +320,56 @@ fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, St
         report.passed, report.failed
     );
     Ok(Some(report))
+}
+
+/// The distinct skips the tests reported in `log`, in order.
+fn skipped_tests(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && seen.insert(l.to_owned()))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The pinned npm packages the tests use (the official conformance suite and the
+/// TypeScript SDK interop), installed with `npm ci` when `npm` is on the PATH and they are
+/// missing or older than their lock file. Without `npm` the tests that need them say they
+/// are skipped (a failure under `CI=true`).
+fn install_npm_packages() -> Result<(), String> {
+    let root = workspace_root();
+    for dir in ["tests/conformance-suite", "tests/ts-sdk"] {
+        let folder = root.join(dir);
+        let lock = folder.join("package-lock.json");
+        let installed = folder.join("node_modules/.package-lock.json");
+        let fresh = match (std::fs::metadata(&lock), std::fs::metadata(&installed)) {
+            (Ok(l), Ok(i)) => match (l.modified(), i.modified()) {
+                (Ok(l), Ok(i)) => i >= l,
+                _ => true,
+            },
+            (Err(_), _) => continue,
+            (Ok(_), Err(_)) => false,
+        };
+        if fresh {
+            continue;
+        }
+        let npm = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&folder)
+            .status();
+        match npm {
+            Ok(status) if status.success() => println!("xtask: installed {dir} (npm ci)"),
+            Ok(status) => return Err(format!("npm ci --prefix {dir} failed ({status})")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                println!(
+                    "xtask: npm not found: {dir} not installed; the tests that need it will say so"
+                );
+            }
+            Err(e) => return Err(format!("cannot run npm: {e}")),
+        }
+    }
+    Ok(())
 }
 
 /// Whether this runs in CI (`CI=true` or `CI=1`): nothing may be skipped there.

@@ -3,20 +3,15 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
 use mcp_protocol::v2026;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// The spec folder: `$MCP_SPEC_DIR` if set, else `../../shared/spec` from this crate.
-pub fn spec_dir() -> PathBuf {
-    match std::env::var_os("MCP_SPEC_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"),
-    }
-}
+#[path = "../spec_files/mod.rs"]
+mod spec_files;
+
+pub use spec_files::{available, spec_dir};
 
 /// The official 2026-07-28 schema document.
 pub fn official_schema_2026() -> Value {

@@ -146,7 +146,7 @@ impl RedisFactory {
                 panic!("MCP_REQUIRE_SERVICES=1 but Redis is not reachable at {url}: {e}")
             }
             Err(_) => {
-                eprintln!("skipped: Redis not reachable at {url}");
+                super::report_skip(&format!("Redis not reachable at {url}"));
                 None
             }
         }
@@ -240,7 +240,7 @@ impl PostgresFactory {
                         Self::REQUIRE_ENV
                     );
                 }
-                eprintln!("skipped: PostgreSQL not reachable at {url}");
+                super::report_skip(&format!("PostgreSQL not reachable at {url}"));
                 None
             }
         }

@@ -204,3 +204,27 @@ pub async fn run_all<F: StoreFactory>(
     }
     outcomes
 }
+
+/// The environment variable naming the file [`report_skip`] appends to (set by
+/// `cargo xtask test`, which counts and names the skips in its summary line).
+pub const SKIP_LOG_VAR: &str = "MCP_SKIP_LOG";
+
+/// Says on stderr that `what` was skipped and why, and appends the same line to the file
+/// `$MCP_SKIP_LOG` names, if any: a test that skips itself (its service or its files are
+/// not there) is then counted and named instead of passing silently.
+pub fn report_skip(what: &str) {
+    let line = format!("skipped: {what}");
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os(SKIP_LOG_VAR) {
+        use std::io::Write;
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            // One write of the whole line: appends from parallel tests do not interleave.
+            .and_then(|mut f| f.write_all(format!("{what}\n").as_bytes()));
+        if let Err(e) = appended {
+            eprintln!("cannot record the skip in ${SKIP_LOG_VAR}: {e}");
+        }
+    }
+}
