@@ -91,6 +91,10 @@ enum Cmd {
         #[arg(long, default_value_t = 60.0)]
         seconds: f64,
     },
+    /// Clone the repository (its committed HEAD) into an empty temporary folder, with
+    /// nothing beside it, and run `cargo xtask test` there outside CI: it must pass, naming
+    /// what it skipped for want of the official schema files.
+    Standalone,
     /// Run every test in the workspace (unit, integration, doc tests).
     Test {
         /// Extra arguments passed to `cargo test` after `--` (e.g. a test name filter).
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Schema { check } => schema(check),
         Cmd::Test { rest } => test(&rest),
+        Cmd::Standalone => standalone(),
         Cmd::Fuzz { seconds } => fuzz(seconds),
         Cmd::Bench {
             seconds,
@@ -320,6 +325,61 @@ fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, St
         report.passed, report.failed
     );
     Ok(Some(report))
+}
+
+/// `cargo xtask standalone`: a clone of HEAD in an empty temporary folder (no `../shared`
+/// beside it) runs the test command outside CI. It shares this checkout's target folder,
+/// so only the workspace's own crates are built again.
+fn standalone() -> Result<(), String> {
+    let root = workspace_root();
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let folder = std::env::temp_dir().join(format!("mcp-standalone-{}-{salt}", std::process::id()));
+    let clone = folder.join("repo");
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+    let cloned = Command::new("git")
+        .args(["clone", "--quiet", "--no-hardlinks"])
+        .arg(&root)
+        .arg(&clone)
+        .status()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !cloned.success() {
+        return Err(format!("git clone into {} failed", clone.display()));
+    }
+    println!("xtask: standalone: cloned HEAD into {}", clone.display());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(&clone)
+        .env_remove("CI")
+        .env_remove("MCP_SPEC_DIR")
+        .env_remove("MCP_REQUIRE_SERVICES")
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .args(["xtask", "test"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the clone's tests: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let _ = std::fs::remove_dir_all(&folder);
+    let summary = stdout
+        .lines()
+        .filter(|l| l.starts_with("xtask: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    println!("{summary}");
+    if !output.status.success() {
+        return Err("the standalone clone's tests failed".into());
+    }
+    if !stdout.contains("xtask: SKIPPED") || !stdout.contains("official MCP schemas") {
+        return Err(
+            "the standalone clone did not say which tests it skipped without the official schemas"
+                .into(),
+        );
+    }
+    println!("xtask: standalone: a clone with nothing beside it passes, naming its skips");
+    Ok(())
 }
 
 /// The distinct skips the tests reported in `log`, in order.
