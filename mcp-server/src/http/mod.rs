@@ -62,9 +62,15 @@ struct App {
 #[derive(Debug, Clone)]
 struct Authenticated(Option<String>);
 
+/// The MCP 2025-11-25 session a request names (`Mcp-Session-Id`), found by the [`guard`]
+/// layer: known, not idle past its timeout, and usable by this caller.
+#[derive(Debug, Clone)]
+struct OpenSession(Arc<crate::v2025::LegacySession>);
+
 /// In front of every handler: `Host` and `Origin` (403), then who is calling (401 or
 /// what the [`Authenticator`](crate::auth::Authenticator) answers), into the request's
-/// extensions as [`Authenticated`].
+/// extensions as [`Authenticated`]; then the 2025-11-25 session the request names, if any
+/// (an unknown, ended or another caller's session is 404), as [`OpenSession`].
 async fn guard(
     State(app): State<Arc<App>>,
     mut request: axum::extract::Request,
@@ -77,6 +83,14 @@ async fn guard(
         Ok(p) => p,
         Err(refused) => return *refused,
     };
+    if let Some(id) = header_str(request.headers(), MCP_SESSION_ID) {
+        match app.legacy_session_of(id, principal.as_deref()) {
+            Some(session) => {
+                request.extensions_mut().insert(OpenSession(session));
+            }
+            None => return sessions::unknown_session(),
+        }
+    }
     request.extensions_mut().insert(Authenticated(principal));
     next.run(request).await
 }

@@ -22,10 +22,9 @@ use mcp_protocol::v2025;
 use mcp_protocol::v2026::SubscriptionsListen;
 use serde::Deserialize;
 
-use super::sessions::unknown_session;
 use super::{
-    App, Authenticated, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, accepts,
-    header_str, json_response, message_event, rpc_error, sse, status_for, status_of,
+    App, Authenticated, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, OpenSession,
+    accepts, header_str, json_response, message_event, rpc_error, sse, status_for, status_of,
 };
 use crate::caller::{RequestDeclarations, SUPPORTED_VERSIONS};
 use crate::v2025::SessionSlot;
@@ -72,14 +71,12 @@ pub(super) async fn handle_post(
             "Accept must allow application/json or text/event-stream",
         );
     }
-    // A 2025-11-25 request names its session; any other request gets an empty slot that
-    // `initialize` may fill.
-    let session_header = header_str(&headers, MCP_SESSION_ID);
-    let slot = match session_header {
-        Some(id) => match app.legacy_session_of(id, principal.as_deref()) {
-            Some(s) => SessionSlot::with(s),
-            None => return unknown_session(),
-        },
+    // A 2025-11-25 request names its session (the guard found it); any other request gets
+    // an empty slot that `initialize` may fill.
+    let named = parts.extensions.get::<OpenSession>().cloned();
+    let session_header = named.is_some();
+    let slot = match named {
+        Some(OpenSession(session)) => SessionSlot::with(session),
         None => SessionSlot::default(),
     };
     let legacy = slot.get().is_some();
@@ -152,7 +149,7 @@ pub(super) async fn handle_post(
                     "subscriptions/listen replies with an event stream: Accept must allow text/event-stream",
                 );
             }
-            if session_header.is_none()
+            if !session_header
                 && req.method == v2025::Initialize::METHOD
                 && !app.room_for_a_session()
             {
@@ -177,7 +174,7 @@ pub(super) async fn handle_post(
                 json_reply(&app, &session, req, legacy).await
             };
             // `initialize` filled the slot: the session exists from now on.
-            if session_header.is_none()
+            if !session_header
                 && let Some(opened) = slot.get()
                 && let Ok(value) = HeaderValue::from_str(&opened.id)
             {

@@ -11,10 +11,7 @@ use axum::response::{IntoResponse, Response};
 use mcp_protocol::engine::FrameSender;
 use mcp_protocol::error_codes;
 
-use super::{
-    App, Authenticated, MCP_SESSION_ID, accepts, header_str, message_event, not_allowed, rpc_error,
-    sse,
-};
+use super::{App, Authenticated, OpenSession, accepts, message_event, not_allowed, rpc_error, sse};
 use crate::v2025::LegacySession;
 
 /// A 2025-11-25 session and when it was last used.
@@ -84,13 +81,11 @@ impl App {
 pub(super) async fn handle_get(
     State(app): State<Arc<App>>,
     Extension(Authenticated(principal)): Extension<Authenticated>,
+    open: Option<Extension<OpenSession>>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(id) = header_str(&headers, MCP_SESSION_ID) else {
+    let Some(Extension(OpenSession(legacy))) = open else {
         return not_allowed().await;
-    };
-    let Some(legacy) = app.legacy_session_of(id, principal.as_deref()) else {
-        return unknown_session();
     };
     if !accepts(&headers).1 {
         return rpc_error(
@@ -128,15 +123,12 @@ impl Drop for StandaloneGuard {
 /// `DELETE` with `Mcp-Session-Id` (MCP 2025-11-25): ends the session.
 pub(super) async fn handle_delete(
     State(app): State<Arc<App>>,
-    Extension(Authenticated(principal)): Extension<Authenticated>,
-    headers: HeaderMap,
+    open: Option<Extension<OpenSession>>,
 ) -> Response {
-    let Some(id) = header_str(&headers, MCP_SESSION_ID) else {
+    let Some(Extension(OpenSession(session))) = open else {
         return not_allowed().await;
     };
-    if app.legacy_session_of(id, principal.as_deref()).is_none() {
-        return unknown_session();
-    }
+    let id = session.id.as_str();
     let removed = app
         .legacy
         .lock()

@@ -364,3 +364,30 @@ async fn handles_in_one_process_share_the_claim() {
         .await
         .expect("recover");
 }
+
+/// A write that meets a read-only database (a file opened read-only underneath, a file
+/// system remounted read-only) is a clear, permanent error that says read-only; a busy or
+/// full database is transient.
+#[test]
+fn a_write_on_a_read_only_database_says_so() {
+    let db = TempDb::new("read_only_write");
+    drop(db.open(Limits::default(), &ManualClock::default()));
+    let conn =
+        rusqlite::Connection::open_with_flags(&db.0, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open read-only");
+    let refused = conn
+        .execute("DELETE FROM tasks", [])
+        .expect_err("a write on a read-only connection");
+    let e = super::schema::backend(refused);
+    assert!(!e.is_transient(), "{e:?}");
+    assert!(e.to_string().contains("read-only"), "{e}");
+
+    let busy =
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY), None);
+    assert!(super::schema::backend(busy).is_transient());
+    let full =
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL), None);
+    let full = super::schema::backend(full);
+    assert!(full.is_transient());
+    assert!(full.to_string().contains("disk is full"), "{full}");
+}
