@@ -37,7 +37,6 @@
 //! about how long a task of a dead instance stays `working` before it is failed.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use std::time::Duration;
@@ -55,9 +54,10 @@ use mcp_tasks::Limits;
     about = "MCP tasks demo server (the conformance fixture tools)"
 )]
 struct Args {
-    /// Serve Streamable HTTP on this address.
+    /// Serve Streamable HTTP on this address: `HOST:PORT`, the host a name (resolved,
+    /// e.g. `localhost:8000`) or an IP address.
     #[arg(long, default_value = "127.0.0.1:8000", conflicts_with = "stdio")]
-    http: SocketAddr,
+    http: String,
     /// Serve on stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
@@ -160,14 +160,21 @@ async fn main() -> std::process::ExitCode {
         };
     }
 
-    let listener = match tokio::net::TcpListener::bind(args.http).await {
+    // A host name is resolved; the first address it resolves to is bound.
+    let listener = match tokio::net::TcpListener::bind(args.http.as_str()).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("demo: cannot listen on {}: {e}", args.http);
+            eprintln!(
+                "demo: cannot listen on {} (expected HOST:PORT, e.g. 127.0.0.1:8000 or localhost:8000): {e}",
+                args.http
+            );
             return std::process::ExitCode::FAILURE;
         }
     };
-    let addr = listener.local_addr().unwrap_or(args.http);
+    let Ok(addr) = listener.local_addr() else {
+        eprintln!("demo: the listener on {} has no address", args.http);
+        return std::process::ExitCode::FAILURE;
+    };
     let url = local_url(addr, "/mcp");
     // Errors ignored: whoever reads our stdout may stop reading early.
     let mut out = std::io::stdout().lock();
