@@ -64,6 +64,23 @@ impl StoreError {
         matches!(self, StoreError::Unavailable(_))
     }
 
+    /// Says where a backend failure happened (`... (at HOST:PORT/DB)`); other errors are
+    /// returned unchanged.
+    #[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
+    pub(crate) fn at(self, place: &str) -> StoreError {
+        match self {
+            StoreError::Unavailable(mut e) => {
+                e.message = format!("{} (at {place})", e.message);
+                StoreError::Unavailable(e)
+            }
+            StoreError::Backend(mut e) => {
+                e.message = format!("{} (at {place})", e.message);
+                StoreError::Backend(e)
+            }
+            other => other,
+        }
+    }
+
     /// Prefixes the message of a backend failure with `what` (e.g. the backend's name);
     /// other errors are returned unchanged.
     // Used by the durable backends only.

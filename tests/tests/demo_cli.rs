@@ -57,3 +57,50 @@ async fn an_address_it_cannot_use_is_said_at_once() {
     );
     assert!(said.contains("HOST:PORT"), "{said}");
 }
+
+/// Runs the demo with `args` until it exits; its stderr.
+async fn refused(args: &[&str]) -> String {
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(DEMO)
+            .args(args)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("runs");
+    assert!(!out.status.success(), "{args:?} started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A store it cannot reach is said with where it looked and why.
+#[tokio::test]
+async fn an_unreachable_store_is_named_with_its_cause() {
+    let said = refused(&["--store", "redis://127.0.0.1:1/"]).await;
+    assert!(said.contains("cannot open the Redis store"), "{said}");
+    assert!(said.contains("(at 127.0.0.1:1)"), "{said}");
+    assert!(said.to_lowercase().contains("refused"), "{said}");
+
+    let said = refused(&["--store", "postgres://postgres@127.0.0.1:1/test"]).await;
+    assert!(said.contains("cannot open the PostgreSQL store"), "{said}");
+    assert!(said.contains("(at 127.0.0.1:1/test)"), "{said}");
+    assert!(said.to_lowercase().contains("refused"), "{said}");
+}
+
+/// What the PostgreSQL server answers is passed on, with the database it was asked for.
+#[tokio::test]
+async fn a_postgres_refusal_says_the_servers_message() {
+    if mcp_tasks::conformance::PostgresFactory::from_env().is_none() {
+        return;
+    }
+    let said = refused(&[
+        "--store",
+        "postgres://no_such_role_here@127.0.0.1:5432/no_such_db",
+    ])
+    .await;
+    assert!(said.contains("no_such_role_here"), "{said}");
+    assert!(said.contains("(at 127.0.0.1:5432/no_such_db)"), "{said}");
+}

@@ -132,6 +132,22 @@ impl fmt::Debug for PostgresStore {
 
 /// The connection settings of `options`: `search_path` set to the schema (appended to any
 /// `options` of the URL), a connect timeout, and `application_name` if none is given.
+/// `host:port/database` of `config`, for messages.
+fn target(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("{host}:{port}/{db}")
+}
+
 fn pg_config(options: &PostgresOptions, role: &str) -> Result<tokio_postgres::Config, StoreError> {
     let mut config: tokio_postgres::Config = options
         .url
@@ -190,8 +206,12 @@ impl PostgresStore {
             .build()
             .map_err(backend)?;
         {
-            let mut client = pool.get().await.map_err(backend)?;
-            schema::migrate(&mut client, &options.schema).await?;
+            // Said with the server and database it tried, and the cause.
+            let target = target(&pg_config(&options, "mcp-tasks")?);
+            let mut client = pool.get().await.map_err(|e| backend(e).at(&target))?;
+            schema::migrate(&mut client, &options.schema)
+                .await
+                .map_err(|e| e.at(&target))?;
         }
         let channel = schema::channel(&options.schema);
         let me = TaskId::random().map_err(backend)?.to_string();

@@ -91,8 +91,12 @@ impl IntoStoreError for tokio_postgres::Error {
         }
         let io = std::error::Error::source(&self)
             .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some());
-        let shown = self.to_string();
+        let mut shown = self.to_string();
         let transient = self.is_closed() || io || shown.starts_with("timeout");
+        // tokio-postgres says "error connecting to server" and keeps the cause apart.
+        if let Some(cause) = std::error::Error::source(&self) {
+            shown = format!("{shown}: {cause}");
+        }
         let e = BackendError::with_source(format!("PostgreSQL: {shown}"), self);
         if transient {
             StoreError::Unavailable(e)

@@ -245,6 +245,18 @@ impl RedisStore {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(Duration::from_secs(5)));
+        // One plain connection first: a server that refuses or does not answer is said at
+        // once (the manager below retries its first connection with backoffs, for seconds).
+        let probe = tokio::time::timeout(
+            Duration::from_secs(5),
+            client.get_multiplexed_async_connection(),
+        )
+        .await
+        .map_err(|e| store_error(e).at(&client.get_connection_info().addr().to_string()))?;
+        drop(
+            probe
+                .map_err(|e| store_error(e).at(&client.get_connection_info().addr().to_string()))?,
+        );
         let conn = client
             .get_connection_manager_with_config(config)
             .await
