@@ -57,18 +57,29 @@ impl Drop for ServerProcess {
 /// Builds and starts the demo server on a free loopback port with a fresh SQLite store
 /// (the embedded default), returning it and its URL.
 fn start_demo(root: &Path, cargo: &str, db: &Path) -> Result<(ServerProcess, String), String> {
+    start_example(root, cargo, "demo", db)
+}
+
+/// Builds and starts mcp-server's example `example` (the demo's flags) on a free loopback
+/// port with a fresh SQLite store, returning it and its URL.
+fn start_example(
+    root: &Path,
+    cargo: &str,
+    example: &str,
+    db: &Path,
+) -> Result<(ServerProcess, String), String> {
     let status = Command::new(cargo)
         .current_dir(root)
-        .args(["build", "--quiet", "-p", "mcp-server", "--example", "demo"])
+        .args(["build", "--quiet", "-p", "mcp-server", "--example", example])
         .status()
-        .map_err(|e| format!("cannot build the demo server: {e}"))?;
+        .map_err(|e| format!("cannot build the {example} server: {e}"))?;
     if !status.success() {
-        return Err("building the demo server failed".into());
+        return Err(format!("building the {example} server failed"));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let exe = target.join("debug/examples/demo");
+    let exe = target.join("debug/examples").join(example);
     let store = format!("sqlite:{}", db.display());
     let mut child = Command::new(&exe)
         .args(["--http", "127.0.0.1:0", "--store", &store])
@@ -140,6 +151,72 @@ pub fn run(root: &Path, cargo: &str, suite: &Suite) -> Result<SuiteReport, Strin
     Ok(report)
 }
 
+/// What one requirement set scored.
+pub struct RequirementsReport {
+    /// The revision whose requirement set ran.
+    pub revision: String,
+    /// Checks passed and failed, over every scenario the suite ran.
+    pub passed: u64,
+    pub failed: u64,
+    /// Scored scenarios with a failing check.
+    pub scenarios_failed: Vec<String>,
+}
+
+/// The suite's requirement set of `revision` (`2026-07-28`, `2025-11-25`) against the
+/// conformance fixture server (`mcp-server/examples/conformance.rs`) on SQLite: the
+/// suite's own `Total` line and the scored scenarios that failed.
+pub fn run_requirements(
+    root: &Path,
+    cargo: &str,
+    suite: &Suite,
+    revision: &str,
+) -> Result<RequirementsReport, String> {
+    let work =
+        std::env::temp_dir().join(format!("mcp-conformance-{}-{revision}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let (_server, url) = start_example(root, cargo, "conformance", &work.join("fixture.db"))?;
+    let started = Instant::now();
+    let output = Command::new(&suite.node)
+        .arg(&suite.cli)
+        .args(["server", "--url", &url, "--requirements", revision, "-o"])
+        .arg(work.join("results"))
+        .output()
+        .map_err(|e| format!("cannot run the conformance suite: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    let _ = std::fs::remove_dir_all(&work);
+    let (passed, failed) = total(&text)
+        .ok_or_else(|| format!("the suite printed no Total line for {revision}:\n{text}"))?;
+    // Scored scenarios are listed before the `Total` line; the ones not scored after it.
+    let scored = text.split("\nTotal:").next().unwrap_or("");
+    let scenarios_failed = scored
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("✗ "))
+        .filter_map(|l| l.split(':').next())
+        .map(str::to_owned)
+        .collect();
+    println!(
+        "conformance: requirements {revision}: {passed} checks passed, {failed} failed ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(RequirementsReport {
+        revision: revision.to_owned(),
+        passed,
+        failed,
+        scenarios_failed,
+    })
+}
+
+/// Reads the suite's `Total: N passed, M failed` line.
+fn total(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("Total:"))?;
+    let rest = line.strip_prefix("Total:")?;
+    let mut numbers = rest
+        .split(',')
+        .filter_map(|part| part.split_whitespace().next()?.parse::<u64>().ok());
+    Some((numbers.next()?, numbers.next()?))
+}
+
 /// Reads the suite's `Passed: P/T, F failed` line.
 fn summary(text: &str) -> Option<(u64, u64, u64)> {
     let line = text
@@ -166,5 +243,9 @@ mod tests {
             Some((3, 5, 2))
         );
         assert_eq!(super::summary("no summary"), None);
+        assert_eq!(
+            super::total("x\nTotal: 107 passed, 62 failed\n"),
+            Some((107, 62))
+        );
     }
 }
