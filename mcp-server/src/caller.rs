@@ -13,7 +13,8 @@ use jsonrpsee::types::{ErrorObjectOwned, Request};
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::meta::{
-    CLIENT_CAPABILITIES, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION,
+    CLIENT_CAPABILITIES, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28,
+    TASKS_EXTENSION,
 };
 use mcp_tasks::Owner;
 use serde::Deserialize;
@@ -37,6 +38,10 @@ pub struct RequestDeclarations {
     /// The first member every 2026-07-28 request must carry that this one lacks: `_meta`
     /// itself, its protocol version or its client capabilities.
     pub missing: Option<&'static str>,
+    /// Whether the request asks for notifications while it runs: its `_meta` carries a
+    /// `progressToken` or an `io.modelcontextprotocol/logLevel` (over HTTP such a request
+    /// is answered with an event stream when the client accepts one).
+    pub wants_notifications: bool,
 }
 
 /// The caller as the handlers see it.
@@ -124,6 +129,16 @@ fn raw_capabilities_declare_tasks(capabilities: &RawValue) -> bool {
         .is_some_and(|v| v.get().starts_with('{'))
 }
 
+/// The protocol version `params` (a JSON object) names in its `_meta`, supported or not;
+/// `None` when it names none (or not as a string).
+pub fn named_protocol_version(params: Option<&str>) -> Option<String> {
+    let meta = params
+        .and_then(|p| serde_json::from_str::<MetaProbe<'_>>(p).ok())
+        .and_then(|p| p.meta)?;
+    meta.get(PROTOCOL_VERSION)
+        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+}
+
 /// Reads the declarations of `params` (a JSON object, or nothing).
 pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorObject> {
     let probe = params.and_then(|p| serde_json::from_str::<MetaProbe<'_>>(p).ok());
@@ -163,10 +178,12 @@ pub fn declarations(params: Option<&str>) -> Result<RequestDeclarations, ErrorOb
     let declares_tasks = meta
         .get(CLIENT_CAPABILITIES)
         .is_some_and(|c| raw_capabilities_declare_tasks(c));
+    let wants_notifications = meta.contains_key(PROGRESS_TOKEN) || meta.contains_key(LOG_LEVEL);
     Ok(RequestDeclarations {
         protocol_version,
         declares_tasks,
         missing,
+        wants_notifications,
     })
 }
 

@@ -1,6 +1,6 @@
 //! [`ToolContext`]: what a tool can do besides computing its result: ask the user
 //! (`elicit`), ask the client's model (`sample`), read the client's roots (`list_roots`),
-//! report status, and notice cancellation.
+//! report status and progress, log, and notice cancellation.
 //!
 //! The same calls work in both ways a tool runs:
 //! - **as a task**: each request becomes an input request of the task (status
@@ -20,16 +20,17 @@ use mcp_protocol::engine::Peer;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::method::{MethodCall, Request};
-use mcp_protocol::types::{ElicitResult, ListRootsResult};
+use mcp_protocol::types::{ElicitResult, ListRootsResult, LoggingLevel};
 use mcp_protocol::v2026::{
-    CreateMessage, CreateMessageRequestParams, CreateMessageResult, Elicit, ElicitRequestParams,
-    ListRoots,
+    ClientCapabilities, CreateMessage, CreateMessageRequestParams, CreateMessageResult, Elicit,
+    ElicitRequestParams, ListRoots,
 };
 use mcp_tasks::{StoreError, TaskKey, TaskStore};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::report::Report;
 use crate::retry::{Backoff, while_transient};
 
 /// How a tool call ended other than with a result.
@@ -59,6 +60,19 @@ impl ToolError {
     pub fn rpc(code: i64, message: impl Into<String>) -> ToolError {
         ToolError::Rpc(ErrorObject::new(code, message))
     }
+
+    /// -32021 (`MissingRequiredClientCapability`, HTTP 400): the call needs the client
+    /// capability `capability` (e.g. `"sampling"`), which the request did not declare.
+    /// `data.requiredCapabilities` names it as a capabilities object (`{"sampling": {}}`).
+    pub fn missing_capability(capability: &str) -> ToolError {
+        ToolError::Rpc(
+            ErrorObject::new(
+                error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("Missing required client capability: {capability}"),
+            )
+            .with_data(serde_json::json!({ "requiredCapabilities": { capability: {} } })),
+        )
+    }
 }
 
 fn store_error(e: StoreError) -> ToolError {
@@ -84,6 +98,19 @@ struct Inner {
     mode: Mode,
     cancel: CancellationToken,
     asked: AtomicU32,
+    /// Progress and log messages of a synchronous call (empty for a task).
+    report: Report,
+    /// What the request declared it supports (MCP 2026-07-28 synchronous calls).
+    client_capabilities: Option<ClientCapabilities>,
+}
+
+/// What a synchronous call's request brought besides its arguments.
+#[derive(Debug, Default)]
+pub(crate) struct CallScope {
+    /// Where progress and log messages go, and which.
+    pub(crate) report: Report,
+    /// The capabilities the request declared, when it declares them.
+    pub(crate) client_capabilities: Option<ClientCapabilities>,
 }
 
 enum Mode {
@@ -119,7 +146,11 @@ impl std::fmt::Debug for Mode {
 
 impl ToolContext {
     /// A context for one synchronous round, with the answers the client sent so far.
-    pub(crate) fn rounds(answers: JsonObject, cancel: CancellationToken) -> ToolContext {
+    pub(crate) fn rounds(
+        answers: JsonObject,
+        cancel: CancellationToken,
+        scope: CallScope,
+    ) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
                 mode: Mode::Rounds {
@@ -128,6 +159,8 @@ impl ToolContext {
                 },
                 cancel,
                 asked: AtomicU32::new(0),
+                report: scope.report,
+                client_capabilities: scope.client_capabilities,
             }),
         }
     }
@@ -144,17 +177,21 @@ impl ToolContext {
                 mode: Mode::Task { store, key, wake },
                 cancel,
                 asked: AtomicU32::new(0),
+                report: Report::default(),
+                client_capabilities: None,
             }),
         }
     }
 
     /// A context for a synchronous 2025-11-25 call, asking the client directly.
-    pub(crate) fn direct(peer: Peer, cancel: CancellationToken) -> ToolContext {
+    pub(crate) fn direct(peer: Peer, cancel: CancellationToken, scope: CallScope) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
                 mode: Mode::Direct { peer },
                 cancel,
                 asked: AtomicU32::new(0),
+                report: scope.report,
+                client_capabilities: scope.client_capabilities,
             }),
         }
     }
@@ -178,9 +215,62 @@ impl ToolContext {
         &self.inner.cancel
     }
 
+    /// The capabilities the client declared on this request (a synchronous MCP
+    /// 2026-07-28 call); `None` when unknown (a task, a 2025-11-25 session). A tool that
+    /// needs one the client did not declare answers [`ToolError::missing_capability`].
+    pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
+        self.inner.client_capabilities.as_ref()
+    }
+
+    /// Reports progress to the caller: `notifications/progress` with the request's
+    /// `_meta.progressToken`, in a synchronous call whose request carries one (MCP
+    /// 2026-07-28: on the request's response stream; 2025-11-25: on the request's stream
+    /// in the session). `progress` should grow with each call. Does nothing otherwise,
+    /// and **does nothing in a task** (a task reports through [`status`](Self::status)).
+    /// A notification that cannot be delivered is dropped: progress is advisory.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.inner.report.progress(progress, total, message).await;
+    }
+
+    /// Sends a log message (`notifications/message`) to the caller of a synchronous call:
+    /// in a 2025-11-25 session when `level` is at or above the session's level
+    /// (`logging/setLevel`; every level before it is set); in MCP 2026-07-28 only when the
+    /// request's `_meta` carries `io.modelcontextprotocol/logLevel`, at or above it. Does
+    /// nothing in a task. Undeliverable messages are dropped.
+    pub async fn log(&self, level: LoggingLevel, data: impl Into<Value>) {
+        self.inner.report.log(level, None, data.into()).await;
+    }
+
     /// Asks the user for input through the client (`elicitation/create`).
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ToolError> {
-        self.ask::<Elicit>(params).await
+        self.ask::<Elicit>(None, params).await
+    }
+
+    /// [`elicit`](Self::elicit) under the input key `key` (the `inputRequests` /
+    /// `inputResponses` key of MCP 2026-07-28) instead of a generated one. Keys must be
+    /// unique within a call.
+    pub async fn elicit_keyed(
+        &self,
+        key: &str,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, ToolError> {
+        self.ask::<Elicit>(Some(key), params).await
+    }
+
+    /// [`sample`](Self::sample) under the input key `key` (see
+    /// [`elicit_keyed`](Self::elicit_keyed)).
+    pub async fn sample_keyed(
+        &self,
+        key: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ToolError> {
+        self.ask::<CreateMessage>(Some(key), params).await
+    }
+
+    /// [`list_roots`](Self::list_roots) under the input key `key` (see
+    /// [`elicit_keyed`](Self::elicit_keyed)).
+    pub async fn list_roots_keyed(&self, key: &str) -> Result<ListRootsResult, ToolError> {
+        self.ask::<ListRoots>(Some(key), None).await
     }
 
     /// Asks the user several questions at once: in a task they are all outstanding
@@ -189,7 +279,8 @@ impl ToolContext {
         &self,
         all: Vec<ElicitRequestParams>,
     ) -> Result<Vec<ElicitResult>, ToolError> {
-        self.ask_all::<Elicit>(all).await
+        self.ask_all::<Elicit>(all.into_iter().map(|p| (None, p)).collect())
+            .await
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
@@ -197,12 +288,12 @@ impl ToolContext {
         &self,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ToolError> {
-        self.ask::<CreateMessage>(params).await
+        self.ask::<CreateMessage>(None, params).await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<ListRootsResult, ToolError> {
-        self.ask::<ListRoots>(None).await
+        self.ask::<ListRoots>(None, None).await
     }
 
     /// Sets the task's status message (the one progress channel tasks have; render
@@ -232,17 +323,27 @@ impl ToolContext {
         }
     }
 
-    async fn ask<M: Request>(&self, params: M::Params) -> Result<M::Result, ToolError> {
-        let mut answers = self.ask_all::<M>(vec![params]).await?;
+    async fn ask<M: Request>(
+        &self,
+        key: Option<&str>,
+        params: M::Params,
+    ) -> Result<M::Result, ToolError> {
+        let mut answers = self
+            .ask_all::<M>(vec![(key.map(str::to_owned), params)])
+            .await?;
         answers
             .pop()
             .ok_or_else(|| ToolError::rpc(error_codes::INTERNAL_ERROR, "no answer"))
     }
 
-    /// Asks every request of `all` at once; answers in the same order.
-    async fn ask_all<M: Request>(&self, all: Vec<M::Params>) -> Result<Vec<M::Result>, ToolError> {
+    /// Asks every request of `all` at once (each under its own key, or a generated one);
+    /// answers in the same order.
+    async fn ask_all<M: Request>(
+        &self,
+        all: Vec<(Option<String>, M::Params)>,
+    ) -> Result<Vec<M::Result>, ToolError> {
         let mut calls = Vec::with_capacity(all.len());
-        for params in all {
+        for (key, params) in all {
             let n = self.inner.asked.fetch_add(1, Ordering::Relaxed) + 1;
             let call = serde_json::to_value(MethodCall::<M>::new(params)).map_err(|e| {
                 ToolError::rpc(
@@ -250,14 +351,14 @@ impl ToolContext {
                     format!("cannot encode {}: {e}", M::METHOD),
                 )
             })?;
-            calls.push((n, call));
+            calls.push((key, n, call));
         }
         let answers = match &self.inner.mode {
             Mode::Rounds { answers, wanted } => {
                 let mut got = Vec::with_capacity(calls.len());
                 let mut missing = false;
-                for (n, call) in calls {
-                    let key = format!("mrtr-{n}");
+                for (key, n, call) in calls {
+                    let key = key.unwrap_or_else(|| format!("mrtr-{n}"));
                     match answers.get(&key) {
                         Some(answer) => got.push(answer.clone()),
                         None => {
@@ -275,7 +376,7 @@ impl ToolContext {
             }
             Mode::Direct { peer } => {
                 let mut got = Vec::with_capacity(calls.len());
-                for (_, call) in calls {
+                for (_, _, call) in calls {
                     let params = call.get("params").cloned().unwrap_or(Value::Null);
                     let raw = serde_json::value::to_raw_value(&params)
                         .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;
@@ -290,11 +391,14 @@ impl ToolContext {
                 got
             }
             Mode::Task { store, key, wake } => {
-                let keys: Vec<String> = calls.iter().map(|(n, _)| format!("input-{n}")).collect();
+                let keys: Vec<String> = calls
+                    .iter()
+                    .map(|(key, n, _)| key.clone().unwrap_or_else(|| format!("input-{n}")))
+                    .collect();
                 let requests: BTreeMap<String, Value> = keys
                     .iter()
                     .cloned()
-                    .zip(calls.into_iter().map(|(_, call)| call))
+                    .zip(calls.into_iter().map(|(_, _, call)| call))
                     .collect();
                 // A retry after a lost reply may find its own keys already there: that
                 // attempt landed.

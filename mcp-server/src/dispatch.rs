@@ -112,6 +112,14 @@ fn register_tools_and_tasks(
         }
     })?;
 
+    module.register_async_method(v2025::SetLevel::METHOD, |params, _state, ext| async move {
+        let Some(session) = session_of(&ext) else {
+            return Err(removed(v2025::SetLevel::METHOD).into());
+        };
+        let params = parse_params::<v2025::SetLevel>(&params)?;
+        json(legacy::set_level(&session, params))
+    })?;
+
     module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {
         match session_of(&ext) {
             Some(_) => json(legacy::tools_list(&state)),

@@ -69,6 +69,7 @@ mod errors;
 mod features;
 pub mod http;
 mod limits;
+mod report;
 mod retry;
 mod runtime;
 pub mod seal;

@@ -130,6 +130,22 @@ impl ToolDef {
         self
     }
 
+    /// Replaces the generated input schema with `schema` as written (every keyword kept
+    /// in `tools/list`, e.g. `$schema`, `$defs`, `allOf`, `if`/`then`/`else`); arguments
+    /// are validated against it from now on. The handler's argument type must still
+    /// accept what the schema allows. A schema that does not compile is refused.
+    pub fn input_schema(mut self, schema: JsonObject) -> Result<Self, ToolDefError> {
+        let validator = jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
+            ToolDefError {
+                tool: self.name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        self.input_schema = schema;
+        self.validator = Arc::new(validator);
+        Ok(self)
+    }
+
     /// Sets the human-readable title.
     pub fn title(mut self, text: impl Into<String>) -> Self {
         self.title = Some(text.into());

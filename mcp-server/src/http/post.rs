@@ -26,7 +26,7 @@ use super::{
     App, Authenticated, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, OpenSession,
     accepts, header_str, json_response, message_event, rpc_error, sse, status_for, status_of,
 };
-use crate::caller::{RequestDeclarations, SUPPORTED_VERSIONS};
+use crate::caller::SUPPORTED_VERSIONS;
 use crate::v2025::SessionSlot;
 
 pub(super) async fn handle_post(
@@ -115,7 +115,16 @@ pub(super) async fn handle_post(
             } else {
                 crate::caller::declarations(req.params.as_deref().map(|p| p.get())).ok()
             };
-            if let Some(refused) = check_headers(&headers, &req, legacy, declared.as_ref()) {
+            // The version the body names, even one this server does not speak: a header
+            // that disagrees with it is a mismatch before any unsupported-version check.
+            let body_version = match &declared {
+                Some(d) => d.protocol_version.clone(),
+                None if !legacy => {
+                    crate::caller::named_protocol_version(req.params.as_deref().map(|p| p.get()))
+                }
+                None => None,
+            };
+            if let Some(refused) = check_headers(&headers, &req, legacy, body_version.as_deref()) {
                 return refused;
             }
             // Every 2026-07-28 request carries `_meta` with its version and capabilities; a
@@ -137,6 +146,7 @@ pub(super) async fn handle_post(
                     format!("Invalid params: {what} (MCP 2026-07-28)"),
                 );
             }
+            let notifies_declared = declared.as_ref().is_some_and(|d| d.wants_notifications);
             if let Some(declared) = declared {
                 session.extensions.insert(declared);
             }
@@ -168,7 +178,11 @@ pub(super) async fn handle_post(
             let may_ask = legacy
                 && (req.method == v2025::CallTool::METHOD
                     || req.method == v2025::GetTaskPayload::METHOD);
-            let mut response = if listen || !accepts_json || (may_ask && accepts_sse) {
+            // A 2026-07-28 call that asks for progress or log messages gets them on its
+            // own response stream.
+            let notifies = !legacy && req.method == v2025::CallTool::METHOD && notifies_declared;
+            let mut response = if listen || !accepts_json || ((may_ask || notifies) && accepts_sse)
+            {
                 sse_reply(Arc::clone(&app), session, req, legacy).await
             } else {
                 json_reply(&app, &session, req, legacy).await
@@ -207,7 +221,7 @@ fn check_headers(
     headers: &HeaderMap,
     req: &InboundRequest,
     legacy: bool,
-    declared: Option<&RequestDeclarations>,
+    body_version: Option<&str>,
 ) -> Option<Response> {
     let mismatch = |what: String| {
         Some(rpc_error(
@@ -245,12 +259,19 @@ fn check_headers(
             return None;
         }
         // A header that disagrees with the body is a mismatch, whatever the versions.
-        if let Some(body_version) = declared.and_then(|d| d.protocol_version.as_deref())
+        if let Some(body_version) = body_version
             && body_version != version
         {
             return mismatch(format!(
                 "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
             ));
+        }
+        // A 2025-11-25 client may name its version on the `initialize` that opens its
+        // session.
+        if req.method == v2025::Initialize::METHOD
+            && version == mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25
+        {
+            return None;
         }
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Some(json_response(

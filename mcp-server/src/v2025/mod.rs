@@ -35,8 +35,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::{call_error, find_tool, start_task};
 use crate::caller::Principal;
-use crate::context::ToolContext;
+use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
+use crate::report::{self, Report};
 use crate::retry::Backoff;
 use crate::runtime::CANCELLED_MESSAGE;
 use crate::state::State;
@@ -89,6 +90,7 @@ pub(crate) async fn initialize(
         asking: Mutex::default(),
         released: Notify::new(),
         closed: CancellationToken::new(),
+        log_level: Mutex::default(),
     });
     if slot.0.set(Arc::clone(&session)).is_err() {
         return Err(already_initialized());
@@ -108,6 +110,8 @@ pub(crate) async fn initialize(
         }),
         prompts: catalog.has_prompts().then(Default::default),
         completions: catalog.has_completions().then(Default::default),
+        // `logging/setLevel` is served in every session; tools log through their context.
+        logging: Some(JsonObject::new()),
         ..Default::default()
     };
     Ok(InitializeResult {
@@ -118,6 +122,15 @@ pub(crate) async fn initialize(
         meta: None,
         extra: JsonObject::new(),
     })
+}
+
+/// `logging/setLevel`: the session's log level from now on.
+pub(crate) fn set_level(
+    session: &LegacySession,
+    params: v2025::SetLevelRequestParams,
+) -> v2025::EmptyResult {
+    session.set_log_level(params.level);
+    v2025::EmptyResult::default()
 }
 
 fn already_initialized() -> ServerError {
@@ -170,6 +183,14 @@ pub(crate) async fn tools_call(
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
     let wants_task = params.task.is_some();
+    let scope = || CallScope {
+        report: Report {
+            peer: Some(peer.clone()),
+            progress_token: report::progress_token(params.meta.as_ref()),
+            log_level: Some(session.log_level()),
+        },
+        client_capabilities: None,
+    };
     match (tool.policy(), wants_task) {
         (TaskPolicy::Required, false) => {
             return Err(ServerError::MethodNotFound(format!(
@@ -186,7 +207,7 @@ pub(crate) async fn tools_call(
         _ => {}
     }
     if !wants_task {
-        let ctx = ToolContext::direct(peer, cancel);
+        let ctx = ToolContext::direct(peer.clone(), cancel, scope());
         let result = tool.run(ctx, args).await.map_err(call_error)?;
         let value =
             serde_json::to_value(result).map_err(|e| ServerError::Internal(e.to_string()))?;
@@ -196,7 +217,10 @@ pub(crate) async fn tools_call(
         });
     }
     // Input the tool needs before its task exists is asked directly, on this request.
-    let args = match tool.run_preflight(ToolContext::direct(peer, cancel), args.clone()) {
+    let args = match tool.run_preflight(
+        ToolContext::direct(peer.clone(), cancel, scope()),
+        args.clone(),
+    ) {
         None => args,
         Some(preflight) => preflight.await.map_err(call_error)?,
     };

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use jsonrpsee::Extensions;
 use mcp_protocol::engine::Peer;
+use mcp_protocol::types::LoggingLevel;
 use mcp_tasks::{Owner, TaskId};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +35,9 @@ pub struct LegacySession {
     pub(super) released: Notify,
     /// Ends the session's watcher.
     pub(super) closed: CancellationToken,
+    /// The least severe log level the client wants (`logging/setLevel`); every level
+    /// until it sets one.
+    pub(super) log_level: Mutex<Option<LoggingLevel>>,
 }
 
 /// A session's standalone stream: where to send, and a token cancelled once the stream
@@ -45,6 +49,20 @@ pub(super) struct Standalone {
 }
 
 impl LegacySession {
+    /// The least severe log level the client wants: its `logging/setLevel`, else every
+    /// level (`debug`).
+    pub fn log_level(&self) -> LoggingLevel {
+        self.log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or(LoggingLevel::Debug)
+    }
+
+    /// `logging/setLevel`: from now on, log messages below `level` are not sent.
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
+    }
+
     /// Sets the stream for notifications and input requests outside a request; returns
     /// the token to hand to [`clear_standalone`](Self::clear_standalone) when that stream
     /// ends.

@@ -10,7 +10,7 @@ mod listen;
 
 use jsonrpsee::Extensions;
 use mcp_protocol::JsonObject;
-use mcp_protocol::engine::RequestContext;
+use mcp_protocol::engine::{Peer, RequestContext};
 use mcp_protocol::tasks::{
     self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
 };
@@ -25,8 +25,9 @@ use serde_json::Value;
 use crate::audit;
 use crate::call::{call_error, find_tool, start_task};
 use crate::caller::{Caller, SUPPORTED_VERSIONS};
-use crate::context::{ToolContext, ToolError};
+use crate::context::{CallScope, ToolContext, ToolError};
 use crate::errors::ServerError;
+use crate::report::Report;
 use crate::state::State;
 use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;
@@ -177,10 +178,18 @@ pub(crate) async fn tools_call(
     let cancel = RequestContext::from_extensions(ext)
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
+    let scope = || CallScope {
+        report: Report {
+            peer: ext.get::<Peer>().cloned(),
+            progress_token: params.meta.progress_token.clone(),
+            log_level: params.meta.log_level,
+        },
+        client_capabilities: Some(params.meta.client_capabilities.clone()),
+    };
 
     if caller.declares_tasks && tool.wants_task(&args) {
         // Input the tool needs before the task exists is gathered in rounds first.
-        let ctx = ToolContext::rounds(answers.clone(), cancel.clone());
+        let ctx = ToolContext::rounds(answers.clone(), cancel.clone(), scope());
         let args = match tool.run_preflight(ctx.clone(), args.clone()) {
             None => args,
             Some(preflight) => match preflight.await {
@@ -211,7 +220,7 @@ pub(crate) async fn tools_call(
         ))));
     }
 
-    let ctx = ToolContext::rounds(answers.clone(), cancel);
+    let ctx = ToolContext::rounds(answers.clone(), cancel, scope());
     match tool.run(ctx.clone(), args).await {
         Ok(mut result) => {
             result.result_type = ResultType::Complete;

@@ -10,6 +10,15 @@
 //! | `confirm_delete` | optional | asks for confirmation (elicitation), then answers |
 //! | `multi_input` | optional | asks two questions at once |
 //! | `test_tool_with_task` | required | asks a name in an MRTR round, then greets it in a task |
+//!
+//! The other fixtures of the suite's server scenarios, for the conformance fixture server
+//! (`examples/conformance.rs`): [`fixtures::tools`] (content, progress, logging, asking,
+//! and the input-required fixtures of `mrtr.rs`) and [`catalog::catalog`] (resources,
+//! templates, prompts, completion).
+
+pub mod catalog;
+pub mod fixtures;
+mod mrtr;
 
 use std::time::Duration;
 
@@ -24,11 +33,11 @@ use serde_json::{Value, json};
 use crate::context::{ToolContext, ToolError};
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 
-fn text(t: impl Into<String>) -> CallToolResult {
+pub(crate) fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
 }
 
-fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ToolError> {
+pub(crate) fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ToolError> {
     let params = json!({ "mode": "form", "message": message, "requestedSchema": schema });
     serde_json::from_value::<ElicitRequestFormParams>(params)
         .map(ElicitRequestParams::Form)
@@ -40,7 +49,7 @@ fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ToolError> 
         })
 }
 
-fn answer_str(answer: &ElicitResult, field: &str) -> Option<String> {
+pub(crate) fn answer_str(answer: &ElicitResult, field: &str) -> Option<String> {
     match answer.content.as_ref()?.get(field)? {
         ElicitValue::String(s) => Some(s.clone()),
         _ => None,
