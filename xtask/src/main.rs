@@ -351,8 +351,10 @@ fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, St
 }
 
 /// `cargo xtask standalone`: a clone of HEAD in an empty temporary folder (no `../shared`
-/// beside it) runs the test command outside CI. It shares this checkout's target folder,
-/// so only the workspace's own crates are built again.
+/// beside it) runs the test command outside CI. It builds into its own target folder
+/// (`target/standalone`, kept between runs): the workspace's crates bake their source
+/// paths into their tests, so sharing this checkout's would swap its binaries for the
+/// clone's.
 fn standalone() -> Result<(), String> {
     let root = workspace_root();
     let salt = std::time::SystemTime::now()
@@ -379,7 +381,7 @@ fn standalone() -> Result<(), String> {
         .env_remove("CI")
         .env_remove("MCP_SPEC_DIR")
         .env_remove("MCP_REQUIRE_SERVICES")
-        .env("CARGO_TARGET_DIR", root.join("target"))
+        .env("CARGO_TARGET_DIR", root.join("target").join("standalone"))
         .args(["xtask", "test"])
         .stderr(Stdio::inherit())
         .output()
