@@ -39,6 +39,8 @@
 //! Every wait is bounded: requests by [`ClientConfig::request_timeout`], tasks by their
 //! TTL (or [`DriverConfig::max_wait`]).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod client;
 mod config;
 mod driver;

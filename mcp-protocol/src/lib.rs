@@ -23,6 +23,8 @@
 //! assert_eq!(req.method, "tasks/get");
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod error_codes;
 pub mod http;
 pub mod jsonrpc;

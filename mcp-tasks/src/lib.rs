@@ -37,6 +37,8 @@
 //! # Ok(()) }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod backend;
 mod clock;
 #[cfg(feature = "conformance")]
