@@ -40,6 +40,7 @@
 //! TTL (or [`DriverConfig::max_wait`]).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
 
 mod client;
 mod config;
