@@ -39,6 +39,9 @@
 //! Every wait is bounded: requests by [`ClientConfig::request_timeout`], tasks by their
 //! TTL (or [`DriverConfig::max_wait`]).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
+
 mod client;
 mod config;
 mod driver;

@@ -105,9 +105,13 @@ impl JsonSchema for Version {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "JSONRPCRequest")]
 pub struct JsonRpcRequest<P = JsonObject> {
+    /// Always `"2.0"`.
     pub jsonrpc: Version,
+    /// The id the response will carry.
     pub id: RequestId,
+    /// The method to invoke, e.g. `tasks/get`.
     pub method: String,
+    /// The method's parameters, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<P>,
 }
@@ -116,8 +120,11 @@ pub struct JsonRpcRequest<P = JsonObject> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "JSONRPCNotification")]
 pub struct JsonRpcNotification<P = JsonObject> {
+    /// Always `"2.0"`.
     pub jsonrpc: Version,
+    /// The method of the notification, e.g. `notifications/cancelled`.
     pub method: String,
+    /// The notification's parameters, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<P>,
 }
@@ -126,8 +133,11 @@ pub struct JsonRpcNotification<P = JsonObject> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "JSONRPCResultResponse")]
 pub struct JsonRpcResultResponse<R = JsonObject> {
+    /// Always `"2.0"`.
     pub jsonrpc: Version,
+    /// The id of the request this answers.
     pub id: RequestId,
+    /// The method's result.
     pub result: R,
 }
 
@@ -138,9 +148,12 @@ pub struct JsonRpcResultResponse<R = JsonObject> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "JSONRPCErrorResponse")]
 pub struct JsonRpcErrorResponse {
+    /// Always `"2.0"`.
     pub jsonrpc: Version,
+    /// The id of the request this answers; `null` when it could not be read.
     #[serde(default)]
     pub id: Option<RequestId>,
+    /// What went wrong.
     pub error: ErrorObject,
 }
 
@@ -149,7 +162,9 @@ pub struct JsonRpcErrorResponse {
 #[serde(untagged)]
 #[schemars(rename = "JSONRPCResponse")]
 pub enum JsonRpcResponse<R = JsonObject> {
+    /// A successful response.
     Result(JsonRpcResultResponse<R>),
+    /// An error response.
     Error(JsonRpcErrorResponse),
 }
 
@@ -162,9 +177,13 @@ pub enum JsonRpcResponse<R = JsonObject> {
 #[serde(untagged)]
 #[schemars(rename = "JSONRPCMessage")]
 pub enum JsonRpcMessage {
+    /// A request (`method` and `id`).
     Request(JsonRpcRequest),
+    /// A notification (`method`, no `id`).
     Notification(JsonRpcNotification),
+    /// A successful response (`result`).
     Result(JsonRpcResultResponse<Value>),
+    /// An error response (`error`).
     Error(JsonRpcErrorResponse),
 }
 

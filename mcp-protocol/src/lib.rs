@@ -23,6 +23,9 @@
 //! assert_eq!(req.method, "tasks/get");
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
+
 pub mod error_codes;
 pub mod http;
 pub mod jsonrpc;

@@ -297,11 +297,14 @@ fn schema_true() -> Schema {
 /// A request of method `M`, with its JSON-RPC envelope: `{jsonrpc, id, method, params}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypedRequest<M: Request> {
+    /// The id the response will carry.
     pub id: RequestId,
+    /// The method's parameters.
     pub params: M::Params,
 }
 
 impl<M: Request> TypedRequest<M> {
+    /// A request of method `M` with this id and these parameters.
     pub fn new(id: impl Into<RequestId>, params: M::Params) -> Self {
         TypedRequest {
             id: id.into(),
@@ -365,10 +368,12 @@ impl<M: Request> JsonSchema for TypedRequest<M> {
 /// A notification of method `N`, with its envelope: `{jsonrpc, method, params}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypedNotification<N: Notification> {
+    /// The method's parameters.
     pub params: N::Params,
 }
 
 impl<N: Notification> TypedNotification<N> {
+    /// A notification of method `N` with these parameters.
     pub fn new(params: N::Params) -> Self {
         TypedNotification { params }
     }
@@ -430,12 +435,14 @@ impl<N: Notification> JsonSchema for TypedNotification<N> {
 /// value in MCP 2026-07-28 `inputRequests`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MethodCall<M: Request> {
+    /// The method's parameters.
     pub params: M::Params,
     /// Members besides `method` and `params`, kept as they came.
     pub extra: crate::JsonObject,
 }
 
 impl<M: Request> MethodCall<M> {
+    /// A call of method `M` with these parameters and no extra members.
     pub fn new(params: M::Params) -> Self {
         MethodCall {
             params,
@@ -504,14 +511,18 @@ impl<M: Request> JsonSchema for MethodCall<M> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub struct TypedResultResponse<M: Request> {
+    /// Always `"2.0"`.
     pub jsonrpc: Version,
+    /// The id of the request this answers.
     pub id: RequestId,
+    /// The method's result.
     pub result: M::Result,
     #[serde(skip)]
     _method: PhantomData<M>,
 }
 
 impl<M: Request> TypedResultResponse<M> {
+    /// A response with this id carrying `result`.
     pub fn new(id: impl Into<RequestId>, result: M::Result) -> Self {
         TypedResultResponse {
             jsonrpc: Version,

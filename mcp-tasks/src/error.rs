@@ -16,13 +16,24 @@ pub enum StoreError {
     NotFound,
     /// A limit of the store refused the operation.
     #[error("limit exceeded: {limit} (at most {max})")]
-    LimitExceeded { limit: Limit, max: u64 },
+    LimitExceeded {
+        /// The limit that refused it.
+        limit: Limit,
+        /// The limit's value.
+        max: u64,
+    },
     /// An input request key was used before in this task's life.
     #[error("input request key {key:?} was already used by this task")]
-    InputKeyReused { key: String },
+    InputKeyReused {
+        /// The key asked again.
+        key: String,
+    },
     /// The task already finished; this operation only applies to unfinished tasks.
     #[error("task is already {}", status.as_str())]
-    Terminal { status: TaskStatus },
+    Terminal {
+        /// The status the task ended in.
+        status: TaskStatus,
+    },
     /// Another worker holds the task's lease.
     #[error("task is leased by another worker")]
     LeaseHeld,

@@ -14,14 +14,25 @@ use crate::record::{TaskKey, TaskRecord};
 pub enum TaskEvent {
     /// The record changed (status, status message, input requests, outcome).
     Changed {
+        /// The task.
         key: TaskKey,
+        /// Its status after the change.
         status: TaskStatus,
+        /// Its record's revision after the change.
         revision: u64,
     },
     /// Answers arrived for these input request keys.
-    InputResponded { key: TaskKey, keys: Vec<String> },
+    InputResponded {
+        /// The task.
+        key: TaskKey,
+        /// The input request keys answered.
+        keys: Vec<String>,
+    },
     /// Someone asked for the task to stop.
-    CancelRequested { key: TaskKey },
+    CancelRequested {
+        /// The task.
+        key: TaskKey,
+    },
 }
 
 impl TaskEvent {

@@ -37,6 +37,9 @@
 //! # Ok(()) }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
+
 mod backend;
 mod clock;
 #[cfg(feature = "conformance")]

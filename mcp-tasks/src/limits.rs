@@ -50,9 +50,13 @@ impl Limits {
 /// Which limit refused an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
+    /// [`Limits::max_live_tasks_per_owner`]: unfinished tasks of one owner.
     LiveTasksPerOwner,
+    /// [`Limits::max_live_tasks_total`]: unfinished tasks of all owners.
     LiveTasksTotal,
+    /// [`Limits::max_input_requests_per_task`]: outstanding input requests of one task.
     InputRequestsPerTask,
+    /// [`Limits::max_result_bytes`]: the size of one task's result.
     ResultBytes,
 }
 

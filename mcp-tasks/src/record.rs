@@ -32,6 +32,7 @@ impl TaskId {
         TaskId(id.into())
     }
 
+    /// The id as it goes on the wire.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -50,10 +51,12 @@ impl fmt::Display for TaskId {
 pub struct Owner(String);
 
 impl Owner {
+    /// The owner named by `principal`.
     pub fn new(principal: impl Into<String>) -> Owner {
         Owner(principal.into())
     }
 
+    /// The principal's name.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -68,7 +71,9 @@ impl fmt::Display for Owner {
 /// A task's full address: its owner and its id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TaskKey {
+    /// Who the task belongs to.
     pub owner: Owner,
+    /// The task's id.
     pub id: TaskId,
 }
 
@@ -91,6 +96,7 @@ pub struct Origin {
     pub method: String,
     /// The tool's name, for `tools/call`.
     pub tool: Option<String>,
+    /// The wire revision of the request.
     pub revision: WireRevision,
 }
 
@@ -98,7 +104,9 @@ pub struct Origin {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The request's result (`completed`).
     Result(JsonObject),
+    /// The request's JSON-RPC error (`failed`).
     Error(ErrorObject),
 }
 
@@ -106,22 +114,32 @@ pub enum Outcome {
 /// lapses means the worker (or its node) is gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
+    /// The worker (and node) holding the lease.
     pub holder: String,
+    /// When the lease lapses unless renewed.
     pub expires_at: Millis,
 }
 
 /// One task as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
+    /// The task's id (`taskId`).
     pub id: TaskId,
+    /// Who the task belongs to.
     pub owner: Owner,
+    /// Where the task stands (`status`).
     pub status: TaskStatus,
+    /// The human-readable status (`statusMessage`).
     pub status_message: Option<String>,
+    /// When the task was created (`createdAt`).
     pub created_at: Millis,
+    /// When the task last changed (`lastUpdatedAt`).
     pub last_updated_at: Millis,
     /// How long the task is kept after `created_at`; `None` keeps it until deleted.
     pub ttl_ms: Option<u64>,
+    /// How often to poll, suggested to the requestor (`pollIntervalMs`).
     pub poll_interval_ms: Option<u64>,
+    /// The request the task runs.
     pub origin: Origin,
     /// Set once, when the task reaches `completed` or `failed`.
     pub outcome: Option<Outcome>,
@@ -131,13 +149,16 @@ pub struct TaskRecord {
     pub input_responses: BTreeMap<String, Value>,
     /// Every key ever requested: keys are unique for the task's whole life.
     pub used_input_keys: BTreeSet<String>,
+    /// Set by `tasks/cancel` while the task runs: its worker should stop.
     pub cancel_requested: bool,
+    /// The worker running the task, while one holds it.
     pub lease: Option<Lease>,
     /// Bumped by every change; starts at 1.
     pub revision: u64,
 }
 
 impl TaskRecord {
+    /// The task's full address: its owner and its id.
     pub fn key(&self) -> TaskKey {
         TaskKey {
             owner: self.owner.clone(),
@@ -158,6 +179,7 @@ impl TaskRecord {
         self.expires_at().is_some_and(|at| now >= at)
     }
 
+    /// True once the task is `completed`, `failed` or `cancelled`.
     pub fn is_terminal(&self) -> bool {
         self.status.is_terminal()
     }
@@ -166,13 +188,16 @@ impl TaskRecord {
 /// What [`TaskStore::create`](crate::TaskStore::create) needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewTask {
+    /// Who the task belongs to.
     pub owner: Owner,
     /// The TTL the requestor asked for; `None` takes the store's default. Clamped to the
     /// store's maximum.
     pub ttl_ms: Option<u64>,
     /// The poll interval to suggest; `None` takes the store's default.
     pub poll_interval_ms: Option<u64>,
+    /// The request the task runs.
     pub origin: Origin,
+    /// The first status message, if any.
     pub status_message: Option<String>,
 }
 
@@ -180,7 +205,9 @@ pub struct NewTask {
 /// it stands (the winner's, when this call lost).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
+    /// True when this call moved the task to its terminal status.
     pub won: bool,
+    /// The record after the write.
     pub record: TaskRecord,
 }
 
@@ -188,13 +215,16 @@ pub struct Transition {
 /// that were outstanding and are now answered, and the record after.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
+    /// The keys this call answered.
     pub accepted: Vec<String>,
+    /// The record after the write.
     pub record: TaskRecord,
 }
 
 /// One page of [`TaskStore::list`](crate::TaskStore::list), oldest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskPage {
+    /// The tasks of this page, oldest first.
     pub tasks: Vec<TaskRecord>,
     /// Present when more tasks may follow; opaque to clients.
     pub next_cursor: Option<String>,

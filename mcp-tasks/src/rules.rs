@@ -150,8 +150,11 @@ pub fn take_input_response(rec: &mut TaskRecord, key: &str, now: Millis) -> Opti
 /// How a terminal write ends a task.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Finish {
+    /// `completed`, with the request's result.
     Complete(JsonObject),
+    /// `failed`, with the request's JSON-RPC error.
     Fail(ErrorObject),
+    /// `cancelled`, with an optional status message.
     Cancel(Option<String>),
 }
 

@@ -45,13 +45,20 @@ impl RequestContext {
 /// One classified inbound frame.
 #[derive(Debug)]
 pub enum Incoming {
+    /// A request, to dispatch.
     Request(InboundRequest),
+    /// A notification: a method and its parameters, no id.
     Notification {
+        /// The notification's method.
         method: String,
+        /// The notification's parameters, unparsed.
         params: Option<Box<RawValue>>,
     },
+    /// A response to one of our own requests.
     Response {
+        /// The id of our request it answers.
         id: RequestId,
+        /// Its result, unparsed, or the error it reports.
         outcome: Result<Box<RawValue>, ErrorObject>,
     },
 }
@@ -59,15 +66,20 @@ pub enum Incoming {
 /// An inbound request, not yet dispatched.
 #[derive(Debug)]
 pub struct InboundRequest {
+    /// The request's id.
     pub id: RequestId,
+    /// The request's method.
     pub method: String,
+    /// The request's parameters, unparsed.
     pub params: Option<Box<RawValue>>,
 }
 
 /// A frame refused before dispatch, with the error to answer (when it deserves an answer).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejected {
+    /// The id to answer, when the frame had a readable one.
     pub id: Option<RequestId>,
+    /// The error to answer with.
     pub error: ErrorObject,
     /// False for a malformed *response*: JSON-RPC never answers a response.
     pub reply: bool,
@@ -92,7 +104,9 @@ impl Rejected {
 /// extensions every request of the session sees (e.g. the authenticated principal).
 #[derive(Debug, Clone)]
 pub struct Session {
+    /// The peer of this session: sends requests and notifications to the other side.
     pub peer: Peer,
+    /// What every request of the session sees in its extensions.
     pub extensions: Extensions,
     inflight: Arc<Mutex<Inflight>>,
 }
@@ -135,6 +149,7 @@ impl Drop for Registration {
 }
 
 impl Session {
+    /// A session serving `peer`, whose requests see `extensions`.
     pub fn new(peer: Peer, extensions: Extensions) -> Session {
         Session {
             peer,
@@ -293,6 +308,8 @@ impl<L> EndpointBuilder<L> {
         self
     }
 
+    /// The endpoint: the methods and notification handlers behind the middleware, with
+    /// these limits.
     pub fn build(self) -> Arc<Endpoint<L::Service>>
     where
         L: tower::Layer<MethodsService>,

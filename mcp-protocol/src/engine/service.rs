@@ -16,7 +16,9 @@ use crate::error_codes;
 /// An inbound notification as a handler sees it.
 #[derive(Debug)]
 pub struct InboundNotification {
+    /// The notification's method.
     pub method: String,
+    /// The notification's parameters, unparsed.
     pub params: Option<Box<RawValue>>,
     /// The session's extensions (its [`Peer`](super::Peer) among them).
     pub extensions: Extensions,
@@ -62,6 +64,8 @@ pub struct MethodsService {
 }
 
 impl MethodsService {
+    /// A service that runs `methods` and `notifications`, replacing by an error any
+    /// response longer than `max_response_bytes`.
     pub fn new(
         methods: Methods,
         notifications: NotificationHandlers,

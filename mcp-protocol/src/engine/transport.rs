@@ -25,7 +25,10 @@ pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
 pub enum FrameError {
     /// The frame was longer than the transport's limit; its bytes were discarded.
     #[error("frame exceeds the limit of {limit} bytes")]
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The transport's limit, in bytes.
+        limit: usize,
+    },
     /// The frame was not valid UTF-8, so it cannot be JSON.
     #[error("frame is not valid UTF-8")]
     NotUtf8,
@@ -84,7 +87,9 @@ impl FrameReceiver {
 /// Both halves of one connection, as the engine sees it.
 #[derive(Debug)]
 pub struct Connection {
+    /// Where frames to the other side go.
     pub sender: FrameSender,
+    /// Where frames from the other side come from.
     pub receiver: FrameReceiver,
 }
 
@@ -92,7 +97,9 @@ pub struct Connection {
 /// connection ends.
 #[derive(Debug)]
 pub struct IoTasks {
+    /// The task that reads frames from the stream.
     pub reader: JoinHandle<()>,
+    /// The task that writes frames to the stream.
     pub writer: JoinHandle<()>,
 }
 

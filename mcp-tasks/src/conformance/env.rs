@@ -13,6 +13,7 @@ pub struct Env {
     /// Names one isolated backend: handles opened with the same namespace share it (are
     /// nodes of one deployment); different namespaces never see each other's tasks.
     pub namespace: String,
+    /// The limits the backend is opened with.
     pub limits: Limits,
     /// Every handle of the namespace reads this clock; behaviours move it.
     pub clock: ManualClock,
@@ -33,6 +34,7 @@ impl Env {
         }
     }
 
+    /// [`Env::clock`] as the [`Clock`] a backend takes.
     pub fn clock(&self) -> Arc<dyn Clock> {
         Arc::new(self.clock.clone())
     }
@@ -41,6 +43,7 @@ impl Env {
 /// Opens handles on a backend under test.
 #[async_trait]
 pub trait StoreFactory: Send + Sync + 'static {
+    /// The backend's store type.
     type Store: TaskStore;
 
     /// A handle on the backend named by `env.namespace`. The first call for a namespace

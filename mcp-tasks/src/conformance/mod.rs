@@ -175,6 +175,7 @@ registry!($;
 /// How one behaviour went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
+    /// The behaviour's name (its function's name).
     pub behaviour: &'static str,
     /// `None` when it passed; the panic message when it failed.
     pub failure: Option<String>,

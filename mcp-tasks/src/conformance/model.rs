@@ -21,56 +21,96 @@ const KEYS: u8 = 6;
 /// `owner` among three owners (so other-owner calls happen often).
 #[derive(Debug, Clone)]
 pub enum Op {
+    /// [`TaskStore::create`].
     Create {
+        /// The owner, among three.
         owner: u8,
+        /// The TTL asked for.
         ttl_ms: Option<u64>,
     },
+    /// [`TaskStore::get`].
     Get {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
     },
+    /// [`TaskStore::set_status_message`].
     SetMessage {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
+        /// The new status message.
         message: Option<String>,
     },
+    /// [`TaskStore::request_input`].
     RequestInput {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
+        /// The input request keys, among six.
         keys: Vec<u8>,
     },
+    /// [`TaskStore::resolve_input`].
     Resolve {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
+        /// The keys answered, among six.
         keys: Vec<u8>,
     },
+    /// [`TaskStore::take_input_response`].
     Take {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
+        /// The key whose answer is taken, among six.
         key: u8,
     },
+    /// [`TaskStore::complete`].
     Complete {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
     },
+    /// [`TaskStore::fail`].
     Fail {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
     },
+    /// [`TaskStore::cancel`].
     Cancel {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
     },
+    /// [`TaskStore::request_cancel`].
     RequestCancel {
+        /// The task, among those created so far.
         task: u8,
+        /// The caller, among three owners.
         owner: u8,
     },
+    /// The clock moves forward.
     Advance {
+        /// By this many milliseconds.
         ms: u64,
     },
+    /// [`TaskStore::sweep`].
     Sweep,
+    /// [`TaskStore::list`], page after page to the end.
     List {
+        /// The caller, among three owners.
         owner: u8,
+        /// The page size, minus one.
         page: u8,
     },
 }

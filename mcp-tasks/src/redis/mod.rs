@@ -118,6 +118,7 @@ pub struct RedisOptions {
     /// Names the deployment: handles with the same prefix share tasks, others never see
     /// them. Must not contain `{` or `}`. Default `mcp-tasks`.
     pub prefix: String,
+    /// The limits the store applies.
     pub limits: Limits,
     /// Where time comes from (rule 17). Default: the system clock.
     pub clock: Arc<dyn Clock>,
