@@ -57,6 +57,8 @@
 //! 2025-11-25 sessions with their tasks; one dispatch picks the revision of each request
 //! and hands it to that revision's handlers.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod audit;
 pub mod auth;
 mod call;

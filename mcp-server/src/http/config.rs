@@ -31,7 +31,7 @@ pub struct HttpConfig {
     pub sse_max_lifetime: Option<Duration>,
     /// A connection that has not sent a request's complete headers this long after it
     /// opened (or after its previous response) is closed: this is also the idle
-    /// timeout of keep-alive connections. Used by [`serve`] only. Default: 10 seconds.
+    /// timeout of keep-alive connections. Used by [`serve`](super::serve) only. Default: 10 seconds.
     pub header_read_timeout: Duration,
     /// MCP 2025-11-25 sessions open at once; one more `initialize` is refused with -32029
     /// (HTTP 503). A soft cap: concurrent `initialize` calls may pass it by a few. Default
@@ -85,8 +85,8 @@ pub enum OriginPolicy {
 /// attacker's host name to a server on a loopback address).
 #[derive(Debug, Clone, Default)]
 pub enum HostPolicy {
-    /// [`HostPolicy::Localhost`] when [`serve`] is bound to a loopback address,
-    /// [`HostPolicy::Any`] otherwise. [`router`] alone cannot see the bind address and
+    /// [`HostPolicy::Localhost`] when [`serve`](super::serve) is bound to a loopback address,
+    /// [`HostPolicy::Any`] otherwise. [`router`](super::router) alone cannot see the bind address and
     /// treats it as [`HostPolicy::Localhost`].
     #[default]
     LoopbackBind,

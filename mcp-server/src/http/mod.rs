@@ -9,7 +9,7 @@
 //!
 //! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline),
 //! `sessions.rs` (2025-11-25 sessions, GET and DELETE). `Host`, `Origin` and the caller's
-//! identity are checked once, by the [`guard`] layer in front of every handler, which
+//! identity are checked once, by the `guard` layer in front of every handler, which
 //! puts the principal into the request's extensions.
 
 mod config;
