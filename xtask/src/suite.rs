@@ -187,13 +187,20 @@ pub fn run_requirements(
     let _ = std::fs::remove_dir_all(&work);
     let (passed, failed) = total(&text)
         .ok_or_else(|| format!("the suite printed no Total line for {revision}:\n{text}"))?;
-    // Scored scenarios are listed before the `Total` line; the ones not scored after it.
-    let scored = text.split("\nTotal:").next().unwrap_or("");
-    let scenarios_failed = scored
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("✗ "))
-        .filter_map(|l| l.split(':').next())
-        .map(str::to_owned)
+    // Every scenario is listed before the `Total` line; the ones not scored are listed
+    // again after it (`✗ name (pending)`).
+    let (all, tail) = text.split_once("\nTotal:").unwrap_or((&text, ""));
+    let failing = |part: &str| -> Vec<String> {
+        part.lines()
+            .filter_map(|l| l.trim_start().strip_prefix("✗ "))
+            .filter_map(|l| l.split([':', ' ']).next())
+            .map(str::to_owned)
+            .collect()
+    };
+    let not_scored = failing(tail);
+    let scenarios_failed = failing(all)
+        .into_iter()
+        .filter(|name| !not_scored.contains(name))
         .collect();
     println!(
         "conformance: requirements {revision}: {passed} checks passed, {failed} failed ({:.0} s)",
