@@ -44,6 +44,21 @@ fn is_2026(ext: &Extensions) -> bool {
         .is_some_and(|d| d.protocol_version.is_some())
 }
 
+/// The 2025-11-25 session of a task method's request, if any; a session of an earlier
+/// revision (no tasks there) is -32601.
+fn task_session(
+    ext: &Extensions,
+    method: &str,
+) -> Result<Option<Arc<crate::v2025::LegacySession>>, ServerError> {
+    match session_of(ext) {
+        Some(session) if !session.has_tasks() => Err(ServerError::MethodNotFound(format!(
+            "Method not found: {method} is not part of MCP {} (tasks came in 2025-11-25)",
+            session.protocol_version
+        ))),
+        other => Ok(other),
+    }
+}
+
 /// -32601 for a method MCP 2026-07-28 removed.
 fn removed(method: &str) -> ServerError {
     let hint = match method {
@@ -122,7 +137,7 @@ fn register_tools_and_tasks(
 
     module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {
         match session_of(&ext) {
-            Some(_) => json(legacy::tools_list(&state)),
+            Some(session) => json(legacy::tools_list(&state, &session)),
             None => json(current::tools_list(&state)),
         }
     })?;
@@ -141,7 +156,7 @@ fn register_tools_and_tasks(
     })?;
 
     module.register_async_method(GetTask::METHOD, |params, state, ext| async move {
-        match session_of(&ext) {
+        match task_session(&ext, GetTask::METHOD)? {
             Some(session) => {
                 let params = parse_params::<v2025::GetTask>(&params)?;
                 let outcome = legacy::tasks_get(&state, &session, &params.task_id).await;
@@ -166,7 +181,7 @@ fn register_tools_and_tasks(
     })?;
 
     module.register_async_method(CancelTask::METHOD, |params, state, ext| async move {
-        match session_of(&ext) {
+        match task_session(&ext, CancelTask::METHOD)? {
             Some(session) => {
                 let params = parse_params::<v2025::CancelTask>(&params)?;
                 let outcome = legacy::tasks_cancel(&state, &session, &params.task_id).await;
@@ -185,7 +200,7 @@ fn register_tools_and_tasks(
     })?;
 
     module.register_async_method(TASKS_RESULT, |params, state, ext| async move {
-        let Some(session) = session_of(&ext) else {
+        let Some(session) = task_session(&ext, TASKS_RESULT)? else {
             return Err(removed(TASKS_RESULT).into());
         };
         let params = parse_params::<v2025::GetTaskPayload>(&params)?;
@@ -199,7 +214,7 @@ fn register_tools_and_tasks(
     })?;
 
     module.register_async_method(TASKS_LIST, |params, state, ext| async move {
-        let Some(session) = session_of(&ext) else {
+        let Some(session) = task_session(&ext, TASKS_LIST)? else {
             return Err(removed(TASKS_LIST).into());
         };
         let params = parse_params::<v2025::ListTasks>(&params)?;

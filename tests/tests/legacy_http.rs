@@ -976,3 +976,82 @@ async fn status_notifications_are_resent_after_an_event_lag() {
     let again = stream.event_within(Duration::from_millis(500)).await;
     assert!(again.is_none(), "sent twice: {again:?}");
 }
+
+/// A client that asks for an earlier revision (2025-06-18, 2025-03-26, 2024-11-05) gets
+/// that revision, without tasks; its requests carry that version in the header. A
+/// version the server does not know is answered with 2025-11-25, the newest it has.
+#[tokio::test]
+async fn earlier_revisions_are_negotiated_without_tasks() {
+    let s = TestServer::start().await;
+    for asked in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let mut params = init_params();
+        params["protocolVersion"] = json!(asked);
+        let reply = s
+            .post(
+                &request(s.id(), "initialize", params),
+                &[("accept", "application/json")],
+            )
+            .await;
+        let result = reply.result();
+        assert_eq!(result["protocolVersion"], asked, "{}", reply.text);
+        assert!(result["capabilities"].get("tasks").is_none(), "{result}");
+        let id = reply.headers["mcp-session-id"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        let headers = [
+            ("mcp-session-id", id.as_str()),
+            ("mcp-protocol-version", asked),
+            ("accept", "application/json"),
+        ];
+        let tools = s
+            .post(&request(s.id(), "tools/list", json!({})), &headers)
+            .await;
+        let listed = tools.result()["tools"].as_array().expect("tools").clone();
+        assert!(
+            listed.iter().all(|t| t.get("execution").is_none()),
+            "{}",
+            tools.text
+        );
+        let list = s
+            .post(&request(s.id(), "tasks/list", json!({})), &headers)
+            .await;
+        assert_eq!(
+            list.error_code(),
+            error_codes::METHOD_NOT_FOUND,
+            "{}",
+            list.text
+        );
+        let greeted = s
+            .post(
+                &request(
+                    s.id(),
+                    "tools/call",
+                    json!({ "name": "greet", "arguments": { "name": "Ada" } }),
+                ),
+                &headers,
+            )
+            .await;
+        assert_eq!(greeted.result()["content"][0]["text"], "Hello, Ada!");
+        let wrong = s
+            .post(
+                &request(s.id(), "tools/list", json!({})),
+                &[
+                    ("mcp-session-id", id.as_str()),
+                    ("mcp-protocol-version", "2025-11-25"),
+                ],
+            )
+            .await;
+        assert_eq!(wrong.status, 400, "{}", wrong.text);
+        assert_eq!(wrong.error_code(), error_codes::HEADER_MISMATCH);
+    }
+    let mut params = init_params();
+    params["protocolVersion"] = json!("2099-01-01");
+    let reply = s
+        .post(
+            &request(s.id(), "initialize", params),
+            &[("accept", "application/json")],
+        )
+        .await;
+    assert_eq!(reply.result()["protocolVersion"], "2025-11-25");
+}

@@ -124,7 +124,13 @@ pub(super) async fn handle_post(
                 }
                 None => None,
             };
-            if let Some(refused) = check_headers(&headers, &req, legacy, body_version.as_deref()) {
+            let session_version = slot.get().map(|s| s.protocol_version.clone());
+            if let Some(refused) = check_headers(
+                &headers,
+                &req,
+                session_version.as_deref(),
+                body_version.as_deref(),
+            ) {
                 return refused;
             }
             // Every 2026-07-28 request carries `_meta` with its version and capabilities; a
@@ -220,7 +226,7 @@ const OWN_META_RULES: &[&str] = &[
 fn check_headers(
     headers: &HeaderMap,
     req: &InboundRequest,
-    legacy: bool,
+    session_version: Option<&str>,
     body_version: Option<&str>,
 ) -> Option<Response> {
     let mismatch = |what: String| {
@@ -249,11 +255,11 @@ fn check_headers(
         ));
     }
     if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION).map(str::trim) {
-        if legacy {
-            // A 2025-11-25 session's requests carry the negotiated version.
-            if version != mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25 {
+        if let Some(negotiated) = session_version {
+            // A session's requests carry the version its `initialize` agreed on.
+            if version != negotiated {
                 return mismatch(format!(
-                    "Header mismatch: MCP-Protocol-Version is {version:?} but the session speaks 2025-11-25"
+                    "Header mismatch: MCP-Protocol-Version is {version:?} but the session speaks {negotiated}"
                 ));
             }
             return None;
@@ -269,7 +275,7 @@ fn check_headers(
         // A 2025-11-25 client may name its version on the `initialize` that opens its
         // session.
         if req.method == v2025::Initialize::METHOD
-            && version == mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25
+            && crate::v2025::SESSION_VERSIONS.contains(&version)
         {
             return None;
         }

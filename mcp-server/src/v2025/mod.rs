@@ -46,7 +46,9 @@ use crate::views::{result_2025, task_2025};
 pub(crate) use features::notify_resource_updated;
 use input::{ask_pending, watch};
 use session::Standalone;
-pub(crate) use session::{LegacySession, SessionSlot, StandaloneIsRequestPeer, session_of};
+pub(crate) use session::{
+    LegacySession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer, session_of,
+};
 
 /// How many tasks one `tasks/list` page holds.
 const LIST_PAGE: usize = 50;
@@ -55,12 +57,19 @@ fn invalid(message: impl Into<String>) -> ServerError {
     ServerError::InvalidParams(message.into())
 }
 
-/// `initialize`: negotiates 2025-11-25 and opens the session in the request's slot.
+/// `initialize`: negotiates the session's revision (the one the client asks for when it is
+/// 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05, else 2025-11-25, the newest) and
+/// opens the session in the request's slot. Tasks exist in 2025-11-25 sessions only.
 pub(crate) async fn initialize(
     state: &State,
-    _params: InitializeRequestParams,
+    params: InitializeRequestParams,
     ext: &Extensions,
 ) -> Result<InitializeResult, ServerError> {
+    let version = SESSION_VERSIONS
+        .iter()
+        .find(|v| **v == params.protocol_version)
+        .copied()
+        .unwrap_or(PROTOCOL_VERSION_2025_11_25);
     let slot = ext.get::<SessionSlot>().ok_or_else(|| {
         ServerError::InvalidRequest("initialize is not available on this transport".to_owned())
     })?;
@@ -91,19 +100,24 @@ pub(crate) async fn initialize(
         released: Notify::new(),
         closed: CancellationToken::new(),
         log_level: Mutex::default(),
+        protocol_version: version.to_owned(),
     });
     if slot.0.set(Arc::clone(&session)).is_err() {
         return Err(already_initialized());
     }
-    tokio::spawn(watch(
-        state.store_arc(),
-        Arc::clone(&session),
-        state.shutdown_token(),
-    ));
+    if session.has_tasks() {
+        tokio::spawn(watch(
+            state.store_arc(),
+            Arc::clone(&session),
+            state.shutdown_token(),
+        ));
+    }
     let catalog = &state.catalog;
     let capabilities = ServerCapabilities {
         tools: Some(Default::default()),
-        tasks: Some(ServerTasksCapability::tool_calls(true)),
+        tasks: session
+            .has_tasks()
+            .then(|| ServerTasksCapability::tool_calls(true)),
         resources: catalog.has_resources().then(|| ResourcesCapability {
             subscribe: Some(true),
             ..Default::default()
@@ -115,7 +129,7 @@ pub(crate) async fn initialize(
         ..Default::default()
     };
     Ok(InitializeResult {
-        protocol_version: PROTOCOL_VERSION_2025_11_25.to_owned(),
+        protocol_version: version.to_owned(),
         capabilities,
         server_info: state.info().clone(),
         instructions: state.instructions().map(str::to_owned),
@@ -138,7 +152,7 @@ fn already_initialized() -> ServerError {
 }
 
 /// `tools/list` in the 2025-11-25 shape: `execution.taskSupport` from each tool's policy.
-pub(crate) fn tools_list(state: &State) -> v2025::ListToolsResult {
+pub(crate) fn tools_list(state: &State, session: &LegacySession) -> v2025::ListToolsResult {
     let tools = state
         .tools()
         .map(|tool| {
@@ -153,7 +167,10 @@ pub(crate) fn tools_list(state: &State) -> v2025::ListToolsResult {
             listed.input_schema = schema;
             listed.title = tool.title.clone();
             listed.description = tool.description.clone();
-            listed.execution = Some(ToolExecution::with_task_support(support));
+            // Earlier revisions have no tasks, so no `execution.taskSupport`.
+            listed.execution = session
+                .has_tasks()
+                .then(|| ToolExecution::with_task_support(support));
             listed
         })
         .collect();
@@ -182,7 +199,8 @@ pub(crate) async fn tools_call(
     let cancel = RequestContext::from_extensions(ext)
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
-    let wants_task = params.task.is_some();
+    // A revision without tasks has no `params.task` either: the call runs now.
+    let wants_task = params.task.is_some() && session.has_tasks();
     let scope = || CallScope {
         report: Report {
             peer: Some(peer.clone()),

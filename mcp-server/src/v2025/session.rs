@@ -38,6 +38,9 @@ pub struct LegacySession {
     /// The least severe log level the client wants (`logging/setLevel`); every level
     /// until it sets one.
     pub(super) log_level: Mutex<Option<LoggingLevel>>,
+    /// The protocol version `initialize` agreed on: 2025-11-25, or an earlier revision a
+    /// client asked for (without tasks).
+    pub protocol_version: String,
 }
 
 /// A session's standalone stream: where to send, and a token cancelled once the stream
@@ -48,7 +51,15 @@ pub(super) struct Standalone {
     pub(super) gone: CancellationToken,
 }
 
+/// The session revisions `initialize` agrees to, newest first; only the first has tasks.
+pub const SESSION_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
 impl LegacySession {
+    /// Whether the session's revision has tasks (2025-11-25 does; earlier ones do not).
+    pub fn has_tasks(&self) -> bool {
+        self.protocol_version == SESSION_VERSIONS[0]
+    }
+
     /// The least severe log level the client wants: its `logging/setLevel`, else every
     /// level (`debug`).
     pub fn log_level(&self) -> LoggingLevel {
