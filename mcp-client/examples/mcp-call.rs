@@ -35,6 +35,12 @@ struct Args {
     /// A command that serves MCP on stdio (split on spaces).
     #[arg(long)]
     stdio: Option<String>,
+    /// Send `Authorization: Bearer TOKEN` with every HTTP request.
+    #[arg(long, requires = "http")]
+    bearer: Option<String>,
+    /// Send this header with every HTTP request, as `NAME: VALUE` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "http")]
+    headers: Vec<String>,
     /// Print the task id and exit, leaving the task running.
     #[arg(long)]
     detach: bool,
@@ -173,7 +179,20 @@ async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
 
 async fn run(args: Args) -> Result<(), String> {
     let handler = Arc::new(Terminal);
-    let config = ClientConfig::default();
+    let mut config = ClientConfig::default();
+    if let Some(token) = &args.bearer {
+        config
+            .http_headers
+            .push(("Authorization".to_owned(), format!("Bearer {token}")));
+    }
+    for header in &args.headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(format!("--header takes NAME: VALUE, not {header:?}"));
+        };
+        config
+            .http_headers
+            .push((name.trim().to_owned(), value.trim().to_owned()));
+    }
     let client = match (&args.http, &args.stdio) {
         (Some(url), _) => McpClient::connect_http(url, handler, config).await,
         (None, Some(cmd)) => {

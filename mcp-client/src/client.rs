@@ -57,8 +57,19 @@ impl McpClient {
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
     ) -> Result<McpClient, ClientError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &config.http_headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                ClientError::Transport(format!("invalid HTTP header name {name:?}: {e}"))
+            })?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| {
+                ClientError::Transport(format!("invalid value for HTTP header {name}: {e}"))
+            })?;
+            headers.append(name, value);
+        }
         let http = reqwest::Client::builder()
             .tcp_nodelay(true)
+            .default_headers(headers)
             .build()
             .map_err(|e| ClientError::Transport(e.to_string()))?;
         let transport::HttpTransport {

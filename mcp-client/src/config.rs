@@ -16,6 +16,9 @@ pub struct ClientConfig {
     pub max_input_rounds: u32,
     /// How tasks are driven.
     pub driver: DriverConfig,
+    /// Headers every HTTP request carries (e.g. `Authorization: Bearer ...`); not used
+    /// over stdio. A name or value HTTP does not allow is refused when connecting.
+    pub http_headers: Vec<(String, String)>,
 }
 
 impl Default for ClientConfig {
@@ -25,6 +28,7 @@ impl Default for ClientConfig {
             request_timeout: Duration::from_secs(30),
             max_input_rounds: 16,
             driver: DriverConfig::default(),
+            http_headers: Vec::new(),
         }
     }
 }

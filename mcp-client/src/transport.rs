@@ -93,6 +93,16 @@ pub enum ExchangeError {
         /// The first 200 characters of the body.
         body: String,
     },
+    /// The server refused the request at the HTTP level (401, 403, 404 of an unknown
+    /// session...) with an answer not addressed to it (a JSON-RPC error without the
+    /// request's id): `body` is its start.
+    #[error("HTTP {status}: {body}")]
+    Refused {
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+        /// The first 200 characters of the body.
+        body: String,
+    },
     /// The response's body could not be read.
     #[error("HTTP {status}: cannot read the body: {source}")]
     Body {
@@ -312,6 +322,15 @@ async fn post(
         return;
     }
     match response.text().await {
+        // An HTTP error whose JSON-RPC answer is not addressed to this request (`id:
+        // null`, as a 401 or 403 before any JSON-RPC is read): nothing will answer it,
+        // so it fails now instead of at its timeout.
+        Ok(body)
+            if !status.is_success() && id.as_ref().is_some_and(|id| !is_response_to(&body, id)) =>
+        {
+            let body = body.chars().take(200).collect();
+            fail(ExchangeError::Refused { status, body });
+        }
         Ok(body)
             if serde_json::from_str::<serde::de::IgnoredAny>(&body).is_ok()
                 && body.contains("\"jsonrpc\"") =>
