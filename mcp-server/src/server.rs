@@ -202,22 +202,21 @@ impl Server {
         &self.state.runtime
     }
 
-    /// The names of every method this server answers (both revisions).
-    pub(crate) fn method_names(&self) -> Vec<String> {
-        methods(Arc::clone(&self.state))
-            .method_names()
-            .map(str::to_owned)
-            .collect()
-    }
-
     /// The JSON-RPC endpoint: every method, behind the `_meta` middleware.
     pub fn endpoint(&self) -> Arc<ServerEndpoint> {
+        self.endpoint_and_methods().0
+    }
+
+    /// The endpoint, and the names of every method it answers (both revisions), from
+    /// one registration.
+    pub(crate) fn endpoint_and_methods(&self) -> (Arc<ServerEndpoint>, Vec<String>) {
         let module = methods(Arc::clone(&self.state));
         let names: Vec<String> = module.method_names().map(str::to_owned).collect();
-        EndpointBuilder::new(module)
+        let endpoint = EndpointBuilder::new(module)
             .max_inflight_requests(self.state.max_inflight_requests)
-            .middleware(RpcServiceBuilder::new().layer(RequestMetaLayer::new(names)))
-            .build()
+            .middleware(RpcServiceBuilder::new().layer(RequestMetaLayer::new(names.clone())))
+            .build();
+        (endpoint, names)
     }
 
     /// Serves one connection (stdio, an in-process duplex): MCP 2026-07-28 requests, and

@@ -100,14 +100,15 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
     let (idle, idle_rx) = FrameSender::channel(1);
     let limit = config.max_body_bytes;
     let path = config.path.clone();
+    let (endpoint, method_names) = server.endpoint_and_methods();
     let app = Arc::new(App {
-        endpoint: server.endpoint(),
+        endpoint,
         config,
         sessions: Mutex::default(),
         idle,
         _idle_rx: idle_rx,
         legacy: Mutex::default(),
-        methods: server.method_names().into_iter().collect(),
+        methods: method_names.into_iter().collect(),
     });
     Router::new()
         .route(

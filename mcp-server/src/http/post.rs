@@ -209,18 +209,22 @@ pub(super) async fn handle_post(
 /// Methods that keep their own rule for a request without `_meta`: MCP 2025-11-25 ones
 /// (a session's, or `initialize` opening one), which carry none, and the tasks
 /// extension's, which answer it -32021 (the extension is not declared).
-const OWN_META_RULES: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "tasks/result",
-    "tasks/list",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-];
+const OWN_META_RULES: &[&str] = {
+    use mcp_protocol::tasks::methods as ext;
+    use mcp_protocol::v2025::methods as v2025m;
+    &[
+        v2025m::INITIALIZE,
+        v2025m::PING,
+        v2025m::LOGGING_SET_LEVEL,
+        v2025m::RESOURCES_SUBSCRIBE,
+        v2025m::RESOURCES_UNSUBSCRIBE,
+        v2025m::TASKS_RESULT,
+        v2025m::TASKS_LIST,
+        ext::TASKS_GET,
+        ext::TASKS_UPDATE,
+        ext::TASKS_CANCEL,
+    ]
+};
 
 /// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
 fn check_headers(
