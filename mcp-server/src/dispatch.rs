@@ -353,13 +353,13 @@ fn register_features(
     module.register_async_method(GetPrompt::METHOD, |params, state, ext| async move {
         state.catalog.offers(Feature::Prompts, GetPrompt::METHOD)?;
         match session_of(&ext) {
-            Some(_) => {
+            Some(session) => {
                 let params = parse_params::<v2025::GetPrompt>(&params)?;
-                json(legacy::features::prompts_get(&state, params).await?)
+                json(legacy::features::prompts_get(&state, &session, params, &ext).await?)
             }
             None => {
                 let params = parse_params::<GetPrompt>(&params)?;
-                json(current::features::prompts_get(&state, params).await?)
+                json(current::features::prompts_get(&state, params, &ext).await?)
             }
         }
     })?;

@@ -1,7 +1,8 @@
 //! The fixture of `server_resources_prompts`: a server with static resources (text,
 //! binary, and enough fillers for two list pages), a URI template with a typed reader
-//! and a completed variable, and two prompts (one with arguments and a completed one),
-//! plus a raw JSON-RPC client for the in-process connection.
+//! and a completed variable, and three prompts (one with arguments and a completed one,
+//! one that asks the user for a topic first: [`ASKING_PROMPT`]), plus a raw JSON-RPC
+//! client for the in-process connection.
 
 use mcp_protocol::engine::{FrameReceiver, FrameSender};
 use mcp_protocol::types::{
@@ -10,7 +11,7 @@ use mcp_protocol::types::{
 };
 use mcp_server::{
     CompletionInput, CompletionValues, FEATURE_PAGE, PromptDef, PromptError, ResourceData,
-    ResourceDef, ResourceError, ResourceTemplateDef, Server,
+    ResourceDef, ResourceError, ResourceTemplateDef, Server, ToolContext,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +27,11 @@ pub const BLOB: [u8; 4] = [0, 1, 2, 255];
 pub const BLOB_BASE64: &str = "AAEC/w==";
 /// The resource template.
 pub const TEMPLATE: &str = "test://users/{id}/profile";
+/// The prompt that asks the user (elicitation, input key [`ASKING_KEY`]) for a `topic`
+/// before it expands into "Brief me on TOPIC".
+pub const ASKING_PROMPT: &str = "briefing";
+/// The input key it asks under.
+pub const ASKING_KEY: &str = "topic_question";
 /// Filler resources, so that `resources/list` has a second page.
 pub const FILLERS: usize = FEATURE_PAGE + 5;
 
@@ -113,10 +119,35 @@ pub fn fixture_server() -> Server {
         CompletionValues::matching(["python", "perl", "rust"], &input.value)
     })
     .expect("language is an argument");
+    let asking = PromptDef::with_context(ASKING_PROMPT, |ctx: ToolContext, (): ()| async move {
+        let question = serde_json::from_value(json!({
+            "mode": "form",
+            "message": "Which topic?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": { "topic": { "type": "string" } },
+                "required": ["topic"],
+            },
+        }))
+        .map_err(|e| PromptError::Failed(e.to_string()))?;
+        let answer = ctx.elicit_keyed(ASKING_KEY, question).await?;
+        let topic = answer
+            .content
+            .as_ref()
+            .and_then(|c| serde_json::to_value(c).ok())
+            .and_then(|c| c["topic"].as_str().map(str::to_owned))
+            .ok_or_else(|| PromptError::InvalidArguments("no topic given".into()))?;
+        Ok(vec![PromptMessage::new(
+            Role::User,
+            ContentBlock::text(format!("Brief me on {topic}")),
+        )])
+    })
+    .description("Asks for a topic first");
     builder
         .resource_template(users)
         .prompt(simple)
         .prompt(review)
+        .prompt(asking)
         .build()
 }
 

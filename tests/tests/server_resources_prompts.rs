@@ -12,7 +12,8 @@ use mcp_protocol::engine::Connection;
 use mcp_server::FEATURE_PAGE;
 use mcp_server::http::HttpConfig;
 use mcp_tests::features_fixture::{
-    BLOB_BASE64, BLOB_URI, FILLERS, Raw, TEMPLATE, TEXT_URI, fixture_server, uris,
+    ASKING_KEY, ASKING_PROMPT, BLOB_BASE64, BLOB_URI, FILLERS, Raw, TEMPLATE, TEXT_URI,
+    fixture_server, uris,
 };
 use mcp_tests::legacy::init_params;
 use mcp_tests::schema_check::{Schema, spec_dir};
@@ -588,5 +589,118 @@ async fn a_2025_11_25_session_on_a_connection_reads_and_hears_updates() {
         &updated,
     );
     assert_eq!(updated["params"]["uri"], "test://users/7/profile");
+    server.shutdown().await;
+}
+
+/// A prompt that asks the user first answers `input_required` on MCP 2026-07-28; the
+/// retry with the answer and the sealed `requestState` expands it; a state that was not
+/// issued for this prompt is -32602.
+#[tokio::test]
+async fn a_prompt_asks_in_rounds_on_2026_07_28() {
+    let Some(spec) = spec_dir("a_prompt_asks_in_rounds_on_2026_07_28") else {
+        return;
+    };
+    let mut core = Schema::load(spec.join("core-2026-07-28/schema.json"));
+    let s = TestServer::start_server(fixture_server(), HttpConfig::default()).await;
+    let rpc = |mut params: Value| {
+        params["_meta"] = meta(false);
+        s.rpc("prompts/get", params)
+    };
+
+    let first = rpc(json!({ "name": ASKING_PROMPT })).await;
+    core.check(
+        "prompts/get (round 1)",
+        "InputRequiredResult",
+        first.result(),
+    );
+    let round = first.result();
+    assert_eq!(round["resultType"], "input_required", "{}", first.text);
+    let asked = &round["inputRequests"][ASKING_KEY];
+    assert_eq!(asked["method"], "elicitation/create", "{}", first.text);
+    assert_eq!(asked["params"]["message"], "Which topic?");
+    let state = round["requestState"].as_str().unwrap().to_owned();
+
+    let answer = json!({ ASKING_KEY: { "action": "accept", "content": { "topic": "tides" } } });
+    let done = rpc(json!({
+        "name": ASKING_PROMPT,
+        "inputResponses": answer,
+        "requestState": state,
+    }))
+    .await;
+    core.check("prompts/get (round 2)", "GetPromptResult", done.result());
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.text);
+    assert_eq!(
+        done.result()["messages"][0]["content"]["text"],
+        "Brief me on tides"
+    );
+
+    // The answers alone (no state) are enough here: the prompt asks one question.
+    let stateless = rpc(json!({ "name": ASKING_PROMPT, "inputResponses": answer })).await;
+    assert_eq!(
+        stateless.result()["resultType"],
+        "complete",
+        "{}",
+        stateless.text
+    );
+
+    // A state that is not one the server sealed, or sealed for another request.
+    let forged = rpc(json!({ "name": ASKING_PROMPT, "requestState": "rs1:{}" })).await;
+    assert_eq!(forged.error_code(), -32602, "{}", forged.text);
+    let elsewhere = s
+        .rpc(
+            "prompts/get",
+            json!({ "name": "simple_prompt", "requestState": state, "_meta": meta(false) }),
+        )
+        .await;
+    assert_eq!(elsewhere.error_code(), -32602, "{}", elsewhere.text);
+    // An answer without the content the prompt needs is the prompt's own refusal.
+    let declined = rpc(json!({
+        "name": ASKING_PROMPT,
+        "inputResponses": { ASKING_KEY: { "action": "decline" } },
+    }))
+    .await;
+    assert_eq!(declined.error_code(), -32602, "{}", declined.text);
+    s.stop().await;
+}
+
+/// In a 2025-11-25 session the same prompt asks the client directly: an
+/// `elicitation/create` request arrives on the connection, and its answer expands it.
+#[tokio::test]
+async fn a_prompt_asks_the_client_in_a_2025_11_25_session() {
+    let Some(spec) = spec_dir("a_prompt_asks_the_client_in_a_2025_11_25_session") else {
+        return;
+    };
+    let mut core = Schema::load(spec.join("core-2025-11-25/schema.json"));
+    let server = fixture_server();
+    let (server_end, client_end) = Connection::memory();
+    let _served = server.serve_connection(server_end);
+    let mut raw = Raw {
+        sender: client_end.sender,
+        receiver: client_end.receiver,
+        next_id: 0,
+        notifications: Vec::new(),
+    };
+    let init = raw.rpc("initialize", init_params()).await;
+    core.check("initialize", "InitializeResult", &init["result"]);
+    raw.sender
+        .send(request(77, "prompts/get", json!({ "name": ASKING_PROMPT })).to_string())
+        .await
+        .unwrap();
+    let ask = raw.next().await;
+    core.check("elicitation/create", "ElicitRequest", &ask);
+    assert_eq!(ask["params"]["message"], "Which topic?", "{ask}");
+    let answer = json!({
+        "jsonrpc": "2.0",
+        "id": ask["id"],
+        "result": { "action": "accept", "content": { "topic": "tides" } },
+    });
+    raw.sender.send(answer.to_string()).await.unwrap();
+    let got = raw.next().await;
+    assert_eq!(got["id"], 77, "{got}");
+    core.check("prompts/get", "GetPromptResult", &got["result"]);
+    assert_eq!(
+        got["result"]["messages"][0]["content"]["text"],
+        "Brief me on tides"
+    );
     server.shutdown().await;
 }

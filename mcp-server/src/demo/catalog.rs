@@ -10,6 +10,7 @@
 //! | prompt | `test_prompt_with_arguments` `{arg1, arg2}` | both arguments in the text; both completed |
 //! | prompt | `test_prompt_with_embedded_resource` `{resourceUri}` | an embedded resource, then text |
 //! | prompt | `test_prompt_with_image` | an image, then text |
+//! | prompt | `test_input_required_result_prompt` | asks `user_context` (elicitation) first |
 
 use base64::Engine;
 use mcp_protocol::types::{
@@ -20,6 +21,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::fixtures::PNG_BASE64;
+use super::{answer_str, form};
+use crate::context::ToolContext;
 use crate::features::{
     CompletionInput, CompletionValues, FeatureDefError, PromptDef, ResourceData, ResourceDef,
     ResourceTemplateDef,
@@ -148,11 +151,34 @@ fn prompts(builder: ServerBuilder) -> Result<ServerBuilder, FeatureDefError> {
         ])
     })
     .description("A prompt with an image");
+    let asking = PromptDef::with_context(
+        "test_input_required_result_prompt",
+        |ctx: ToolContext, (): ()| async move {
+            let schema = json!({
+                "type": "object",
+                "properties": {"context": {"type": "string"}},
+                "required": ["context"],
+            });
+            let answer = ctx
+                .elicit_keyed(
+                    "user_context",
+                    form("What context should the prompt use?", schema)?,
+                )
+                .await?;
+            let context = answer_str(&answer, "context").unwrap_or_else(|| "none given".into());
+            Ok(vec![PromptMessage::new(
+                Role::User,
+                ContentBlock::text(format!("Write with this context in mind: {context}")),
+            )])
+        },
+    )
+    .description("Asks the user for context (input key user_context) before it expands");
     Ok(builder
         .prompt(simple)
         .prompt(with_args)
         .prompt(embedded)
-        .prompt(image))
+        .prompt(image)
+        .prompt(asking))
 }
 
 /// Adds every resource, template and prompt fixture (with their completions) to `builder`.

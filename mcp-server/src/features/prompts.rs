@@ -1,6 +1,8 @@
 //! Prompts: [`PromptDef`], a prompt whose arguments are a typed struct (declared from
 //! its JSON Schema: each property an argument, its doc comment the description, the
 //! schema's `required` list the required ones) and whose handler returns the messages.
+//! A handler made with [`PromptDef::with_context`] may ask the client first, as a
+//! synchronous tool does (rounds on 2026-07-28, requests on the session on 2025-11-25).
 //!
 //! **Invariant.** Knows no wire revision; a missing required argument is refused before
 //! the handler runs.
@@ -18,10 +20,12 @@ use serde_json::Value;
 
 use super::FeatureDefError;
 use super::completion::{Completer, CompletionInput, CompletionValues};
+use crate::call::call_error;
+use crate::context::{ToolContext, ToolError};
 use crate::errors::ServerError;
 
 /// Why a prompt handler produced no messages.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PromptError {
     /// The arguments make no sense (-32602, with this reason).
     #[error("{0}")]
@@ -29,10 +33,17 @@ pub enum PromptError {
     /// The handler failed; the message is sent as an internal error (-32603).
     #[error("{0}")]
     Failed(String),
+    /// Asking the client ended the request: it needs another round, was cancelled, or
+    /// failed with a JSON-RPC error (what `?` on [`ToolContext::elicit`] and its kin gives).
+    #[error(transparent)]
+    Context(#[from] ToolError),
 }
 
 type Handler = Arc<
-    dyn Fn(BTreeMap<String, String>) -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>>
+    dyn Fn(
+            ToolContext,
+            BTreeMap<String, String>,
+        ) -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>>
         + Send
         + Sync,
 >;
@@ -66,6 +77,20 @@ impl PromptDef {
         F: Fn(A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<PromptMessage>, PromptError>> + Send + 'static,
     {
+        PromptDef::with_context(name, move |_ctx: ToolContext, args: A| handler(args))
+    }
+
+    /// A prompt whose handler also gets a [`ToolContext`], to ask the client for input
+    /// ([`elicit_keyed`](ToolContext::elicit_keyed), [`sample_keyed`](ToolContext::sample_keyed),
+    /// [`list_roots_keyed`](ToolContext::list_roots_keyed)) before it answers. On
+    /// 2026-07-28 `prompts/get` then answers `input_required` until the client retries
+    /// with the answers; on 2025-11-25 the requests go to the client on the session.
+    pub fn with_context<A, F, Fut>(name: impl Into<String>, handler: F) -> PromptDef
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<PromptMessage>, PromptError>> + Send + 'static,
+    {
         let handler = Arc::new(handler);
         PromptDef {
             name: name.into(),
@@ -73,7 +98,7 @@ impl PromptDef {
             description: None,
             arguments: arguments_of::<A>(),
             completers: IndexMap::new(),
-            handler: Arc::new(move |args| {
+            handler: Arc::new(move |ctx, args| {
                 let handler = Arc::clone(&handler);
                 Box::pin(async move {
                     let empty = args.is_empty();
@@ -87,7 +112,7 @@ impl PromptDef {
                         }
                     });
                     let args = parsed.map_err(|e| PromptError::InvalidArguments(e.to_string()))?;
-                    handler(args).await
+                    handler(ctx, args).await
                 })
             }),
         }
@@ -146,12 +171,14 @@ impl PromptDef {
         listed
     }
 
-    /// The prompt's description and its messages for `args`: -32602 when a required
+    /// The prompt's description and its messages for `args`, or `None` when the handler
+    /// asked the client for input in `ctx` (a 2026-07-28 round): -32602 when a required
     /// argument is missing or the arguments do not fit.
     pub(crate) async fn get(
         &self,
+        ctx: ToolContext,
         args: BTreeMap<String, String>,
-    ) -> Result<(Option<String>, Vec<PromptMessage>), ServerError> {
+    ) -> Result<Option<(Option<String>, Vec<PromptMessage>)>, ServerError> {
         let invalid = |reason: String| ServerError::InvalidPromptArguments {
             prompt: self.name.clone(),
             reason,
@@ -166,10 +193,12 @@ impl PromptDef {
                 missing.name
             )));
         }
-        match (self.handler)(args).await {
-            Ok(messages) => Ok((self.description.clone(), messages)),
+        match (self.handler)(ctx, args).await {
+            Ok(messages) => Ok(Some((self.description.clone(), messages))),
             Err(PromptError::InvalidArguments(reason)) => Err(invalid(reason)),
             Err(PromptError::Failed(message)) => Err(ServerError::Internal(message)),
+            Err(PromptError::Context(ToolError::InputRequired)) => Ok(None),
+            Err(PromptError::Context(e)) => Err(call_error(e)),
         }
     }
 }

@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 
+use jsonrpsee::Extensions;
 use mcp_protocol::JsonObject;
+use mcp_protocol::engine::{Peer, RequestContext};
 use mcp_protocol::v2025::{
     CompleteRequestParams, CompleteResult, Completion, CompletionReference, EmptyResult,
     GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -17,9 +19,11 @@ use mcp_protocol::v2025::{
 };
 
 use super::session::LegacySession;
+use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::features::completion::{self, CompletionInput, Target};
 use crate::features::{Page, page, resources};
+use crate::report::{self, Report};
 use crate::state::State;
 
 fn paged<T>(
@@ -155,16 +159,38 @@ pub(crate) fn prompts_list(
     })
 }
 
-/// `prompts/get`: -32602 for an unknown prompt or a missing required argument.
+/// `prompts/get`: -32602 for an unknown prompt or a missing required argument. A prompt
+/// made with a context asks the client directly, on this request's stream.
 pub(crate) async fn prompts_get(
     state: &State,
+    session: &LegacySession,
     params: GetPromptRequestParams,
+    ext: &Extensions,
 ) -> Result<GetPromptResult, ServerError> {
     let prompt = state
         .catalog
         .prompt(&params.name)
         .ok_or_else(|| ServerError::UnknownPrompt(params.name.clone()))?;
-    let (description, messages) = prompt.get(params.arguments.unwrap_or_default()).await?;
+    let peer = ext
+        .get::<Peer>()
+        .cloned()
+        .ok_or_else(|| ServerError::Internal("no peer".to_owned()))?;
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let scope = CallScope {
+        report: Report {
+            peer: Some(peer.clone()),
+            progress_token: report::progress_token(params.meta.as_ref()),
+            log_level: Some(session.log_level()),
+        },
+        client_capabilities: None,
+    };
+    let ctx = ToolContext::direct(peer, cancel, scope);
+    let (description, messages) = prompt
+        .get(ctx, params.arguments.unwrap_or_default())
+        .await?
+        .ok_or_else(|| ServerError::Internal("The prompt asked for input in rounds".to_owned()))?;
     Ok(GetPromptResult {
         description,
         messages,

@@ -5,16 +5,21 @@
 //! **Invariant.** Only wire shapes here; what is offered and read is `features/`'s.
 
 use jsonrpsee::Extensions;
+use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::method::Request;
 use mcp_protocol::v2026::{
-    CompleteReference, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+    CompleteReference, CompleteRequestParams, CompleteResult, GetPrompt, GetPromptRequestParams,
+    GetPromptResult, InputRequiredOr, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
 };
 
+use super::rounds;
 use crate::caller::Caller;
+use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::features::completion::{self, CompletionInput, Target};
 use crate::features::{page, resources};
+use crate::report::Report;
 use crate::state::State;
 
 /// One page of `items`, its cursor sealed for this caller.
@@ -103,19 +108,53 @@ pub(crate) fn prompts_list(
     Ok(result)
 }
 
-/// `prompts/get`: -32602 for an unknown prompt or a missing required argument.
+/// `prompts/get`: -32602 for an unknown prompt or a missing required argument;
+/// `input_required` while a prompt made with a context asks the client (SEP-2322).
 pub(crate) async fn prompts_get(
     state: &State,
     params: GetPromptRequestParams,
-) -> Result<GetPromptResult, ServerError> {
+    ext: &Extensions,
+) -> Result<InputRequiredOr<GetPromptResult>, ServerError> {
     let prompt = state
         .catalog
         .prompt(&params.name)
         .ok_or_else(|| ServerError::UnknownPrompt(params.name.clone()))?;
-    let (description, messages) = prompt.get(params.arguments.unwrap_or_default()).await?;
-    let mut result = GetPromptResult::new(messages);
-    result.description = description;
-    Ok(result)
+    let caller = Caller::from_extensions(ext);
+    let target = rounds::Target {
+        method: GetPrompt::METHOD,
+        name: prompt.name(),
+    };
+    let answers = rounds::answers(
+        &state.cursor_key,
+        &caller.owner,
+        target,
+        params.request_state.as_deref(),
+        params.input_responses.as_ref(),
+    )?;
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let scope = CallScope {
+        report: Report {
+            peer: ext.get::<Peer>().cloned(),
+            progress_token: params.meta.progress_token.clone(),
+            log_level: params.meta.log_level,
+        },
+        client_capabilities: Some(params.meta.client_capabilities.clone()),
+    };
+    let ctx = ToolContext::rounds(answers.clone(), cancel, scope);
+    match prompt
+        .get(ctx.clone(), params.arguments.unwrap_or_default())
+        .await?
+    {
+        Some((description, messages)) => {
+            let mut result = GetPromptResult::new(messages);
+            result.description = description;
+            Ok(InputRequiredOr::Complete(result))
+        }
+        None => rounds::input_required(&state.cursor_key, &caller.owner, target, &ctx, answers)
+            .map(InputRequiredOr::InputRequired),
+    }
 }
 
 /// `completion/complete`.

@@ -7,19 +7,19 @@
 
 pub(crate) mod features;
 mod listen;
+mod rounds;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::JsonObject;
 use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{
     self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
 };
 use mcp_protocol::v2026::{
-    self, DiscoverResult, InputRequests, InputRequiredResult, ListToolsResult, ResultMeta,
-    ResultType, ServerCapabilities, Tool, ToolInputSchema,
+    self, DiscoverResult, ListToolsResult, ResultMeta, ResultType, ServerCapabilities, Tool,
+    ToolInputSchema,
 };
 use mcp_tasks::{TaskId, WireRevision};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit;
@@ -90,77 +90,6 @@ pub(crate) fn tools_list(state: &State) -> ListToolsResult {
     ListToolsResult::new(state.tools.values().map(tool_listing).collect())
 }
 
-/// The `requestState` of a synchronous call: the answers gathered so far, for this tool.
-#[derive(Debug, Serialize, Deserialize)]
-struct RoundState {
-    tool: String,
-    answers: JsonObject,
-}
-
-/// What a sealed `requestState` starts with, so that no other sealed token (a cursor)
-/// opens as one.
-const ROUND_STATE_PREFIX: &str = "rs1:";
-
-fn round_answers(
-    key: &crate::seal::SealKey,
-    owner: &mcp_tasks::Owner,
-    tool: &str,
-    params: &v2026::CallToolRequestParams,
-) -> Result<JsonObject, ServerError> {
-    let mut answers = match &params.request_state {
-        None => JsonObject::new(),
-        Some(state) => match key
-            .open(owner, state)
-            .as_deref()
-            .and_then(|inner| inner.strip_prefix(ROUND_STATE_PREFIX))
-            .map(serde_json::from_str::<RoundState>)
-        {
-            Some(Ok(s)) if s.tool == tool => s.answers,
-            _ => {
-                return Err(ServerError::InvalidParams(
-                    "Invalid params: requestState was not issued for this call".to_owned(),
-                ));
-            }
-        },
-    };
-    if let Some(responses) = &params.input_responses {
-        match serde_json::to_value(responses) {
-            Ok(Value::Object(map)) => answers.extend(map),
-            _ => {
-                return Err(ServerError::InvalidParams(
-                    "Invalid params: inputResponses".to_owned(),
-                ));
-            }
-        }
-    }
-    Ok(answers)
-}
-
-fn input_required(
-    key: &crate::seal::SealKey,
-    owner: &mcp_tasks::Owner,
-    tool: &str,
-    ctx: &ToolContext,
-    answers: JsonObject,
-) -> Result<CallToolReply, ServerError> {
-    let requests: InputRequests = ctx
-        .wanted()
-        .into_iter()
-        .map(|(k, v)| serde_json::from_value(v).map(|r| (k, r)))
-        .collect::<Result<_, _>>()
-        .map_err(|e| ServerError::Internal(format!("cannot encode input requests: {e}")))?;
-    let state = serde_json::to_string(&RoundState {
-        tool: tool.to_owned(),
-        answers,
-    })
-    .map_err(|e| ServerError::Internal(e.to_string()))?;
-    // Sealed for this caller: the answers cannot be forged, nor replayed by another.
-    let state = key.seal(owner, &format!("{ROUND_STATE_PREFIX}{state}"));
-    Ok(CallToolReply::InputRequired(
-        InputRequiredResult::new(requests).with_request_state(state),
-    ))
-}
-
 /// `tools/call`: a task when the request declares the extension and the tool wants one
 /// (after any preflight rounds), else the tool runs now, in MRTR rounds.
 pub(crate) async fn tools_call(
@@ -174,7 +103,17 @@ pub(crate) async fn tools_call(
     if tool.policy() == TaskPolicy::Required && !caller.declares_tasks {
         return Err(ServerError::MissingTasksCapability);
     }
-    let answers = round_answers(&state.cursor_key, &caller.owner, tool.name(), &params)?;
+    let target = rounds::Target {
+        method: v2026::CallTool::METHOD,
+        name: tool.name(),
+    };
+    let answers = rounds::answers(
+        &state.cursor_key,
+        &caller.owner,
+        target,
+        params.request_state.as_deref(),
+        params.input_responses.as_ref(),
+    )?;
     let cancel = RequestContext::from_extensions(ext)
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
@@ -195,13 +134,14 @@ pub(crate) async fn tools_call(
             Some(preflight) => match preflight.await {
                 Ok(args) => args,
                 Err(ToolError::InputRequired) => {
-                    return input_required(
+                    return rounds::input_required(
                         &state.cursor_key,
                         &caller.owner,
-                        tool.name(),
+                        target,
                         &ctx,
                         answers,
-                    );
+                    )
+                    .map(CallToolReply::InputRequired);
                 }
                 Err(e) => return Err(call_error(e)),
             },
@@ -227,7 +167,8 @@ pub(crate) async fn tools_call(
             Ok(CallToolReply::Complete(result))
         }
         Err(ToolError::InputRequired) => {
-            input_required(&state.cursor_key, &caller.owner, tool.name(), &ctx, answers)
+            rounds::input_required(&state.cursor_key, &caller.owner, target, &ctx, answers)
+                .map(CallToolReply::InputRequired)
         }
         Err(e) => Err(call_error(e)),
     }
