@@ -50,8 +50,10 @@ async fn build(store: &str) -> Result<Server, String> {
     let store = store_url::open(store, None, Limits::default())
         .await
         .map_err(|e| e.to_string())?;
-    let mut tools = demo::tools().map_err(|e| e.to_string())?;
-    tools.extend(demo::fixtures::tools().map_err(|e| e.to_string())?);
+    // The suite's fixtures first: a scenario that calls "the first listed tool" with no
+    // arguments finds `test_simple_text`, which needs none.
+    let mut tools = demo::fixtures::tools().map_err(|e| e.to_string())?;
+    tools.extend(demo::tools().map_err(|e| e.to_string())?);
     let mut builder = Server::builder("mcp-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .store(store)
         .instructions("Conformance fixtures: tools, resources, prompts and completion with the names the official suite calls.");

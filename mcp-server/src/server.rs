@@ -219,6 +219,18 @@ impl Server {
         (endpoint, names)
     }
 
+    /// The tools whose input schema mirrors parameters into `Mcp-Param-*` headers, and
+    /// those parameters (what the HTTP transport checks against each call's arguments).
+    pub(crate) fn param_headers(
+        &self,
+    ) -> std::collections::HashMap<String, Arc<[mcp_protocol::http::ParamHeader]>> {
+        self.state
+            .tools()
+            .filter(|t| !t.param_headers.is_empty())
+            .map(|t| (t.name.clone(), Arc::clone(&t.param_headers)))
+            .collect()
+    }
+
     /// Serves one connection (stdio, an in-process duplex): MCP 2026-07-28 requests, and
     /// an MCP 2025-11-25 session once the client sends `initialize` (its notifications and
     /// input requests then travel on the connection itself).

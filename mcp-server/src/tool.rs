@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
+use mcp_protocol::http::ParamHeader;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::v2026::CallToolResult;
 use schemars::JsonSchema;
@@ -52,6 +53,8 @@ pub struct ToolDef {
     pub(crate) policy: TaskPolicy,
     pub(crate) selector: Option<TaskSelector>,
     pub(crate) preflight: Option<Preflight>,
+    /// The parameters the input schema mirrors into `Mcp-Param-*` headers (SEP-2243).
+    pub(crate) param_headers: Arc<[ParamHeader]>,
     validator: Arc<jsonschema::Validator>,
     handler: Handler,
 }
@@ -96,6 +99,7 @@ impl ToolDef {
                     reason: e.to_string(),
                 }
             })?;
+        let param_headers = checked_param_headers(&name, &input_schema)?;
         let handler = Arc::new(handler);
         let tool_name = name.clone();
         let handler: Handler = Arc::new(move |ctx, args| {
@@ -119,6 +123,7 @@ impl ToolDef {
             policy,
             selector: None,
             preflight: None,
+            param_headers,
             validator: Arc::new(validator),
             handler,
         })
@@ -133,7 +138,8 @@ impl ToolDef {
     /// Replaces the generated input schema with `schema` as written (every keyword kept
     /// in `tools/list`, e.g. `$schema`, `$defs`, `allOf`, `if`/`then`/`else`); arguments
     /// are validated against it from now on. The handler's argument type must still
-    /// accept what the schema allows. A schema that does not compile is refused.
+    /// accept what the schema allows. A schema that does not compile, or whose
+    /// `x-mcp-header` annotations break SEP-2243's rules, is refused.
     pub fn input_schema(mut self, schema: JsonObject) -> Result<Self, ToolDefError> {
         let validator = jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
             ToolDefError {
@@ -141,6 +147,7 @@ impl ToolDef {
                 reason: e.to_string(),
             }
         })?;
+        self.param_headers = checked_param_headers(&self.name, &schema)?;
         self.input_schema = schema;
         self.validator = Arc::new(validator);
         Ok(self)
@@ -255,4 +262,18 @@ fn input_schema_for<A: JsonSchema>() -> JsonObject {
         .entry("type")
         .or_insert_with(|| Value::String("object".into()));
     object
+}
+
+/// The schema's `x-mcp-header` parameters; a tool whose annotations break the rules is
+/// refused (a client would drop it from `tools/list`).
+fn checked_param_headers(
+    name: &str,
+    schema: &JsonObject,
+) -> Result<Arc<[ParamHeader]>, ToolDefError> {
+    mcp_protocol::http::param_headers(schema)
+        .map(Arc::from)
+        .map_err(|e| ToolDefError {
+            tool: name.to_owned(),
+            reason: e.to_string(),
+        })
 }

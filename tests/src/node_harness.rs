@@ -130,14 +130,16 @@ impl Cluster {
     /// Sends a request for `method` to node `node` (an index into `urls`).
     pub async fn rpc(&self, node: usize, method: &str, params: Value) -> Reply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = request(id, method, params).to_string();
-        let send = self
+        let message = request(id, method, params);
+        let mut post = self
             .client
             .post(&self.urls[node])
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body)
-            .send();
+            .header("accept", "application/json, text/event-stream");
+        for (name, value) in crate::server_harness::standard_headers(&message) {
+            post = post.header(name, value);
+        }
+        let send = post.body(message.to_string()).send();
         let response = tokio::time::timeout(WAIT, send)
             .await
             .unwrap_or_else(|_| panic!("{method} to node {node}: no reply in {WAIT:?}"))

@@ -41,6 +41,27 @@ pub fn meta(tasks: bool) -> Value {
     })
 }
 
+/// The standard headers (SEP-2243) a conforming 2026-07-28 client sends with `message`:
+/// `MCP-Protocol-Version` from its `_meta`, `Mcp-Method`, and `Mcp-Name` for the methods
+/// that name a tool, prompt, resource or task. A message without `_meta` (a 2025-11-25
+/// session's) gets `Mcp-Method` and `Mcp-Name` only.
+pub fn standard_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let mut headers = Vec::new();
+    let Some(method) = message["method"].as_str() else {
+        return headers;
+    };
+    let params = &message["params"];
+    if let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() {
+        headers.push(("mcp-protocol-version", version.to_owned()));
+    }
+    headers.push(("mcp-method", method.to_owned()));
+    let params_text = (!params.is_null()).then(|| params.to_string());
+    if let Some(name) = mcp_protocol::http::routed_name(method, params_text.as_deref()) {
+        headers.push(("mcp-name", mcp_protocol::http::encode_header_value(&name)));
+    }
+    headers
+}
+
 /// A JSON-RPC request object.
 pub fn request(id: i64, method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
@@ -292,8 +313,23 @@ impl TestServer {
         }
     }
 
-    /// POSTs a JSON-RPC message with the default headers plus `headers`.
+    /// POSTs a JSON-RPC message with the default headers, the standard headers a
+    /// conforming client derives from it ([`standard_headers`]), then `headers` (which
+    /// replace any of them).
     pub async fn post(&self, message: &Value, headers: &[(&str, &str)]) -> Reply {
+        let derived = standard_headers(message);
+        let mut all: Vec<(&str, &str)> = derived
+            .iter()
+            .filter(|(name, _)| !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+            .map(|(n, v)| (*n, v.as_str()))
+            .collect();
+        all.extend_from_slice(headers);
+        self.post_raw(message.to_string(), &all).await
+    }
+
+    /// POSTs a JSON-RPC message with the default headers plus `headers` only: none
+    /// derived from the message (for tests of missing standard headers).
+    pub async fn post_bare(&self, message: &Value, headers: &[(&str, &str)]) -> Reply {
         self.post_raw(message.to_string(), headers).await
     }
 
@@ -391,17 +427,25 @@ impl TestServer {
         .await
     }
 
-    /// Opens a `subscriptions/listen` (or any) request whose reply is an SSE stream.
+    /// Opens a `subscriptions/listen` (or any) request whose reply is an SSE stream, with
+    /// the standard headers derived from it, then `headers` (which replace any of them).
     pub async fn open_stream(&self, message: &Value, headers: &[(&str, &str)]) -> SseStream {
-        let mut request = self
+        let mut map = HeaderMap::new();
+        map.insert("content-type", HeaderValue::from_static("application/json"));
+        map.insert("accept", HeaderValue::from_static("text/event-stream"));
+        let derived = standard_headers(message);
+        let derived = derived.iter().map(|(n, v)| (*n, v.as_str()));
+        for (name, value) in derived.chain(headers.iter().copied()) {
+            map.insert(
+                HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                HeaderValue::from_str(value).expect("header value"),
+            );
+        }
+        let request = self
             .client
             .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
+            .headers(map)
             .body(message.to_string());
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
         // The stream outlives the client's overall timeout: read it with bounded waits.
         let request = request.timeout(Duration::from_secs(3600));
         let response = tokio::time::timeout(WAIT, request.send())

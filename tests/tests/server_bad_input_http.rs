@@ -169,6 +169,55 @@ async fn a_header_that_disagrees_with_the_body_is_32020_with_http_400() {
     still_serving(&s).await;
 }
 
+/// A 2026-07-28 request without a standard header it must carry (SEP-2243) is refused
+/// like a mismatch; 2025-11-25 requests predate them.
+#[tokio::test]
+async fn a_missing_standard_header_is_32020_with_http_400() {
+    let s = TestServer::start().await;
+    let version = ("mcp-protocol-version", PROTOCOL_VERSION);
+    let method = ("mcp-method", "tools/call");
+    let name = ("mcp-name", "greet");
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (&[method, name], "MCP-Protocol-Version"),
+        (&[version, name], "Mcp-Method"),
+        (&[version, method], "Mcp-Name"),
+    ];
+    for (headers, missing) in cases {
+        let reply = s.post_bare(&greet(), headers).await;
+        assert_eq!(reply.status, 400, "{missing}: {}", reply.text);
+        assert_rpc_error(&reply, error_codes::HEADER_MISMATCH, missing);
+    }
+    // A method that names nothing needs no Mcp-Name.
+    let list = request(8, "tools/list", json!({ "_meta": meta(false) }));
+    let reply = s
+        .post_bare(&list, &[version, ("mcp-method", "tools/list")])
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    // A 2025-11-25 client's initialize carries none of them.
+    let init = request(9, "initialize", mcp_tests::legacy::init_params());
+    let reply = s.post_bare(&init, &[]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    still_serving(&s).await;
+}
+
+/// `Mcp-Name` may be Base64-wrapped (a name that is not plain ASCII must be); a wrapper
+/// that does not decode is refused.
+#[tokio::test]
+async fn mcp_name_is_decoded_before_it_is_compared() {
+    let s = TestServer::start().await;
+    // "greet" in Base64 is Z3JlZXQ=; without its padding it is not valid.
+    let reply = s
+        .post(&greet(), &[("mcp-name", "=?base64?Z3JlZXQ=?=")])
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    for bad in ["=?base64?Z3JlZXQ?=", "=?base64?!!!?="] {
+        let reply = s.post(&greet(), &[("mcp-name", bad)]).await;
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text);
+        assert_rpc_error(&reply, error_codes::HEADER_MISMATCH, "Mcp-Name");
+    }
+    still_serving(&s).await;
+}
+
 #[tokio::test]
 async fn an_oversized_body_is_413() {
     let s = TestServer::start_http(HttpConfig {
@@ -200,8 +249,8 @@ async fn a_wrong_content_type_is_415_and_a_wrong_accept_is_406() {
         assert_eq!(reply.status, 415, "{ct:?}: {}", reply.text);
     }
     let reply = s
-        .post_raw(
-            body.clone(),
+        .post(
+            &greet(),
             &[("content-type", "application/json; charset=utf-8")],
         )
         .await;

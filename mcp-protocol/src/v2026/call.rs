@@ -78,6 +78,11 @@ impl CallToolResult {
         }
     }
 
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        CallToolResult::new(vec![ContentBlock::text(text)])
+    }
+
     /// A failed result with one text block explaining why.
     pub fn error(message: impl Into<String>) -> Self {
         CallToolResult {

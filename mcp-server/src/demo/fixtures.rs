@@ -12,6 +12,7 @@
 //! | `test_missing_capability` | needs `sampling`: -32021 when the request did not declare it |
 //! | `test_streaming_elicitation` | asks for confirmation (an `input_required` result in 2026-07-28) |
 //! | `json_schema_2020_12_tool` | a JSON Schema 2020-12 input schema, kept as written |
+//! | `test_param_headers` `{region, query, limit?, verbose?}` | mirrors `region`, `limit`, `verbose` into `Mcp-Param-*` headers (SEP-2243) |
 //!
 //! The `test_input_required_result_*` tools are in `mrtr.rs`.
 
@@ -311,10 +312,43 @@ fn asking_tools() -> Result<Vec<ToolDef>, ToolDefError> {
     ])
 }
 
+/// Arguments of `test_param_headers`: three of them travel in headers too.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ParamHeaderArgs {
+    /// Where to run (header `Mcp-Param-Region`).
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    /// What to run.
+    query: String,
+    /// How many rows at most (header `Mcp-Param-Limit`).
+    #[schemars(extend("x-mcp-header" = "Limit"))]
+    limit: Option<i64>,
+    /// Whether to explain (header `Mcp-Param-Verbose`).
+    #[schemars(extend("x-mcp-header" = "Verbose"))]
+    verbose: Option<bool>,
+}
+
+fn param_header_tool() -> Result<ToolDef, ToolDefError> {
+    Ok(ToolDef::new(
+        "test_param_headers",
+        TaskPolicy::Synchronous,
+        |_ctx, args: ParamHeaderArgs| async move {
+            Ok(text(format!(
+                "region={} query={} limit={:?} verbose={:?}",
+                args.region, args.query, args.limit, args.verbose
+            )))
+        },
+    )?
+    .description(
+        "Echoes its arguments; region, limit and verbose are mirrored into Mcp-Param-* headers.",
+    ))
+}
+
 /// Every conformance fixture tool: content, progress, logging, asking, and the
 /// input-required (MRTR) fixtures.
 pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
     let mut all = content_tools()?;
+    all.push(param_header_tool()?);
     all.extend(asking_tools()?);
     all.extend(super::mrtr::tools()?);
     Ok(all)

@@ -3,8 +3,11 @@
 //! sessions add `Mcp-Session-Id`, a GET standalone stream and DELETE.
 //!
 //! axum owns the HTTP layer: body limit (413, checked on `Content-Length` before reading),
-//! `Content-Type` (415), `Accept` (406), `Host` and `Origin` (403, against DNS rebinding), the routing headers `Mcp-Method` / `Mcp-Name`
-//! and `MCP-Protocol-Version` (-32020 / -32022 with HTTP 400), notifications (202).
+//! `Content-Type` (415), `Accept` (406), `Host` and `Origin` (403, against DNS
+//! rebinding), the standard headers of SEP-2243 (`MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`: required on 2026-07-28 requests, -32020 with HTTP 400 when missing or
+//! different from the body; -32022 for a version not served) and a tool's `Mcp-Param-*`
+//! headers (its `x-mcp-header` parameters), notifications (202).
 //! The engine does the rest.
 //!
 //! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline),
@@ -56,6 +59,8 @@ struct App {
     legacy: Mutex<HashMap<String, sessions::LegacyEntry>>,
     /// Every method the server answers.
     methods: std::collections::HashSet<String>,
+    /// The tools with `Mcp-Param-*` headers, and their parameters (SEP-2243).
+    param_headers: HashMap<String, Arc<[mcp_protocol::http::ParamHeader]>>,
 }
 
 /// Who is calling, as the [`guard`] layer found it (`None`: anonymous).
@@ -109,6 +114,7 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
         _idle_rx: idle_rx,
         legacy: Mutex::default(),
         methods: method_names.into_iter().collect(),
+        param_headers: server.param_headers(),
     });
     Router::new()
         .route(

@@ -2,6 +2,7 @@
 //! to, the routing headers checked against the body, then the engine; the reply as JSON
 //! or as an event stream.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -16,10 +17,11 @@ use mcp_protocol::engine::{
     FrameReceiver, FrameSender, InboundRequest, Incoming, Session, error_frame,
 };
 use mcp_protocol::error_codes;
+use mcp_protocol::http::{ParamHeader, decode_header_value, header_matches};
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::method::Request;
 use mcp_protocol::v2025;
-use mcp_protocol::v2026::SubscriptionsListen;
+use mcp_protocol::v2026::{self, SubscriptionsListen};
 use serde::Deserialize;
 
 use super::{
@@ -130,6 +132,7 @@ pub(super) async fn handle_post(
                 &req,
                 session_version.as_deref(),
                 body_version.as_deref(),
+                &app.param_headers,
             ) {
                 return refused;
             }
@@ -226,12 +229,14 @@ const OWN_META_RULES: &[&str] = {
     ]
 };
 
-/// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version` must agree with the body.
+/// `Mcp-Method` / `Mcp-Name` / `MCP-Protocol-Version`, and a 2026-07-28 `tools/call`'s
+/// `Mcp-Param-*` headers, must be there and agree with the body (SEP-2243).
 fn check_headers(
     headers: &HeaderMap,
     req: &InboundRequest,
     session_version: Option<&str>,
     body_version: Option<&str>,
+    param_headers: &HashMap<String, Arc<[ParamHeader]>>,
 ) -> Option<Response> {
     let mismatch = |what: String| {
         Some(rpc_error(
@@ -241,6 +246,36 @@ fn check_headers(
             what,
         ))
     };
+    // A 2026-07-28 request must carry the routing headers (SEP-2243): `Mcp-Method`
+    // always, `Mcp-Name` when the body names a tool, prompt, resource or task. Requests
+    // of a 2025-11-25 session, and the `initialize` that opens one, predate them.
+    let header_version = header_str(headers, MCP_PROTOCOL_VERSION).map(str::trim);
+    let modern = session_version.is_none()
+        && req.method != v2025::Initialize::METHOD
+        && body_version
+            .or(header_version)
+            .is_some_and(|v| !crate::v2025::SESSION_VERSIONS.contains(&v));
+    if modern {
+        if header_version.is_none() {
+            return mismatch(
+                "Header missing: MCP-Protocol-Version is required (MCP 2026-07-28)".to_owned(),
+            );
+        }
+        if header_str(headers, MCP_METHOD).is_none() {
+            return mismatch(format!(
+                "Header missing: Mcp-Method is required (MCP 2026-07-28); the body's method is {:?}",
+                req.method
+            ));
+        }
+        if header_str(headers, MCP_NAME).is_none()
+            && let Some(body_name) = routed_name(req)
+        {
+            return mismatch(format!(
+                "Header missing: Mcp-Name is required on {} (MCP 2026-07-28); the body names {body_name:?}",
+                req.method
+            ));
+        }
+    }
     // Header values are compared without surrounding whitespace (RFC 9110, 5.5).
     if let Some(method) = header_str(headers, MCP_METHOD).map(str::trim)
         && method != req.method
@@ -250,15 +285,27 @@ fn check_headers(
             req.method
         ));
     }
-    if let Some(name) = header_str(headers, MCP_NAME).map(str::trim)
+    if let Some(raw) = headers.get(MCP_NAME)
         && let Some(body_name) = routed_name(req)
-        && name != body_name
     {
-        return mismatch(format!(
-            "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
-        ));
+        match decode_header_value(raw.as_bytes()) {
+            Ok(name) if name == body_name => {}
+            Ok(name) => {
+                return mismatch(format!(
+                    "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
+                ));
+            }
+            Err(e) => return mismatch(format!("Header invalid: Mcp-Name: {e}")),
+        }
     }
-    if let Some(version) = header_str(headers, MCP_PROTOCOL_VERSION).map(str::trim) {
+    if modern
+        && req.method == v2026::CallTool::METHOD
+        && !param_headers.is_empty()
+        && let Some(refused) = check_param_headers(headers, req, param_headers)
+    {
+        return mismatch(refused);
+    }
+    if let Some(version) = header_version {
         if let Some(negotiated) = session_version {
             // A session's requests carry the version its `initialize` agreed on.
             if version != negotiated {
@@ -292,6 +339,57 @@ fn check_headers(
                         .with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS, "requested": version })),
                 ),
             ));
+        }
+    }
+    None
+}
+
+/// The `Mcp-Param-*` headers of a `tools/call` against its arguments: a header for each
+/// annotated parameter that has a value, equal to it once decoded, and none for a
+/// parameter without one. An unknown tool is left to the handler (-32602).
+fn check_param_headers(
+    headers: &HeaderMap,
+    req: &InboundRequest,
+    param_headers: &HashMap<String, Arc<[ParamHeader]>>,
+) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Call {
+        name: String,
+        #[serde(default)]
+        arguments: Option<mcp_protocol::JsonObject>,
+    }
+    let call: Call = serde_json::from_str(req.params.as_deref()?.get()).ok()?;
+    let params = param_headers.get(&call.name)?;
+    let arguments = call.arguments.unwrap_or_default();
+    for param in params.iter() {
+        let header = param.header_name();
+        let sent = headers.get(header.as_str());
+        let shown = format!("Mcp-Param-{}", param.name);
+        match (param.text_in(&arguments), sent) {
+            (None, None) => {}
+            // A value of the wrong type: the arguments' own validation refuses it.
+            (Some(Err(())), _) => {}
+            (None, Some(_)) => {
+                return Some(format!(
+                    "Header mismatch: {shown} is sent but the arguments have no {}",
+                    param.path.join(".")
+                ));
+            }
+            (Some(Ok(_)), None) => {
+                return Some(format!(
+                    "Header missing: {shown} is required when the arguments have {}",
+                    param.path.join(".")
+                ));
+            }
+            (Some(Ok(body)), Some(raw)) => match decode_header_value(raw.as_bytes()) {
+                Err(e) => return Some(format!("Header invalid: {shown}: {e}")),
+                Ok(text) if header_matches(param.kind, &text, &body) => {}
+                Ok(text) => {
+                    return Some(format!(
+                        "Header mismatch: {shown} is {text:?} but the arguments have {body:?}"
+                    ));
+                }
+            },
         }
     }
     None
