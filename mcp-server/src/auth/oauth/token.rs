@@ -65,7 +65,9 @@ impl From<jsonwebtoken::errors::Error> for TokenError {
 #[derive(Deserialize)]
 struct Claims {
     iss: String,
-    sub: String,
+    /// Optional here so that its absence is named as such (jsonwebtoken checks `iss`).
+    #[serde(default)]
+    sub: Option<String>,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
@@ -137,9 +139,11 @@ pub(super) async fn validate(
 }
 
 fn identity(claims: Claims) -> Result<Identity, TokenError> {
-    if claims.sub.is_empty() {
-        return Err(TokenError::Claims("sub is empty".into()));
-    }
+    let sub = match claims.sub {
+        None => return Err(TokenError::MissingClaim("sub".into())),
+        Some(sub) if sub.is_empty() => return Err(TokenError::Claims("sub is empty".into())),
+        Some(sub) => sub,
+    };
     let mut scopes: Vec<String> = claims
         .scope
         .iter()
@@ -156,7 +160,7 @@ fn identity(claims: Claims) -> Result<Identity, TokenError> {
     }
     // `iss` was checked against the configured issuer, an URL without fragment: the
     // first `#` of the principal ends it.
-    Ok(Identity::new(format!("{}#{}", claims.iss, claims.sub)).with_scopes(scopes))
+    Ok(Identity::new(format!("{}#{sub}", claims.iss)).with_scopes(scopes))
 }
 
 #[cfg(test)]
