@@ -609,6 +609,9 @@ async fn one_users_tasks_are_invisible_to_another() {
     assert_eq!(list.result()["tasks"], json!([]), "{}", list.text);
     let get = in_session(s, &his, &bob, "tasks/get", json!({"taskId": task})).await;
     assert!(get.body["error"].is_object(), "{}", get.text);
+    let result = in_session(s, &his, &bob, "tasks/result", json!({"taskId": task})).await;
+    assert!(result.text.contains("\"error\""), "{}", result.text);
+    assert!(!result.text.contains("\"result\""), "{}", result.text);
     let cancel = in_session(s, &his, &bob, "tasks/cancel", json!({"taskId": task})).await;
     assert!(cancel.body["error"].is_object(), "{}", cancel.text);
     // Alice still sees hers, still working, in both revisions.
