@@ -35,6 +35,21 @@
 //! `--node-id` names the instance in its leases (default: random); `--lease-ms` is how long
 //! a task's lease lasts without renewal (default 30000; renewed every third of it), i.e.
 //! about how long a task of a dead instance stays `working` before it is failed.
+//!
+//! # Who may call
+//!
+//! - Nothing said: every HTTP caller is one anonymous principal.
+//! - `--bearer NAME:TOKEN` (repeatable): a static token table, for local use.
+//! - `--oauth-issuer URL`: an OAuth 2.1 resource server. Access tokens are JWTs of that
+//!   authorization server (its RFC 8414 or OpenID metadata gives the JWKS), for the
+//!   audience `--oauth-resource URL` (default: this server's own `http://ADDR/mcp`);
+//!   `--oauth-scope SCOPE` (repeatable) is required of every request. The protected
+//!   resource metadata is served at `/.well-known/oauth-protected-resource/mcp`.
+//!   `--bearer` and `--oauth-issuer` cannot be combined.
+//!
+//! ```text
+//! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --oauth-scope mcp
+//! ```
 
 use std::io::Write;
 use std::sync::Arc;
@@ -42,7 +57,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mcp_server::auth::BearerTokens;
+use mcp_server::auth::{BearerTokens, OAuthConfig, OAuthResourceServer};
 use mcp_server::http::{HttpConfig, local_url};
 use mcp_server::store_url;
 use mcp_server::{RuntimeConfig, Server, demo};
@@ -79,6 +94,17 @@ struct Args {
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
     bearer: Vec<(String, String)>,
+    /// The OAuth authorization server (its issuer URL) whose JWT access tokens are
+    /// accepted; its metadata gives the keys. Every request then needs a token.
+    #[arg(long, conflicts_with_all = ["bearer", "stdio"])]
+    oauth_issuer: Option<String>,
+    /// The audience tokens must name (RFC 8707): this server's canonical URL. Default:
+    /// its own `http://ADDR/mcp`.
+    #[arg(long, requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
+    /// A scope every request needs (repeatable).
+    #[arg(long = "oauth-scope", requires = "oauth_issuer")]
+    oauth_scope: Vec<String>,
 }
 
 async fn shutdown_signal() {
@@ -176,6 +202,25 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     };
     let url = local_url(addr, "/mcp");
+    let mut http = HttpConfig::default();
+    if !args.bearer.is_empty() {
+        http.principal = Some(Arc::new(BearerTokens::new(args.bearer.clone())));
+    }
+    if let Some(issuer) = &args.oauth_issuer {
+        let resource = args.oauth_resource.clone().unwrap_or_else(|| url.clone());
+        let config = OAuthConfig::new(issuer.clone(), resource.clone())
+            .require_scopes(args.oauth_scope.clone());
+        match OAuthResourceServer::new(config) {
+            Ok(auth) => {
+                tracing::info!(%issuer, %resource, scopes = ?args.oauth_scope, "OAuth resource server");
+                http.principal = Some(Arc::new(auth));
+            }
+            Err(e) => {
+                eprintln!("demo: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
     // Errors ignored: whoever reads our stdout may stop reading early.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
@@ -196,10 +241,6 @@ async fn main() -> std::process::ExitCode {
         tracing::info!("shutting down");
         token.cancel();
     };
-    let mut http = HttpConfig::default();
-    if !args.bearer.is_empty() {
-        http.principal = Some(Arc::new(BearerTokens::new(args.bearer.clone())));
-    }
     let served = mcp_server::http::serve(&server, listener, http, stop).await;
     server.shutdown().await;
     match served {

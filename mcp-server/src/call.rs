@@ -10,27 +10,38 @@ use mcp_protocol::v2026::CallTool;
 use mcp_tasks::{NewTask, Origin, Owner, TaskRecord, WireRevision};
 
 use crate::audit;
+use crate::auth::Identity;
 use crate::context::ToolError;
 use crate::errors::ServerError;
 use crate::state::State;
 use crate::tool::ToolDef;
 
-/// The tool `name`, once `args` passed its input schema.
+/// The tool `name`, once the caller's credentials grant every scope it requires (none
+/// without credentials) and `args` passed its input schema.
 pub(crate) fn find_tool<'s>(
     state: &'s State,
     name: &str,
     args: &JsonObject,
+    identity: Option<&Identity>,
 ) -> Result<&'s ToolDef, ServerError> {
     let tool = state
         .tool(name)
         .ok_or_else(|| ServerError::UnknownTool(name.to_owned()))?;
+    let needed = tool.required_scopes();
+    if !needed.is_empty() && !identity.is_some_and(|i| i.missing(needed).is_empty()) {
+        return Err(ServerError::InsufficientScope {
+            tool: name.to_owned(),
+            scopes: needed.to_vec(),
+        });
+    }
     tool.validate(args)?;
     Ok(tool)
 }
 
 /// Creates a task of `owner` running `tool` with `args` (asked on the `revision` wire,
 /// with this TTL if the client asked for one) and launches it on this node. The task is
-/// durable, and leased to this node, when this returns: any node finds it.
+/// durable, and leased to this node, when this returns: any node finds it. The tool sees
+/// `identity` (the caller's, as its credentials were when the task was created).
 pub(crate) async fn start_task(
     state: &State,
     owner: &Owner,
@@ -38,6 +49,7 @@ pub(crate) async fn start_task(
     args: JsonObject,
     ttl_ms: Option<u64>,
     revision: WireRevision,
+    identity: Option<Identity>,
 ) -> Result<TaskRecord, ServerError> {
     if !state.runtime.is_accepting() {
         return Err(ServerError::ShuttingDown);
@@ -56,7 +68,7 @@ pub(crate) async fn start_task(
     };
     let created = state
         .runtime
-        .create_and_launch(new, tool.clone(), args)
+        .create_and_launch(new, tool.clone(), args, identity)
         .await
         .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
     let id = created

@@ -20,6 +20,8 @@ use mcp_tasks::Owner;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::auth::Identity;
+
 /// The authenticated principal of a request, set by the transport's principal hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal(pub String);
@@ -49,6 +51,9 @@ pub struct RequestDeclarations {
 pub struct Caller {
     pub owner: Owner,
     pub declares_tasks: bool,
+    /// Who the credentials of this request say the caller is, and the scopes they grant
+    /// (`None`: anonymous, a 2025-11-25 session opened without credentials, stdio).
+    pub identity: Option<Identity>,
 }
 
 impl Caller {
@@ -62,6 +67,7 @@ impl Caller {
         Caller {
             owner,
             declares_tasks,
+            identity: ext.get::<Identity>().cloned(),
         }
     }
 }

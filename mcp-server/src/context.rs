@@ -10,7 +10,7 @@
 //!   again from the start, this time receiving them. Tools must therefore ask in the same
 //!   order on every run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Identity;
 use crate::report::Report;
 use crate::retry::{Backoff, while_transient};
 
@@ -102,6 +103,8 @@ struct Inner {
     report: Report,
     /// What the request declared it supports (MCP 2026-07-28 synchronous calls).
     client_capabilities: Option<ClientCapabilities>,
+    /// The caller's credentials (for a task: as they were when it was created).
+    identity: Option<Identity>,
 }
 
 /// What a synchronous call's request brought besides its arguments.
@@ -111,6 +114,8 @@ pub(crate) struct CallScope {
     pub(crate) report: Report,
     /// The capabilities the request declared, when it declares them.
     pub(crate) client_capabilities: Option<ClientCapabilities>,
+    /// Who the request's credentials name, and their scopes.
+    pub(crate) identity: Option<Identity>,
 }
 
 enum Mode {
@@ -161,6 +166,7 @@ impl ToolContext {
                 asked: AtomicU32::new(0),
                 report: scope.report,
                 client_capabilities: scope.client_capabilities,
+                identity: scope.identity,
             }),
         }
     }
@@ -171,6 +177,7 @@ impl ToolContext {
         key: TaskKey,
         wake: Arc<Notify>,
         cancel: CancellationToken,
+        identity: Option<Identity>,
     ) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
@@ -179,6 +186,7 @@ impl ToolContext {
                 asked: AtomicU32::new(0),
                 report: Report::default(),
                 client_capabilities: None,
+                identity,
             }),
         }
     }
@@ -192,6 +200,7 @@ impl ToolContext {
                 asked: AtomicU32::new(0),
                 report: scope.report,
                 client_capabilities: scope.client_capabilities,
+                identity: scope.identity,
             }),
         }
     }
@@ -220,6 +229,25 @@ impl ToolContext {
     /// needs one the client did not declare answers [`ToolError::missing_capability`].
     pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
         self.inner.client_capabilities.as_ref()
+    }
+
+    /// The authenticated principal that called (for a task: that created it), e.g.
+    /// `"{iss}#{sub}"` for an OAuth access token; `None` for an anonymous caller, a
+    /// 2025-11-25 session opened without credentials, and stdio.
+    pub fn principal(&self) -> Option<&str> {
+        self.inner.identity.as_ref().map(|i| i.principal.as_str())
+    }
+
+    /// The scopes the caller's credentials grant (for a task: those of the request that
+    /// created it); empty without credentials or with a static token.
+    pub fn scopes(&self) -> &BTreeSet<String> {
+        static NONE: BTreeSet<String> = BTreeSet::new();
+        self.inner.identity.as_ref().map_or(&NONE, |i| &i.scopes)
+    }
+
+    /// Whether the caller's credentials grant `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes().contains(scope)
     }
 
     /// Reports progress to the caller: `notifications/progress` with the request's

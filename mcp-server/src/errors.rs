@@ -14,6 +14,11 @@ pub(crate) enum ServerError {
     /// `tools/call` named a tool this server does not have.
     #[error("Unknown tool: {0}")]
     UnknownTool(String),
+    /// The tool requires scopes the caller's credentials do not grant (over HTTP this
+    /// is refused with 403 before dispatch; here for stdio, anonymous callers and any
+    /// path that reaches the tool otherwise).
+    #[error("Insufficient scope: tool {tool} requires scope {}", scopes.join(" "))]
+    InsufficientScope { tool: String, scopes: Vec<String> },
     /// `prompts/get` or `completion/complete` named a prompt this server does not have.
     #[error("Unknown prompt: {0}")]
     UnknownPrompt(String),
@@ -105,6 +110,10 @@ impl From<ServerError> for ErrorObject {
                 return with_uri(error_codes::RESOURCE_NOT_FOUND, e.to_string(), uri);
             }
             ServerError::InvalidRequest(_) => error_codes::INVALID_REQUEST,
+            ServerError::InsufficientScope { scopes, .. } => {
+                return ErrorObject::new(error_codes::INVALID_REQUEST, e.to_string())
+                    .with_data(serde_json::json!({ "requiredScopes": scopes }));
+            }
             ServerError::TooManySubscriptions(_) => error_codes::LIMIT_EXCEEDED,
             ServerError::MethodNotFound(_) | ServerError::NotOffered { .. } => {
                 error_codes::METHOD_NOT_FOUND

@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::Identity;
 use crate::context::{ToolContext, ToolError};
 use crate::retry::{Backoff, while_transient};
 use crate::tool::ToolDef;
@@ -149,6 +150,7 @@ impl TaskRuntime {
         new: NewTask,
         tool: ToolDef,
         args: JsonObject,
+        identity: Option<Identity>,
     ) -> Result<TaskRecord, StoreError> {
         let config = &self.inner.config;
         let record = self
@@ -156,7 +158,7 @@ impl TaskRuntime {
             .store
             .create_leased(new, &config.node_id, millis(config.lease))
             .await?;
-        self.run_leased(record.key(), tool, args);
+        self.run_leased(record.key(), tool, args, identity);
         Ok(record)
     }
 
@@ -173,12 +175,18 @@ impl TaskRuntime {
             .store
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
-        self.run_leased(key, tool, args);
+        self.run_leased(key, tool, args, None);
         Ok(())
     }
 
     /// Runs `tool` as the task `key`, whose lease this node holds.
-    fn run_leased(&self, key: TaskKey, tool: ToolDef, args: JsonObject) {
+    fn run_leased(
+        &self,
+        key: TaskKey,
+        tool: ToolDef,
+        args: JsonObject,
+        identity: Option<Identity>,
+    ) {
         let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
         let wake = Arc::new(Notify::new());
@@ -193,7 +201,13 @@ impl TaskRuntime {
         let runtime = self.clone();
         self.inner.tasks.spawn(async move {
             let span = tracing::info_span!("task", task_id = %key.id, tool = tool.name());
-            let ctx = ToolContext::task(Arc::clone(&store), key.clone(), wake, cancel.clone());
+            let ctx = ToolContext::task(
+                Arc::clone(&store),
+                key.clone(),
+                wake,
+                cancel.clone(),
+                identity,
+            );
             let outcome =
                 tracing::Instrument::instrument(runtime.run(ctx, &key, &tool, args, &cancel), span)
                     .await;

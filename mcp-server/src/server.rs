@@ -231,6 +231,15 @@ impl Server {
             .collect()
     }
 
+    /// The scopes each tool requires, by tool name (tools requiring none left out).
+    pub(crate) fn tool_scopes(&self) -> std::collections::HashMap<String, Vec<String>> {
+        self.state
+            .tools()
+            .filter(|t| !t.required_scopes().is_empty())
+            .map(|t| (t.name().to_owned(), t.required_scopes().to_vec()))
+            .collect()
+    }
+
     /// Serves one connection (stdio, an in-process duplex): MCP 2026-07-28 requests, and
     /// an MCP 2025-11-25 session once the client sends `initialize` (its notifications and
     /// input requests then travel on the connection itself).

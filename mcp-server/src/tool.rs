@@ -55,6 +55,8 @@ pub struct ToolDef {
     pub(crate) preflight: Option<Preflight>,
     /// The parameters the input schema mirrors into `Mcp-Param-*` headers (SEP-2243).
     pub(crate) param_headers: Arc<[ParamHeader]>,
+    /// Scopes a caller's credentials must grant to call it.
+    scopes: Vec<String>,
     validator: Arc<jsonschema::Validator>,
     handler: Handler,
 }
@@ -124,6 +126,7 @@ impl ToolDef {
             selector: None,
             preflight: None,
             param_headers,
+            scopes: Vec::new(),
             validator: Arc::new(validator),
             handler,
         })
@@ -182,6 +185,23 @@ impl ToolDef {
             Box::pin(async move { preflight(ctx, args).await })
         }));
         self
+    }
+
+    /// Requires `scope` of callers (repeat for more): a call without credentials
+    /// granting it is refused before the tool runs or its task exists (over HTTP: 403
+    /// `insufficient_scope` naming it; elsewhere a JSON-RPC error, -32600). On stdio
+    /// there are no credentials, so such a tool cannot be called there.
+    pub fn require_scope(mut self, scope: impl Into<String>) -> Self {
+        let scope = scope.into();
+        if !self.scopes.contains(&scope) {
+            self.scopes.push(scope);
+        }
+        self
+    }
+
+    /// The scopes callers need ([`require_scope`](Self::require_scope)).
+    pub fn required_scopes(&self) -> &[String] {
+        &self.scopes
     }
 
     pub fn name(&self) -> &str {

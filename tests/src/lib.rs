@@ -9,9 +9,12 @@
 //! [`schema_check`] validates results against the official JSON Schemas;
 //! [`features_fixture`] is the resources/prompts server of `server_resources_prompts`.
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
+//! [`issuer`] is an OAuth authorization server (metadata, JWKS, signed tokens) for the
+//! resource-server tests.
 
 pub mod deaf_store;
 pub mod features_fixture;
+pub mod issuer;
 pub mod legacy;
 pub mod node_harness;
 pub mod schema_check;

@@ -241,6 +241,16 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
+        Self::start_server_on(listener, server, http).await
+    }
+
+    /// `server` on `listener` (bound by the caller, who needed its address first, e.g.
+    /// for the OAuth resource URL).
+    pub async fn start_server_on(
+        listener: TcpListener,
+        server: Server,
+        http: HttpConfig,
+    ) -> TestServer {
         let addr = listener.local_addr().expect("local address");
         let url = format!("http://{addr}{}", http.path);
         let (stop, stopped) = oneshot::channel::<()>();

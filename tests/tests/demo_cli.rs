@@ -104,3 +104,115 @@ async fn a_postgres_refusal_says_the_servers_message() {
     assert!(said.contains("no_such_role_here"), "{said}");
     assert!(said.contains("(at 127.0.0.1:5432/no_such_db)"), "{said}");
 }
+
+#[tokio::test]
+async fn bearer_and_oauth_issuer_cannot_be_combined() {
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(DEMO)
+            .args([
+                "--http",
+                "127.0.0.1:0",
+                "--store",
+                "memory",
+                "--bearer",
+                "alice:t0k",
+                "--oauth-issuer",
+                "http://127.0.0.1:1",
+            ])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot be used with"), "{said}");
+}
+
+/// `--oauth-issuer` against a real issuer: 401 naming the metadata, the metadata naming
+/// the demo's own URL as the resource, and a token for that audience with the required
+/// scope let in.
+#[tokio::test]
+async fn oauth_issuer_protects_the_demo() {
+    let issuer = mcp_tests::issuer::TestIssuer::start().await;
+    let mut demo = tokio::process::Command::new(DEMO)
+        .args(["--http", "127.0.0.1:0", "--store", "memory"])
+        .args(["--oauth-issuer", &issuer.issuer, "--oauth-scope", "mcp"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the demo");
+    let stdout = demo.stdout.take().expect("stdout");
+    let mut first = String::new();
+    let read = tokio::time::timeout(WAIT, async {
+        use tokio::io::AsyncBufReadExt;
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .await
+    })
+    .await;
+    assert!(
+        matches!(read, Ok(Ok(n)) if n > 0),
+        "no first line: {read:?}"
+    );
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the URL")
+        .to_owned();
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(WAIT)
+        .build()
+        .expect("client");
+    let call = mcp_tests::server_harness::request(
+        1,
+        "tools/call",
+        mcp_tests::server_harness::call_params("greet", serde_json::json!({"name": "d"}), false),
+    );
+    let post = |token: Option<String>| {
+        let mut post = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(call.to_string());
+        for (name, value) in mcp_tests::server_harness::standard_headers(&call) {
+            post = post.header(name, value);
+        }
+        if let Some(t) = token {
+            post = post.header("authorization", format!("Bearer {t}"));
+        }
+        post.send()
+    };
+    let refused = post(None).await.expect("POST");
+    assert_eq!(refused.status(), 401);
+    let metadata = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        refused.headers()["www-authenticate"],
+        format!("Bearer scope=\"mcp\", resource_metadata=\"{metadata}\"").as_str()
+    );
+    let doc: serde_json::Value = http
+        .get(&metadata)
+        .send()
+        .await
+        .expect("GET metadata")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(doc["resource"], url.as_str(), "{doc}");
+    assert_eq!(
+        doc["authorization_servers"][0],
+        issuer.issuer.as_str(),
+        "{doc}"
+    );
+    let ok = post(Some(issuer.token("dora", &url, &["mcp"])))
+        .await
+        .expect("POST");
+    assert_eq!(ok.status(), 200);
+    let _ = demo.start_kill();
+}

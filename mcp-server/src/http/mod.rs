@@ -14,6 +14,10 @@
 //! `sessions.rs` (2025-11-25 sessions, GET and DELETE). `Host`, `Origin` and the caller's
 //! identity are checked once, by the `guard` layer in front of every handler, which
 //! puts the principal into the request's extensions.
+//!
+//! With an authenticator that describes a protected resource (OAuth), the RFC 9728
+//! metadata is served, without authentication, at `/.well-known/oauth-protected-resource`
+//! and at that path followed by the endpoint's path.
 
 mod config;
 mod post;
@@ -21,7 +25,7 @@ mod sessions;
 
 pub use config::{HostPolicy, HttpConfig, OriginPolicy, PrincipalHook};
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -32,7 +36,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use futures::Stream;
 use jsonrpsee::Extensions;
 use mcp_protocol::engine::{FrameReceiver, FrameSender, Peer, Session, error_frame};
@@ -41,6 +45,7 @@ use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
+use crate::auth::{Identity, Refusal};
 use crate::caller::Principal;
 use crate::server::{Server, ServerEndpoint};
 
@@ -61,21 +66,32 @@ struct App {
     methods: std::collections::HashSet<String>,
     /// The tools with `Mcp-Param-*` headers, and their parameters (SEP-2243).
     param_headers: HashMap<String, Arc<[mcp_protocol::http::ParamHeader]>>,
+    /// The scopes each tool requires (tools requiring none are absent).
+    tool_scopes: HashMap<String, Vec<String>>,
 }
 
 /// Who is calling, as the [`guard`] layer found it (`None`: anonymous).
 #[derive(Debug, Clone)]
-struct Authenticated(Option<String>);
+struct Authenticated(Option<Identity>);
+
+impl Authenticated {
+    fn principal(&self) -> Option<String> {
+        self.0.as_ref().map(|i| i.principal.clone())
+    }
+}
 
 /// The MCP 2025-11-25 session a request names (`Mcp-Session-Id`), found by the [`guard`]
 /// layer: known, not idle past its timeout, and usable by this caller.
 #[derive(Debug, Clone)]
 struct OpenSession(Arc<crate::v2025::LegacySession>);
 
-/// In front of every handler: `Host` and `Origin` (403), then who is calling (401 or
-/// what the [`Authenticator`](crate::auth::Authenticator) answers), into the request's
-/// extensions as [`Authenticated`]; then the 2025-11-25 session the request names, if any
-/// (an unknown, ended or another caller's session is 404), as [`OpenSession`].
+/// In front of every handler: `Host` and `Origin` (403), an access token in the query
+/// string (400 `invalid_request`: RFC 6750 2.3 and MCP allow the header only, and a 401
+/// would only send the client to fetch a token it would put in the URL again), then who
+/// is calling (what the [`Authenticator`](crate::auth::Authenticator) answers), into the
+/// request's extensions as [`Authenticated`]; then the 2025-11-25 session the request
+/// names, if any (an unknown, ended or another caller's session is 404), as
+/// [`OpenSession`]. No session is looked at before the caller is known.
 async fn guard(
     State(app): State<Arc<App>>,
     mut request: axum::extract::Request,
@@ -84,19 +100,28 @@ async fn guard(
     if let Some(refused) = check_origin(&app, request.headers()) {
         return refused;
     }
-    let principal = match app.principal(request.headers()) {
-        Ok(p) => p,
-        Err(refused) => return *refused,
+    if let Some(hook) = &app.config.principal
+        && crate::auth::query_has_token(request.uri().query())
+    {
+        let challenge = crate::auth::Challenge::new()
+            .resource_metadata(hook.protected_resource().map(|p| p.metadata_url.clone()))
+            .invalid_request("access tokens go in the Authorization header, never in the URL");
+        return refusal_response(&Refusal::bad_request(challenge), None);
+    }
+    let identity = match app.identity(request.headers()).await {
+        Ok(identity) => identity,
+        Err(refused) => return refusal_response(&refused, None),
     };
+    let principal = identity.as_ref().map(|i| i.principal.as_str());
     if let Some(id) = header_str(request.headers(), MCP_SESSION_ID) {
-        match app.legacy_session_of(id, principal.as_deref()) {
+        match app.legacy_session_of(id, principal) {
             Some(session) => {
                 request.extensions_mut().insert(OpenSession(session));
             }
             None => return sessions::unknown_session(),
         }
     }
-    request.extensions_mut().insert(Authenticated(principal));
+    request.extensions_mut().insert(Authenticated(identity));
     next.run(request).await
 }
 
@@ -106,6 +131,7 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
     let limit = config.max_body_bytes;
     let path = config.path.clone();
     let (endpoint, method_names) = server.endpoint_and_methods();
+    let tool_scopes = server.tool_scopes();
     let app = Arc::new(App {
         endpoint,
         config,
@@ -115,8 +141,9 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
         legacy: Mutex::default(),
         methods: method_names.into_iter().collect(),
         param_headers: server.param_headers(),
+        tool_scopes,
     });
-    Router::new()
+    let router = Router::new()
         .route(
             &path,
             post(post::handle_post)
@@ -127,8 +154,67 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
             Arc::clone(&app),
             guard,
         ))
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(app)
+        .layer(DefaultBodyLimit::max(limit));
+    // The metadata is public: outside the guard.
+    let metadata = app
+        .config
+        .principal
+        .as_ref()
+        .and_then(|hook| hook.protected_resource())
+        .map(|resource| {
+            let scopes: BTreeSet<String> = app.tool_scopes.values().flatten().cloned().collect();
+            Arc::new(resource.document(&scopes).to_string())
+        });
+    let router = match metadata {
+        None => router,
+        Some(document) => {
+            let serve = move || {
+                let document = Arc::clone(&document);
+                async move {
+                    (
+                        [
+                            (header::CONTENT_TYPE, "application/json"),
+                            (header::CACHE_CONTROL, "max-age=3600"),
+                        ],
+                        document.as_str().to_owned(),
+                    )
+                }
+            };
+            let root = crate::auth::oauth::PROTECTED_RESOURCE_PATH;
+            let suffixed = format!("{root}{}", path.trim_end_matches('/'));
+            let router = router.route(root, get(serve.clone()));
+            if suffixed == root {
+                router
+            } else {
+                router.route(&suffixed, get(serve))
+            }
+        }
+    };
+    router.with_state(app)
+}
+
+/// The response to a refused request: its status, `WWW-Authenticate` and `Retry-After`,
+/// and a JSON-RPC error (`id` null unless the request's id is known) with its message.
+fn refusal_response(refusal: &Refusal, id: Option<RequestId>) -> Response {
+    let mut response = rpc_error(
+        refusal.status,
+        id,
+        error_codes::INVALID_REQUEST,
+        refusal.message.clone(),
+    );
+    let headers = response.headers_mut();
+    if let Some(challenge) = &refusal.www_authenticate
+        && let Ok(value) = HeaderValue::from_str(challenge)
+    {
+        headers.insert(header::WWW_AUTHENTICATE, value);
+    }
+    if let Some(after) = refusal.retry_after {
+        headers.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(after.as_secs().max(1)),
+        );
+    }
+    response
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
@@ -328,19 +414,29 @@ fn status_of(frame: &str, legacy: bool) -> StatusCode {
 }
 
 impl App {
-    /// Who is calling; a refusal is the response to send (boxed: it is large).
-    fn principal(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+    /// Who is calling (`None`: anonymous), or why the request is refused.
+    async fn identity(&self, headers: &HeaderMap) -> Result<Option<Identity>, Refusal> {
         match &self.config.principal {
             None => Ok(None),
-            Some(hook) => hook.authenticate(headers).map_err(|status| {
-                Box::new(rpc_error(
-                    status,
-                    None,
-                    error_codes::INVALID_REQUEST,
-                    "Unauthorized",
-                ))
-            }),
+            Some(hook) => hook.authenticate(headers).await,
         }
+    }
+
+    /// The refusal of a `tools/call` of `tool` by `identity` when the tool requires a
+    /// scope the caller's credentials lack: 403 `insufficient_scope` (the authenticator
+    /// names the scopes to ask for). An anonymous caller has no scopes.
+    fn refuse_tool(&self, tool: &str, identity: Option<&Identity>) -> Option<Refusal> {
+        let needed = self.tool_scopes.get(tool)?;
+        if identity.is_some_and(|i| i.missing(needed).is_empty()) {
+            return None;
+        }
+        let description = format!("tool {tool} requires scope {}", needed.join(" "));
+        Some(match &self.config.principal {
+            Some(hook) => hook.insufficient_scope(needed, &description),
+            None => Refusal::forbidden(
+                crate::auth::Challenge::new().insufficient_scope(needed, &description),
+            ),
+        })
     }
 
     fn session(&self, principal: Option<String>) -> Session {

@@ -33,7 +33,7 @@ use crate::v2025::SessionSlot;
 
 pub(super) async fn handle_post(
     State(app): State<Arc<App>>,
-    Extension(Authenticated(principal)): Extension<Authenticated>,
+    Extension(caller): Extension<Authenticated>,
     request: axum::extract::Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
@@ -90,8 +90,13 @@ pub(super) async fn handle_post(
             "Parse error: body is not UTF-8",
         );
     };
-    let mut session = app.session(principal);
+    let mut session = app.session(caller.principal());
     session.extensions.insert(slot.clone());
+    // What this request's credentials grant (they may differ between requests of one
+    // principal): the tools see it in their context.
+    if let Some(identity) = &caller.0 {
+        session.extensions.insert(identity.clone());
+    }
     match app.endpoint.classify(text) {
         Err(rejected) => json_response(
             StatusCode::BAD_REQUEST,
@@ -135,6 +140,14 @@ pub(super) async fn handle_post(
                 &app.param_headers,
             ) {
                 return refused;
+            }
+            // A tool that requires a scope the credentials lack: refused before it runs
+            // (or becomes a task), in either revision, with the challenge to step up.
+            if req.method == v2025::CallTool::METHOD
+                && let Some(tool) = routed_name(&req)
+                && let Some(refused) = app.refuse_tool(&tool, caller.0.as_ref())
+            {
+                return super::refusal_response(&refused, Some(req.id));
             }
             // Every 2026-07-28 request carries `_meta` with its version and capabilities; a
             // request without them is refused here, with HTTP 400 (a 2025-11-25 client's

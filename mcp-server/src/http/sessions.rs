@@ -80,7 +80,7 @@ impl App {
 /// which carries `notifications/tasks/status` and input requests outside any request.
 pub(super) async fn handle_get(
     State(app): State<Arc<App>>,
-    Extension(Authenticated(principal)): Extension<Authenticated>,
+    Extension(caller): Extension<Authenticated>,
     open: Option<Extension<OpenSession>>,
     headers: HeaderMap,
 ) -> Response {
@@ -95,7 +95,7 @@ pub(super) async fn handle_get(
             "Accept must allow text/event-stream",
         );
     }
-    let session = app.session(principal);
+    let session = app.session(caller.principal());
     let (tx, rx) = FrameSender::channel(64);
     let gone = legacy.set_standalone(session.peer.with_sender(tx));
     let stream = futures::stream::unfold(

@@ -19,6 +19,7 @@ use mcp_protocol::v2025::{
 };
 
 use super::session::LegacySession;
+use crate::auth::Identity;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::features::completion::{self, CompletionInput, Target};
@@ -185,6 +186,7 @@ pub(crate) async fn prompts_get(
             log_level: Some(session.log_level()),
         },
         client_capabilities: None,
+        identity: ext.get::<Identity>().cloned(),
     };
     let ctx = ToolContext::direct(peer, cancel, scope);
     let (description, messages) = prompt

@@ -33,6 +33,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Identity;
 use crate::call::{call_error, find_tool, start_task};
 use crate::caller::Principal;
 use crate::context::{CallScope, ToolContext};
@@ -191,7 +192,8 @@ pub(crate) async fn tools_call(
     ext: &Extensions,
 ) -> Result<Value, ServerError> {
     let args = params.arguments.clone().unwrap_or_default();
-    let tool = find_tool(state, &params.name, &args)?;
+    let identity = ext.get::<Identity>().cloned();
+    let tool = find_tool(state, &params.name, &args, identity.as_ref())?;
     let peer = ext
         .get::<Peer>()
         .cloned()
@@ -208,6 +210,7 @@ pub(crate) async fn tools_call(
             log_level: Some(session.log_level()),
         },
         client_capabilities: None,
+        identity: identity.clone(),
     };
     match (tool.policy(), wants_task) {
         (TaskPolicy::Required, false) => {
@@ -253,6 +256,7 @@ pub(crate) async fn tools_call(
         args,
         ttl,
         WireRevision::V2025_11_25,
+        identity,
     )
     .await?;
     let created = CreateTaskResult::new(task_2025(&record));

@@ -141,6 +141,7 @@ pub(crate) async fn prompts_get(
             log_level: params.meta.log_level,
         },
         client_capabilities: Some(params.meta.client_capabilities.clone()),
+        identity: caller.identity.clone(),
     };
     let ctx = ToolContext::rounds(answers.clone(), cancel, scope);
     match prompt

@@ -99,7 +99,7 @@ pub(crate) async fn tools_call(
 ) -> Result<CallToolReply, ServerError> {
     let caller = Caller::from_extensions(ext);
     let args = params.arguments.clone().unwrap_or_default();
-    let tool = find_tool(state, &params.name, &args)?;
+    let tool = find_tool(state, &params.name, &args, caller.identity.as_ref())?;
     if tool.policy() == TaskPolicy::Required && !caller.declares_tasks {
         return Err(ServerError::MissingTasksCapability);
     }
@@ -124,6 +124,7 @@ pub(crate) async fn tools_call(
             log_level: params.meta.log_level,
         },
         client_capabilities: Some(params.meta.client_capabilities.clone()),
+        identity: caller.identity.clone(),
     };
 
     if caller.declares_tasks && tool.wants_task(&args) {
@@ -153,6 +154,7 @@ pub(crate) async fn tools_call(
             args,
             None,
             WireRevision::V2026_07_28,
+            caller.identity.clone(),
         )
         .await?;
         return Ok(CallToolReply::Task(CreateTaskResult::from(views::task(

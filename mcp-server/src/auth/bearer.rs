@@ -1,27 +1,12 @@
-//! Who is calling: the [`Authenticator`] the HTTP transport asks for every request, and
-//! [`BearerTokens`], a static token table (what the demo's `--bearer NAME:TOKEN` builds).
-//!
-//! Without an authenticator every HTTP caller is one anonymous principal (task ids then
-//! act as bearer tokens); stdio has one principal, the process on the other end.
+//! [`BearerTokens`]: a static table of bearer tokens and the principal each stands for
+//! (the demo's `--bearer NAME:TOKEN`), for local use. Its principals have no scopes.
 
 use std::collections::HashMap;
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::HeaderMap;
+use futures::future::BoxFuture;
 
-/// Decides the principal of a request from its headers: `Ok(Some(name))`, `Ok(None)` for
-/// an anonymous caller, or `Err(status)` to refuse it (401, 403...) before anything runs.
-pub trait Authenticator: Send + Sync + 'static {
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Option<String>, StatusCode>;
-}
-
-impl<F> Authenticator for F
-where
-    F: Fn(&HeaderMap) -> Result<Option<String>, StatusCode> + Send + Sync + 'static,
-{
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Option<String>, StatusCode> {
-        self(headers)
-    }
-}
+use super::{Authenticator, Challenge, Credentials, Identity, Refusal, bearer_credentials};
 
 /// `Authorization: Bearer <token>` checked against a fixed table of tokens and the
 /// principal each one stands for.
@@ -77,19 +62,18 @@ impl BearerTokens {
     }
 }
 
-impl Authenticator for BearerTokens {
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Option<String>, StatusCode> {
-        let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return if self.allow_anonymous {
-                Ok(None)
-            } else {
-                Err(StatusCode::UNAUTHORIZED)
-            };
+impl BearerTokens {
+    fn check(&self, headers: &HeaderMap) -> Result<Option<Identity>, Refusal> {
+        let token = match bearer_credentials(headers) {
+            Credentials::Bearer(token) => token,
+            Credentials::None if self.allow_anonymous => return Ok(None),
+            Credentials::None => return Err(Refusal::unauthorized(Challenge::new())),
+            Credentials::Malformed => {
+                return Err(Refusal::unauthorized(
+                    Challenge::new().invalid_token("malformed Authorization header"),
+                ));
+            }
         };
-        let value = value.to_str().map_err(|_| StatusCode::UNAUTHORIZED)?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .ok_or(StatusCode::UNAUTHORIZED)?;
         // Every token is compared, so the time taken does not tell which one was close.
         let mut found = None;
         for (known, name) in &self.tokens {
@@ -97,7 +81,21 @@ impl Authenticator for BearerTokens {
                 found = Some(name.clone());
             }
         }
-        found.map(Some).ok_or(StatusCode::UNAUTHORIZED)
+        match found {
+            Some(name) => Ok(Some(Identity::new(name))),
+            None => Err(Refusal::unauthorized(
+                Challenge::new().invalid_token("unknown token"),
+            )),
+        }
+    }
+}
+
+impl Authenticator for BearerTokens {
+    fn authenticate<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Option<Identity>, Refusal>> {
+        Box::pin(std::future::ready(self.check(headers)))
     }
 }
 
@@ -111,7 +109,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use axum::http::{HeaderValue, header};
 
     fn with_auth(v: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -122,27 +120,31 @@ mod tests {
         h
     }
 
+    fn status(r: Result<Option<Identity>, Refusal>) -> Result<Option<String>, u16> {
+        r.map(|i| i.map(|i| i.principal))
+            .map_err(|refusal| refusal.status.as_u16())
+    }
+
     #[test]
     fn bearer_table() {
         let auth = BearerTokens::new([("alice".to_owned(), "s3cret".to_owned())]);
         assert_eq!(
-            auth.authenticate(&with_auth("Bearer s3cret")),
+            status(auth.check(&with_auth("Bearer s3cret"))),
             Ok(Some("alice".into()))
         );
-        assert_eq!(
-            auth.authenticate(&with_auth("Bearer wrong")),
-            Err(StatusCode::UNAUTHORIZED)
+        let wrong = auth.check(&with_auth("Bearer wrong")).expect_err("refused");
+        assert_eq!(wrong.status.as_u16(), 401);
+        assert!(
+            wrong
+                .www_authenticate
+                .as_deref()
+                .is_some_and(|c| c.contains("invalid_token")),
+            "{wrong:?}"
         );
+        assert_eq!(status(auth.check(&with_auth("Basic s3cret"))), Err(401));
+        assert_eq!(status(auth.check(&HeaderMap::new())), Err(401));
         assert_eq!(
-            auth.authenticate(&with_auth("Basic s3cret")),
-            Err(StatusCode::UNAUTHORIZED)
-        );
-        assert_eq!(
-            auth.authenticate(&HeaderMap::new()),
-            Err(StatusCode::UNAUTHORIZED)
-        );
-        assert_eq!(
-            auth.allow_anonymous(true).authenticate(&HeaderMap::new()),
+            status(auth.allow_anonymous(true).check(&HeaderMap::new())),
             Ok(None)
         );
         assert_eq!(

@@ -1,0 +1,430 @@
+//! An OAuth 2.1 resource server (the MCP authorization spec's role for an MCP server):
+//! [`OAuthResourceServer`] validates JWT access tokens issued by one authorization server
+//! and publishes the RFC 9728 metadata that tells clients where to get them.
+//!
+//! A request passes when its `Authorization: Bearer` token is a JWT that
+//! - names an algorithm of the allowlist (asymmetric only: RS*, PS*, ES256/384, EdDSA;
+//!   never `none`, never HMAC, whose key would be the public key anyone can read);
+//! - is signed by a key of the issuer's JWKS, found through its RFC 8414 metadata (or
+//!   OpenID discovery) `jwks_uri`, whose `issuer` must equal the configured one; keys are
+//!   cached and fetched again on an unknown `kid`, at most once per
+//!   [`OAuthConfig::jwks_refetch_interval`], concurrent fetches made once;
+//! - has `iss` equal to the issuer, `aud` (a string or an array) containing the resource
+//!   URL (RFC 8707), `exp` in the future and `nbf` (if any) in the past, both with
+//!   [`OAuthConfig::leeway`], and a non-empty `sub`;
+//! - grants every scope of [`OAuthConfig::required_scopes`] (`scope`, space-separated, or
+//!   `scp`, an array), else 403 `insufficient_scope`.
+//!
+//! The principal is `"{iss}#{sub}"`: an issuer URL has no fragment, so the first `#`
+//! splits it; it never equals [`ANONYMOUS`](crate::ANONYMOUS) or a 2025-11-25 session's
+//! `session:<id>` owner, nor a [`BearerTokens`](super::BearerTokens) name (which has no
+//! `:`).
+//!
+//! Opaque tokens (RFC 7662 introspection) are not supported: a token that is not a JWT
+//! is `invalid_token`.
+
+mod keys;
+mod token;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use futures::future::BoxFuture;
+use jsonwebtoken::Algorithm;
+use reqwest::Url;
+use serde_json::{Value, json};
+
+use super::{Authenticator, Challenge, Credentials, Identity, Refusal, bearer_credentials};
+use keys::KeyCache;
+pub use token::TokenError;
+
+/// The path of the RFC 9728 metadata document; the MCP endpoint's own path follows it in
+/// the path-suffixed form (`/.well-known/oauth-protected-resource/mcp`).
+pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The algorithms accepted by default: every asymmetric one jsonwebtoken verifies.
+pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// How a resource server is set up.
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    /// The authorization server's issuer identifier (an `http(s)` URL without query or
+    /// fragment): tokens' `iss` must equal it, and its metadata is found from it.
+    pub issuer: String,
+    /// This MCP server's canonical URL (e.g. `https://mcp.example.com/mcp`): tokens' `aud`
+    /// must contain it (RFC 8707), and the metadata document names it.
+    pub resource: String,
+    /// Scopes every request needs (403 `insufficient_scope` without them); named in the
+    /// 401 challenge's `scope`.
+    pub required_scopes: Vec<String>,
+    /// Scopes advertised in the metadata's `scopes_supported` besides the required ones
+    /// and those tools require.
+    pub scopes_supported: Vec<String>,
+    /// Accepted signature algorithms; HMAC ones are refused by [`OAuthResourceServer::new`].
+    pub algorithms: Vec<Algorithm>,
+    /// Clock skew allowed on `exp` and `nbf`. Default: 60 seconds.
+    pub leeway: Duration,
+    /// The keys are fetched again, on a token whose `kid` is unknown, at most this often.
+    /// Default: 60 seconds.
+    pub jwks_refetch_interval: Duration,
+    /// The JWKS URL, when the authorization server publishes no metadata (discovery is
+    /// then skipped). Default: discovered.
+    pub jwks_uri: Option<String>,
+    /// Bound of each request to the authorization server. Default: 10 seconds.
+    pub http_timeout: Duration,
+}
+
+impl OAuthConfig {
+    /// Tokens of `issuer` for `resource`, with the defaults.
+    pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> OAuthConfig {
+        OAuthConfig {
+            issuer: issuer.into(),
+            resource: resource.into(),
+            required_scopes: Vec::new(),
+            scopes_supported: Vec::new(),
+            algorithms: DEFAULT_ALGORITHMS.to_vec(),
+            leeway: Duration::from_secs(60),
+            jwks_refetch_interval: Duration::from_secs(60),
+            jwks_uri: None,
+            http_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Adds scopes every request needs.
+    pub fn require_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.required_scopes
+            .extend(scopes.into_iter().map(Into::into));
+        self
+    }
+}
+
+/// Why a resource server cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthConfigError {
+    #[error("the issuer {0:?} is not an http(s) URL without query or fragment")]
+    Issuer(String),
+    #[error("the resource {0:?} is not an http(s) URL without fragment")]
+    Resource(String),
+    #[error("the JWKS URL {0:?} is not an http(s) URL")]
+    JwksUri(String),
+    #[error(
+        "algorithm {0:?} is not allowed: only asymmetric signatures can be checked with public keys"
+    )]
+    Algorithm(Algorithm),
+    #[error("no algorithm allowed")]
+    NoAlgorithm,
+    #[error(
+        "scope {0:?} is not a valid scope token (printable ASCII, no space, quote or backslash)"
+    )]
+    Scope(String),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
+/// The RFC 9728 Protected Resource Metadata of a resource, and where it is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedResource {
+    /// The resource identifier (`resource`).
+    pub resource: String,
+    /// `authorization_servers`.
+    pub authorization_servers: Vec<String>,
+    /// `scopes_supported` (without the scopes of tools, which the transport adds).
+    pub scopes_supported: Vec<String>,
+    /// The URL of the document, named in challenges: the well-known path with the
+    /// resource's path after it (`https://host/.well-known/oauth-protected-resource/mcp`).
+    pub metadata_url: String,
+}
+
+impl ProtectedResource {
+    /// The JSON document, with `extra_scopes` (those tools require) added to
+    /// `scopes_supported`; `scopes_supported` is left out when there are none.
+    pub fn document(&self, extra_scopes: &BTreeSet<String>) -> Value {
+        let mut scopes = self.scopes_supported.clone();
+        for s in extra_scopes {
+            if !scopes.contains(s) {
+                scopes.push(s.clone());
+            }
+        }
+        let mut doc = json!({
+            "resource": self.resource,
+            "authorization_servers": self.authorization_servers,
+            "bearer_methods_supported": ["header"],
+        });
+        if !scopes.is_empty() {
+            doc["scopes_supported"] = json!(scopes);
+        }
+        doc
+    }
+}
+
+/// The metadata URL of `resource`: its origin, the well-known path, then its path (none
+/// when it is `/`).
+fn metadata_url(resource: &Url) -> String {
+    let path = resource.path().trim_end_matches('/');
+    format!(
+        "{}{PROTECTED_RESOURCE_PATH}{path}",
+        resource.origin().ascii_serialization()
+    )
+}
+
+fn http_url(text: &str) -> Option<Url> {
+    Url::parse(text)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .filter(|u| u.fragment().is_none())
+}
+
+fn valid_scope(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// An OAuth 2.1 resource server (see the [module](self) documentation). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct OAuthResourceServer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: OAuthConfig,
+    metadata: ProtectedResource,
+    keys: KeyCache,
+}
+
+impl OAuthResourceServer {
+    /// Checks `config` and builds the server. No request is made yet: the authorization
+    /// server's metadata and keys are fetched with the first token, so the MCP server
+    /// starts even while the authorization server is away.
+    pub fn new(config: OAuthConfig) -> Result<OAuthResourceServer, OAuthConfigError> {
+        let issuer = http_url(&config.issuer)
+            .filter(|u| u.query().is_none())
+            .ok_or_else(|| OAuthConfigError::Issuer(config.issuer.clone()))?;
+        let resource = http_url(&config.resource)
+            .ok_or_else(|| OAuthConfigError::Resource(config.resource.clone()))?;
+        let jwks_uri = match &config.jwks_uri {
+            None => None,
+            Some(u) => Some(http_url(u).ok_or_else(|| OAuthConfigError::JwksUri(u.clone()))?),
+        };
+        if config.algorithms.is_empty() {
+            return Err(OAuthConfigError::NoAlgorithm);
+        }
+        if let Some(alg) = config
+            .algorithms
+            .iter()
+            .find(|a| !DEFAULT_ALGORITHMS.contains(a))
+        {
+            return Err(OAuthConfigError::Algorithm(*alg));
+        }
+        if let Some(bad) = config
+            .required_scopes
+            .iter()
+            .chain(&config.scopes_supported)
+            .find(|s| !valid_scope(s))
+        {
+            return Err(OAuthConfigError::Scope(bad.clone()));
+        }
+        let client = reqwest::Client::builder()
+            .timeout(config.http_timeout)
+            .build()
+            .map_err(OAuthConfigError::Client)?;
+        let mut scopes_supported = config.required_scopes.clone();
+        for s in &config.scopes_supported {
+            if !scopes_supported.contains(s) {
+                scopes_supported.push(s.clone());
+            }
+        }
+        let metadata = ProtectedResource {
+            resource: config.resource.clone(),
+            authorization_servers: vec![config.issuer.clone()],
+            scopes_supported,
+            metadata_url: metadata_url(&resource),
+        };
+        let keys = KeyCache::new(
+            client,
+            config.issuer.clone(),
+            issuer,
+            jwks_uri,
+            config.jwks_refetch_interval,
+        );
+        Ok(OAuthResourceServer {
+            inner: Arc::new(Inner {
+                config,
+                metadata,
+                keys,
+            }),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &OAuthConfig {
+        &self.inner.config
+    }
+
+    /// Validates `token` (see the [module](self) documentation) into the identity it
+    /// stands for; required scopes are not checked here.
+    pub async fn validate(&self, token: &str) -> Result<Identity, TokenError> {
+        token::validate(&self.inner.config, &self.inner.keys, token).await
+    }
+
+    fn challenge(&self) -> Challenge {
+        Challenge::new().resource_metadata(Some(self.inner.metadata.metadata_url.clone()))
+    }
+
+    async fn check(&self, headers: &HeaderMap) -> Result<Option<Identity>, Refusal> {
+        let required = &self.inner.config.required_scopes;
+        let token = match bearer_credentials(headers) {
+            Credentials::Bearer(token) => token,
+            Credentials::None => {
+                return Err(Refusal::unauthorized(self.challenge().scope(required)));
+            }
+            Credentials::Malformed => {
+                return Err(Refusal::unauthorized(
+                    self.challenge()
+                        .invalid_token("malformed Authorization header"),
+                ));
+            }
+        };
+        let identity = match self.validate(token).await {
+            Ok(identity) => identity,
+            Err(TokenError::KeysUnavailable(reason)) => {
+                tracing::warn!(%reason, "cannot check a token: the authorization server's keys are out of reach");
+                return Err(Refusal::unavailable(
+                    format!(
+                        "Service Unavailable: the authorization server's keys are out of reach ({reason}); retry later with the same token"
+                    ),
+                    self.inner
+                        .config
+                        .jwks_refetch_interval
+                        .max(Duration::from_secs(1)),
+                ));
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "token refused");
+                return Err(Refusal::unauthorized(
+                    self.challenge().invalid_token(e.to_string()),
+                ));
+            }
+        };
+        if !identity.missing(required).is_empty() {
+            return Err(
+                self.insufficient_scope(required, "the token lacks a scope this server requires")
+            );
+        }
+        Ok(Some(identity))
+    }
+}
+
+impl Authenticator for OAuthResourceServer {
+    fn authenticate<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Option<Identity>, Refusal>> {
+        Box::pin(self.check(headers))
+    }
+
+    fn protected_resource(&self) -> Option<&ProtectedResource> {
+        Some(&self.inner.metadata)
+    }
+
+    /// 403 naming the scopes every request needs and `needed`: a client that asks for
+    /// exactly these gets a token for the operation.
+    fn insufficient_scope(&self, needed: &[String], description: &str) -> Refusal {
+        let mut all = self.inner.config.required_scopes.clone();
+        for s in needed {
+            if !all.contains(s) {
+                all.push(s.clone());
+            }
+        }
+        Refusal::forbidden(self.challenge().insufficient_scope(&all, description))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_urls_follow_the_resource_path() {
+        let url = |s: &str| metadata_url(&Url::parse(s).expect("url"));
+        assert_eq!(
+            url("http://127.0.0.1:8000/mcp"),
+            "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            url("https://mcp.example.com/"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            url("https://mcp.example.com:443/a/b/"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/a/b"
+        );
+    }
+
+    #[test]
+    fn bad_configurations_are_refused() {
+        let ok = || OAuthConfig::new("https://as.example.com", "https://mcp.example.com/mcp");
+        assert!(OAuthResourceServer::new(ok()).is_ok());
+        for issuer in [
+            "as.example.com",
+            "ftp://as",
+            "https://as/#x",
+            "https://as/?q=1",
+        ] {
+            let e = OAuthResourceServer::new(OAuthConfig {
+                issuer: issuer.into(),
+                ..ok()
+            });
+            assert!(matches!(e, Err(OAuthConfigError::Issuer(_))), "{issuer}");
+        }
+        let e = OAuthResourceServer::new(OAuthConfig {
+            algorithms: vec![Algorithm::ES256, Algorithm::HS256],
+            ..ok()
+        });
+        assert!(matches!(
+            e,
+            Err(OAuthConfigError::Algorithm(Algorithm::HS256))
+        ));
+        let e = OAuthResourceServer::new(ok().require_scopes(["a b"]));
+        assert!(matches!(e, Err(OAuthConfigError::Scope(_))));
+        let e = OAuthResourceServer::new(OAuthConfig {
+            resource: "mcp".into(),
+            ..ok()
+        });
+        assert!(matches!(e, Err(OAuthConfigError::Resource(_))));
+    }
+
+    #[test]
+    fn the_document_lists_tool_scopes_once() {
+        let server = OAuthResourceServer::new(
+            OAuthConfig::new("https://as.example.com", "https://mcp.example.com/mcp")
+                .require_scopes(["mcp"]),
+        )
+        .expect("valid");
+        let meta = server.protected_resource().expect("metadata");
+        let doc = meta.document(&["mcp".to_owned(), "admin".to_owned()].into());
+        assert_eq!(
+            doc,
+            json!({
+                "resource": "https://mcp.example.com/mcp",
+                "authorization_servers": ["https://as.example.com"],
+                "bearer_methods_supported": ["header"],
+                "scopes_supported": ["mcp", "admin"],
+            })
+        );
+    }
+}

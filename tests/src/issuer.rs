@@ -1,0 +1,360 @@
+//! A real OAuth authorization server for tests, as far as a resource server sees one: an
+//! axum server on `127.0.0.1:0` publishing RFC 8414 metadata (or OpenID discovery) and a
+//! JWKS, and signing JWT access tokens with key pairs made in the test by `ring`
+//! ([`SigningKey`]: ECDSA P-256 or Ed25519, the JWK built from the public key).
+//!
+//! The test controls it: which keys are published ([`TestIssuer::publish`]), whether the
+//! JWKS answers ([`TestIssuer::set_jwks_down`]), and it counts JWKS fetches. Extra routes
+//! and metadata members ([`IssuerOptions`]) let an authorization and a token endpoint be
+//! added later (the OAuth client's end-to-end test).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ring::rand::SystemRandom;
+use ring::signature::{self, KeyPair};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// A signing key pair made in the test, with its public JWK.
+#[derive(Clone)]
+pub struct SigningKey {
+    pub kid: String,
+    pub alg: Algorithm,
+    encoding: EncodingKey,
+    jwk: Value,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("kid", &self.kid)
+            .field("alg", &self.alg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKey {
+    /// A fresh ECDSA P-256 key (ES256).
+    pub fn es256(kid: &str) -> SigningKey {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = signature::EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("P-256 key");
+        let pair = signature::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
+            .expect("P-256 key parses");
+        // Uncompressed point: 0x04 || X || Y.
+        let point = pair.public_key().as_ref();
+        assert_eq!(point.len(), 65, "an uncompressed P-256 point");
+        let jwk = json!({
+            "kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": kid,
+            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+            "y": URL_SAFE_NO_PAD.encode(&point[33..]),
+        });
+        SigningKey {
+            kid: kid.to_owned(),
+            alg: Algorithm::ES256,
+            encoding: EncodingKey::from_ec_der(pkcs8.as_ref()),
+            jwk,
+        }
+    }
+
+    /// A fresh Ed25519 key (EdDSA).
+    pub fn ed25519(kid: &str) -> SigningKey {
+        let rng = SystemRandom::new();
+        let pkcs8 = signature::Ed25519KeyPair::generate_pkcs8(&rng).expect("Ed25519 key");
+        let pair =
+            signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("Ed25519 key parses");
+        let jwk = json!({
+            "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": kid,
+            "x": URL_SAFE_NO_PAD.encode(pair.public_key().as_ref()),
+        });
+        SigningKey {
+            kid: kid.to_owned(),
+            alg: Algorithm::EdDSA,
+            encoding: EncodingKey::from_ed_der(pkcs8.as_ref()),
+            jwk,
+        }
+    }
+
+    /// The public key as a JWK.
+    pub fn jwk(&self) -> &Value {
+        &self.jwk
+    }
+
+    /// `claims` signed with this key, its `kid` in the header.
+    pub fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(self.alg);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.encoding).expect("signing")
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Where the issuer publishes its metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Discovery {
+    /// RFC 8414: `/.well-known/oauth-authorization-server[/path]`.
+    #[default]
+    OAuth,
+    /// OpenID Connect discovery only: `[/path]/.well-known/openid-configuration`.
+    OpenId,
+}
+
+/// How a [`TestIssuer`] is set up.
+#[derive(Debug, Default)]
+pub struct IssuerOptions {
+    /// The issuer's path (`/tenant`): its identifier is `http://127.0.0.1:PORT/tenant`.
+    pub path: String,
+    pub discovery: Discovery,
+    /// Members added to the metadata document (e.g. `authorization_endpoint`).
+    pub extra_metadata: Option<Value>,
+    /// The `issuer` the metadata claims, when it should lie.
+    pub claimed_issuer: Option<String>,
+    /// Routes served besides the metadata and the JWKS (e.g. `/authorize`, `/token`).
+    pub extra_routes: Option<Router>,
+}
+
+struct Shared {
+    issuer: String,
+    metadata: Value,
+    published: Mutex<Vec<SigningKey>>,
+    jwks_down: AtomicBool,
+    jwks_fetches: AtomicUsize,
+}
+
+/// The authorization server: metadata, JWKS, and the keys that sign its tokens.
+pub struct TestIssuer {
+    /// The issuer identifier (`iss`), e.g. `http://127.0.0.1:PORT`.
+    pub issuer: String,
+    /// The origin it serves on (`http://127.0.0.1:PORT`).
+    pub origin: String,
+    /// The key tokens are signed with by default, published from the start.
+    pub key: SigningKey,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for TestIssuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestIssuer")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestIssuer {
+    /// RFC 8414 metadata at the root, one ES256 key `key-1`.
+    pub async fn start() -> TestIssuer {
+        Self::start_with(IssuerOptions::default()).await
+    }
+
+    pub async fn start_with(options: IssuerOptions) -> TestIssuer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        let path = options.path.trim_end_matches('/').to_owned();
+        let issuer = format!("{origin}{path}");
+        let jwks_path = format!("{path}/jwks");
+        let mut metadata = json!({
+            "issuer": options.claimed_issuer.clone().unwrap_or_else(|| issuer.clone()),
+            "jwks_uri": format!("{origin}{jwks_path}"),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none"],
+        });
+        if let Some(Value::Object(extra)) = options.extra_metadata {
+            for (k, v) in extra {
+                metadata[k] = v;
+            }
+        }
+        let key = SigningKey::es256("key-1");
+        let shared = Arc::new(Shared {
+            issuer: issuer.clone(),
+            metadata,
+            published: Mutex::new(vec![key.clone()]),
+            jwks_down: AtomicBool::new(false),
+            jwks_fetches: AtomicUsize::new(0),
+        });
+        let metadata_path = match options.discovery {
+            Discovery::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
+            Discovery::OpenId => format!("{path}/.well-known/openid-configuration"),
+        };
+        let mut router = Router::new()
+            .route(&metadata_path, get(serve_metadata))
+            .route(&jwks_path, get(serve_jwks))
+            .with_state(Arc::clone(&shared));
+        if let Some(extra) = options.extra_routes {
+            router = router.merge(extra);
+        }
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        TestIssuer {
+            issuer,
+            origin,
+            key,
+            shared,
+            stop: Some(stop),
+        }
+    }
+
+    /// Claims of an access token for `sub` at `audience` granting `scopes`, valid for
+    /// five minutes from now.
+    pub fn claims(&self, sub: &str, audience: &str, scopes: &[&str]) -> Value {
+        let now = now();
+        json!({
+            "iss": self.shared.issuer,
+            "sub": sub,
+            "aud": audience,
+            "iat": now,
+            "nbf": now,
+            "exp": now + 300,
+            "scope": scopes.join(" "),
+            "client_id": "mcp-tests",
+        })
+    }
+
+    /// A valid access token (signed with [`key`](Self::key)).
+    pub fn token(&self, sub: &str, audience: &str, scopes: &[&str]) -> String {
+        self.key.sign(&self.claims(sub, audience, scopes))
+    }
+
+    /// Publishes exactly `keys` from now on (rotation: add the new key, later drop the
+    /// old one).
+    pub fn publish(&self, keys: Vec<SigningKey>) {
+        *self
+            .shared
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = keys;
+    }
+
+    /// The JWKS answers 503 while `down`.
+    pub fn set_jwks_down(&self, down: bool) {
+        self.shared.jwks_down.store(down, Ordering::SeqCst);
+    }
+
+    /// How many times the JWKS was asked for (answered or not).
+    pub fn jwks_fetches(&self) -> usize {
+        self.shared.jwks_fetches.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for TestIssuer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn serve_metadata(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(shared.metadata.clone()).into_response()
+}
+
+async fn serve_jwks(State(shared): State<Arc<Shared>>) -> Response {
+    shared.jwks_fetches.fetch_add(1, Ordering::SeqCst);
+    if shared.jwks_down.load(Ordering::SeqCst) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    let keys: Vec<Value> = shared
+        .published
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|k| k.jwk.clone())
+        .collect();
+    axum::Json(json!({ "keys": keys })).into_response()
+}
+
+/// The scope the [`whoami`] tool requires.
+pub const ADMIN_SCOPE: &str = "admin";
+
+/// `whoami`: requires [`ADMIN_SCOPE`], runs as a task when allowed, and answers with the
+/// principal and scopes its context sees (`{"principal": ..., "scopes": [...]}` as text).
+pub fn whoami() -> mcp_server::ToolDef {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    mcp_server::ToolDef::new(
+        "whoami",
+        mcp_server::TaskPolicy::Optional,
+        |ctx: mcp_server::ToolContext, _: NoArgs| async move {
+            let seen = json!({ "principal": ctx.principal(), "scopes": ctx.scopes() });
+            Ok(mcp_protocol::v2026::CallToolResult::new(vec![
+                mcp_protocol::types::ContentBlock::Text(mcp_protocol::types::TextContent::new(
+                    seen.to_string(),
+                )),
+            ]))
+        },
+    )
+    .expect("whoami is well-formed")
+    .require_scope(ADMIN_SCOPE)
+}
+
+/// A server protected by an [`OAuthResourceServer`](mcp_server::auth::OAuthResourceServer)
+/// that trusts one issuer: the demo tools and [`whoami`], a store the test can look into.
+#[derive(Debug)]
+pub struct Protected {
+    pub server: crate::server_harness::TestServer,
+    pub store: Arc<mcp_tasks::MemoryStore>,
+    /// The resource URL (the tokens' audience): `http://127.0.0.1:PORT/mcp`.
+    pub resource: String,
+    /// Its origin.
+    pub origin: String,
+}
+
+/// Serves the demo tools and [`whoami`] on `127.0.0.1:0` behind an OAuth resource server
+/// trusting `issuer`, for the server's own `/mcp` URL; `configure` adjusts the settings.
+pub async fn protect(
+    issuer: &TestIssuer,
+    configure: impl FnOnce(&mut mcp_server::auth::OAuthConfig),
+) -> Protected {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let origin = format!("http://{}", listener.local_addr().expect("address"));
+    let resource = format!("{origin}/mcp");
+    let mut config = mcp_server::auth::OAuthConfig::new(issuer.issuer.clone(), resource.clone());
+    configure(&mut config);
+    let auth = mcp_server::auth::OAuthResourceServer::new(config).expect("valid OAuth settings");
+    let store = Arc::new(mcp_tasks::MemoryStore::default());
+    let mut builder = mcp_server::Server::builder("oauth-tests", "0").store(store.clone());
+    for tool in crate::server_harness::demo_tools() {
+        builder = builder.tool(tool);
+    }
+    let server = builder.tool(whoami()).build();
+    let http = mcp_server::http::HttpConfig {
+        principal: Some(Arc::new(auth)),
+        ..mcp_server::http::HttpConfig::default()
+    };
+    Protected {
+        server: crate::server_harness::TestServer::start_server_on(listener, server, http).await,
+        store,
+        resource,
+        origin,
+    }
+}

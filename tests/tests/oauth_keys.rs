@@ -1,0 +1,171 @@
+//! The resource server's view of its authorization server's keys, against a real issuer
+//! in the test: discovery (RFC 8414 and OpenID, with an issuer path; a metadata document
+//! naming another issuer is refused), fetches made once for concurrent requests, an
+//! unknown `kid` fetched again at most once per interval, rotation, and a JWKS endpoint
+//! that is down (503 for what cannot be checked, the server serving everything else).
+
+use std::time::Duration;
+
+use mcp_tests::issuer::{Discovery, IssuerOptions, Protected, SigningKey, TestIssuer, protect};
+use mcp_tests::server_harness::{Reply, call_params, request};
+use serde_json::json;
+
+/// Short enough for a test to wait past it.
+const INTERVAL: Duration = Duration::from_millis(300);
+
+async fn greet(p: &Protected, token: &str) -> Reply {
+    let auth = format!("Bearer {token}");
+    p.server
+        .post(
+            &request(
+                p.server.id(),
+                "tools/call",
+                call_params("greet", json!({"name": "k"}), false),
+            ),
+            &[("authorization", &auth)],
+        )
+        .await
+}
+
+fn challenge(reply: &Reply) -> String {
+    reply
+        .headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn concurrent_first_requests_fetch_the_keys_once() {
+    let issuer = TestIssuer::start().await;
+    let p = protect(&issuer, |_| {}).await;
+    let token = issuer.token("alice", &p.resource, &[]);
+    let replies = futures::future::join_all((0..8).map(|_| greet(&p, &token))).await;
+    for reply in replies {
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    assert_eq!(issuer.jwks_fetches(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_kid_is_fetched_again_at_most_once_per_interval() {
+    let issuer = TestIssuer::start().await;
+    let p = protect(&issuer, |c| c.jwks_refetch_interval = INTERVAL).await;
+    assert_eq!(
+        greet(&p, &issuer.token("alice", &p.resource, &[]))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(issuer.jwks_fetches(), 1);
+    tokio::time::sleep(INTERVAL + Duration::from_millis(100)).await;
+    let stranger = SigningKey::es256("stranger");
+    let forged = stranger.sign(&issuer.claims("mallory", &p.resource, &[]));
+    let replies = futures::future::join_all((0..6).map(|_| greet(&p, &forged))).await;
+    for reply in &replies {
+        assert_eq!(reply.status, 401, "{}", reply.text);
+        assert!(
+            challenge(reply).contains("error=\"invalid_token\""),
+            "{}",
+            challenge(reply)
+        );
+    }
+    // One fetch for all six, and none more within the interval.
+    assert_eq!(issuer.jwks_fetches(), 2);
+    assert_eq!(greet(&p, &forged).await.status, 401);
+    assert_eq!(issuer.jwks_fetches(), 2);
+    // The known key still works without a fetch.
+    assert_eq!(
+        greet(&p, &issuer.token("alice", &p.resource, &[]))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(issuer.jwks_fetches(), 2);
+}
+
+#[tokio::test]
+async fn rotated_keys_are_picked_up_and_dropped_ones_refused() {
+    let issuer = TestIssuer::start().await;
+    let p = protect(&issuer, |c| c.jwks_refetch_interval = INTERVAL).await;
+    let old = issuer.token("alice", &p.resource, &[]);
+    assert_eq!(greet(&p, &old).await.status, 200);
+    let next = SigningKey::es256("key-2");
+    issuer.publish(vec![next.clone()]);
+    let new = next.sign(&issuer.claims("alice", &p.resource, &[]));
+    // Within the interval the new key is not fetched yet.
+    assert_eq!(greet(&p, &new).await.status, 401);
+    tokio::time::sleep(INTERVAL + Duration::from_millis(100)).await;
+    assert_eq!(
+        greet(&p, &new).await.status,
+        200,
+        "the rotated key is fetched"
+    );
+    // The old key left the set: its tokens no longer pass.
+    let reply = greet(&p, &old).await;
+    assert_eq!(reply.status, 401, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn a_jwks_that_is_down_is_503_for_unknown_keys_only() {
+    let issuer = TestIssuer::start().await;
+    let p = protect(&issuer, |c| c.jwks_refetch_interval = INTERVAL).await;
+    let cached = issuer.token("alice", &p.resource, &[]);
+    assert_eq!(greet(&p, &cached).await.status, 200);
+    let next = SigningKey::es256("key-2");
+    issuer.publish(vec![issuer.key.clone(), next.clone()]);
+    issuer.set_jwks_down(true);
+    tokio::time::sleep(INTERVAL + Duration::from_millis(100)).await;
+    let new = next.sign(&issuer.claims("bob", &p.resource, &[]));
+    let reply = greet(&p, &new).await;
+    assert_eq!(reply.status, 503, "{}", reply.text);
+    assert!(
+        reply.headers.get("retry-after").is_some(),
+        "{:?}",
+        reply.headers
+    );
+    assert!(
+        reply.error_message().contains("keys are out of reach"),
+        "{}",
+        reply.text
+    );
+    // A token whose key is cached still passes; the server serves on.
+    assert_eq!(greet(&p, &cached).await.status, 200);
+    // Back up: after the interval the new key is fetched.
+    issuer.set_jwks_down(false);
+    tokio::time::sleep(INTERVAL + Duration::from_millis(100)).await;
+    assert_eq!(greet(&p, &new).await.status, 200);
+}
+
+#[tokio::test]
+async fn openid_discovery_under_an_issuer_path() {
+    let issuer = TestIssuer::start_with(IssuerOptions {
+        path: "/realms/test".into(),
+        discovery: Discovery::OpenId,
+        ..IssuerOptions::default()
+    })
+    .await;
+    assert!(issuer.issuer.ends_with("/realms/test"));
+    let p = protect(&issuer, |_| {}).await;
+    let reply = greet(&p, &issuer.token("alice", &p.resource, &[])).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn metadata_naming_another_issuer_is_refused() {
+    let issuer = TestIssuer::start_with(IssuerOptions {
+        claimed_issuer: Some("https://evil.example".into()),
+        ..IssuerOptions::default()
+    })
+    .await;
+    let p = protect(&issuer, |_| {}).await;
+    let reply = greet(&p, &issuer.token("alice", &p.resource, &[])).await;
+    assert_eq!(reply.status, 503, "{}", reply.text);
+    assert!(
+        reply.error_message().contains("evil.example"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(issuer.jwks_fetches(), 0, "its keys were never fetched");
+}
