@@ -42,11 +42,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+pub mod auth;
 mod client;
 mod config;
 mod driver;
 mod error;
 mod handler;
+pub mod headers;
 mod session;
 pub mod sse;
 mod status;
@@ -54,7 +56,7 @@ pub mod transport;
 mod v2025;
 
 pub use client::{McpClient, Started};
-pub use config::{ClientConfig, DriverConfig};
+pub use config::{ClientConfig, DriverConfig, Revision};
 pub use driver::{TaskHandle, status_of};
 pub use error::{ClientError, rpc_code};
 pub use handler::{ClientHandler, DeclineAll};

@@ -22,7 +22,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::config::ClientConfig;
 use crate::error::ClientError;
 use crate::handler::{ClientHandler, client_methods};
-use crate::transport::{ExchangeFailure, HttpState, TransportGuard};
+use crate::transport::{ExchangeError, ExchangeFailure, HttpState, TransportGuard};
 
 /// What the server is, as negotiated.
 #[derive(Debug, Clone)]
@@ -58,6 +58,9 @@ pub(crate) struct Session {
     pub(crate) pushed: broadcast::Sender<DetailedTask>,
     /// The HTTP headers state, for transports that have one.
     http: Option<Arc<Mutex<HttpState>>>,
+    /// The last login failure of an HTTP exchange: the request it ended reports it as
+    /// [`ClientError::Auth`] instead of a transport message.
+    auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>>,
     _guard: TransportGuard,
     _forward: Option<AbortOnDrop>,
 }
@@ -116,11 +119,17 @@ impl Session {
             .build();
         let (peer, _session) = endpoint.serve(conn);
         let (http, failures) = http.unzip();
-        // Failed HTTP exchanges end their requests with `PeerError::Transport`.
+        let auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>> = Arc::default();
+        // Failed HTTP exchanges end their requests with `PeerError::Transport`; a login
+        // failure is kept for the request to report typed.
         let forward = failures.map(|mut failures| {
             let peer = peer.clone();
+            let auth_failure = Arc::clone(&auth_failure);
             AbortOnDrop(tokio::spawn(async move {
                 while let Some(failure) = failures.recv().await {
+                    if let ExchangeError::Auth(e) = &failure.error {
+                        *lock(&auth_failure) = Some(Arc::clone(e));
+                    }
                     peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
                 }
             }))
@@ -132,6 +141,7 @@ impl Session {
             server: Mutex::new(None),
             pushed,
             http,
+            auth_failure,
             _guard: guard,
             _forward: forward,
         }
@@ -166,6 +176,27 @@ impl Session {
         }
     }
 
+    /// A transport failure that was a login failure, as [`ClientError::Auth`].
+    pub(crate) fn lift(&self, e: ClientError) -> ClientError {
+        match e {
+            ClientError::Transport(message) => match lock(&self.auth_failure).take() {
+                Some(auth) if message == auth.to_string() => ClientError::Auth(auth),
+                _ => ClientError::Transport(message),
+            },
+            e => e,
+        }
+    }
+
+    /// Remembers the `Mcp-Param-*` headers of the tools just listed (HTTP only).
+    pub(crate) fn set_tool_headers(
+        &self,
+        headers: std::collections::HashMap<String, Vec<crate::headers::ParamHeader>>,
+    ) {
+        if let Some(http) = &self.http {
+            lock(http).tool_headers = headers;
+        }
+    }
+
     /// The application's handler.
     pub(crate) fn handler(&self) -> &dyn ClientHandler {
         self.handler.as_ref()
@@ -197,7 +228,7 @@ impl Session {
     ) -> Result<M::Result, ClientError> {
         let timeout = self.config.request_timeout;
         match tokio::time::timeout(timeout, self.peer.request::<M>(params)).await {
-            Ok(r) => Ok(r?),
+            Ok(r) => r.map_err(|e| self.lift(e.into())),
             Err(_) => Err(ClientError::Timeout(timeout)),
         }
     }
@@ -214,7 +245,7 @@ impl Session {
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
         let result =
             match tokio::time::timeout(timeout, self.peer.request_raw(method, Some(&raw))).await {
-                Ok(r) => r?,
+                Ok(r) => r.map_err(|e| self.lift(e.into()))?,
                 Err(_) => return Err(ClientError::Timeout(timeout)),
             };
         serde_json::from_str(result.get()).map_err(|e| {

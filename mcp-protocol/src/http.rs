@@ -38,6 +38,13 @@ pub fn routed_name(method: &str, params: Option<&str>) -> Option<String> {
     }
 }
 
+/// The prefix of the headers that mirror tool arguments (SEP-2243): `Mcp-Param-{Name}`.
+pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
+
+/// The JSON Schema annotation of a tool's input property that names the header mirroring
+/// it (SEP-2243).
+pub const X_MCP_HEADER: &str = "x-mcp-header";
+
 #[cfg(test)]
 mod tests {
     use super::routed_name;
