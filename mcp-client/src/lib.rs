@@ -36,6 +36,10 @@
 //!   the id, status (a [`TaskStatusView`] in the negotiated revision), updates, wait and
 //!   cancel — resumable by id after a restart.
 //!
+//! - [`auth`]: OAuth 2.1 as the MCP authorization spec has a client do it; set
+//!   [`ClientConfig::auth`] and a Streamable HTTP server that answers 401 gets a login
+//!   (discovery, registration, PKCE, refresh, step-up), kept in a [`auth::TokenStore`].
+//!
 //! Every wait is bounded: requests by [`ClientConfig::request_timeout`], tasks by their
 //! TTL (or [`DriverConfig::max_wait`]).
 
