@@ -84,8 +84,15 @@ impl McpClient {
             guard,
             state,
             failures,
-        } = transport::http(url, http, auth);
-        McpClient::start(connection, guard, Some((state, failures)), handler, config).await
+        } = transport::http(url, http, auth.clone());
+        McpClient::start(
+            connection,
+            guard,
+            Some((state, failures, auth)),
+            handler,
+            config,
+        )
+        .await
     }
 
     /// Connects over a connection you made (e.g. one end of [`Connection::memory`] whose

@@ -43,8 +43,12 @@ impl ServerInfo {
     }
 }
 
-/// The HTTP side of a connection: the headers state and the failed exchanges.
-pub(crate) type HttpParts = (Arc<Mutex<HttpState>>, UnboundedReceiver<ExchangeFailure>);
+/// The HTTP side of a connection: the headers state, the failed exchanges and the login.
+pub(crate) type HttpParts = (
+    Arc<Mutex<HttpState>>,
+    UnboundedReceiver<ExchangeFailure>,
+    Option<Arc<crate::auth::Authorizer>>,
+);
 
 /// One connection to a server, shared by the client and every task handle.
 pub(crate) struct Session {
@@ -61,6 +65,8 @@ pub(crate) struct Session {
     /// The last login failure of an HTTP exchange: the request it ended reports it as
     /// [`ClientError::Auth`] instead of a transport message.
     auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>>,
+    /// The login of an HTTP connection, if configured.
+    authorizer: Option<Arc<crate::auth::Authorizer>>,
     _guard: TransportGuard,
     _forward: Option<AbortOnDrop>,
 }
@@ -118,7 +124,10 @@ impl Session {
             })
             .build();
         let (peer, _session) = endpoint.serve(conn);
-        let (http, failures) = http.unzip();
+        let (http, failures, authorizer) = match http {
+            Some((state, failures, authorizer)) => (Some(state), Some(failures), authorizer),
+            None => (None, None, None),
+        };
         let auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>> = Arc::default();
         // Failed HTTP exchanges end their requests with `PeerError::Transport`; a login
         // failure is kept for the request to report typed.
@@ -142,6 +151,7 @@ impl Session {
             pushed,
             http,
             auth_failure,
+            authorizer,
             _guard: guard,
             _forward: forward,
         }
@@ -221,16 +231,37 @@ impl Session {
         }
     }
 
+    /// `answer` within `timeout`, not counting the time a browser step of the login
+    /// takes (the step bounds its own wait).
+    async fn bounded<T>(
+        &self,
+        timeout: std::time::Duration,
+        answer: impl std::future::Future<Output = T>,
+    ) -> Result<T, ClientError> {
+        tokio::pin!(answer);
+        loop {
+            match tokio::time::timeout(timeout, &mut answer).await {
+                Ok(out) => return Ok(out),
+                Err(_)
+                    if self
+                        .authorizer
+                        .as_ref()
+                        .is_some_and(|a| a.in_browser_step()) => {}
+                Err(_) => return Err(ClientError::Timeout(timeout)),
+            }
+        }
+    }
+
     /// A typed request with the configured timeout.
     pub(crate) async fn request<M: Request>(
         &self,
         params: &M::Params,
     ) -> Result<M::Result, ClientError> {
         let timeout = self.config.request_timeout;
-        match tokio::time::timeout(timeout, self.peer.request::<M>(params)).await {
-            Ok(r) => r.map_err(|e| self.lift(e.into())),
-            Err(_) => Err(ClientError::Timeout(timeout)),
-        }
+        let answer = self
+            .bounded(timeout, self.peer.request::<M>(params))
+            .await?;
+        answer.map_err(|e| self.lift(e.into()))
     }
 
     /// A request with the configured timeout whose result is read as `R` (for results
@@ -243,11 +274,10 @@ impl Session {
         let timeout = self.config.request_timeout;
         let raw = serde_json::value::to_raw_value(params)
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let result =
-            match tokio::time::timeout(timeout, self.peer.request_raw(method, Some(&raw))).await {
-                Ok(r) => r.map_err(|e| self.lift(e.into()))?,
-                Err(_) => return Err(ClientError::Timeout(timeout)),
-            };
+        let result = self
+            .bounded(timeout, self.peer.request_raw(method, Some(&raw)))
+            .await?
+            .map_err(|e| self.lift(e.into()))?;
         serde_json::from_str(result.get()).map_err(|e| {
             ClientError::Protocol(format!("{method} answered with an unexpected shape: {e}"))
         })

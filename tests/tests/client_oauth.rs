@@ -623,3 +623,44 @@ async fn a_token_endpoint_error_is_typed() {
         "{e}"
     );
 }
+
+/// A browser step that takes its time, as a user does.
+#[derive(Debug)]
+struct SlowUser(FollowRedirect);
+
+#[async_trait]
+impl mcp_client::auth::Authorize for SlowUser {
+    fn redirect_uri(&self) -> String {
+        self.0.redirect_uri()
+    }
+
+    async fn authorize(
+        &self,
+        url: &str,
+    ) -> Result<mcp_client::auth::AuthorizationResponse, AuthError> {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        self.0.authorize(url).await
+    }
+}
+
+#[tokio::test]
+async fn the_request_timeout_does_not_count_the_browser_step() {
+    let f = Fixture::start(Knobs::default()).await;
+    let browser = SlowUser(FollowRedirect::new(REDIRECT_URI).expect("browser"));
+    let config = ClientConfig {
+        auth: Some(
+            AuthConfig::new(Arc::new(MemoryTokenStore::new()), "mcp-tests")
+                .with_authorize(Arc::new(browser)),
+        ),
+        request_timeout: std::time::Duration::from_millis(500),
+        ..ClientConfig::default()
+    };
+    tokio::time::timeout(
+        WAIT,
+        McpClient::connect_http(&f.url, Arc::new(NoInput), config),
+    )
+    .await
+    .expect("in time")
+    .expect("connects after a slow login");
+    assert_eq!(f.authorizations().len(), 1);
+}

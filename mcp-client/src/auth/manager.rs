@@ -94,6 +94,8 @@ pub struct Authorizer {
     config: AuthConfig,
     http: reqwest::Client,
     state: Mutex<State>,
+    /// Set while the browser step runs (the user may take minutes).
+    in_browser: std::sync::atomic::AtomicBool,
 }
 
 /// `a` and `b` as one space-separated scope, each scope once, `a`'s first.
@@ -121,6 +123,7 @@ impl Authorizer {
             config,
             http,
             state: Mutex::new(State::default()),
+            in_browser: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -151,6 +154,12 @@ impl Authorizer {
             .as_ref()
             .and_then(|c| c.tokens.as_ref())
             .map(|t| t.access_token.clone()))
+    }
+
+    /// Whether the browser step is running: requests waiting on it are not timed out
+    /// meanwhile (the step bounds its own wait).
+    pub fn in_browser_step(&self) -> bool {
+        self.in_browser.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many authorizations (browser steps) this connection made.
@@ -323,7 +332,12 @@ impl Authorizer {
         )?;
         state.authorizations += 1;
         tracing::info!(issuer = %metadata.issuer, scope = ?scope, "authorizing");
-        let response = authorize.authorize(&pending.url).await?;
+        self.in_browser
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let response = authorize.authorize(&pending.url).await;
+        self.in_browser
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let response = response?;
         let code = flow::checked_code(response, &pending.state, metadata)?;
         let tokens = flow::exchange_code(
             &self.http,
