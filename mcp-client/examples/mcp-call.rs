@@ -5,10 +5,17 @@
 //! cargo run -p mcp-client --example mcp-call -- --stdio "target/debug/examples/demo --stdio --store memory" confirm_delete '{"filename":"a.txt"}'
 //! cargo run -p mcp-client --example mcp-call -- --http URL slow_compute '{"seconds":60}' --detach
 //! cargo run -p mcp-client --example mcp-call -- --http URL --resume TASK_ID
+//! cargo run -p mcp-client --example mcp-call -- --http https://example.com/mcp --login
 //! ```
 //!
 //! Elicitation requests are asked at the terminal, one field at a time; Ctrl-C cancels
 //! the task.
+//!
+//! A server that asks for OAuth gets a login: the authorization URL is printed (and
+//! opened with `xdg-open`/`open` when there is one), the redirect comes back to a
+//! loopback port (`--redirect-port`, default any free one), and the tokens are kept in
+//! `--token-file` (default `~/.config/mcp-call/tokens.json`, mode 0600) for next time,
+//! refreshed when they expire.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -17,6 +24,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clap::Parser;
+use mcp_client::auth::{AuthConfig, FileTokenStore, LoopbackRedirect};
 use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient, Started, TaskHandle};
 use mcp_protocol::JsonObject;
 use mcp_protocol::jsonrpc::ErrorObject;
@@ -41,6 +49,30 @@ struct Args {
     /// Send this header with every HTTP request, as `NAME: VALUE` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "http")]
     headers: Vec<String>,
+    /// Log in (if the server asks) and exit: no tool is called.
+    #[arg(long, requires = "http", conflicts_with_all = ["tool", "resume"])]
+    login: bool,
+    /// Where logins are kept (default `~/.config/mcp-call/tokens.json`).
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<std::path::PathBuf>,
+    /// The loopback port the authorization server redirects to (default: any free one;
+    /// fix it when the authorization server wants a registered redirect URI).
+    #[arg(long, default_value_t = 0)]
+    redirect_port: u16,
+    /// A client id registered beforehand with the authorization server (no dynamic
+    /// registration).
+    #[arg(long, requires = "http")]
+    client_id: Option<String>,
+    /// The secret of `--client-id`, if it has one.
+    #[arg(long, requires = "client_id")]
+    client_secret: Option<String>,
+    /// The HTTPS URL of this client's Client ID Metadata Document, used as client id
+    /// where the authorization server accepts one.
+    #[arg(long, requires = "http")]
+    client_metadata_url: Option<String>,
+    /// Never start a browser login: use the stored tokens (refreshed) only.
+    #[arg(long, requires = "http")]
+    no_browser: bool,
     /// Print the task id and exit, leaving the task running.
     #[arg(long)]
     detach: bool,
@@ -177,9 +209,62 @@ async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
     }
 }
 
+/// The default token file: `$XDG_CONFIG_HOME/mcp-call/tokens.json`, else
+/// `~/.config/mcp-call/tokens.json`.
+fn default_token_file() -> Result<std::path::PathBuf, String> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))
+        .ok_or("no HOME to keep tokens in: give --token-file")?;
+    Ok(base.join("mcp-call").join("tokens.json"))
+}
+
+/// Shows the authorization URL and tries to open it in a browser.
+fn open_in_browser(url: &str) {
+    eprintln!("\r\x1b[2KThe server asks you to log in. Opening your browser at:\n\n  {url}\n");
+    eprintln!("If it does not open, visit that URL yourself. Waiting for the authorization...");
+    for opener in ["xdg-open", "open"] {
+        let started = std::process::Command::new(opener)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if started.is_ok() {
+            return;
+        }
+    }
+}
+
+/// How mcp-call logs in to a server that asks for OAuth.
+async fn auth_config(args: &Args) -> Result<AuthConfig, String> {
+    let path = match &args.token_file {
+        Some(p) => p.clone(),
+        None => default_token_file()?,
+    };
+    let store = Arc::new(FileTokenStore::new(&path));
+    let mut auth = AuthConfig::new(store, "mcp-call");
+    if !args.no_browser {
+        let loopback = LoopbackRedirect::bind(args.redirect_port, open_in_browser)
+            .await
+            .map_err(|e| e.to_string())?;
+        auth = auth.with_authorize(Arc::new(loopback));
+    }
+    if let Some(id) = &args.client_id {
+        auth = auth.with_pre_registered(id.clone(), args.client_secret.clone());
+    }
+    if let Some(url) = &args.client_metadata_url {
+        auth = auth.with_client_metadata_url(url.clone());
+    }
+    Ok(auth)
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let handler = Arc::new(Terminal);
     let mut config = ClientConfig::default();
+    if args.http.is_some() && args.bearer.is_none() {
+        config.auth = Some(auth_config(&args).await?);
+    }
     if let Some(token) = &args.bearer {
         config
             .http_headers
@@ -204,6 +289,10 @@ async fn run(args: Args) -> Result<(), String> {
         (None, None) => return Err("give --http URL or --stdio CMD".into()),
     }
     .map_err(|e| e.to_string())?;
+    if args.login {
+        eprintln!("Connected; the login (if one was needed) is kept for next time.");
+        return Ok(());
+    }
 
     let handle = if let Some(id) = args.resume {
         client.resume_task(id)

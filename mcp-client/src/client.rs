@@ -6,7 +6,7 @@ use std::sync::Arc;
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::Connection;
 use mcp_protocol::error_codes;
-use mcp_protocol::meta::PROTOCOL_VERSION_2026_07_28;
+use mcp_protocol::meta::{PROTOCOL_VERSION_2025_11_25, PROTOCOL_VERSION_2026_07_28};
 use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{CallToolReply, CallToolWithTasks};
 use mcp_protocol::v2026::{
@@ -15,7 +15,8 @@ use mcp_protocol::v2026::{
 };
 use serde_json::Value;
 
-use crate::config::ClientConfig;
+use crate::auth::Authorizer;
+use crate::config::{ClientConfig, Revision};
 use crate::driver::TaskHandle;
 use crate::error::ClientError;
 use crate::handler::{ClientHandler, answer};
@@ -72,13 +73,26 @@ impl McpClient {
             .default_headers(headers)
             .build()
             .map_err(|e| ClientError::Transport(e.to_string()))?;
+        let auth = config
+            .auth
+            .clone()
+            .map(|auth| Authorizer::new(url, auth).map(Arc::new))
+            .transpose()
+            .map_err(|e| ClientError::Auth(Arc::new(e)))?;
         let transport::HttpTransport {
             connection,
             guard,
             state,
             failures,
-        } = transport::http(url, http);
-        McpClient::start(connection, guard, Some((state, failures)), handler, config).await
+        } = transport::http(url, http, auth.clone());
+        McpClient::start(
+            connection,
+            guard,
+            Some((state, failures, auth)),
+            handler,
+            config,
+        )
+        .await
     }
 
     /// Connects over a connection you made (e.g. one end of [`Connection::memory`] whose
@@ -108,24 +122,54 @@ impl McpClient {
     }
 
     /// `server/discover` (MCP 2026-07-28); a server that answers -32601 gets `initialize`
-    /// (MCP 2025-11-25) instead.
+    /// (MCP 2025-11-25) instead, unless the configuration names one revision. A server
+    /// that refuses the version (-32022) is asked again once when it lists 2026-07-28
+    /// among those it supports, and gets `initialize` when it lists only older ones.
     async fn negotiate(&self) -> Result<(), ClientError> {
-        match self
-            .request::<Discover>(&RequestParams {
-                meta: self.request_meta(),
-                ..Default::default()
-            })
-            .await
-        {
-            Ok(result) => {
-                self.session.set_server(ServerInfo::V2026(Box::new(result)));
-                Ok(())
-            }
-            // No `server/discover`: an MCP 2025-11-25 server. Start a session.
-            Err(ClientError::Rpc(e)) if e.code == error_codes::METHOD_NOT_FOUND => {
-                v2025::initialize(&self.session).await
-            }
-            Err(e) => Err(e),
+        let revision = self.session.config.revision;
+        if revision == Revision::V2025_11_25 {
+            return v2025::initialize(&self.session).await;
+        }
+        let mut retried = false;
+        loop {
+            let discovered = self
+                .request::<Discover>(&RequestParams {
+                    meta: self.request_meta(),
+                    ..Default::default()
+                })
+                .await;
+            return match discovered {
+                Ok(result) => {
+                    self.session.set_server(ServerInfo::V2026(Box::new(result)));
+                    Ok(())
+                }
+                // No `server/discover`: an MCP 2025-11-25 server. Start a session.
+                Err(ClientError::Rpc(e))
+                    if e.code == error_codes::METHOD_NOT_FOUND
+                        && revision == Revision::Negotiate =>
+                {
+                    v2025::initialize(&self.session).await
+                }
+                Err(ClientError::Rpc(e)) if e.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION => {
+                    let supported: Vec<String> = e
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(|s| serde_json::from_value(s.clone()).ok())
+                        .unwrap_or_default();
+                    if supported.iter().any(|v| v == PROTOCOL_VERSION_2026_07_28) && !retried {
+                        retried = true;
+                        continue;
+                    }
+                    if supported.iter().any(|v| v == PROTOCOL_VERSION_2025_11_25)
+                        && revision == Revision::Negotiate
+                    {
+                        return v2025::initialize(&self.session).await;
+                    }
+                    Err(ClientError::Rpc(e))
+                }
+                Err(e) => Err(e),
+            };
         }
     }
 
@@ -146,7 +190,9 @@ impl McpClient {
     }
 
     /// The server's tools. In a 2025-11-25 session each tool's `execution` is kept in its
-    /// extra members.
+    /// extra members. In a 2026-07-28 session a tool whose `x-mcp-header` annotations
+    /// are invalid is left out (and logged), and the others' annotations are remembered:
+    /// their calls mirror those arguments in `Mcp-Param-*` headers.
     pub async fn list_tools(&self) -> Result<ListToolsResult, ClientError> {
         if self.session.is_2025() {
             return v2025::tools_as_2026(v2025::list_tools(&self.session).await?);
@@ -155,7 +201,28 @@ impl McpClient {
             meta: self.request_meta(),
             ..Default::default()
         };
-        self.request::<ListTools>(&params).await
+        let mut listed = self.request::<ListTools>(&params).await?;
+        let mut headers = std::collections::HashMap::new();
+        listed.tools.retain(|tool| {
+            let schema = match serde_json::to_value(&tool.input_schema) {
+                Ok(Value::Object(schema)) => schema,
+                _ => mcp_protocol::JsonObject::new(),
+            };
+            match mcp_protocol::http::param_headers(&schema) {
+                Ok(declared) => {
+                    if !declared.is_empty() {
+                        headers.insert(tool.name.clone(), declared);
+                    }
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!(tool = %tool.name, %why, "tool refused: invalid x-mcp-header");
+                    false
+                }
+            }
+        });
+        self.session.set_tool_headers(headers);
+        Ok(listed)
     }
 
     /// Calls a tool and returns its result, whatever it takes: MRTR rounds are answered

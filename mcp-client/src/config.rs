@@ -5,6 +5,21 @@ use std::time::Duration;
 
 use mcp_protocol::types::Implementation;
 
+use crate::auth::AuthConfig;
+
+/// Which revision of MCP a client speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Revision {
+    /// `server/discover` (MCP 2026-07-28), falling back to `initialize` (MCP
+    /// 2025-11-25) when the server does not know it.
+    #[default]
+    Negotiate,
+    /// MCP 2026-07-28 only.
+    V2026_07_28,
+    /// MCP 2025-11-25 only: `initialize` at once.
+    V2025_11_25,
+}
+
 /// Tunables of a client.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -19,6 +34,11 @@ pub struct ClientConfig {
     /// Headers every HTTP request carries (e.g. `Authorization: Bearer ...`); not used
     /// over stdio. A name or value HTTP does not allow is refused when connecting.
     pub http_headers: Vec<(String, String)>,
+    /// How to log in to an HTTP server that asks for OAuth; `None`: never (a 401 fails
+    /// the request).
+    pub auth: Option<AuthConfig>,
+    /// Which revision to speak.
+    pub revision: Revision,
 }
 
 impl Default for ClientConfig {
@@ -29,6 +49,8 @@ impl Default for ClientConfig {
             max_input_rounds: 16,
             driver: DriverConfig::default(),
             http_headers: Vec::new(),
+            auth: None,
+            revision: Revision::Negotiate,
         }
     }
 }

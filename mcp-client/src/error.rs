@@ -55,6 +55,10 @@ pub enum ClientError {
     /// an event stream that ended without the response).
     #[error("transport: {0}")]
     Transport(String),
+    /// The server wants authorization and logging in failed (or was not possible): the
+    /// message says what to do.
+    #[error("authorization: {0}")]
+    Auth(std::sync::Arc<crate::auth::AuthError>),
 }
 
 impl From<PeerError> for ClientError {
@@ -91,6 +95,14 @@ impl ClientError {
                         == Some(true)
             }
             _ => false,
+        }
+    }
+
+    /// The authorization failure behind this one, if any.
+    pub fn auth_error(&self) -> Option<&crate::auth::AuthError> {
+        match self {
+            ClientError::Auth(e) => Some(e.as_ref()),
+            _ => None,
         }
     }
 

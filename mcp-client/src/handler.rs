@@ -86,8 +86,11 @@ pub(crate) async fn answer(
     };
     match method {
         m if m == Elicit::METHOD => {
+            let defaults = form_defaults(&params);
             let params = serde_json::from_value(params).map_err(bad)?;
-            encode(serde_json::to_value(handler.elicit(params).await?))
+            let mut answer = encode(serde_json::to_value(handler.elicit(params).await?))?;
+            apply_defaults(&mut answer, defaults);
+            Ok(answer)
         }
         m if m == CreateMessage::METHOD => {
             let params = serde_json::from_value(params).map_err(bad)?;
@@ -98,6 +101,37 @@ pub(crate) async fn answer(
             error_codes::METHOD_NOT_FOUND,
             format!("unsupported input request: {other}"),
         )),
+    }
+}
+
+/// The `default` of each property of a form elicitation's `requestedSchema`, as sent.
+fn form_defaults(params: &Value) -> Vec<(String, Value)> {
+    params
+        .get("requestedSchema")
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, schema)| Some((name.clone(), schema.get("default")?.clone())))
+        .collect()
+}
+
+/// SEP-1034: an accepted form answer gets the schema's default for each field the user
+/// left out.
+fn apply_defaults(answer: &mut Value, defaults: Vec<(String, Value)>) {
+    if defaults.is_empty() || answer.get("action").and_then(Value::as_str) != Some("accept") {
+        return;
+    }
+    let Some(answer) = answer.as_object_mut() else {
+        return;
+    };
+    let content = answer
+        .entry("content")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Some(content) = content.as_object_mut() {
+        for (name, default) in defaults {
+            content.entry(name).or_insert(default);
+        }
     }
 }
 
@@ -124,4 +158,24 @@ pub(crate) fn client_methods(handler: Arc<dyn ClientHandler>) -> RpcModule<Arc<d
         tracing::error!(error = %e, "client method registration failed");
     }
     module
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn defaults_fill_only_missing_fields_of_an_accepted_form() {
+        let params = json!({"requestedSchema": {"properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "plain": {"type": "string"}
+        }}});
+        let mut accepted = json!({"action": "accept", "content": {"name": "Ann"}});
+        super::apply_defaults(&mut accepted, super::form_defaults(&params));
+        assert_eq!(accepted["content"], json!({"name": "Ann", "age": 30}));
+        let mut declined = json!({"action": "decline"});
+        super::apply_defaults(&mut declined, super::form_defaults(&params));
+        assert_eq!(declined, json!({"action": "decline"}));
+    }
 }

@@ -36,12 +36,17 @@
 //!   the id, status (a [`TaskStatusView`] in the negotiated revision), updates, wait and
 //!   cancel — resumable by id after a restart.
 //!
+//! - [`auth`]: OAuth 2.1 as the MCP authorization spec has a client do it; set
+//!   [`ClientConfig::auth`] and a Streamable HTTP server that answers 401 gets a login
+//!   (discovery, registration, PKCE, refresh, step-up), kept in a [`auth::TokenStore`].
+//!
 //! Every wait is bounded: requests by [`ClientConfig::request_timeout`], tasks by their
 //! TTL (or [`DriverConfig::max_wait`]).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+pub mod auth;
 mod client;
 mod config;
 mod driver;
@@ -54,7 +59,7 @@ pub mod transport;
 mod v2025;
 
 pub use client::{McpClient, Started};
-pub use config::{ClientConfig, DriverConfig};
+pub use config::{ClientConfig, DriverConfig, Revision};
 pub use driver::{TaskHandle, status_of};
 pub use error::{ClientError, rpc_code};
 pub use handler::{ClientHandler, DeclineAll};

@@ -22,7 +22,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::config::ClientConfig;
 use crate::error::ClientError;
 use crate::handler::{ClientHandler, client_methods};
-use crate::transport::{ExchangeFailure, HttpState, TransportGuard};
+use crate::transport::{ExchangeError, ExchangeFailure, HttpState, TransportGuard};
 
 /// What the server is, as negotiated.
 #[derive(Debug, Clone)]
@@ -43,8 +43,12 @@ impl ServerInfo {
     }
 }
 
-/// The HTTP side of a connection: the headers state and the failed exchanges.
-pub(crate) type HttpParts = (Arc<Mutex<HttpState>>, UnboundedReceiver<ExchangeFailure>);
+/// The HTTP side of a connection: the headers state, the failed exchanges and the login.
+pub(crate) type HttpParts = (
+    Arc<Mutex<HttpState>>,
+    UnboundedReceiver<ExchangeFailure>,
+    Option<Arc<crate::auth::Authorizer>>,
+);
 
 /// One connection to a server, shared by the client and every task handle.
 pub(crate) struct Session {
@@ -58,6 +62,11 @@ pub(crate) struct Session {
     pub(crate) pushed: broadcast::Sender<DetailedTask>,
     /// The HTTP headers state, for transports that have one.
     http: Option<Arc<Mutex<HttpState>>>,
+    /// The last login failure of an HTTP exchange: the request it ended reports it as
+    /// [`ClientError::Auth`] instead of a transport message.
+    auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>>,
+    /// The login of an HTTP connection, if configured.
+    authorizer: Option<Arc<crate::auth::Authorizer>>,
     _guard: TransportGuard,
     _forward: Option<AbortOnDrop>,
 }
@@ -115,12 +124,21 @@ impl Session {
             })
             .build();
         let (peer, _session) = endpoint.serve(conn);
-        let (http, failures) = http.unzip();
-        // Failed HTTP exchanges end their requests with `PeerError::Transport`.
+        let (http, failures, authorizer) = match http {
+            Some((state, failures, authorizer)) => (Some(state), Some(failures), authorizer),
+            None => (None, None, None),
+        };
+        let auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>> = Arc::default();
+        // Failed HTTP exchanges end their requests with `PeerError::Transport`; a login
+        // failure is kept for the request to report typed.
         let forward = failures.map(|mut failures| {
             let peer = peer.clone();
+            let auth_failure = Arc::clone(&auth_failure);
             AbortOnDrop(tokio::spawn(async move {
                 while let Some(failure) = failures.recv().await {
+                    if let ExchangeError::Auth(e) = &failure.error {
+                        *lock(&auth_failure) = Some(Arc::clone(e));
+                    }
                     peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
                 }
             }))
@@ -132,6 +150,8 @@ impl Session {
             server: Mutex::new(None),
             pushed,
             http,
+            auth_failure,
+            authorizer,
             _guard: guard,
             _forward: forward,
         }
@@ -166,6 +186,27 @@ impl Session {
         }
     }
 
+    /// A transport failure that was a login failure, as [`ClientError::Auth`].
+    pub(crate) fn lift(&self, e: ClientError) -> ClientError {
+        match e {
+            ClientError::Transport(message) => match lock(&self.auth_failure).take() {
+                Some(auth) if message == auth.to_string() => ClientError::Auth(auth),
+                _ => ClientError::Transport(message),
+            },
+            e => e,
+        }
+    }
+
+    /// Remembers the `Mcp-Param-*` headers of the tools just listed (HTTP only).
+    pub(crate) fn set_tool_headers(
+        &self,
+        headers: std::collections::HashMap<String, Vec<mcp_protocol::http::ParamHeader>>,
+    ) {
+        if let Some(http) = &self.http {
+            lock(http).tool_headers = headers;
+        }
+    }
+
     /// The application's handler.
     pub(crate) fn handler(&self) -> &dyn ClientHandler {
         self.handler.as_ref()
@@ -190,16 +231,37 @@ impl Session {
         }
     }
 
+    /// `answer` within `timeout`, not counting the time a browser step of the login
+    /// takes (the step bounds its own wait).
+    async fn bounded<T>(
+        &self,
+        timeout: std::time::Duration,
+        answer: impl std::future::Future<Output = T>,
+    ) -> Result<T, ClientError> {
+        tokio::pin!(answer);
+        loop {
+            match tokio::time::timeout(timeout, &mut answer).await {
+                Ok(out) => return Ok(out),
+                Err(_)
+                    if self
+                        .authorizer
+                        .as_ref()
+                        .is_some_and(|a| a.in_browser_step()) => {}
+                Err(_) => return Err(ClientError::Timeout(timeout)),
+            }
+        }
+    }
+
     /// A typed request with the configured timeout.
     pub(crate) async fn request<M: Request>(
         &self,
         params: &M::Params,
     ) -> Result<M::Result, ClientError> {
         let timeout = self.config.request_timeout;
-        match tokio::time::timeout(timeout, self.peer.request::<M>(params)).await {
-            Ok(r) => Ok(r?),
-            Err(_) => Err(ClientError::Timeout(timeout)),
-        }
+        let answer = self
+            .bounded(timeout, self.peer.request::<M>(params))
+            .await?;
+        answer.map_err(|e| self.lift(e.into()))
     }
 
     /// A request with the configured timeout whose result is read as `R` (for results
@@ -212,11 +274,10 @@ impl Session {
         let timeout = self.config.request_timeout;
         let raw = serde_json::value::to_raw_value(params)
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let result =
-            match tokio::time::timeout(timeout, self.peer.request_raw(method, Some(&raw))).await {
-                Ok(r) => r?,
-                Err(_) => return Err(ClientError::Timeout(timeout)),
-            };
+        let result = self
+            .bounded(timeout, self.peer.request_raw(method, Some(&raw)))
+            .await?
+            .map_err(|e| self.lift(e.into()))?;
         serde_json::from_str(result.get()).map_err(|e| {
             ClientError::Protocol(format!("{method} answered with an unexpected shape: {e}"))
         })

@@ -15,6 +15,10 @@ pub struct SseParser {
     started: bool,
     /// The previous chunk ended in `\r`: a `\n` starting the next one belongs to it.
     after_cr: bool,
+    /// The last `id` field seen (the stream's position, for `Last-Event-ID`).
+    last_id: Option<String>,
+    /// The last `retry` field seen (ms to wait before reconnecting).
+    retry_ms: Option<u64>,
 }
 
 /// The longest line kept; longer ones are cut (a frame that large is refused anyway).
@@ -47,6 +51,16 @@ impl SseParser {
         out
     }
 
+    /// The last event id the stream gave (sent as `Last-Event-ID` to resume it).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The reconnection delay the stream asked for with `retry`, in milliseconds.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
+    }
+
     fn line(&mut self, raw: &[u8], out: &mut Vec<String>) {
         let mut raw = raw;
         if !self.started {
@@ -64,14 +78,22 @@ impl SseParser {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
             None => (line.as_ref(), ""),
         };
-        if field == "data" {
-            let data = self.data.get_or_insert_with(String::new);
-            if !data.is_empty() {
-                data.push('\n');
+        match field {
+            "data" => {
+                let data = self.data.get_or_insert_with(String::new);
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(value);
             }
-            data.push_str(value);
+            // An id with NUL is ignored, as the HTML rules say.
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry_ms = value.parse().ok();
+            }
+            // `event` and comments (empty field) do not matter to MCP.
+            _ => {}
         }
-        // `event`, `id`, `retry` and comments (empty field) do not matter to MCP.
     }
 }
 
@@ -100,6 +122,17 @@ mod tests {
     fn a_bom_split_across_chunks_is_skipped() {
         assert_eq!(all(&[&[0xEF], &[0xBB, 0xBF], b"data: z\n\n"]), vec!["z"]);
         assert_eq!(all(&[&[0xEF, 0xBB, 0xBF, b'd'], b"ata: w\n\n"]), vec!["w"]);
+    }
+
+    #[test]
+    fn ids_and_retry_are_kept() {
+        let mut p = SseParser::new();
+        assert_eq!(p.feed(b"id: e-1\nretry: 500\ndata: \n\n"), vec![""]);
+        assert_eq!(p.last_event_id(), Some("e-1"));
+        assert_eq!(p.retry_ms(), Some(500));
+        p.feed(b"retry: soon\nid: e-2\n\n");
+        assert_eq!(p.last_event_id(), Some("e-2"));
+        assert_eq!(p.retry_ms(), Some(500));
     }
 
     #[test]

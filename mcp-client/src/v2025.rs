@@ -26,6 +26,9 @@ use serde_json::Value;
 use crate::error::ClientError;
 use crate::session::{ServerInfo, Session};
 
+/// The revisions whose `initialize` handshake this path speaks.
+const STATEFUL_VERSIONS: [&str; 3] = [PROTOCOL_VERSION_2025_11_25, "2025-06-18", "2025-03-26"];
+
 /// `initialize` + `notifications/initialized`: starts a 2025-11-25 session (after
 /// `server/discover` was answered -32601) and records what the server said.
 pub(crate) async fn initialize(session: &Session) -> Result<(), ClientError> {
@@ -41,12 +44,15 @@ pub(crate) async fn initialize(session: &Session) -> Result<(), ClientError> {
     };
     session.set_protocol_version(PROTOCOL_VERSION_2025_11_25);
     let result = session.request::<Initialize>(&params).await?;
-    if result.protocol_version != PROTOCOL_VERSION_2025_11_25 {
+    // The earlier revisions share this lifecycle (without tasks); a server that answers
+    // one of them is spoken to in it.
+    if !STATEFUL_VERSIONS.contains(&result.protocol_version.as_str()) {
         return Err(ClientError::Protocol(format!(
-            "the server offers protocol {}; this client speaks 2026-07-28 and 2025-11-25",
+            "the server offers protocol {}; this client speaks 2026-07-28, 2025-11-25, 2025-06-18 and 2025-03-26",
             result.protocol_version
         )));
     }
+    session.set_protocol_version(&result.protocol_version);
     session.peer.notify::<Initialized>(&None).await?;
     session.set_server(ServerInfo::V2025(Box::new(result)));
     Ok(())

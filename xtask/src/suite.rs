@@ -158,6 +158,8 @@ pub struct RequirementsReport {
     /// Checks passed and failed, over every scenario the suite ran.
     pub passed: u64,
     pub failed: u64,
+    /// Scored scenarios run.
+    pub scored: usize,
     /// Scored scenarios with a failing check.
     pub scenarios_failed: Vec<String>,
 }
@@ -185,33 +187,108 @@ pub fn run_requirements(
     let text = String::from_utf8_lossy(&output.stdout).to_string()
         + &String::from_utf8_lossy(&output.stderr);
     let _ = std::fs::remove_dir_all(&work);
-    let (passed, failed) = total(&text)
+    let report = requirements_report(revision, &text)?;
+    println!(
+        "conformance: requirements {revision}: {} checks passed, {} failed ({:.0} s)",
+        report.passed,
+        report.failed,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(report)
+}
+
+/// Reads a requirement-set run: the suite's own `Total` line, the scenarios it scored
+/// and those of them that failed.
+fn requirements_report(revision: &str, text: &str) -> Result<RequirementsReport, String> {
+    let (passed, failed) = total(text)
         .ok_or_else(|| format!("the suite printed no Total line for {revision}:\n{text}"))?;
-    // Every scenario is listed before the `Total` line; the ones not scored are listed
-    // again after it (`✗ name (pending)`).
-    let (all, tail) = text.split_once("\nTotal:").unwrap_or((&text, ""));
-    let failing = |part: &str| -> Vec<String> {
+    // Every scenario is listed before the `Total` line (`✓ name: ...` or `✗ name: ...`);
+    // the ones not scored are listed again after it (`✗ name (pending)`).
+    let (all, tail) = text.split_once("\nTotal:").unwrap_or((text, ""));
+    let listed = |part: &str, mark: &str| -> Vec<String> {
         part.lines()
-            .filter_map(|l| l.trim_start().strip_prefix("✗ "))
+            .filter_map(|l| l.trim_start().strip_prefix(mark))
             .filter_map(|l| l.split([':', ' ']).next())
             .map(str::to_owned)
             .collect()
     };
-    let not_scored = failing(tail);
-    let scenarios_failed = failing(all)
+    let not_scored: Vec<String> = listed(tail, "✗ ")
         .into_iter()
-        .filter(|name| !not_scored.contains(name))
+        .chain(listed(tail, "✓ "))
         .collect();
-    println!(
-        "conformance: requirements {revision}: {passed} checks passed, {failed} failed ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    );
+    let scored = |mark: &str| -> Vec<String> {
+        listed(all, mark)
+            .into_iter()
+            .filter(|name| !not_scored.contains(name))
+            .collect()
+    };
+    let scenarios_failed = scored("✗ ");
     Ok(RequirementsReport {
         revision: revision.to_owned(),
         passed,
         failed,
+        scored: scored("✓ ").len() + scenarios_failed.len(),
         scenarios_failed,
     })
+}
+
+/// The suite's requirement set of `revision` for clients, run against our conformance
+/// client (`mcp-client/examples/conformance-client.rs`): the suite starts a scenario
+/// server (and authorization servers) per scenario and runs the client against each.
+pub fn run_client_requirements(
+    root: &Path,
+    cargo: &str,
+    suite: &Suite,
+    revision: &str,
+) -> Result<RequirementsReport, String> {
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mcp-client",
+            "--example",
+            "conformance-client",
+        ])
+        .status()
+        .map_err(|e| format!("cannot build the conformance client: {e}"))?;
+    if !status.success() {
+        return Err("building the conformance client failed".into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let exe = target.join("debug/examples/conformance-client");
+    let work = std::env::temp_dir().join(format!(
+        "mcp-conformance-client-{}-{revision}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let output = Command::new(&suite.node)
+        .arg(&suite.cli)
+        .arg("client")
+        .arg("--command")
+        .arg(&exe)
+        .args(["--requirements", revision, "-o"])
+        .arg(work.join("results"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .map_err(|e| format!("cannot run the conformance suite: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    let _ = std::fs::remove_dir_all(&work);
+    let report = requirements_report(revision, &text)?;
+    println!(
+        "conformance: client requirements {revision}: {} of {} scored scenarios pass; {} checks passed, {} failed over every scenario run ({:.0} s)",
+        report.scored - report.scenarios_failed.len(),
+        report.scored,
+        report.passed,
+        report.failed,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(report)
 }
 
 /// Reads the suite's `Total: N passed, M failed` line.
@@ -254,5 +331,9 @@ mod tests {
             super::total("x\nTotal: 107 passed, 62 failed\n"),
             Some((107, 62))
         );
+        let run = "✓ tools_call: 2 passed, 0 failed\n✗ auth/x: 1 passed, 1 failed\n✗ auth/dpop: 9 passed, 3 failed\n\nTotal: 12 passed, 4 failed, 0 warnings\n\n  ✗ auth/dpop (extension)\n";
+        let r = super::requirements_report("2026-07-28", run).expect("report");
+        assert_eq!((r.passed, r.failed, r.scored), (12, 4, 2));
+        assert_eq!(r.scenarios_failed, ["auth/x"]);
     }
 }

@@ -1,0 +1,183 @@
+//! [`AuthError`]: every way logging in to a server can fail, each saying what to do.
+
+/// Why the client could not get (or keep) an access token for a server. Each message
+/// names what went wrong and what the user can do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The server asked for authorization but publishes no Protected Resource Metadata
+    /// (RFC 9728) at the URL its challenge named or at the well-known paths.
+    #[error(
+        "the server {server} asks for authorization but publishes no protected resource metadata (tried {tried}); ask its operator which authorization server to use"
+    )]
+    NoResourceMetadata {
+        /// The MCP server's URL.
+        server: String,
+        /// The URLs tried, in order.
+        tried: String,
+    },
+    /// The Protected Resource Metadata names another resource than the server we talk to
+    /// (RFC 9728 §3.3): its tokens would be for someone else.
+    #[error(
+        "the protected resource metadata is for {found}, not for {expected}: refusing to authorize (a misconfigured or malicious server)"
+    )]
+    ResourceMismatch {
+        /// The server URL we connect to.
+        expected: String,
+        /// The `resource` the metadata names.
+        found: String,
+    },
+    /// The Protected Resource Metadata lists no authorization server.
+    #[error("the protected resource metadata of {server} lists no authorization server")]
+    NoAuthorizationServer {
+        /// The MCP server's URL.
+        server: String,
+    },
+    /// No authorization server metadata (RFC 8414 or OpenID discovery) was found.
+    #[error(
+        "no authorization server metadata for {issuer} (tried {tried}); check that the authorization server is up"
+    )]
+    NoServerMetadata {
+        /// The issuer.
+        issuer: String,
+        /// The URLs tried, in order.
+        tried: String,
+    },
+    /// The authorization server metadata names another issuer than the one its
+    /// well-known URL was built from (RFC 8414 §3.3): it must not be used.
+    #[error(
+        "the authorization server metadata fetched for {expected} claims to be issuer {found}: refusing to use it"
+    )]
+    IssuerMismatch {
+        /// The issuer the metadata was fetched for.
+        expected: String,
+        /// The `issuer` the metadata names.
+        found: String,
+    },
+    /// The authorization server does not advertise PKCE with S256, which MCP requires.
+    #[error(
+        "the authorization server {issuer} does not advertise PKCE S256 (code_challenge_methods_supported); MCP clients must refuse it"
+    )]
+    PkceUnsupported {
+        /// The issuer.
+        issuer: String,
+    },
+    /// No way to get a client id: no pre-registered client, no client ID metadata
+    /// document accepted, and no registration endpoint.
+    #[error(
+        "the authorization server {issuer} offers no dynamic client registration; configure a pre-registered client id (and secret)"
+    )]
+    NoRegistration {
+        /// The issuer.
+        issuer: String,
+    },
+    /// Dynamic client registration (RFC 7591) was refused.
+    #[error("client registration at {endpoint} was refused: {reason}")]
+    RegistrationRefused {
+        /// The registration endpoint.
+        endpoint: String,
+        /// The status and what the server said.
+        reason: String,
+    },
+    /// The authorization server answered the authorization request with an error (the
+    /// user denied access, say).
+    #[error("authorization was refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Denied {
+        /// The OAuth error code (`access_denied`...).
+        error: String,
+        /// Its description, if any.
+        description: Option<String>,
+    },
+    /// The authorization response's `state` is not the one we sent: a forged or stale
+    /// redirect.
+    #[error(
+        "the authorization response's state does not match the request's: ignoring it (log in again)"
+    )]
+    StateMismatch,
+    /// The authorization server advertises the `iss` response parameter (RFC 9207) but
+    /// the response had none.
+    #[error(
+        "the authorization response has no iss parameter although {issuer} advertises it: refusing it (a possible mix-up attack)"
+    )]
+    IssMissing {
+        /// The expected issuer.
+        issuer: String,
+    },
+    /// The authorization response's `iss` is not the issuer we asked (RFC 9207, simple
+    /// string comparison).
+    #[error(
+        "the authorization response comes from issuer {found}, not {expected}: refusing it (a possible mix-up attack)"
+    )]
+    IssMismatch {
+        /// The issuer we asked.
+        expected: String,
+        /// The `iss` the response carried.
+        found: String,
+    },
+    /// The redirect carried neither a code nor an error.
+    #[error("the authorization response has no code: {0}")]
+    NoCode(String),
+    /// The token endpoint answered with an OAuth error.
+    #[error("the token endpoint refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    TokenRefused {
+        /// The OAuth error code (`invalid_grant`...).
+        error: String,
+        /// Its description, if any.
+        description: Option<String>,
+    },
+    /// The refresh token was refused (expired or revoked) and no interactive login is
+    /// configured.
+    #[error(
+        "the stored refresh token was refused ({error}); log in again (mcp-call --http URL --login)"
+    )]
+    RefreshRefused {
+        /// The OAuth error code.
+        error: String,
+    },
+    /// The token request failed without an OAuth answer (network, unparsable body).
+    #[error("the token request failed: {0}")]
+    TokenRequest(String),
+    /// The server keeps asking for more scope after `attempts` authorizations.
+    #[error(
+        "the server still refuses with insufficient_scope after {attempts} authorizations (last asked for {scope:?}); your account may lack that permission"
+    )]
+    ScopeNeverGranted {
+        /// The scope last asked for.
+        scope: Option<String>,
+        /// Authorizations made.
+        attempts: u32,
+    },
+    /// The server refused a token it had just been given.
+    #[error("the server refused the new access token: {0}")]
+    TokenRejected(String),
+    /// The server asked for authorization but this client has no way to log in (no
+    /// authorization step configured).
+    #[error(
+        "the server {server} requires authorization; log in (mcp-call --http URL --login) or configure an authorization step"
+    )]
+    LoginRequired {
+        /// The MCP server's URL.
+        server: String,
+    },
+    /// Fetching or reading a metadata document failed.
+    #[error("cannot read {url}: {reason}")]
+    Fetch {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The browser step failed (no redirect came back, the loopback listener failed...).
+    #[error("the browser step failed: {0}")]
+    Browser(String),
+    /// The token store failed.
+    #[error("token store: {0}")]
+    Store(String),
+    /// An URL in the configuration or a metadata document is not usable.
+    #[error("invalid URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+}

@@ -1,0 +1,386 @@
+//! [`Authorizer`]: the login of one connection. It hands the transport the bearer token
+//! to send, and when the server answers 401 (or 403 `insufficient_scope`) it runs the
+//! spec's steps — discovery, client registration, the browser step, the code exchange,
+//! or a refresh first when one can do — and keeps the result in the token store.
+
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use super::browser::Authorize;
+use super::challenge::Challenge;
+use super::discovery::{self, ServerMetadata};
+use super::error::AuthError;
+use super::flow;
+use super::registration::{self, ClientIdentity};
+use super::store::{Credentials, TokenStore};
+
+/// How a client logs in to servers that ask for OAuth.
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// Who the client is at authorization servers.
+    pub identity: ClientIdentity,
+    /// The browser step; `None`: never start one (only stored and refreshed tokens are
+    /// used, and a server that wants a login fails with [`AuthError::LoginRequired`]).
+    pub authorize: Option<Arc<dyn Authorize>>,
+    /// Where logins are kept.
+    pub store: Arc<dyn TokenStore>,
+    /// How many times one connection re-authorizes for more scope (403
+    /// `insufficient_scope`) before giving up with [`AuthError::ScopeNeverGranted`].
+    pub max_step_ups: u32,
+    /// Ask for `offline_access` (a refresh token) when the authorization server lists it.
+    pub offline_access: bool,
+}
+
+impl AuthConfig {
+    /// Logins kept in `store`, the client registering as `client_name`, no browser step
+    /// yet ([`with_authorize`](AuthConfig::with_authorize)).
+    pub fn new(store: Arc<dyn TokenStore>, client_name: impl Into<String>) -> AuthConfig {
+        AuthConfig {
+            identity: ClientIdentity {
+                client_name: client_name.into(),
+                metadata_url: None,
+                pre_registered: None,
+            },
+            authorize: None,
+            store,
+            max_step_ups: 2,
+            offline_access: true,
+        }
+    }
+
+    /// The browser step to run when a login is needed.
+    pub fn with_authorize(mut self, authorize: Arc<dyn Authorize>) -> AuthConfig {
+        self.authorize = Some(authorize);
+        self
+    }
+
+    /// The HTTPS URL of this client's Client ID Metadata Document.
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> AuthConfig {
+        self.identity.metadata_url = Some(url.into());
+        self
+    }
+
+    /// A client registered beforehand with the authorization server.
+    pub fn with_pre_registered(
+        mut self,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> AuthConfig {
+        self.identity.pre_registered = Some(super::store::RegisteredClient {
+            client_id: client_id.into(),
+            client_secret,
+            token_endpoint_auth_method: None,
+            redirect_uri: None,
+        });
+        self
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    loaded: bool,
+    credentials: Option<Credentials>,
+    /// The scope asked for so far (re-authorizations ask for the union).
+    scope: Option<String>,
+    step_ups: u32,
+    authorizations: u32,
+}
+
+/// The login of one connection to the MCP server `server`.
+#[derive(Debug)]
+pub struct Authorizer {
+    server: String,
+    config: AuthConfig,
+    http: reqwest::Client,
+    state: Mutex<State>,
+    /// Set while the browser step runs (the user may take minutes).
+    in_browser: std::sync::atomic::AtomicBool,
+}
+
+/// `a` and `b` as one space-separated scope, each scope once, `a`'s first.
+fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in a.into_iter().chain(b).flat_map(str::split_whitespace) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
+impl Authorizer {
+    /// The login for `server` (the MCP endpoint's URL).
+    pub fn new(server: impl Into<String>, config: AuthConfig) -> Result<Authorizer, AuthError> {
+        // Metadata, registration and token requests never follow redirects.
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| AuthError::TokenRequest(e.to_string()))?;
+        Ok(Authorizer {
+            server: server.into(),
+            config,
+            http,
+            state: Mutex::new(State::default()),
+            in_browser: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// The MCP server this login is for.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    async fn loaded<'a>(&self, state: &'a mut State) -> Result<&'a mut State, AuthError> {
+        if !state.loaded {
+            state.credentials = self.config.store.load(&self.server).await?;
+            state.scope = state
+                .credentials
+                .as_ref()
+                .and_then(|c| c.tokens.as_ref())
+                .and_then(|t| t.scope.clone());
+            state.loaded = true;
+        }
+        Ok(state)
+    }
+
+    /// The access token to send, if there is one (read from the store the first time).
+    pub async fn bearer(&self) -> Result<Option<String>, AuthError> {
+        let mut state = self.state.lock().await;
+        let state = self.loaded(&mut state).await?;
+        Ok(state
+            .credentials
+            .as_ref()
+            .and_then(|c| c.tokens.as_ref())
+            .map(|t| t.access_token.clone()))
+    }
+
+    /// Whether the browser step is running: requests waiting on it are not timed out
+    /// meanwhile (the step bounds its own wait).
+    pub fn in_browser_step(&self) -> bool {
+        self.in_browser.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many authorizations (browser steps) this connection made.
+    pub async fn authorizations(&self) -> u32 {
+        self.state.lock().await.authorizations
+    }
+
+    /// A request carrying a token went through: step-ups start counting afresh.
+    pub async fn succeeded(&self) {
+        self.state.lock().await.step_ups = 0;
+    }
+
+    /// The server answered 401 to a request that carried `sent`: refresh, or log in.
+    /// Does nothing when the token changed meanwhile (another request logged in).
+    pub async fn unauthorized(
+        &self,
+        challenge: &Challenge,
+        sent: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let mut guard = self.state.lock().await;
+        let state = self.loaded(&mut guard).await?;
+        if current(state) != sent {
+            return Ok(());
+        }
+        self.reauthorize(state, challenge, true).await
+    }
+
+    /// The server answered 403 `insufficient_scope` to a request that carried `sent`:
+    /// log in again for the union of the scope asked so far and the challenge's, at most
+    /// `max_step_ups` times in a row.
+    pub async fn insufficient_scope(
+        &self,
+        challenge: &Challenge,
+        sent: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let mut guard = self.state.lock().await;
+        let state = self.loaded(&mut guard).await?;
+        if current(state) != sent {
+            return Ok(());
+        }
+        if state.step_ups >= self.config.max_step_ups {
+            return Err(AuthError::ScopeNeverGranted {
+                scope: union(state.scope.as_deref(), challenge.scope.as_deref()),
+                attempts: state.authorizations,
+            });
+        }
+        state.step_ups += 1;
+        self.reauthorize(state, challenge, false).await
+    }
+
+    async fn reauthorize(
+        &self,
+        state: &mut State,
+        challenge: &Challenge,
+        refresh_first: bool,
+    ) -> Result<(), AuthError> {
+        let prm = discovery::resource_metadata(
+            &self.http,
+            &self.server,
+            challenge.resource_metadata.as_deref(),
+        )
+        .await?;
+        let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
+            AuthError::NoAuthorizationServer {
+                server: self.server.clone(),
+            }
+        })?;
+        let metadata = discovery::server_metadata(&self.http, &issuer).await?;
+        if !metadata
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == "S256"))
+        {
+            return Err(AuthError::PkceUnsupported { issuer });
+        }
+        // Credentials of another authorization server or resource are never presented
+        // here (the server migrated, say): forget them.
+        if let Some(old) = &state.credentials
+            && (old.issuer != issuer || old.resource != prm.resource)
+        {
+            tracing::info!(old = %old.issuer, new = %issuer, "the authorization server changed; registering anew");
+            self.config.store.remove(&old.server, &old.resource).await?;
+            state.credentials = None;
+            state.scope = None;
+        }
+        let wanted = challenge.scope.clone().or_else(|| {
+            prm.scopes_supported
+                .as_ref()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.join(" "))
+        });
+        let mut scope = union(state.scope.as_deref(), wanted.as_deref());
+        if self.config.offline_access && metadata.supports_scope("offline_access") {
+            scope = union(scope.as_deref(), Some("offline_access"));
+        }
+
+        if refresh_first
+            && let Some(credentials) = &state.credentials
+            && let Some(refresh_token) = credentials
+                .tokens
+                .as_ref()
+                .and_then(|t| t.refresh_token.clone())
+        {
+            match flow::refresh(
+                &self.http,
+                &metadata,
+                &credentials.client,
+                &refresh_token,
+                &prm.resource,
+                None,
+            )
+            .await
+            {
+                Ok(tokens) => {
+                    tracing::info!(issuer = %issuer, "refreshed the access token");
+                    let credentials = Credentials {
+                        tokens: Some(tokens),
+                        ..credentials.clone()
+                    };
+                    self.config.store.save(&credentials).await?;
+                    state.credentials = Some(credentials);
+                    return Ok(());
+                }
+                Err(AuthError::TokenRefused { error, .. }) => {
+                    tracing::info!(%error, "the refresh token was refused");
+                    self.config
+                        .store
+                        .remove(&credentials.server, &credentials.resource)
+                        .await?;
+                    state.credentials = None;
+                    if self.config.authorize.is_none() {
+                        return Err(AuthError::RefreshRefused { error });
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.login(state, &metadata, &prm.resource, scope).await
+    }
+
+    /// The browser step and the code exchange; saves the result.
+    async fn login(
+        &self,
+        state: &mut State,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        let Some(authorize) = &self.config.authorize else {
+            return Err(AuthError::LoginRequired {
+                server: self.server.clone(),
+            });
+        };
+        let redirect_uri = authorize.redirect_uri();
+        let client = match &state.credentials {
+            Some(c) if c.client.redirect_uri.as_deref() == Some(redirect_uri.as_str()) => {
+                c.client.clone()
+            }
+            _ => {
+                registration::client_for(&self.http, metadata, &self.config.identity, &redirect_uri)
+                    .await?
+            }
+        };
+        let pending = flow::authorization_request(
+            metadata,
+            &client,
+            &redirect_uri,
+            scope.as_deref(),
+            resource,
+        )?;
+        state.authorizations += 1;
+        tracing::info!(issuer = %metadata.issuer, scope = ?scope, "authorizing");
+        self.in_browser
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let response = authorize.authorize(&pending.url).await;
+        self.in_browser
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let response = response?;
+        let code = flow::checked_code(response, &pending.state, metadata)?;
+        let tokens = flow::exchange_code(
+            &self.http,
+            metadata,
+            &client,
+            pending,
+            code,
+            resource,
+            scope.as_deref(),
+        )
+        .await?;
+        let credentials = Credentials {
+            server: self.server.clone(),
+            resource: resource.to_owned(),
+            issuer: metadata.issuer.clone(),
+            client,
+            tokens: Some(tokens),
+        };
+        self.config.store.save(&credentials).await?;
+        state.credentials = Some(credentials);
+        state.scope = scope;
+        Ok(())
+    }
+}
+
+fn current(state: &State) -> Option<&str> {
+    state
+        .credentials
+        .as_ref()
+        .and_then(|c| c.tokens.as_ref())
+        .map(|t| t.access_token.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn scopes_union_keeps_order_and_drops_repeats() {
+        assert_eq!(
+            super::union(Some("a b"), Some("b c")).as_deref(),
+            Some("a b c")
+        );
+        assert_eq!(super::union(None, Some("x")).as_deref(), Some("x"));
+        assert_eq!(super::union(None, None), None);
+        assert_eq!(super::union(Some(" "), None), None);
+    }
+}
