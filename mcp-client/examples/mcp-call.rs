@@ -12,10 +12,12 @@
 //! the task.
 //!
 //! A server that asks for OAuth gets a login: the authorization URL is printed (and
-//! opened with `xdg-open`/`open` when there is one), the redirect comes back to a
-//! loopback port (`--redirect-port`, default any free one), and the tokens are kept in
-//! `--token-file` (default `~/.config/mcp-call/tokens.json`, mode 0600) for next time,
-//! refreshed when they expire.
+//! opened with `xdg-open`/`open` when there is one, unless `--no-open`), the redirect
+//! comes back to a loopback port (`--redirect-port`, default any free one), and the
+//! tokens are kept in `--token-file` (default `~/.config/mcp-call/tokens.json`, mode
+//! 0600) for next time, refreshed when they expire. The URL is printed on stderr alone
+//! on its line, indented by two spaces, so a script (or a test playing the browser) can
+//! read it.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -73,6 +75,10 @@ struct Args {
     /// Never start a browser login: use the stored tokens (refreshed) only.
     #[arg(long, requires = "http")]
     no_browser: bool,
+    /// Print the authorization URL but start no browser: open it yourself (on another
+    /// machine, say, with the redirect port forwarded there).
+    #[arg(long, requires = "http", conflicts_with = "no_browser")]
+    no_open: bool,
     /// Print the task id and exit, leaving the task running.
     #[arg(long)]
     detach: bool,
@@ -219,8 +225,16 @@ fn default_token_file() -> Result<std::path::PathBuf, String> {
     Ok(base.join("mcp-call").join("tokens.json"))
 }
 
-/// Shows the authorization URL and tries to open it in a browser.
-fn open_in_browser(url: &str) {
+/// Shows the authorization URL (alone on its line, indented by two spaces) and, if
+/// `open`, tries to open it in a browser.
+fn show_login(url: &str, open: bool) {
+    if !open {
+        eprintln!(
+            "\r\x1b[2KThe server asks you to log in. Visit this URL in a browser:\n\n  {url}\n"
+        );
+        eprintln!("Waiting for the authorization...");
+        return;
+    }
     eprintln!("\r\x1b[2KThe server asks you to log in. Opening your browser at:\n\n  {url}\n");
     eprintln!("If it does not open, visit that URL yourself. Waiting for the authorization...");
     for opener in ["xdg-open", "open"] {
@@ -245,7 +259,8 @@ async fn auth_config(args: &Args) -> Result<AuthConfig, String> {
     let store = Arc::new(FileTokenStore::new(&path));
     let mut auth = AuthConfig::new(store, "mcp-call");
     if !args.no_browser {
-        let loopback = LoopbackRedirect::bind(args.redirect_port, open_in_browser)
+        let open = !args.no_open;
+        let loopback = LoopbackRedirect::bind(args.redirect_port, move |url| show_login(url, open))
             .await
             .map_err(|e| e.to_string())?;
         auth = auth.with_authorize(Arc::new(loopback));

@@ -403,15 +403,21 @@ impl Job {
             };
             if status == reqwest::StatusCode::UNAUTHORIZED {
                 if unauthorized >= MAX_UNAUTHORIZED {
-                    let body: String = response
-                        .text()
-                        .await
-                        .unwrap_or_default()
-                        .chars()
-                        .take(200)
-                        .collect();
+                    // Why, as the challenge says it (RFC 6750 §3), else the body.
+                    let said = challenge();
+                    let reason = match (said.error, said.error_description) {
+                        (Some(error), Some(description)) => format!("{error}: {description}"),
+                        (Some(error), None) => error,
+                        (None, _) => response
+                            .text()
+                            .await
+                            .unwrap_or_default()
+                            .chars()
+                            .take(200)
+                            .collect(),
+                    };
                     return Err(auth_failed(AuthError::TokenRejected(format!(
-                        "HTTP 401 after {unauthorized} logins: {body}"
+                        "HTTP 401 after {unauthorized} new tokens: {reason}"
                     ))));
                 }
                 unauthorized += 1;

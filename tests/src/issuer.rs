@@ -5,8 +5,8 @@
 //!
 //! The test controls it: which keys are published ([`TestIssuer::publish`]), whether the
 //! JWKS answers ([`TestIssuer::set_jwks_down`]), and it counts JWKS fetches. Extra routes
-//! and metadata members ([`IssuerOptions`]) let an authorization and a token endpoint be
-//! added later (the OAuth client's end-to-end test).
+//! and metadata members ([`IssuerOptions`]) add the endpoints of an authorization server
+//! (`crate::authorization_server`, for the OAuth client's tests).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -107,6 +107,25 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// How long an access token of [`access_claims`] is valid, in seconds.
+pub const TOKEN_LIFETIME_SECS: i64 = 300;
+
+/// Claims of an access token of `issuer` for `sub` at `audience` granting `scopes`, valid
+/// for [`TOKEN_LIFETIME_SECS`] from now.
+pub fn access_claims(issuer: &str, sub: &str, audience: &str, scopes: &[&str]) -> Value {
+    let now = now();
+    json!({
+        "iss": issuer,
+        "sub": sub,
+        "aud": audience,
+        "iat": now,
+        "nbf": now,
+        "exp": now + TOKEN_LIFETIME_SECS,
+        "scope": scopes.join(" "),
+        "client_id": "mcp-tests",
+    })
+}
+
 /// Where the issuer publishes its metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Discovery {
@@ -123,12 +142,16 @@ pub struct IssuerOptions {
     /// The issuer's path (`/tenant`): its identifier is `http://127.0.0.1:PORT/tenant`.
     pub path: String,
     pub discovery: Discovery,
-    /// Members added to the metadata document (e.g. `authorization_endpoint`).
+    /// Members added to the metadata document (e.g. `authorization_endpoint`); a member
+    /// set to `null` is left out.
     pub extra_metadata: Option<Value>,
     /// The `issuer` the metadata claims, when it should lie.
     pub claimed_issuer: Option<String>,
     /// Routes served besides the metadata and the JWKS (e.g. `/authorize`, `/token`).
     pub extra_routes: Option<Router>,
+    /// Serve on this listener (bound to 127.0.0.1 by the caller, who then knows the
+    /// origin before the routes are made) instead of a new one on `127.0.0.1:0`.
+    pub listener: Option<TcpListener>,
 }
 
 struct Shared {
@@ -166,9 +189,12 @@ impl TestIssuer {
     }
 
     pub async fn start_with(options: IssuerOptions) -> TestIssuer {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
+        let listener = match options.listener {
+            Some(listener) => listener,
+            None => TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind 127.0.0.1:0"),
+        };
         let origin = format!("http://{}", listener.local_addr().expect("address"));
         let path = options.path.trim_end_matches('/').to_owned();
         let issuer = format!("{origin}{path}");
@@ -183,7 +209,13 @@ impl TestIssuer {
         });
         if let Some(Value::Object(extra)) = options.extra_metadata {
             for (k, v) in extra {
-                metadata[k] = v;
+                if v.is_null() {
+                    if let Some(m) = metadata.as_object_mut() {
+                        m.remove(&k);
+                    }
+                } else {
+                    metadata[k] = v;
+                }
             }
         }
         let key = SigningKey::es256("key-1");
@@ -225,17 +257,7 @@ impl TestIssuer {
     /// Claims of an access token for `sub` at `audience` granting `scopes`, valid for
     /// five minutes from now.
     pub fn claims(&self, sub: &str, audience: &str, scopes: &[&str]) -> Value {
-        let now = now();
-        json!({
-            "iss": self.shared.issuer,
-            "sub": sub,
-            "aud": audience,
-            "iat": now,
-            "nbf": now,
-            "exp": now + 300,
-            "scope": scopes.join(" "),
-            "client_id": "mcp-tests",
-        })
+        access_claims(&self.shared.issuer, sub, audience, scopes)
     }
 
     /// A valid access token (signed with [`key`](Self::key)).

@@ -10,8 +10,10 @@
 //! [`features_fixture`] is the resources/prompts server of `server_resources_prompts`.
 //! [`legacy`] holds what the MCP 2025-11-25 tests (`legacy_*`) share.
 //! [`issuer`] is an OAuth authorization server (metadata, JWKS, signed tokens) for the
-//! resource-server tests.
+//! resource-server tests; [`authorization_server`] adds its registration, authorization
+//! and token endpoints for the client's login tests.
 
+pub mod authorization_server;
 pub mod deaf_store;
 pub mod features_fixture;
 pub mod issuer;

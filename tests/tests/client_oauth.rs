@@ -1,255 +1,63 @@
 //! mcp-client's OAuth 2.1 login against a real authorization server running in the test
-//! (axum on 127.0.0.1:0: metadata, registration, an authorize endpoint that approves at
-//! once and redirects with code, state and iss, a token endpoint that checks PKCE S256
-//! and issues refresh tokens) in front of the demo MCP server, whose requests a bearer
-//! layer checks against the tokens issued (401 with `resource_metadata`, 403
-//! `insufficient_scope` for `tools/call` without `mcp:write`).
+//! (`mcp_tests::authorization_server` on 127.0.0.1:0: metadata, registration, an
+//! authorize endpoint that approves at once and redirects with code, state and iss, a
+//! token endpoint that checks PKCE S256 and issues refresh tokens) in front of the demo
+//! MCP server, whose requests a bearer layer checks against the opaque tokens issued
+//! (401 with `resource_metadata`, 403 `insufficient_scope` for `tools/call` without
+//! `mcp:write`).
 //!
 //! Each step is tested, and each bad input (a PRM for another resource, an issuer that
 //! does not match, no PKCE S256, a forged state, a wrong `iss`, a token endpoint error,
 //! an expired refresh token) is a typed error with no token stored.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use axum::Router;
-use axum::extract::{Query, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use base64::Engine;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use mcp_client::auth::{
     AuthConfig, AuthError, FileTokenStore, FollowRedirect, MemoryTokenStore, TokenStore,
 };
 use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient};
 use mcp_server::RuntimeConfig;
 use mcp_server::http::HttpConfig;
+use mcp_tests::authorization_server::{AuthorizationServer, AuthorizationServerOptions, Knobs};
 use mcp_tests::server_harness::{WAIT, build_server, demo_tools};
 use serde_json::{Value, json};
-use sha2::Digest;
 use tokio::net::TcpListener;
 
 /// The redirect URI the client announces; nothing listens there, the redirect is read.
 const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
 
-/// How the authorization server misbehaves, if at all.
-#[derive(Debug, Clone, Default)]
-struct Knobs {
+/// What the resource server's bearer check needs.
+#[derive(Debug)]
+struct Resource {
+    auth: Arc<AuthorizationServer>,
+    /// The MCP endpoint's URL.
+    server_url: String,
     /// Publish this `resource` in the PRM instead of the server's URL.
     prm_resource: Option<String>,
-    /// Publish this `issuer` in the metadata instead of the real one.
-    metadata_issuer: Option<String>,
-    /// Leave `code_challenge_methods_supported` out.
-    no_pkce: bool,
-    /// Redirect with this `state` instead of the one received.
-    forged_state: Option<String>,
-    /// Redirect with this `iss` instead of the issuer.
-    wrong_iss: Option<String>,
-    /// The token endpoint answers the code exchange with this OAuth error.
-    token_error: Option<&'static str>,
 }
 
-#[derive(Debug, Clone)]
-struct Code {
-    client_id: String,
-    challenge: String,
-    scope: String,
-    resource: String,
-}
-
-#[derive(Debug, Clone)]
-struct Issued {
-    scope: String,
-    resource: String,
-}
-
-/// What the authorization server knows and saw.
-#[derive(Debug, Default)]
-struct AsState {
-    knobs: Knobs,
-    issuer: String,
-    server_url: String,
-    clients: HashMap<String, Option<String>>,
-    codes: HashMap<String, Code>,
-    access: HashMap<String, Issued>,
-    refresh: HashMap<String, Issued>,
-    next: u64,
-    /// `scope` of each authorization request, in order.
-    authorizations: Vec<String>,
-    /// `grant_type` of each token request, in order.
-    grants: Vec<String>,
-}
-
-type Shared = Arc<Mutex<AsState>>;
-
-fn lock(s: &Shared) -> std::sync::MutexGuard<'_, AsState> {
-    s.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn oauth_error(status: StatusCode, error: &str) -> Response {
-    (
-        status,
-        axum::Json(json!({ "error": error, "error_description": error })),
-    )
-        .into_response()
-}
-
-async fn metadata(State(s): State<Shared>) -> Response {
-    let s = lock(&s);
-    let base = &s.issuer;
-    let mut m = json!({
-        "issuer": s.knobs.metadata_issuer.clone().unwrap_or_else(|| base.clone()),
-        "authorization_endpoint": format!("{base}/authorize"),
-        "token_endpoint": format!("{base}/token"),
-        "registration_endpoint": format!("{base}/register"),
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
-        "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
-        "scopes_supported": ["mcp:read", "mcp:write", "offline_access"],
-        "authorization_response_iss_parameter_supported": true,
-    });
-    if !s.knobs.no_pkce {
-        m["code_challenge_methods_supported"] = json!(["S256"]);
-    }
-    axum::Json(m).into_response()
-}
-
-async fn register(State(s): State<Shared>, axum::Json(body): axum::Json<Value>) -> Response {
-    let mut s = lock(&s);
-    s.next += 1;
-    let client_id = format!("client-{}", s.next);
-    let secret = format!("secret-{}", s.next);
-    s.clients.insert(client_id.clone(), Some(secret.clone()));
-    (
-        StatusCode::CREATED,
-        axum::Json(json!({
-            "client_id": client_id,
-            "client_secret": secret,
-            "redirect_uris": body["redirect_uris"],
-            "token_endpoint_auth_method": "client_secret_post",
-        })),
-    )
-        .into_response()
-}
-
-async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
-    let mut s = lock(&s);
-    let param = |n: &str| q.get(n).cloned().unwrap_or_default();
-    if !s.clients.contains_key(&param("client_id"))
-        || param("code_challenge_method") != "S256"
-        || param("code_challenge").is_empty()
-        || param("redirect_uri") != REDIRECT_URI
-    {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-    }
-    s.authorizations.push(param("scope"));
-    s.next += 1;
-    let code = format!("code-{}", s.next);
-    s.codes.insert(
-        code.clone(),
-        Code {
-            client_id: param("client_id"),
-            challenge: param("code_challenge"),
-            scope: param("scope"),
-            resource: param("resource"),
-        },
-    );
-    let state = s
-        .knobs
-        .forged_state
-        .clone()
-        .unwrap_or_else(|| param("state"));
-    let iss = s
-        .knobs
-        .wrong_iss
-        .clone()
-        .unwrap_or_else(|| s.issuer.clone());
-    let mut to = url::Url::parse(REDIRECT_URI).expect("redirect URI");
-    to.query_pairs_mut()
-        .append_pair("code", &code)
-        .append_pair("state", &state)
-        .append_pair("iss", &iss);
-    Redirect::to(to.as_str()).into_response()
-}
-
-fn issue(s: &mut AsState, scope: &str, resource: &str) -> Value {
-    s.next += 1;
-    let access = format!("at-{}", s.next);
-    let refresh = format!("rt-{}", s.next);
-    let issued = Issued {
-        scope: scope.to_owned(),
-        resource: resource.to_owned(),
-    };
-    s.access.insert(access.clone(), issued.clone());
-    s.refresh.insert(refresh.clone(), issued);
-    json!({
-        "access_token": access,
-        "token_type": "Bearer",
-        "expires_in": 3600,
-        "refresh_token": refresh,
-        "scope": scope,
-    })
-}
-
-async fn token(State(s): State<Shared>, body: axum::body::Bytes) -> Response {
-    let f: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let mut s = lock(&s);
-    let field = |n: &str| f.get(n).cloned().unwrap_or_default();
-    s.grants.push(field("grant_type"));
-    // client_secret_post, as registered.
-    if s.clients.get(&field("client_id")) != Some(&Some(field("client_secret"))) {
-        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
-    }
-    match field("grant_type").as_str() {
-        "authorization_code" => {
-            if let Some(error) = s.knobs.token_error {
-                return oauth_error(StatusCode::BAD_REQUEST, error);
-            }
-            let Some(code) = s.codes.remove(&field("code")) else {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            };
-            let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(sha2::Sha256::digest(field("code_verifier").as_bytes()));
-            if computed != code.challenge
-                || code.client_id != field("client_id")
-                || code.resource != field("resource")
-            {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            }
-            axum::Json(issue(&mut s, &code.scope, &code.resource)).into_response()
-        }
-        "refresh_token" => {
-            let Some(old) = s.refresh.remove(&field("refresh_token")) else {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            };
-            axum::Json(issue(&mut s, &old.scope, &old.resource)).into_response()
-        }
-        _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
-    }
-}
-
-async fn resource_metadata(State(s): State<Shared>) -> Response {
-    let s = lock(&s);
+async fn resource_metadata(State(r): State<Arc<Resource>>) -> Response {
     axum::Json(json!({
-        "resource": s.knobs.prm_resource.clone().unwrap_or_else(|| s.server_url.clone()),
-        "authorization_servers": [s.issuer],
+        "resource": r.prm_resource.clone().unwrap_or_else(|| r.server_url.clone()),
+        "authorization_servers": [r.auth.issuer_url()],
         "scopes_supported": ["mcp:read"],
     }))
     .into_response()
 }
 
-/// The resource server's bearer check in front of the MCP endpoint.
-async fn bearer(State(s): State<Shared>, request: Request, next: Next) -> Response {
-    let (server_url, prm) = {
-        let s = lock(&s);
-        let base = s.server_url.trim_end_matches("/mcp").to_owned();
-        (
-            s.server_url.clone(),
-            format!("{base}/.well-known/oauth-protected-resource/mcp"),
-        )
-    };
+/// The resource server's bearer check in front of the MCP endpoint: the opaque tokens
+/// the authorization server issued, for this resource (401 with `resource_metadata`),
+/// with `mcp:write` for `tools/call` and `mcp:read` otherwise (403 `insufficient_scope`).
+async fn bearer(State(r): State<Arc<Resource>>, request: Request, next: Next) -> Response {
+    let base = r.server_url.trim_end_matches("/mcp");
+    let prm = format!("{base}/.well-known/oauth-protected-resource/mcp");
     let needs = if request
         .headers()
         .get("mcp-method")
@@ -260,13 +68,12 @@ async fn bearer(State(s): State<Shared>, request: Request, next: Next) -> Respon
     } else {
         "mcp:read"
     };
-    let token = request
+    let issued = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned);
-    let issued = token.and_then(|t| lock(&s).access.get(&t).cloned());
+        .and_then(|t| r.auth.issued(t));
     let challenge = |status: StatusCode, extra: &str| {
         let mut headers = HeaderMap::new();
         let value = format!(r#"Bearer resource_metadata="{prm}"{extra}"#);
@@ -276,7 +83,7 @@ async fn bearer(State(s): State<Shared>, request: Request, next: Next) -> Respon
         (status, headers, "").into_response()
     };
     match issued {
-        Some(i) if i.resource == server_url => {
+        Some(i) if i.resource == r.server_url => {
             if i.scope.split(' ').any(|s| s == needs) {
                 next.run(request).await
             } else {
@@ -290,81 +97,71 @@ async fn bearer(State(s): State<Shared>, request: Request, next: Next) -> Respon
     }
 }
 
-/// The authorization server and the protected demo server, each on 127.0.0.1:0.
+/// The authorization server (opaque tokens) and the protected demo server, each on
+/// 127.0.0.1:0.
 struct Fixture {
-    state: Shared,
+    auth: Arc<AuthorizationServer>,
     url: String,
-    _tasks: Vec<tokio::task::JoinHandle<()>>,
+    _task: tokio::task::JoinHandle<()>,
 }
 
 impl Fixture {
     async fn start(knobs: Knobs) -> Fixture {
-        let state: Shared = Arc::default();
-        let as_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_with(knobs, None).await
+    }
+
+    /// With the PRM naming `prm_resource` instead of the server's URL, if given.
+    async fn start_with(knobs: Knobs, prm_resource: Option<String>) -> Fixture {
+        let auth = Arc::new(
+            AuthorizationServer::start(AuthorizationServerOptions {
+                scopes_supported: ["mcp:read", "mcp:write", "offline_access"]
+                    .map(str::to_owned)
+                    .to_vec(),
+                knobs,
+                ..AuthorizationServerOptions::default()
+            })
+            .await,
+        );
         let rs_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let issuer = format!("http://{}", as_listener.local_addr().expect("addr"));
         let url = format!("http://{}/mcp", rs_listener.local_addr().expect("addr"));
-        {
-            let mut s = lock(&state);
-            s.knobs = knobs;
-            s.issuer = issuer;
-            s.server_url = url.clone();
-        }
-        let auth_server = Router::new()
-            .route("/.well-known/oauth-authorization-server", get(metadata))
-            .route("/register", post(register))
-            .route("/authorize", get(authorize))
-            .route("/token", post(token))
-            .with_state(Arc::clone(&state));
+        let resource = Arc::new(Resource {
+            auth: Arc::clone(&auth),
+            server_url: url.clone(),
+            prm_resource,
+        });
         let server = build_server(demo_tools(), RuntimeConfig::default());
-        let mcp = mcp_server::http::router(&server, HttpConfig::default())
-            .layer(middleware::from_fn_with_state(Arc::clone(&state), bearer));
+        let mcp = mcp_server::http::router(&server, HttpConfig::default()).layer(
+            middleware::from_fn_with_state(Arc::clone(&resource), bearer),
+        );
         let resource_server = Router::new()
             .route(
                 "/.well-known/oauth-protected-resource/mcp",
                 get(resource_metadata),
             )
-            .with_state(Arc::clone(&state))
+            .with_state(resource)
             .merge(mcp);
-        let tasks = vec![
-            tokio::spawn(async move {
-                let _ = axum::serve(as_listener, auth_server).await;
-            }),
-            tokio::spawn(async move {
-                let _ = axum::serve(rs_listener, resource_server).await;
-            }),
-        ];
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(rs_listener, resource_server).await;
+        });
         Fixture {
-            state,
+            auth,
             url,
-            _tasks: tasks,
+            _task: task,
         }
     }
 
     fn authorizations(&self) -> Vec<String> {
-        lock(&self.state).authorizations.clone()
+        self.auth.authorizations()
     }
 
     fn grants(&self) -> Vec<String> {
-        lock(&self.state).grants.clone()
-    }
-
-    /// Every access token issued so far stops working (as if expired).
-    fn expire_access_tokens(&self) {
-        lock(&self.state).access.clear();
-    }
-
-    /// Every refresh token issued so far stops working too.
-    fn expire_refresh_tokens(&self) {
-        lock(&self.state).refresh.clear();
+        self.auth.grants()
     }
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        for t in &self._tasks {
-            t.abort();
-        }
+        self._task.abort();
     }
 }
 
@@ -451,7 +248,7 @@ async fn login_discovers_registers_authorizes_and_calls() {
     );
     let stored = store.load(&f.url).await.expect("load").expect("stored");
     assert_eq!(stored.resource, f.url);
-    assert_eq!(stored.issuer, lock(&f.state).issuer);
+    assert_eq!(stored.issuer, f.auth.issuer_url());
     let tokens = stored.tokens.expect("tokens");
     assert!(tokens.refresh_token.is_some());
     assert!(
@@ -472,7 +269,7 @@ async fn an_expired_access_token_is_refreshed_before_reauthorizing() {
     let client = connect(&f.url, auth(store.clone(), true))
         .await
         .expect("logs in");
-    f.expire_access_tokens();
+    f.auth.expire_access_tokens();
     client.list_tools().await.expect("lists after a refresh");
     assert_eq!(f.authorizations().len(), 1, "no new browser step");
     assert_eq!(f.grants().last().map(String::as_str), Some("refresh_token"));
@@ -485,8 +282,8 @@ async fn an_expired_refresh_token_is_a_typed_error_and_forgets_the_login() {
     connect(&f.url, auth(store.clone(), true))
         .await
         .expect("logs in");
-    f.expire_access_tokens();
-    f.expire_refresh_tokens();
+    f.auth.expire_access_tokens();
+    f.auth.expire_refresh_tokens();
     // A headless client (no browser step) cannot log in again.
     let e = auth_error(connect(&f.url, auth(store.clone(), false)).await);
     assert!(
@@ -540,7 +337,12 @@ async fn without_a_browser_step_a_login_is_required() {
 /// Connects with a fresh store under `knobs`; the login must fail. Returns the error,
 /// having checked that no token was stored.
 async fn refused(knobs: Knobs) -> (Arc<AuthError>, Fixture) {
-    let f = Fixture::start(knobs).await;
+    refused_with(knobs, None).await
+}
+
+/// [`refused`] with the PRM naming `prm_resource`.
+async fn refused_with(knobs: Knobs, prm_resource: Option<String>) -> (Arc<AuthError>, Fixture) {
+    let f = Fixture::start_with(knobs, prm_resource).await;
     let store = Arc::new(MemoryTokenStore::new());
     let e = auth_error(connect(&f.url, auth(store.clone(), true)).await);
     nothing_stored(store.as_ref(), &f.url).await;
@@ -549,10 +351,10 @@ async fn refused(knobs: Knobs) -> (Arc<AuthError>, Fixture) {
 
 #[tokio::test]
 async fn a_prm_for_another_resource_is_refused() {
-    let (e, f) = refused(Knobs {
-        prm_resource: Some("https://evil.example.com/mcp".into()),
-        ..Knobs::default()
-    })
+    let (e, f) = refused_with(
+        Knobs::default(),
+        Some("https://evil.example.com/mcp".into()),
+    )
     .await;
     assert!(
         matches!(&*e, AuthError::ResourceMismatch { found, .. } if found == "https://evil.example.com/mcp"),

@@ -138,7 +138,8 @@ pub enum AuthError {
     TokenRequest(String),
     /// The server keeps asking for more scope after `attempts` authorizations.
     #[error(
-        "the server still refuses with insufficient_scope after {attempts} authorizations (last asked for {scope:?}); your account may lack that permission"
+        "the server still refuses with insufficient_scope after {attempts} authorizations (last asked for: {}); your account may lack that permission",
+        scope.as_deref().unwrap_or("no scope")
     )]
     ScopeNeverGranted {
         /// The scope last asked for.
@@ -180,4 +181,27 @@ pub enum AuthError {
         /// Why.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AuthError;
+
+    #[test]
+    fn scope_never_granted_names_the_scope_plainly() {
+        let e = AuthError::ScopeNeverGranted {
+            scope: Some("mcp offline_access".into()),
+            attempts: 3,
+        };
+        assert!(
+            e.to_string()
+                .contains("after 3 authorizations (last asked for: mcp offline_access)"),
+            "{e}"
+        );
+        let e = AuthError::ScopeNeverGranted {
+            scope: None,
+            attempts: 1,
+        };
+        assert!(e.to_string().contains("(last asked for: no scope)"), "{e}");
+    }
 }

@@ -1,0 +1,385 @@
+//! The rest of an OAuth 2.1 authorization server on top of a [`TestIssuer`] (which
+//! serves the metadata and the JWKS): dynamic client registration (RFC 7591), an
+//! authorization endpoint that approves at once, as a user saying yes would, and
+//! redirects to the client's registered redirect URI with `code`, `state` and `iss`
+//! (RFC 9207), and a token endpoint that checks the client's secret
+//! (`client_secret_post`), PKCE S256 and the `resource` (RFC 8707), and issues refresh
+//! tokens.
+//!
+//! Access tokens are [`AccessTokens::Opaque`] (`at-N`, which a resource server in the
+//! test looks up with [`AuthorizationServer::issued`]) or [`AccessTokens::Jwt`]: signed
+//! with the issuer's key, `iss` the issuer, `sub` the approving user, `aud` the resource
+//! asked for, `scope` the scope granted, for servers that validate JWTs (the demo with
+//! `--oauth-issuer`). [`Knobs`] make it misbehave in the ways a client must refuse or a
+//! resource server must catch. Each authorization request and token grant is recorded.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+use sha2::Digest;
+use tokio::net::TcpListener;
+
+use crate::issuer::{IssuerOptions, SigningKey, TOKEN_LIFETIME_SECS, TestIssuer, access_claims};
+
+/// What kind of access tokens the server issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AccessTokens {
+    /// `at-N`, meaningful only to [`AuthorizationServer::issued`].
+    #[default]
+    Opaque,
+    /// JWTs signed with the issuer's key.
+    Jwt,
+}
+
+/// How the server misbehaves, if at all.
+#[derive(Debug, Clone, Default)]
+pub struct Knobs {
+    /// Publish this `issuer` in the metadata instead of the real one.
+    pub metadata_issuer: Option<String>,
+    /// Leave `code_challenge_methods_supported` out of the metadata.
+    pub no_pkce: bool,
+    /// Redirect with this `state` instead of the one received.
+    pub forged_state: Option<String>,
+    /// Redirect with this `iss` instead of the issuer.
+    pub wrong_iss: Option<String>,
+    /// The token endpoint answers the code exchange with this OAuth error.
+    pub token_error: Option<&'static str>,
+    /// Access tokens are for this audience instead of the `resource` asked for.
+    pub audience: Option<String>,
+    /// This scope is never granted, whoever asks.
+    pub withheld_scope: Option<String>,
+}
+
+/// How an [`AuthorizationServer`] is set up.
+#[derive(Debug, Clone)]
+pub struct AuthorizationServerOptions {
+    pub tokens: AccessTokens,
+    /// `scopes_supported` of the metadata.
+    pub scopes_supported: Vec<String>,
+    /// The user who approves every authorization request (the tokens' `sub`).
+    pub subject: String,
+    pub knobs: Knobs,
+}
+
+impl Default for AuthorizationServerOptions {
+    fn default() -> Self {
+        AuthorizationServerOptions {
+            tokens: AccessTokens::Opaque,
+            scopes_supported: Vec::new(),
+            subject: "alice".to_owned(),
+            knobs: Knobs::default(),
+        }
+    }
+}
+
+/// What an access or refresh token was issued for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issued {
+    /// The scope granted, space-separated.
+    pub scope: String,
+    /// The resource (RFC 8707) it was asked for.
+    pub resource: String,
+}
+
+#[derive(Debug, Clone)]
+struct Client {
+    secret: String,
+    redirect_uris: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Code {
+    client_id: String,
+    challenge: String,
+    scope: String,
+    resource: String,
+}
+
+/// What the server knows and saw.
+#[derive(Debug)]
+struct Inner {
+    options: AuthorizationServerOptions,
+    issuer: String,
+    /// Set once the issuer is up, for [`AccessTokens::Jwt`].
+    key: Option<SigningKey>,
+    clients: HashMap<String, Client>,
+    codes: HashMap<String, Code>,
+    access: HashMap<String, Issued>,
+    refresh: HashMap<String, Issued>,
+    next: u64,
+    authorizations: Vec<String>,
+    grants: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Inner>>;
+
+fn lock(s: &Shared) -> MutexGuard<'_, Inner> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test authorization server on `127.0.0.1:0`: [`TestIssuer`] plus registration,
+/// authorization and token endpoints (`/register`, `/authorize`, `/token`).
+#[derive(Debug)]
+pub struct AuthorizationServer {
+    /// The issuer: its identifier, its key, its JWKS.
+    pub issuer: TestIssuer,
+    shared: Shared,
+}
+
+impl AuthorizationServer {
+    pub async fn start(options: AuthorizationServerOptions) -> AuthorizationServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let mut metadata = json!({
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"),
+            "registration_endpoint": format!("{base}/register"),
+            "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
+            "authorization_response_iss_parameter_supported": true,
+        });
+        if !options.scopes_supported.is_empty() {
+            metadata["scopes_supported"] = json!(options.scopes_supported);
+        }
+        if options.knobs.no_pkce {
+            metadata["code_challenge_methods_supported"] = Value::Null;
+        }
+        let claimed_issuer = options.knobs.metadata_issuer.clone();
+        let shared: Shared = Arc::new(Mutex::new(Inner {
+            options,
+            issuer: base.clone(),
+            key: None,
+            clients: HashMap::new(),
+            codes: HashMap::new(),
+            access: HashMap::new(),
+            refresh: HashMap::new(),
+            next: 0,
+            authorizations: Vec::new(),
+            grants: Vec::new(),
+        }));
+        let routes = Router::new()
+            .route("/register", post(register))
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
+            .with_state(Arc::clone(&shared));
+        let issuer = TestIssuer::start_with(IssuerOptions {
+            extra_metadata: Some(metadata),
+            claimed_issuer,
+            extra_routes: Some(routes),
+            listener: Some(listener),
+            ..IssuerOptions::default()
+        })
+        .await;
+        {
+            let mut s = lock(&shared);
+            s.issuer = issuer.issuer.clone();
+            s.key = Some(issuer.key.clone());
+        }
+        AuthorizationServer { issuer, shared }
+    }
+
+    /// The issuer identifier (`http://127.0.0.1:PORT`).
+    pub fn issuer_url(&self) -> &str {
+        &self.issuer.issuer
+    }
+
+    /// The `scope` of each request the authorization endpoint received, in order.
+    pub fn authorizations(&self) -> Vec<String> {
+        lock(&self.shared).authorizations.clone()
+    }
+
+    /// The `grant_type` of each token request, in order.
+    pub fn grants(&self) -> Vec<String> {
+        lock(&self.shared).grants.clone()
+    }
+
+    /// What `access_token` was issued for, while it is valid.
+    pub fn issued(&self, access_token: &str) -> Option<Issued> {
+        lock(&self.shared).access.get(access_token).cloned()
+    }
+
+    /// Every access token issued so far stops working (as if expired). JWTs are not
+    /// revoked: their holders check them alone.
+    pub fn expire_access_tokens(&self) {
+        lock(&self.shared).access.clear();
+    }
+
+    /// Every refresh token issued so far stops working too.
+    pub fn expire_refresh_tokens(&self) {
+        lock(&self.shared).refresh.clear();
+    }
+}
+
+fn oauth_error(status: StatusCode, error: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({ "error": error, "error_description": error })),
+    )
+        .into_response()
+}
+
+async fn register(State(s): State<Shared>, axum::Json(body): axum::Json<Value>) -> Response {
+    let redirect_uris: Vec<String> = body["redirect_uris"]
+        .as_array()
+        .map(|uris| {
+            uris.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if redirect_uris.is_empty() {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_redirect_uri");
+    }
+    let mut s = lock(&s);
+    s.next += 1;
+    let client_id = format!("client-{}", s.next);
+    let secret = format!("secret-{}", s.next);
+    s.clients.insert(
+        client_id.clone(),
+        Client {
+            secret: secret.clone(),
+            redirect_uris: redirect_uris.clone(),
+        },
+    );
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({
+            "client_id": client_id,
+            "client_secret": secret,
+            "redirect_uris": redirect_uris,
+            "token_endpoint_auth_method": "client_secret_post",
+        })),
+    )
+        .into_response()
+}
+
+async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let mut s = lock(&s);
+    let param = |n: &str| q.get(n).cloned().unwrap_or_default();
+    s.authorizations.push(param("scope"));
+    let redirect_uri = param("redirect_uri");
+    let known_redirect = s
+        .clients
+        .get(&param("client_id"))
+        .is_some_and(|c| c.redirect_uris.contains(&redirect_uri));
+    if !known_redirect
+        || param("response_type") != "code"
+        || param("code_challenge_method") != "S256"
+        || param("code_challenge").is_empty()
+    {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
+    }
+    let Ok(mut to) = url::Url::parse(&redirect_uri) else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
+    };
+    s.next += 1;
+    let code = format!("code-{}", s.next);
+    s.codes.insert(
+        code.clone(),
+        Code {
+            client_id: param("client_id"),
+            challenge: param("code_challenge"),
+            scope: param("scope"),
+            resource: param("resource"),
+        },
+    );
+    let state = s
+        .options
+        .knobs
+        .forged_state
+        .clone()
+        .unwrap_or_else(|| param("state"));
+    let iss = s
+        .options
+        .knobs
+        .wrong_iss
+        .clone()
+        .unwrap_or_else(|| s.issuer.clone());
+    to.query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", &state)
+        .append_pair("iss", &iss);
+    Redirect::to(to.as_str()).into_response()
+}
+
+/// An access and a refresh token for `scope` (less any withheld scope) at `resource`.
+fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str) -> Value {
+    let withheld = s.options.knobs.withheld_scope.clone();
+    let granted: Vec<&str> = scope
+        .split_whitespace()
+        .filter(|g| withheld.as_deref() != Some(*g))
+        .collect();
+    let granted = granted.join(" ");
+    s.next += 1;
+    let access = match (s.options.tokens, &s.key) {
+        (AccessTokens::Jwt, Some(key)) => {
+            let audience = s.options.knobs.audience.as_deref().unwrap_or(resource);
+            let scopes: Vec<&str> = granted.split_whitespace().collect();
+            let mut claims = access_claims(&s.issuer, &s.options.subject, audience, &scopes);
+            claims["client_id"] = json!(client_id);
+            key.sign(&claims)
+        }
+        _ => format!("at-{}", s.next),
+    };
+    let refresh = format!("rt-{}", s.next);
+    let issued = Issued {
+        scope: granted.clone(),
+        resource: resource.to_owned(),
+    };
+    s.access.insert(access.clone(), issued.clone());
+    s.refresh.insert(refresh.clone(), issued);
+    json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": TOKEN_LIFETIME_SECS,
+        "refresh_token": refresh,
+        "scope": granted,
+    })
+}
+
+async fn token(State(s): State<Shared>, body: axum::body::Bytes) -> Response {
+    let f: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+    let mut s = lock(&s);
+    let field = |n: &str| f.get(n).cloned().unwrap_or_default();
+    s.grants.push(field("grant_type"));
+    // client_secret_post, as registered.
+    let client_id = field("client_id");
+    if s.clients.get(&client_id).map(|c| c.secret.as_str()) != Some(field("client_secret").as_str())
+    {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
+    }
+    match field("grant_type").as_str() {
+        "authorization_code" => {
+            if let Some(error) = s.options.knobs.token_error {
+                return oauth_error(StatusCode::BAD_REQUEST, error);
+            }
+            let Some(code) = s.codes.remove(&field("code")) else {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+            };
+            let computed = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(field("code_verifier")));
+            if computed != code.challenge
+                || code.client_id != client_id
+                || code.resource != field("resource")
+            {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+            }
+            axum::Json(issue(&mut s, &client_id, &code.scope, &code.resource)).into_response()
+        }
+        "refresh_token" => {
+            let Some(old) = s.refresh.remove(&field("refresh_token")) else {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+            };
+            axum::Json(issue(&mut s, &client_id, &old.scope, &old.resource)).into_response()
+        }
+        _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
+    }
+}
