@@ -526,6 +526,18 @@ pub struct SseEvent {
     pub event: String,
     /// The `data:` lines joined with `\n`.
     pub data: String,
+    /// The `id:` field, if any (a cursor to resume the stream from).
+    pub id: Option<String>,
+    /// The `retry:` field (milliseconds), if any.
+    pub retry: Option<u64>,
+}
+
+impl SseEvent {
+    /// Whether the event carries no message: a priming event (an id and empty data,
+    /// SEP-1699), which [`SseStream::next_event`] and [`sse_events`] skip.
+    pub fn is_priming(&self) -> bool {
+        self.data.is_empty()
+    }
 }
 
 impl SseEvent {
@@ -566,21 +578,39 @@ impl SseStream {
         }
     }
 
-    /// The next event within `within`; `None` when the stream ended. Panics when time
-    /// runs out. Comment lines (keep-alives) are skipped.
+    /// The next event with a message within `within`; `None` when the stream ended.
+    /// Panics when time runs out. Comment lines (keep-alives) and priming events (no
+    /// data) are skipped.
     pub async fn next_event(&mut self, within: Duration) -> Option<SseEvent> {
+        tokio::time::timeout(within, self.next_message_unbounded())
+            .await
+            .unwrap_or_else(|_| panic!("no SSE event within {within:?}"))
+    }
+
+    /// The next event within `within`, priming events included; `None` when the stream
+    /// ended. Panics when time runs out.
+    pub async fn next_any_event(&mut self, within: Duration) -> Option<SseEvent> {
         tokio::time::timeout(within, self.next_event_unbounded())
             .await
             .unwrap_or_else(|_| panic!("no SSE event within {within:?}"))
     }
 
-    /// An event arriving within `within`, or `None` when the stream stays quiet that
-    /// long (or ends): for checking that nothing is sent.
+    /// An event with a message arriving within `within`, or `None` when the stream stays
+    /// quiet that long (or ends): for checking that nothing is sent.
     pub async fn event_within(&mut self, within: Duration) -> Option<SseEvent> {
-        tokio::time::timeout(within, self.next_event_unbounded())
+        tokio::time::timeout(within, self.next_message_unbounded())
             .await
             .ok()
             .flatten()
+    }
+
+    async fn next_message_unbounded(&mut self) -> Option<SseEvent> {
+        loop {
+            match self.next_event_unbounded().await {
+                Some(event) if event.is_priming() => continue,
+                other => return other,
+            }
+        }
     }
 
     async fn next_event_unbounded(&mut self) -> Option<SseEvent> {
@@ -609,8 +639,16 @@ impl SseStream {
     }
 }
 
-/// Every event of a complete SSE body (e.g. [`Reply::text`] of a streamed reply).
+/// Every event with a message of a complete SSE body (e.g. [`Reply::text`] of a
+/// streamed reply): priming events (no data) are left out.
 pub fn sse_events(body: &str) -> Vec<SseEvent> {
+    let mut events = all_sse_events(body);
+    events.retain(|e| !e.is_priming());
+    events
+}
+
+/// Every event of a complete SSE body, priming events included.
+pub fn all_sse_events(body: &str) -> Vec<SseEvent> {
     let mut buffer = body.as_bytes().to_vec();
     buffer.extend_from_slice(b"\n\n");
     let mut events = Vec::new();
@@ -639,6 +677,8 @@ fn find_blank_line(buf: &[u8]) -> Option<(usize, usize)> {
 fn parse_block(block: &str) -> Option<SseEvent> {
     let mut event = None;
     let mut data: Vec<&str> = Vec::new();
+    let mut id = None;
+    let mut retry = None;
     for line in block.lines() {
         if line.starts_with(':') {
             continue;
@@ -648,15 +688,19 @@ fn parse_block(block: &str) -> Option<SseEvent> {
         match field {
             "event" => event = Some(value.to_owned()),
             "data" => data.push(value),
+            "id" => id = Some(value.to_owned()),
+            "retry" => retry = value.parse().ok(),
             _ => {}
         }
     }
-    if event.is_none() && data.is_empty() {
+    if event.is_none() && data.is_empty() && id.is_none() && retry.is_none() {
         return None;
     }
     Some(SseEvent {
         event: event.unwrap_or_else(|| "message".to_owned()),
         data: data.join("\n"),
+        id,
+        retry,
     })
 }
 
@@ -687,10 +731,16 @@ mod tests {
             parse_block("event: message\ndata: {\"a\":1}"),
             Some(SseEvent {
                 event: "message".into(),
-                data: "{\"a\":1}".into()
+                data: "{\"a\":1}".into(),
+                id: None,
+                retry: None,
             })
         );
         assert_eq!(parse_block(": keep-alive"), None);
+        let priming = parse_block("id: 4-0\nretry: 1000\ndata:").expect("an event");
+        assert!(priming.is_priming());
+        assert_eq!(priming.id.as_deref(), Some("4-0"));
+        assert_eq!(priming.retry, Some(1000));
         assert_eq!(
             parse_block("data: a\ndata: b").map(|e| e.data),
             Some("a\nb".into())

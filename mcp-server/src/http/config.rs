@@ -1,5 +1,5 @@
 //! [`HttpConfig`] and the policies it holds: which hosts and origins may call, who the
-//! caller is, body and stream limits, 2025-11-25 session limits.
+//! caller is, body and stream limits, 2025-11-25 session limits and stream resumption.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,6 +40,21 @@ pub struct HttpConfig {
     /// A 2025-11-25 session unused this long is ended (its id then reads as unknown, 404).
     /// Default: 30 minutes.
     pub session_idle_timeout: Duration,
+    /// The `retry` (reconnection delay) of the priming event that starts every event
+    /// stream of an MCP 2025-11-25 session (SEP-1699). Default: one second.
+    pub sse_retry: Duration,
+    /// A 2025-11-25 `tools/call` whose event stream has been without a connection this
+    /// long (the client neither stayed nor resumed it with `Last-Event-ID`) is cancelled,
+    /// as a client gone for good. A `tasks/result` is cancelled as soon as its stream
+    /// drops: its result stays in the store, and its questions are asked on the next
+    /// stream. Default: two minutes.
+    pub sse_resume_window: Duration,
+    /// Events one 2025-11-25 session keeps for replay (`Last-Event-ID`), over all its
+    /// streams; the oldest go first. Default: 256.
+    pub sse_replay_max_events: usize,
+    /// Bytes of event data one 2025-11-25 session keeps for replay (an event larger than
+    /// this is kept alone while it is the newest). Default: 64 KiB.
+    pub sse_replay_max_bytes: usize,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -55,6 +70,10 @@ impl std::fmt::Debug for HttpConfig {
             header_read_timeout,
             max_sessions,
             session_idle_timeout,
+            sse_retry,
+            sse_resume_window,
+            sse_replay_max_events,
+            sse_replay_max_bytes,
         } = self;
         f.debug_struct("HttpConfig")
             .field("path", path)
@@ -66,6 +85,10 @@ impl std::fmt::Debug for HttpConfig {
             .field("header_read_timeout", header_read_timeout)
             .field("max_sessions", max_sessions)
             .field("session_idle_timeout", session_idle_timeout)
+            .field("sse_retry", sse_retry)
+            .field("sse_resume_window", sse_resume_window)
+            .field("sse_replay_max_events", sse_replay_max_events)
+            .field("sse_replay_max_bytes", sse_replay_max_bytes)
             .finish()
     }
 }
@@ -146,6 +169,10 @@ impl Default for HttpConfig {
             header_read_timeout: Duration::from_secs(10),
             max_sessions: 10_000,
             session_idle_timeout: Duration::from_secs(30 * 60),
+            sse_retry: Duration::from_secs(1),
+            sse_resume_window: Duration::from_secs(120),
+            sse_replay_max_events: 256,
+            sse_replay_max_bytes: 64 * 1024,
         }
     }
 }
@@ -204,6 +231,10 @@ mod tests {
             "max_sessions",
             "session_idle_timeout",
             "header_read_timeout",
+            "sse_retry",
+            "sse_resume_window",
+            "sse_replay_max_events",
+            "sse_replay_max_bytes",
         ] {
             assert!(shown.contains(field), "{shown}");
         }

@@ -21,6 +21,8 @@
 
 mod config;
 mod post;
+mod replay;
+mod resume;
 mod sessions;
 
 pub use config::{HostPolicy, HttpConfig, OriginPolicy, PrincipalHook};
@@ -81,9 +83,10 @@ impl Authenticated {
 }
 
 /// The MCP 2025-11-25 session a request names (`Mcp-Session-Id`), found by the [`guard`]
-/// layer: known, not idle past its timeout, and usable by this caller.
+/// layer: known, not idle past its timeout, and usable by this caller; with the events
+/// kept for resuming its streams.
 #[derive(Debug, Clone)]
-struct OpenSession(Arc<crate::v2025::LegacySession>);
+struct OpenSession(Arc<crate::v2025::LegacySession>, Arc<replay::Replay>);
 
 /// In front of every handler: `Host` and `Origin` (403), an access token in the query
 /// string (400 `invalid_request`: RFC 6750 2.3 and MCP allow the header only, and a 401
@@ -116,7 +119,7 @@ async fn guard(
     if let Some(id) = header_str(request.headers(), MCP_SESSION_ID) {
         match app.legacy_session_of(id, principal) {
             Some(session) => {
-                request.extensions_mut().insert(OpenSession(session));
+                request.extensions_mut().insert(session);
             }
             None => return sessions::unknown_session(),
         }

@@ -77,9 +77,9 @@ pub(super) async fn handle_post(
     // an empty slot that `initialize` may fill.
     let named = parts.extensions.get::<OpenSession>().cloned();
     let session_header = named.is_some();
-    let slot = match named {
-        Some(OpenSession(session)) => SessionSlot::with(session),
-        None => SessionSlot::default(),
+    let (slot, replay) = match named {
+        Some(OpenSession(session, replay)) => (SessionSlot::with(session), Some(replay)),
+        None => (SessionSlot::default(), None),
     };
     let legacy = slot.get().is_some();
     let Ok(text) = std::str::from_utf8(&body) else {
@@ -203,8 +203,16 @@ pub(super) async fn handle_post(
             // A 2026-07-28 call that asks for progress or log messages gets them on its
             // own response stream.
             let notifies = !legacy && req.method == v2025::CallTool::METHOD && notifies_declared;
-            let mut response = if listen || !accepts_json || ((may_ask || notifies) && accepts_sse)
-            {
+            let streams = listen || !accepts_json || ((may_ask || notifies) && accepts_sse);
+            // A 2025-11-25 session's streams are resumable (SEP-1699).
+            let resumable = slot
+                .get()
+                .filter(|s| super::resume::resumable(s))
+                .cloned()
+                .zip(replay.as_ref());
+            let mut response = if let (true, Some((legacy, replay))) = (streams, resumable) {
+                super::resume::post_reply(&app, session, req, legacy, replay)
+            } else if streams {
                 sse_reply(Arc::clone(&app), session, req, legacy).await
             } else {
                 json_reply(&app, &session, req, legacy).await

@@ -11,12 +11,17 @@ use axum::response::{IntoResponse, Response};
 use mcp_protocol::engine::FrameSender;
 use mcp_protocol::error_codes;
 
-use super::{App, Authenticated, OpenSession, accepts, message_event, not_allowed, rpc_error, sse};
+use super::replay::{Replay, ReplayLimits};
+use super::{
+    App, Authenticated, OpenSession, accepts, message_event, not_allowed, resume, rpc_error, sse,
+};
 use crate::v2025::LegacySession;
 
-/// A 2025-11-25 session and when it was last used.
+/// A 2025-11-25 session, the events kept for resuming its streams, and when it was last
+/// used.
 pub(super) struct LegacyEntry {
     session: Arc<LegacySession>,
+    replay: Arc<Replay>,
     last_used: std::time::Instant,
 }
 
@@ -28,13 +33,13 @@ impl App {
         &self,
         id: &str,
         principal: Option<&str>,
-    ) -> Option<Arc<LegacySession>> {
+    ) -> Option<OpenSession> {
         self.legacy_session(id)
-            .filter(|s| s.principal.is_none() || s.principal.as_deref() == principal)
+            .filter(|s| s.0.principal.is_none() || s.0.principal.as_deref() == principal)
     }
 
     /// The session `id`, unless it is unknown or idle past its timeout (then it is ended).
-    fn legacy_session(&self, id: &str) -> Option<Arc<LegacySession>> {
+    fn legacy_session(&self, id: &str) -> Option<OpenSession> {
         let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
         let entry = sessions.get_mut(id)?;
         if entry.last_used.elapsed() > self.config.session_idle_timeout {
@@ -44,7 +49,10 @@ impl App {
             return None;
         }
         entry.last_used = std::time::Instant::now();
-        Some(Arc::clone(&entry.session))
+        Some(OpenSession(
+            Arc::clone(&entry.session),
+            Arc::clone(&entry.replay),
+        ))
     }
 
     /// Ends idle sessions; then whether there is room for one more.
@@ -70,6 +78,10 @@ impl App {
                 opened.id.clone(),
                 LegacyEntry {
                     session: Arc::clone(opened),
+                    replay: Replay::new(ReplayLimits {
+                        max_events: self.config.sse_replay_max_events,
+                        max_bytes: self.config.sse_replay_max_bytes,
+                    }),
                     last_used: std::time::Instant::now(),
                 },
             );
@@ -77,14 +89,16 @@ impl App {
 }
 
 /// `GET` with `Mcp-Session-Id` (MCP 2025-11-25): the session's standalone event stream,
-/// which carries `notifications/tasks/status` and input requests outside any request.
+/// which carries `notifications/tasks/status` and input requests outside any request;
+/// in a 2025-11-25 session, with `Last-Event-ID`, the stream that id belongs to, read on
+/// from there (`resume.rs`).
 pub(super) async fn handle_get(
     State(app): State<Arc<App>>,
     Extension(caller): Extension<Authenticated>,
     open: Option<Extension<OpenSession>>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(Extension(OpenSession(legacy))) = open else {
+    let Some(Extension(OpenSession(legacy, replay))) = open else {
         return not_allowed().await;
     };
     if !accepts(&headers).1 {
@@ -96,6 +110,9 @@ pub(super) async fn handle_get(
         );
     }
     let session = app.session(caller.principal());
+    if resume::resumable(&legacy) {
+        return resume::get(&app, &session, legacy, &replay, &headers);
+    }
     let (tx, rx) = FrameSender::channel(64);
     let gone = legacy.set_standalone(session.peer.with_sender(tx));
     let stream = futures::stream::unfold(
@@ -112,7 +129,17 @@ pub(super) async fn handle_get(
 
 /// Unhooks the standalone stream from its session when the client goes away (unless a
 /// newer GET replaced it), releasing the input requests asked on it.
-struct StandaloneGuard(Arc<LegacySession>, tokio_util::sync::CancellationToken);
+pub(super) struct StandaloneGuard(Arc<LegacySession>, tokio_util::sync::CancellationToken);
+
+impl StandaloneGuard {
+    /// Unhooks the standalone stream `gone` was returned for, when dropped.
+    pub(super) fn new(
+        session: Arc<LegacySession>,
+        gone: tokio_util::sync::CancellationToken,
+    ) -> StandaloneGuard {
+        StandaloneGuard(session, gone)
+    }
+}
 
 impl Drop for StandaloneGuard {
     fn drop(&mut self) {
@@ -125,7 +152,7 @@ pub(super) async fn handle_delete(
     State(app): State<Arc<App>>,
     open: Option<Extension<OpenSession>>,
 ) -> Response {
-    let Some(Extension(OpenSession(session))) = open else {
+    let Some(Extension(OpenSession(session, _))) = open else {
         return not_allowed().await;
     };
     let id = session.id.as_str();
