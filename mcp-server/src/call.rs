@@ -65,6 +65,7 @@ pub(crate) async fn start_task(
             revision,
         },
         status_message: None,
+        job: None,
     };
     let created = state
         .runtime
