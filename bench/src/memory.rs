@@ -49,6 +49,7 @@ pub async fn run(tasks: usize) -> Result<Value, String> {
                 poll_interval_ms: None,
                 origin: origin.clone(),
                 status_message: None,
+                job: None,
             })
             .await
             .map_err(|e| e.to_string())?;

@@ -32,6 +32,26 @@
 //! demo --http 127.0.0.1:8003 --store redis://127.0.0.1:6379/ --namespace staging --lease-ms 2000
 //! ```
 //!
+//! # Roles (shared stores)
+//!
+//! `--role all` (the default) serves MCP and runs the tasks it creates. `--role api`
+//! serves MCP but runs no tools: each task it creates waits (`working`) in the store
+//! until a worker claims it. `--role worker` serves nothing: it claims tasks from the
+//! store (the oldest first), runs them under a lease, and obeys cancel requests and
+//! input answers that reach it through the store's events; it prints one line when it
+//! is running. Workers also look for work at least once a second.
+//!
+//! ```text
+//! demo --role api    --http 127.0.0.1:8001 --store postgres://postgres@127.0.0.1:5432/test
+//! demo --role api    --http 127.0.0.1:8002 --store postgres://postgres@127.0.0.1:5432/test
+//! demo --role worker --store postgres://postgres@127.0.0.1:5432/test --node-id w1
+//! demo --role worker --store postgres://postgres@127.0.0.1:5432/test --node-id w2
+//! ```
+//!
+//! `slow_compute` is delivered at least once: when its worker dies, another runs it
+//! again (3 runs at most; the status message names the run). The other tools are
+//! delivered at most once: their task fails as worker lost.
+//!
 //! `--node-id` names the instance in its leases (default: random); `--lease-ms` is how long
 //! a task's lease lasts without renewal (default 30000; renewed every third of it), i.e.
 //! about how long a task of a dead instance stays `working` before it is failed.
@@ -90,6 +110,10 @@ struct Args {
     /// third of it).
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(30..))]
     lease_ms: u64,
+    /// What this instance does with tasks: `all` (serve MCP and run the tasks it
+    /// creates), `api` (serve MCP; tasks wait for a worker) or `worker` (run tasks only).
+    #[arg(long, default_value = "all", conflicts_with = "stdio")]
+    role: mcp_server::Role,
     /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
@@ -163,15 +187,33 @@ async fn main() -> std::process::ExitCode {
     if let Some(node_id) = args.node_id {
         runtime.node_id = node_id;
     }
-    tracing::info!(node_id = %runtime.node_id, lease_ms = args.lease_ms, "task runtime");
+    tracing::info!(node_id = %runtime.node_id, lease_ms = args.lease_ms, role = ?args.role, "task runtime");
+    let node_id = runtime.node_id.clone();
     let mut builder = Server::builder("mcp-tasks-demo", env!("CARGO_PKG_VERSION"))
         .store(store)
         .runtime(runtime)
+        .role(args.role)
         .instructions("Demo tools for MCP tasks: slow_compute runs as a task; confirm_delete asks before it acts.");
     for tool in tools {
         builder = builder.tool(tool);
     }
     let server = builder.build();
+
+    if args.role == mcp_server::Role::Worker {
+        // Errors ignored: whoever reads our stdout may stop reading early.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "MCP tasks demo worker {node_id} running (store: {})",
+            store_url::shown(&args.store)
+        );
+        let _ = out.flush();
+        drop(out);
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        server.shutdown().await;
+        return std::process::ExitCode::SUCCESS;
+    }
 
     if args.stdio {
         tracing::info!(store = %store_url::shown(&args.store), "serving MCP on stdio");

@@ -7,12 +7,13 @@
 use mcp_protocol::JsonObject;
 use mcp_protocol::method::Request;
 use mcp_protocol::v2026::CallTool;
-use mcp_tasks::{NewTask, Origin, Owner, TaskRecord, WireRevision};
+use mcp_tasks::{Job, NewTask, Origin, Owner, TaskRecord, WireRevision};
 
 use crate::audit;
 use crate::auth::Identity;
 use crate::context::ToolError;
 use crate::errors::ServerError;
+use crate::executor::Launch;
 use crate::state::State;
 use crate::tool::ToolDef;
 
@@ -38,10 +39,19 @@ pub(crate) fn find_tool<'s>(
     Ok(tool)
 }
 
+/// Who asked for a task, as its record keeps it for the worker.
+pub(crate) struct Requester {
+    /// The caller's credentials as they were when the task was created.
+    pub(crate) identity: Option<Identity>,
+    /// What the request declared (MCP 2026-07-28: its client capabilities).
+    pub(crate) declarations: Option<serde_json::Value>,
+}
+
 /// Creates a task of `owner` running `tool` with `args` (asked on the `revision` wire,
-/// with this TTL if the client asked for one) and launches it on this node. The task is
-/// durable, and leased to this node, when this returns: any node finds it. The tool sees
-/// `identity` (the caller's, as its credentials were when the task was created).
+/// with this TTL if the client asked for one) and hands it to the server's executor
+/// (this node runs it, or a worker node claims it). The task is durable when this
+/// returns: any node finds it. Its record keeps what a worker needs: the arguments,
+/// the `requester`'s declarations and identity and the tool's delivery.
 pub(crate) async fn start_task(
     state: &State,
     owner: &Owner,
@@ -49,8 +59,12 @@ pub(crate) async fn start_task(
     args: JsonObject,
     ttl_ms: Option<u64>,
     revision: WireRevision,
-    identity: Option<Identity>,
+    requester: Requester,
 ) -> Result<TaskRecord, ServerError> {
+    let Requester {
+        identity,
+        declarations,
+    } = requester;
     if !state.runtime.is_accepting() {
         return Err(ServerError::ShuttingDown);
     }
@@ -65,10 +79,27 @@ pub(crate) async fn start_task(
             revision,
         },
         status_message: None,
+        job: Some(Job {
+            arguments: args,
+            declarations,
+            principal: identity.as_ref().map(|i| i.principal.clone()),
+            scopes: identity
+                .as_ref()
+                .map(|i| i.scopes.clone())
+                .unwrap_or_default(),
+            delivery: tool.delivery,
+            attempts: 0,
+        }),
+    };
+    let launch = Launch {
+        runtime: state.runtime.clone(),
+        new,
+        tool: tool.clone(),
+        identity,
     };
     let created = state
-        .runtime
-        .create_and_launch(new, tool.clone(), args, identity)
+        .executor
+        .execute(launch)
         .await
         .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
     let id = created

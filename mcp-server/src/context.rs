@@ -105,6 +105,8 @@ struct Inner {
     client_capabilities: Option<ClientCapabilities>,
     /// The caller's credentials (for a task: as they were when it was created).
     identity: Option<Identity>,
+    /// Which run of the task this is (1 for the first, and for a synchronous call).
+    attempt: u32,
 }
 
 /// What a synchronous call's request brought besides its arguments.
@@ -167,6 +169,7 @@ impl ToolContext {
                 report: scope.report,
                 client_capabilities: scope.client_capabilities,
                 identity: scope.identity,
+                attempt: 1,
             }),
         }
     }
@@ -178,6 +181,7 @@ impl ToolContext {
         wake: Arc<Notify>,
         cancel: CancellationToken,
         identity: Option<Identity>,
+        attempt: u32,
     ) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
@@ -187,6 +191,7 @@ impl ToolContext {
                 report: Report::default(),
                 client_capabilities: None,
                 identity,
+                attempt: attempt.max(1),
             }),
         }
     }
@@ -201,6 +206,7 @@ impl ToolContext {
                 report: scope.report,
                 client_capabilities: scope.client_capabilities,
                 identity: scope.identity,
+                attempt: 1,
             }),
         }
     }
@@ -216,6 +222,14 @@ impl ToolContext {
             Mode::Task { key, .. } => Some(key.id.as_str()),
             Mode::Rounds { .. } | Mode::Direct { .. } => None,
         }
+    }
+
+    /// Which run of the task this is: 1 for the first (and for a synchronous call); more
+    /// when an at-least-once tool's earlier run lost its worker and the task was run again
+    /// (see [`ToolDef::delivery`](crate::ToolDef::delivery)). A tool may use it to pick up
+    /// where a lost run left off, or to avoid repeating an effect.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
     }
 
     /// Cancelled when the caller cancels (`tasks/cancel`, `notifications/cancelled`), the
@@ -276,7 +290,9 @@ impl ToolContext {
 
     /// [`elicit`](Self::elicit) under the input key `key` (the `inputRequests` /
     /// `inputResponses` key of MCP 2026-07-28) instead of a generated one. Keys must be
-    /// unique within a call.
+    /// unique within a call, and within a task's whole life: a tool delivered at least
+    /// once that asks under its own keys should make them differ per
+    /// [`attempt`](Self::attempt) (a key asked again is refused).
     pub async fn elicit_keyed(
         &self,
         key: &str,
@@ -421,7 +437,13 @@ impl ToolContext {
             Mode::Task { store, key, wake } => {
                 let keys: Vec<String> = calls
                     .iter()
-                    .map(|(key, n, _)| key.clone().unwrap_or_else(|| format!("input-{n}")))
+                    // Keys are unique for the task's whole life: a later run asks anew.
+                    .map(|(key, n, _)| {
+                        key.clone().unwrap_or_else(|| match self.inner.attempt {
+                            0 | 1 => format!("input-{n}"),
+                            run => format!("input-r{run}-{n}"),
+                        })
+                    })
                     .collect();
                 let requests: BTreeMap<String, Value> = keys
                     .iter()

@@ -68,6 +68,7 @@ mod context;
 pub mod demo;
 mod dispatch;
 mod errors;
+pub mod executor;
 mod features;
 pub mod http;
 mod limits;
@@ -83,16 +84,20 @@ mod tool;
 mod v2025;
 mod v2026;
 mod views;
+mod worker;
 
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
+pub use executor::{Executor, InProcess, Launch, Queue, Role};
 pub use features::{
     CompletionInput, CompletionValues, FEATURE_PAGE, FeatureDefError, MAX_COMPLETION_VALUES,
     PromptDef, PromptError, ResourceData, ResourceDef, ResourceError, ResourceTemplateDef,
 };
+pub use mcp_tasks::Delivery;
 pub use runtime::{
     CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime,
     WORKER_LOST_MESSAGE, worker_lost_error,
 };
 pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoint};
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};
+pub use worker::WorkerConfig;

@@ -15,11 +15,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::caller::RequestMetaLayer;
 use crate::dispatch::methods;
+use crate::executor::{Executor, Role};
 use crate::features::{Catalog, PromptDef, ResourceDef, ResourceTemplateDef};
 use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::state::State;
 use crate::tool::ToolDef;
 use crate::v2025::session::{SessionSlot, StandaloneIsRequestPeer};
+use crate::worker::WorkerConfig;
 
 /// Builds a [`Server`].
 #[derive(Debug)]
@@ -30,6 +32,9 @@ pub struct ServerBuilder {
     catalog: Catalog,
     store: Option<Arc<dyn TaskStore>>,
     runtime: RuntimeConfig,
+    role: Role,
+    executor: Option<Arc<dyn Executor>>,
+    worker: WorkerConfig,
     poll_interval_ms: Option<u64>,
     cursor_key: Option<crate::seal::SealKey>,
     stateless: bool,
@@ -128,6 +133,31 @@ impl ServerBuilder {
         self
     }
 
+    /// What this node does with tasks (default [`Role::All`]: runs the tasks it creates,
+    /// and claims those other nodes queued). [`Role::Api`] queues every task it creates for
+    /// the worker nodes; [`Role::Worker`] only claims and runs (serve no MCP requests from
+    /// it: nothing it creates would run).
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// Where created tasks run, instead of the role's executor ([`InProcess`] for
+    /// `all`, [`Queue`] otherwise).
+    ///
+    /// [`InProcess`]: crate::InProcess
+    /// [`Queue`]: crate::Queue
+    pub fn executor(mut self, executor: Arc<dyn Executor>) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
+    /// How this node's worker loop looks for work (roles `worker` and `all`).
+    pub fn worker(mut self, config: WorkerConfig) -> Self {
+        self.worker = config;
+        self
+    }
+
     /// The poll interval suggested to clients (default: the store's).
     pub fn poll_interval_ms(mut self, ms: u64) -> Self {
         self.poll_interval_ms = Some(ms);
@@ -140,6 +170,10 @@ impl ServerBuilder {
             .store
             .unwrap_or_else(|| Arc::new(mcp_tasks::MemoryStore::default()));
         let runtime = TaskRuntime::start(Arc::clone(&store), self.runtime);
+        if self.role.claims() {
+            crate::worker::start(runtime.clone(), &self.tools, self.worker);
+        }
+        let executor = self.executor.unwrap_or_else(|| self.role.executor());
         Server {
             state: Arc::new(State {
                 info: self.info,
@@ -149,6 +183,7 @@ impl ServerBuilder {
                 resource_watch: Default::default(),
                 store,
                 runtime,
+                executor,
                 poll_interval_ms: self.poll_interval_ms,
                 shutdown: CancellationToken::new(),
                 cursor_key: self.cursor_key.unwrap_or_else(crate::seal::SealKey::random),
@@ -184,6 +219,9 @@ impl Server {
             catalog: Catalog::default(),
             store: None,
             runtime: RuntimeConfig::default(),
+            role: Role::All,
+            executor: None,
+            worker: WorkerConfig::default(),
             poll_interval_ms: None,
             cursor_key: None,
             stateless: true,

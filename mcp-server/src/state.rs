@@ -28,6 +28,8 @@ pub(crate) struct State {
     pub(crate) resource_watch: ResourceWatch,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) runtime: TaskRuntime,
+    /// Where created tasks run.
+    pub(crate) executor: Arc<dyn crate::executor::Executor>,
     pub(crate) poll_interval_ms: Option<u64>,
     /// Cancelled when the server shuts down: ends listen streams.
     pub(crate) shutdown: CancellationToken,

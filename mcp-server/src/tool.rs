@@ -14,6 +14,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use mcp_tasks::Delivery;
+
 use crate::context::{ToolContext, ToolError};
 
 /// Whether a tool runs as a task.
@@ -55,6 +57,8 @@ pub struct ToolDef {
     pub(crate) preflight: Option<Preflight>,
     /// The parameters the input schema mirrors into `Mcp-Param-*` headers (SEP-2243).
     pub(crate) param_headers: Arc<[ParamHeader]>,
+    /// What a lost worker means for its tasks (default: at most once).
+    pub(crate) delivery: Delivery,
     /// Scopes a caller's credentials must grant to call it.
     scopes: Vec<String>,
     validator: Arc<jsonschema::Validator>,
@@ -126,10 +130,20 @@ impl ToolDef {
             selector: None,
             preflight: None,
             param_headers,
+            delivery: Delivery::AtMostOnce,
             scopes: Vec::new(),
             validator: Arc::new(validator),
             handler,
         })
+    }
+
+    /// What happens to a task of this tool whose worker is lost (its node crashed):
+    /// [`Delivery::AtMostOnce`] (the default) fails it ("worker lost"), so the tool never
+    /// runs twice; [`Delivery::AtLeastOnce`] runs it again on another worker, up to
+    /// `max_attempts` runs in all ([`ToolContext::attempt`] says which run it is).
+    pub fn delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
     }
 
     /// Sets the description shown in `tools/list`.

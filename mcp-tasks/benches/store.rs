@@ -38,6 +38,7 @@ fn new_task(i: usize, ttl_ms: Option<u64>) -> NewTask {
             revision: WireRevision::V2026_07_28,
         },
         status_message: None,
+        job: None,
     }
 }
 

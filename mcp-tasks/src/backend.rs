@@ -109,8 +109,18 @@ impl IntoIterator for Events {
 /// 8. **Events** ([`subscribe`](Self::subscribe)): a subscription to what every handle of
 ///    the backend publishes (rule 15); a subscriber that may have missed events hears
 ///    [`EventError::Lagged`](crate::EventError::Lagged).
-/// 9. **Failures** of the backend itself are [`StoreError::Unavailable`] when a retry
-///    may succeed (connection lost, timeout, busy) and [`StoreError::Backend`] otherwise.
+/// 10. **Claim** ([`claim_task`](Self::claim_task)): among the visible-to-anyone tasks
+///     (any owner, not expired at `now`) whose [`TaskRecord::queued_tool`] is one of
+///     `tools`, take the oldest by `(created_at, id)` and change it with `f` exactly as
+///     [`update_task`](Self::update_task) does (atomic, written back, announced once
+///     durable); `Ok(None)` when there is none. A backend may pass over a task another
+///     claim holds locked at that moment (`FOR UPDATE SKIP LOCKED`). One that picks a
+///     task before it locks it meets [`StoreError::NotQueued`] from `f` when another
+///     claim won the race: it moves on to the next task, never returns that error. So
+///     the backend keeps an index of waiting tasks by tool and `(created_at, id)`, in
+///     step with every write (the index follows `queued_tool` of the record written).
+/// 11. **Failures** of the backend itself are [`StoreError::Unavailable`] when a retry
+///     may succeed (connection lost, timeout, busy) and [`StoreError::Backend`] otherwise.
 ///
 /// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
 /// be in scope at once.
@@ -162,6 +172,21 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
         after: Option<(Millis, TaskId)>,
         limit: usize,
     ) -> impl Future<Output = Result<TaskPage, StoreError>> + Send;
+
+    /// Changes the oldest task waiting for a worker among `tools` with `f`, atomically,
+    /// and announces the change once it is durable (contract rule 10).
+    fn claim_task<R, F>(
+        &self,
+        tools: &[String],
+        f: F,
+        announce: Announce<R>,
+    ) -> impl Future<Output = Result<Option<(R, TaskRecord)>, StoreError>> + Send
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError>
+            + Clone
+            + Send
+            + 'static;
 
     /// Deletes expired tasks and reports what needs attention (contract rule 7).
     fn sweep_tasks(&self) -> impl Future<Output = Result<SweepReport, StoreError>> + Send;

@@ -40,6 +40,10 @@ pub enum StoreError {
     /// The caller does not hold the lease it tried to renew or release.
     #[error("lease not held by this worker")]
     LeaseLost,
+    /// The task is not waiting for a worker (it has no job, is leased, finished, or its
+    /// cancel was requested): what a claim that lost a race meets.
+    #[error("task is not waiting for a worker")]
+    NotQueued,
     /// A list cursor this store did not issue.
     #[error("invalid cursor")]
     InvalidCursor,
@@ -234,6 +238,7 @@ impl From<&StoreError> for ErrorObject {
             }
             StoreError::InputKeyReused { .. }
             | StoreError::LeaseHeld
+            | StoreError::NotQueued
             | StoreError::LeaseLost
             | StoreError::Backend(_) => {
                 ErrorObject::new(error_codes::INTERNAL_ERROR, format!("Internal error: {e}"))

@@ -28,7 +28,7 @@
 //! let alice = Owner::new("alice");
 //! let origin = Origin { method: "tools/call".into(), tool: Some("slow".into()), revision: WireRevision::V2026_07_28 };
 //! let task = store
-//!     .create(NewTask { owner: alice.clone(), ttl_ms: Some(60_000), poll_interval_ms: None, origin, status_message: None })
+//!     .create(NewTask { owner: alice.clone(), ttl_ms: Some(60_000), poll_interval_ms: None, origin, status_message: None, job: None })
 //!     .await?;
 //! let done = store.complete(&alice, &task.id, serde_json::Map::new()).await?;
 //! assert!(done.won);
@@ -69,8 +69,8 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use record::{
-    Lease, Millis, NewTask, Origin, Outcome, Owner, Resolved, SweepReport, TaskId, TaskKey,
-    TaskPage, TaskRecord, Transition, WireRevision,
+    Delivery, Job, Lease, Millis, NewTask, Origin, Outcome, Owner, Recovery, Resolved, SweepReport,
+    TaskId, TaskKey, TaskPage, TaskRecord, Transition, WireRevision,
 };
 #[cfg(feature = "redis")]
 pub use redis::{RedisOptions, RedisStore};

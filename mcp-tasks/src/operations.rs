@@ -14,7 +14,8 @@ use crate::cursor;
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::record::{
-    Lease, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
+    Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
+    Transition,
 };
 use crate::rules::{self, Finish};
 use crate::store::TaskStore;
@@ -237,7 +238,15 @@ impl<B: Backend> TaskStore for B {
                 owner,
                 id,
                 |rec, now, _| Ok(rules::request_cancel(rec, now)),
-                |_, rec| Events::one(TaskEvent::CancelRequested { key: rec.key() }),
+                // A queued task is cancelled at once (rule 21): its waiters hear it.
+                |_, rec| {
+                    let asked = TaskEvent::CancelRequested { key: rec.key() };
+                    if rec.is_terminal() {
+                        Events::two(asked, TaskEvent::changed(rec))
+                    } else {
+                        Events::one(asked)
+                    }
+                },
             )
             .await?;
         Ok(record)
@@ -296,6 +305,56 @@ impl<B: Backend> TaskStore for B {
         )
         .await?;
         Ok(())
+    }
+
+    async fn claim_next(
+        &self,
+        tools: &[String],
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        if tools.is_empty() {
+            return Ok(None);
+        }
+        let holder = holder.to_owned();
+        let claimed = self
+            .claim_task(
+                tools,
+                move |rec, now, _| rules::claim_job(rec, &holder, ttl_ms, now),
+                // A run after the first changed the status message: say so.
+                |_, rec| {
+                    if rec.attempt() > 1 {
+                        Events::one(TaskEvent::changed(rec))
+                    } else {
+                        Events::none()
+                    }
+                },
+            )
+            .await?;
+        Ok(claimed.map(|((), record)| record))
+    }
+
+    async fn recover_lapsed(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        lost: ErrorObject,
+    ) -> Result<Recovery, StoreError> {
+        let mut lost = Arg::new::<B>(lost);
+        let (recovery, _) = self
+            .update_task(
+                owner,
+                id,
+                move |rec, now, _| {
+                    if !rules::lease_lapsed(rec, now) {
+                        return Ok(Recovery::NotLapsed);
+                    }
+                    Ok(rules::recover_lapsed(rec, lost.take()?, now))
+                },
+                changed,
+            )
+            .await?;
+        Ok(recovery)
     }
 
     async fn sweep(&self) -> Result<SweepReport, StoreError> {

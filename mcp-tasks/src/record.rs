@@ -120,6 +120,88 @@ pub struct Lease {
     pub expires_at: Millis,
 }
 
+/// What happens to a task whose worker is lost (its lease lapsed) before it finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Delivery {
+    /// The task fails ("worker lost"): the tool never runs twice. The default.
+    #[default]
+    AtMostOnce,
+    /// The task waits for a worker again, until `max_attempts` runs have started; then
+    /// it fails like an at-most-once task. The tool may run more than once.
+    AtLeastOnce {
+        /// How many runs may start, the first included (at least 1).
+        max_attempts: u32,
+    },
+}
+
+impl Delivery {
+    /// How many runs may start: 1 for at most once.
+    pub fn max_attempts(self) -> u32 {
+        match self {
+            Delivery::AtMostOnce => 1,
+            Delivery::AtLeastOnce { max_attempts } => max_attempts.max(1),
+        }
+    }
+}
+
+/// What a worker needs to run a task, kept in its record from its creation: the tool is
+/// [`Origin::tool`]; the arguments, what the request declared and who called are here.
+/// A record without a job (written by an older build, or by `create` without one) can
+/// only be run by the process that created it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// The tool's arguments, as validated when the task was created.
+    pub arguments: JsonObject,
+    /// What the creating request declared about its client (MCP 2026-07-28: its
+    /// `clientCapabilities`), as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declarations: Option<Value>,
+    /// The caller's authenticated principal, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The scopes the caller's credentials granted.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub scopes: BTreeSet<String>,
+    /// What a lost worker means for the task.
+    #[serde(default)]
+    pub delivery: Delivery,
+    /// How many runs have started (0 while it waits for its first worker).
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+impl Job {
+    /// A job running a tool with `arguments`, at most once, for an anonymous caller.
+    pub fn new(arguments: JsonObject) -> Job {
+        Job {
+            arguments,
+            declarations: None,
+            principal: None,
+            scopes: BTreeSet::new(),
+            delivery: Delivery::AtMostOnce,
+            attempts: 0,
+        }
+    }
+}
+
+/// What [`TaskStore::recover_lapsed`](crate::TaskStore::recover_lapsed) did with a task
+/// whose worker's lease lapsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// Nothing: the task is finished, its lease is live again, or it has none.
+    NotLapsed,
+    /// At least once with attempts left: the task waits for a worker again.
+    Requeued {
+        /// The run that was lost (the next claim starts `attempt + 1`).
+        attempt: u32,
+    },
+    /// Failed with the error given (at most once, or no attempt left).
+    Failed,
+    /// Its cancel had been requested: ended `cancelled`.
+    Cancelled,
+}
+
 /// One task as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
@@ -155,6 +237,9 @@ pub struct TaskRecord {
     pub lease: Option<Lease>,
     /// Bumped by every change; starts at 1.
     pub revision: u64,
+    /// What a worker needs to run the task (absent in records of older builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<Job>,
 }
 
 impl TaskRecord {
@@ -183,6 +268,21 @@ impl TaskRecord {
     pub fn is_terminal(&self) -> bool {
         self.status.is_terminal()
     }
+
+    /// The tool of a task waiting for a worker: one with a job, unfinished, not leased
+    /// and not asked to stop. Backends index tasks by it for claims.
+    pub fn queued_tool(&self) -> Option<&str> {
+        if self.job.is_none() || self.lease.is_some() || self.is_terminal() || self.cancel_requested
+        {
+            return None;
+        }
+        self.origin.tool.as_deref()
+    }
+
+    /// The run under way or last started (1 for the first); 0 before any.
+    pub fn attempt(&self) -> u32 {
+        self.job.as_ref().map_or(0, |j| j.attempts)
+    }
 }
 
 /// What [`TaskStore::create`](crate::TaskStore::create) needs.
@@ -199,6 +299,8 @@ pub struct NewTask {
     pub origin: Origin,
     /// The first status message, if any.
     pub status_message: Option<String>,
+    /// What a worker needs to run it; `None` for a task only its creator can run.
+    pub job: Option<Job>,
 }
 
 /// The outcome of a terminal write: whether this call moved the task, and the record as

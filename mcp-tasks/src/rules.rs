@@ -13,7 +13,10 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::limits::{Limit, Limits};
-use crate::record::{Lease, Millis, NewTask, Outcome, TaskId, TaskRecord};
+use crate::record::{Delivery, Lease, Millis, NewTask, Outcome, Recovery, TaskId, TaskRecord};
+
+/// The status message of a queued task cancelled before any worker took it.
+pub const CANCELLED_QUEUED_MESSAGE: &str = "The task was cancelled before a worker started it.";
 
 /// A new record for `new`, as `create` stores it.
 pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> TaskRecord {
@@ -37,6 +40,7 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
         cancel_requested: false,
         lease: None,
         revision: 1,
+        job: new.job,
     }
 }
 
@@ -55,6 +59,10 @@ pub fn new_leased_record(
         holder: holder.to_owned(),
         expires_at: lease_until(now, ttl_ms),
     });
+    // Its first run starts now, on the creator.
+    if let Some(job) = &mut rec.job {
+        job.attempts = 1;
+    }
     rec
 }
 
@@ -203,14 +211,98 @@ pub fn finish(rec: &mut TaskRecord, finish: Finish, now: Millis) -> bool {
     true
 }
 
-/// Raises the cancel flag of an unfinished task. Returns whether anything changed.
+/// Raises the cancel flag of an unfinished task. A task waiting for a worker
+/// ([`TaskRecord::queued_tool`]) has nobody to stop: it is cancelled at once, so no
+/// worker ever runs it. Returns whether anything changed.
 pub fn request_cancel(rec: &mut TaskRecord, now: Millis) -> bool {
     if rec.is_terminal() || rec.cancel_requested {
         return false;
     }
+    let queued = rec.queued_tool().is_some();
     rec.cancel_requested = true;
-    touch(rec, now);
+    if queued {
+        finish(
+            rec,
+            Finish::Cancel(Some(CANCELLED_QUEUED_MESSAGE.to_owned())),
+            now,
+        );
+    } else {
+        touch(rec, now);
+    }
     true
+}
+
+/// The status message of a run after the first: `Attempt 2 of 3`.
+pub fn attempt_message(attempt: u32, delivery: Delivery) -> String {
+    format!("Attempt {attempt} of {}", delivery.max_attempts())
+}
+
+/// A worker takes a task waiting for one: the lease is `holder`'s, the run count goes
+/// up (a run after the first says so in the status message). A task not waiting for a
+/// worker is [`StoreError::NotQueued`], and nothing changes.
+pub fn claim_job(
+    rec: &mut TaskRecord,
+    holder: &str,
+    ttl_ms: u64,
+    now: Millis,
+) -> Result<(), StoreError> {
+    if rec.queued_tool().is_none() {
+        return Err(StoreError::NotQueued);
+    }
+    let Some(job) = rec.job.as_mut() else {
+        return Err(StoreError::NotQueued);
+    };
+    job.attempts = job.attempts.saturating_add(1);
+    if job.attempts > 1 {
+        rec.status_message = Some(attempt_message(job.attempts, job.delivery));
+    }
+    rec.lease = Some(Lease {
+        holder: holder.to_owned(),
+        expires_at: lease_until(now, ttl_ms),
+    });
+    touch(rec, now);
+    Ok(())
+}
+
+/// What a lapsed lease means for its task, by the job's delivery: an at-least-once task
+/// with attempts left waits for a worker again (its pending input requests and unread
+/// answers belong to the lost run and are dropped; its keys stay used); a task whose
+/// cancel was requested ends cancelled; any other fails with `lost`. A task whose lease
+/// did not lapse (finished, renewed meanwhile, none) is left alone.
+pub fn recover_lapsed(rec: &mut TaskRecord, lost: ErrorObject, now: Millis) -> Recovery {
+    if !lease_lapsed(rec, now) {
+        return Recovery::NotLapsed;
+    }
+    if rec.cancel_requested {
+        finish(rec, Finish::Cancel(None), now);
+        return Recovery::Cancelled;
+    }
+    match &rec.job {
+        Some(job) if job.attempts < job.delivery.max_attempts() => {
+            let attempt = job.attempts;
+            rec.lease = None;
+            rec.input_requests.clear();
+            rec.input_responses.clear();
+            rec.status = TaskStatus::Working;
+            rec.status_message = Some(format!(
+                "Attempt {attempt} of {} lost its worker; waiting for another",
+                job.delivery.max_attempts()
+            ));
+            touch(rec, now);
+            Recovery::Requeued { attempt }
+        }
+        job => {
+            if let Some(job) = job.as_ref().filter(|j| j.attempts > 1) {
+                rec.status_message = Some(format!(
+                    "{} ({})",
+                    lost.message,
+                    attempt_message(job.attempts, job.delivery)
+                ));
+            }
+            finish(rec, Finish::Fail(lost), now);
+            Recovery::Failed
+        }
+    }
 }
 
 fn lease_until(now: Millis, ttl_ms: u64) -> Millis {

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::record::{
-    Lease, NewTask, Owner, Resolved, SweepReport, TaskId, TaskPage, TaskRecord, Transition,
+    Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
+    Transition,
 };
 
 /// Durable storage of MCP tasks, shared by every server instance that serves them.
@@ -59,6 +60,23 @@ use crate::record::{
 /// 16. **Limits** ([`Limits`](crate::Limits)) refuse with [`StoreError::LimitExceeded`]
 ///     and change nothing; the TTL is clamped, not refused.
 /// 17. **Time** comes from the store's [`Clock`](crate::Clock) only.
+/// 18. **Queued tasks and claims.** A task created with a [`Job`](crate::Job) and no
+///     lease waits for a worker ([`TaskRecord::queued_tool`]). `claim_next(tools, holder,
+///     ttl)` leases such a task of one of `tools` to `holder` and counts the run
+///     ([`TaskRecord::attempt`]; a run after the first says `Attempt N of M` in the status
+///     message), or returns `None` when none waits. No two claims ever hold one task: a
+///     claimed task waits no more until rule 20 makes it wait again.
+/// 19. **Claim order** is creation order per tool: a claim takes the oldest waiting task
+///     of its tools by `(created_at, id)`, passing over only tasks another claim is
+///     taking at that moment.
+/// 20. **Lapsed claims** (`recover_lapsed`): an unfinished task whose lease lapsed waits
+///     for a worker again when its job is at least once with attempts left (its pending
+///     input requests and unread answers are dropped, its keys stay used); ends
+///     `cancelled` when its cancel was requested; otherwise fails with the given error
+///     ("worker lost"). A task whose lease did not lapse is left alone.
+/// 21. **Cancel of a queued task.** `request_cancel` on a task waiting for a worker
+///     cancels it at once; a task whose cancel was requested is never claimed, so it
+///     never runs.
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
@@ -186,6 +204,24 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         id: &TaskId,
         holder: &str,
     ) -> Result<(), StoreError>;
+
+    /// Leases the oldest task waiting for a worker among `tools` to `holder` for `ttl_ms`
+    /// (rules 18 and 19); `None` when none waits.
+    async fn claim_next(
+        &self,
+        tools: &[String],
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Decides the fate of a task whose lease lapsed, by its job's delivery (rule 20);
+    /// `lost` is the error a task that cannot run again fails with.
+    async fn recover_lapsed(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        lost: ErrorObject,
+    ) -> Result<Recovery, StoreError>;
 
     /// Deletes expired tasks and reports what needs attention (rule 12).
     async fn sweep(&self) -> Result<SweepReport, StoreError>;

@@ -142,6 +142,7 @@ async fn sqlite_read_only_file_system() {
             revision: WireRevision::V2026_07_28,
         },
         status_message: None,
+        job: None,
     };
     let kept = {
         let store = SqliteStore::open(&path, Limits::default()).expect("open");

@@ -29,6 +29,7 @@ fn new_task(owner: &Owner) -> NewTask {
             revision: WireRevision::V2026_07_28,
         },
         status_message: None,
+        job: None,
     }
 }
 
@@ -205,10 +206,67 @@ async fn instances_starting_together_migrate_once() {
         .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
         .await
         .expect("cleanup");
-    let versions = versions.expect("versions");
-    assert_eq!(versions.len(), 1, "each migration applied once");
-    assert_eq!(versions[0].get::<_, i32>(0), PostgresStore::SCHEMA_VERSION);
+    let versions: Vec<i32> = versions
+        .expect("versions")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let expected: Vec<i32> = (1..=PostgresStore::SCHEMA_VERSION).collect();
+    assert_eq!(versions, expected, "each migration applied once");
     assert_eq!(live.expect("counters").len(), 1, "one live_total row");
+}
+
+/// A schema of version 1 (no `queued_tool`) with a task in it: a connect brings it to
+/// the current version, the old record still loads, is never claimed, and finishes; a
+/// task queued afterwards is claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_1_data_loads_after_the_queue_migration() {
+    let Some(factory) = PostgresFactory::from_env() else {
+        return;
+    };
+    let env = Env::new("pg_v1_upgrade", Limits::default());
+    let schema = PostgresFactory::schema_for(&env.namespace);
+    let owner = Owner::new("o");
+    let old = factory.open(&env).await.expect("open");
+    let task = old.create(new_task(&owner)).await.expect("create");
+    drop(old);
+    let admin = raw().await;
+    admin
+        .batch_execute(&format!(
+            "DROP INDEX {schema}.tasks_queued;
+             ALTER TABLE {schema}.tasks DROP COLUMN queued_tool;
+             DELETE FROM {schema}.schema_version WHERE version > 1;"
+        ))
+        .await
+        .expect("back to version 1");
+    let store = factory.open(&env).await.expect("open migrates");
+    let read = store.get(&owner, &task.id).await.expect("old record loads");
+    assert_eq!(read.job, None);
+    let tools = vec!["pg".to_owned()];
+    assert!(
+        store
+            .claim_next(&tools, "w", 1_000)
+            .await
+            .expect("claim")
+            .is_none()
+    );
+    let mut queued = new_task(&owner);
+    queued.job = Some(mcp_tasks::Job::new(serde_json::Map::new()));
+    let queued = store.create(queued).await.expect("create queued");
+    let claimed = store.claim_next(&tools, "w", 1_000).await.expect("claim");
+    assert_eq!(claimed.map(|r| r.id), Some(queued.id));
+    assert!(
+        store
+            .complete(&owner, &task.id, serde_json::Map::new())
+            .await
+            .expect("complete")
+            .won
+    );
+    drop(store);
+    admin
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .await
+        .expect("cleanup");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,7 @@ fn task(owner: &Owner) -> NewTask {
             revision: WireRevision::V2026_07_28,
         },
         status_message: None,
+        job: None,
     }
 }
 

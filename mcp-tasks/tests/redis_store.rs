@@ -18,6 +18,7 @@ fn task(owner: &Owner, ttl_ms: Option<u64>) -> NewTask {
             revision: WireRevision::V2026_07_28,
         },
         status_message: None,
+        job: None,
     }
 }
 

@@ -55,6 +55,7 @@ fn new_task(owner: &Owner) -> NewTask {
             revision: WireRevision::V2025_11_25,
         },
         status_message: Some("starting".into()),
+        job: None,
     }
 }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use mcp_protocol::JsonObject;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_tasks::{
-    EventStream, FeedItem, Lease, MemoryStore, NewTask, Owner, Resolved, StoreError, SweepReport,
-    TaskId, TaskPage, TaskRecord, TaskStore, Transition,
+    EventStream, FeedItem, Lease, MemoryStore, NewTask, Owner, Recovery, Resolved, StoreError,
+    SweepReport, TaskId, TaskPage, TaskRecord, TaskStore, Transition,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -179,6 +179,24 @@ impl TaskStore for DeafStore {
     ) -> Result<(), StoreError> {
         self.up()?;
         self.inner.release_lease(owner, id, holder).await
+    }
+    async fn claim_next(
+        &self,
+        tools: &[String],
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.up()?;
+        self.inner.claim_next(tools, holder, ttl_ms).await
+    }
+    async fn recover_lapsed(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        lost: ErrorObject,
+    ) -> Result<Recovery, StoreError> {
+        self.up()?;
+        self.inner.recover_lapsed(owner, id, lost).await
     }
     async fn sweep(&self) -> Result<SweepReport, StoreError> {
         self.up()?;

@@ -75,6 +75,44 @@ impl Node {
         }
     }
 
+    /// Starts `exe --role worker --node-id NAME` with `args` and waits (at most
+    /// [`START_WAIT`]) for the line that says it runs. A worker serves no HTTP: its `url`
+    /// is empty.
+    pub async fn start_worker(exe: &Path, name: &str, args: &[&str]) -> Node {
+        let mut command = Command::new(exe);
+        command
+            .args(["--role", "worker", "--node-id", name])
+            .args(args)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout);
+        let mut first = String::new();
+        let read = tokio::time::timeout(START_WAIT, lines.read_line(&mut first)).await;
+        match read {
+            Ok(Ok(n)) if n > 0 && first.contains("worker") => {}
+            other => panic!("worker {name} did not start ({args:?}): {other:?} {first:?}"),
+        }
+        tokio::spawn(async move {
+            let mut sink = Vec::new();
+            let _ = lines.read_to_end(&mut sink).await;
+        });
+        Node {
+            name: name.to_owned(),
+            url: String::new(),
+            child,
+        }
+    }
+
     /// Kills the process with SIGKILL (no shutdown, no cleanup: a crash) and reaps it.
     pub async fn kill(&mut self) {
         self.child.start_kill().expect("kill the node");

@@ -112,6 +112,7 @@ pub async fn launch_demo_task(
                 revision: WireRevision::V2026_07_28,
             },
             status_message: None,
+            job: None,
         })
         .await
         .expect("create");

@@ -1,8 +1,10 @@
 //! Crash recovery, with real processes killed by SIGKILL (no shutdown, no cleanup):
 //!
-//! - PostgreSQL (and the same on Redis), two instances with 2 s leases: when A dies, B's sweep fails A's unfinished
-//!   tasks (running, and waiting for input) with the "worker lost" error within about one
-//!   lease period plus a sweep (bounded by 3 leases); B's own running task is untouched;
+//! - PostgreSQL (and the same on Redis), two instances with 2 s leases: when A dies, B's
+//!   sweep recovers A's unfinished tasks within about one lease period plus a sweep
+//!   (bounded by 3 leases): the one waiting for input (`confirm_delete`, at most once)
+//!   fails with the "worker lost" error, the running `slow_compute` (at least once) runs
+//!   again on B as attempt 2; B's own running task is untouched;
 //!   every task completed before the kill reads back exactly as before.
 //! - SQLite, one instance: a new process started on the same file fails the tasks the
 //!   killed one left unfinished before it serves anything; completed tasks are intact, and
@@ -107,14 +109,22 @@ async fn peer_fails_the_tasks_of_a_killed_instance(url: &str, namespace: &str) {
     // Only B answers from now on.
     let only_b = Cluster::new(vec![b.url.clone()]);
     let bound = LEASE * 3;
-    for id in &orphans {
-        let task = only_b
-            .poll(id, bound.saturating_sub(killed.elapsed()), |t| {
-                t["status"] == "failed"
-            })
-            .await;
-        assert_worker_lost(&task);
-    }
+    // `confirm_delete` is delivered at most once: it fails.
+    let task = only_b
+        .poll(&orphans[1], bound.saturating_sub(killed.elapsed()), |t| {
+            t["status"] == "failed"
+        })
+        .await;
+    assert_worker_lost(&task);
+    // `slow_compute` is delivered at least once: B runs it again.
+    let rerun = only_b
+        .poll(&orphans[0], bound.saturating_sub(killed.elapsed()), |t| {
+            t["statusMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("(attempt 2)"))
+        })
+        .await;
+    assert_eq!(rerun["status"], "working", "{rerun}");
     eprintln!(
         "A's unfinished tasks failed {:?} after the kill (lease {LEASE:?})",
         killed.elapsed()
@@ -125,8 +135,10 @@ async fn peer_fails_the_tasks_of_a_killed_instance(url: &str, namespace: &str) {
         task["status"], "working",
         "B's own task must run on: {task}"
     );
-    only_b.cancel_task(0, &survivor).await.result();
-    only_b.poll_status(&survivor, "cancelled", WAIT).await;
+    for id in [&survivor, &orphans[0]] {
+        only_b.cancel_task(0, id).await.result();
+        only_b.poll_status(id, "cancelled", WAIT).await;
+    }
     drop(b);
 }
 

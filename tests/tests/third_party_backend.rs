@@ -144,6 +144,44 @@ impl Backend for MapStore {
         Ok((value, record))
     }
 
+    /// A scan for the oldest queued task of `tools`, then the ordinary update (which
+    /// re-checks under the lock: `NotQueued` when another claim won meanwhile).
+    async fn claim_task<R, F>(
+        &self,
+        tools: &[String],
+        f: F,
+        announce: Announce<R>,
+    ) -> Result<Option<(R, TaskRecord)>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError>
+            + Clone
+            + Send
+            + 'static,
+    {
+        loop {
+            let now = self.clock.now_ms();
+            let oldest = self
+                .state()
+                .tasks
+                .values()
+                .filter(|rec| !rec.is_expired(now))
+                .filter(|rec| {
+                    rec.queued_tool()
+                        .is_some_and(|t| tools.iter().any(|x| x == t))
+                })
+                .map(|rec| (rec.created_at, rec.id.clone(), rec.owner.clone()))
+                .min();
+            let Some((_, id, owner)) = oldest else {
+                return Ok(None);
+            };
+            match self.update_task(&owner, &id, f.clone(), announce).await {
+                Err(StoreError::NotQueued) => continue,
+                other => return other.map(Some),
+            }
+        }
+    }
+
     async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         let now = self.clock.now_ms();
         match self.state().tasks.get(id) {
@@ -269,6 +307,7 @@ async fn serves_as_a_dyn_task_store() {
                 revision: mcp_tasks::WireRevision::V2026_07_28,
             },
             status_message: None,
+            job: None,
         })
         .await
         .expect("create");

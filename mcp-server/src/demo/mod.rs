@@ -4,7 +4,7 @@
 //! | tool | policy | behaviour |
 //! |---|---|---|
 //! | `greet` | synchronous | "Hello, {name}!" |
-//! | `slow_compute` | optional (a task when `seconds > 0`) | sleeps `seconds`, then reports |
+//! | `slow_compute` | optional (a task when `seconds > 0`); at least once, 3 runs | sleeps `seconds`, then reports |
 //! | `failing_job` | required | after about 1 s, a result with `isError: true` |
 //! | `protocol_error_job` | optional | fails with a JSON-RPC error |
 //! | `confirm_delete` | optional | asks for confirmation (elicitation), then answers |
@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 
 use crate::context::{ToolContext, ToolError};
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
+use mcp_tasks::Delivery;
 
 pub(crate) fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
@@ -109,14 +110,20 @@ pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
         ToolDef::new("slow_compute", TaskPolicy::Optional, |ctx: ToolContext, args: SlowComputeArgs| async move {
             let seconds = args.seconds.clamp(0.0, 3600.0);
             let label = args.label.unwrap_or_else(|| "computation".into());
-            let _ = ctx.status(format!("{label}: working for {seconds} s")).await;
+            // A run after the first (its worker was lost) says which it is.
+            let run = match ctx.attempt() {
+                1 => String::new(),
+                n => format!(" (attempt {n})"),
+            };
+            let _ = ctx.status(format!("{label}: working for {seconds} s{run}")).await;
             tokio::select! {
                 _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
                 _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
             }
-            Ok(text(format!("{label}: done after {seconds} s")))
+            Ok(text(format!("{label}: done after {seconds} s{run}")))
         })?
-        .description("Sleeps `seconds`, then reports. Runs as a task when the client allows and seconds > 0.")
+        .description("Sleeps `seconds`, then reports. Runs as a task when the client allows and seconds > 0; delivered at least once (a run whose worker is lost runs again elsewhere, 3 runs at most).")
+        .delivery(Delivery::AtLeastOnce { max_attempts: 3 })
         .select_task(|args| args.get("seconds").and_then(Value::as_f64).is_some_and(|s| s > 0.0)),
         ToolDef::new("failing_job", TaskPolicy::Required, |_ctx, _args: NoArgs| async move {
             tokio::time::sleep(Duration::from_secs(1)).await;

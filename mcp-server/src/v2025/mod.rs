@@ -34,7 +34,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Identity;
-use crate::call::{call_error, find_tool, start_task};
+use crate::call::{Requester, call_error, find_tool, start_task};
 use crate::caller::Principal;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
@@ -256,7 +256,10 @@ pub(crate) async fn tools_call(
         args,
         ttl,
         WireRevision::V2025_11_25,
-        identity,
+        Requester {
+            identity,
+            declarations: None,
+        },
     )
     .await?;
     let created = CreateTaskResult::new(task_2025(&record));

@@ -23,7 +23,7 @@ use mcp_tasks::{TaskId, WireRevision};
 use serde_json::Value;
 
 use crate::audit;
-use crate::call::{call_error, find_tool, start_task};
+use crate::call::{Requester, call_error, find_tool, start_task};
 use crate::caller::{Caller, SUPPORTED_VERSIONS};
 use crate::context::{CallScope, ToolContext, ToolError};
 use crate::errors::ServerError;
@@ -154,7 +154,10 @@ pub(crate) async fn tools_call(
             args,
             None,
             WireRevision::V2026_07_28,
-            caller.identity.clone(),
+            Requester {
+                identity: caller.identity.clone(),
+                declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
+            },
         )
         .await?;
         return Ok(CallToolReply::Task(CreateTaskResult::from(views::task(

@@ -18,6 +18,7 @@ pub(crate) fn new_task(owner: &Owner) -> NewTask {
         poll_interval_ms: None,
         origin: origin(),
         status_message: None,
+        job: None,
     }
 }
 

@@ -146,6 +146,7 @@ pub async fn origin_and_poll_interval_round_trip<F: StoreFactory>(factory: &F) {
             poll_interval_ms: Some(250),
             origin: legacy.clone(),
             status_message: Some("queued".into()),
+            job: None,
         })
         .await
         .expect("create");

@@ -22,6 +22,7 @@ use std::pin::Pin;
 
 use futures::FutureExt;
 
+mod claims;
 mod env;
 mod events;
 mod factories;
@@ -38,6 +39,7 @@ mod payloads;
 mod terminal;
 mod ttl;
 
+pub use claims::*;
 pub use env::{Env, StoreFactory};
 pub use events::*;
 pub use factories::MemoryFactory;
@@ -156,6 +158,11 @@ registry!($;
     lease_renew_and_release_need_the_holder,
     lapsed_lease_is_reported_and_reclaimable,
     create_leased_holds_the_lease_from_the_start,
+    // claims
+    queued_tasks_are_claimed_once_across_handles,
+    claims_follow_creation_order_per_tool,
+    lapsed_claims_are_requeued_or_failed_by_delivery,
+    cancel_of_a_queued_task_never_runs_it,
     // listing
     list_pages_have_no_duplicates_and_no_gaps,
     list_is_stable_under_concurrent_inserts_and_expiry,

@@ -1,6 +1,8 @@
 //! [`Backend`] for [`MemoryStore`]: each change made in place under its task's shard
 //! lock (so each closure runs once), its events published right after.
 
+use std::collections::HashSet;
+
 use super::MemoryStore;
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
@@ -68,6 +70,34 @@ impl Backend for MemoryStore {
     ) -> Result<TaskPage, StoreError> {
         let now = self.inner.clock.now_ms();
         self.inner.page(owner, after, limit, now)
+    }
+
+    /// Picks the oldest queued task, then claims it under its shard lock; a task another
+    /// claim took first (`NotQueued`) or that expired is passed over.
+    async fn claim_task<R, F>(
+        &self,
+        tools: &[String],
+        f: F,
+        announce: Announce<R>,
+    ) -> Result<Option<(R, TaskRecord)>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError>
+            + Clone
+            + Send
+            + 'static,
+    {
+        let mut passed = HashSet::new();
+        while let Some((owner, id)) = self.inner.next_queued(tools, &passed) {
+            match self.update_task(&owner, &id, f.clone(), announce).await {
+                Ok(claimed) => return Ok(Some(claimed)),
+                Err(StoreError::NotQueued | StoreError::NotFound) => {
+                    passed.insert(id);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

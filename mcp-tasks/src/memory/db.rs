@@ -1,10 +1,10 @@
 //! The memory store's data: tasks in 64 mutex shards by id (each with its expiry index
 //! and its set of leased tasks), per-owner listing indexes in 64 shards by owner, an
-//! atomic live total, and the event feed. Lock order: owner shard, then task shard,
-//! never two task shards.
+//! atomic live total, the queue of tasks waiting for a worker, and the event feed. Lock
+//! order: owner shard, then task shard, then the queue; never two task shards.
 
 use std::collections::hash_map::RandomState;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +28,8 @@ pub(super) struct Inner {
     tasks: Box<[Mutex<TaskShard>]>,
     owners: Box<[Mutex<HashMap<Owner, OwnerIndex>>]>,
     live_total: AtomicUsize,
+    /// Tasks waiting for a worker, by tool, in claim order `(created_at, id)`.
+    queue: Mutex<Queue>,
     hasher: RandomState,
     pub(super) limits: Limits,
     pub(super) clock: Arc<dyn Clock>,
@@ -107,6 +109,33 @@ pub(super) struct TaskShard {
     leased: HashSet<TaskId>,
 }
 
+/// Tasks waiting for a worker: tool -> `(created_at, id)` -> owner.
+type Queue = HashMap<String, BTreeMap<(Millis, TaskId), Owner>>;
+
+/// Moves `rec`'s queue entry from tool `before` to tool `after` (`None`: not queued);
+/// called under the task's shard lock.
+fn requeue(queue: &Mutex<Queue>, before: Option<&str>, after: Option<&str>, rec: &TaskRecord) {
+    if before == after {
+        return;
+    }
+    let mut queue = lock(queue);
+    let key = (rec.created_at, rec.id.clone());
+    if let Some(tool) = before
+        && let Some(entries) = queue.get_mut(tool)
+    {
+        entries.remove(&key);
+        if entries.is_empty() {
+            queue.remove(tool);
+        }
+    }
+    if let Some(tool) = after {
+        queue
+            .entry(tool.to_owned())
+            .or_default()
+            .insert(key, rec.owner.clone());
+    }
+}
+
 #[derive(Debug, Default)]
 pub(super) struct OwnerIndex {
     /// `(created_at, id)`: the listing order.
@@ -128,6 +157,7 @@ impl Inner {
             tasks: (0..SHARDS).map(|_| Mutex::default()).collect(),
             owners: (0..SHARDS).map(|_| Mutex::default()).collect(),
             live_total: AtomicUsize::new(0),
+            queue: Mutex::default(),
             hasher: RandomState::new(),
             limits,
             clock,
@@ -201,8 +231,28 @@ impl Inner {
         if record.lease.is_some() {
             shard.leased.insert(id.clone());
         }
+        requeue(&self.queue, None, record.queued_tool(), record);
         shard.tasks.insert(id, Stored::new(record.clone()));
         Ok(())
+    }
+
+    /// The oldest queued task of `tools` not in `passed`: its owner and id.
+    pub(super) fn next_queued(
+        &self,
+        tools: &[String],
+        passed: &HashSet<TaskId>,
+    ) -> Option<(Owner, TaskId)> {
+        let queue = lock(&self.queue);
+        tools
+            .iter()
+            .filter_map(|tool| {
+                queue
+                    .get(tool)?
+                    .iter()
+                    .find(|((_, id), _)| !passed.contains(id))
+            })
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|((_, id), owner)| (owner.clone(), id.clone()))
     }
 
     /// Runs `f` on the owner's task unexpired at `now`, in place under its shard lock;
@@ -222,7 +272,14 @@ impl Inner {
                 _ => return Err(StoreError::NotFound),
             };
             let (was_terminal, revision) = (stored.record.is_terminal(), stored.record.revision);
+            let queued = stored.record.queued_tool().map(str::to_owned);
             let (value, record) = stored.update(f)?;
+            requeue(
+                &self.queue,
+                queued.as_deref(),
+                record.queued_tool(),
+                &record,
+            );
             let finished = !was_terminal && record.is_terminal();
             if record.lease.is_some() && !record.is_terminal() {
                 shard.leased.insert(id.clone());
@@ -311,6 +368,7 @@ impl Inner {
                 shard.leased.remove(&id);
                 if let Some(s) = shard.tasks.remove(&id) {
                     let rec = &s.record;
+                    requeue(&self.queue, rec.queued_tool(), None, rec);
                     purged.push((rec.key(), rec.created_at, !rec.is_terminal()));
                 }
             }

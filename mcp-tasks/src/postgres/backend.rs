@@ -82,6 +82,39 @@ impl Backend for PostgresStore {
         .await
     }
 
+    /// The oldest queued task no other claim holds, locked (`FOR UPDATE SKIP LOCKED`),
+    /// changed and committed in one transaction.
+    async fn claim_task<R, F>(
+        &self,
+        tools: &[String],
+        mut f: F,
+        announce: Announce<R>,
+    ) -> Result<Option<(R, TaskRecord)>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError>
+            + Clone
+            + Send
+            + 'static,
+    {
+        let (tools, inner) = (tools.to_vec(), Arc::clone(&self.inner));
+        self.spawn(async move {
+            let mut client = inner.pool.get().await.map_err(backend)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            let now = inner.clock.now_ms();
+            let Some(mut rec) = db::next_queued(&tx, &tools, now).await? else {
+                return Ok(None);
+            };
+            let value = f(&mut rec, now, &inner.limits)?;
+            db::save(&tx, &rec).await?;
+            let events: Vec<_> = announce(&value, &rec).into_iter().collect();
+            inner.notify(&tx, &events).await?;
+            inner.commit(tx, events).await?;
+            Ok(Some((value, rec)))
+        })
+        .await
+    }
+
     async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         let client = self.inner.pool.get().await.map_err(backend)?;
         let now = self.inner.clock.now_ms();

@@ -79,12 +79,14 @@ pub(crate) async fn save<C: GenericClient>(c: &C, rec: &TaskRecord) -> Result<()
     let json = encode(rec)?;
     execute(
         c,
-        "UPDATE tasks SET live = $2, lease_expires_at = $3, record = $4 WHERE id = $1",
+        "UPDATE tasks SET live = $2, lease_expires_at = $3, record = $4, queued_tool = $5
+         WHERE id = $1",
         &[
             &rec.id.as_str(),
             &!rec.is_terminal(),
             &lease_column(rec),
             &json,
+            &rec.queued_tool(),
         ],
     )
     .await?;
@@ -100,8 +102,9 @@ pub(crate) async fn insert_row<C: GenericClient>(
     let json = encode(rec)?;
     execute(
         c,
-        "INSERT INTO tasks (id, owner, created_at, expires_at, live, lease_expires_at, record)
-         VALUES ($1, $2, $3, $4, TRUE, $5, $6)",
+        "INSERT INTO tasks
+           (id, owner, created_at, expires_at, live, lease_expires_at, record, queued_tool)
+         VALUES ($1, $2, $3, $4, TRUE, $5, $6, $7)",
         &[
             &rec.id.as_str(),
             &rec.owner.as_str().as_bytes(),
@@ -109,10 +112,33 @@ pub(crate) async fn insert_row<C: GenericClient>(
             &rec.expires_at(),
             &lease_column(rec),
             &json,
+            &rec.queued_tool(),
         ],
     )
     .await?;
     Ok(())
+}
+
+/// The oldest task waiting for a worker among `tools`, unexpired at `now`, its row
+/// locked until the transaction ends; rows other claims hold locked are skipped
+/// (`FOR UPDATE SKIP LOCKED`), so concurrent claims take different tasks.
+pub(crate) async fn next_queued<C: GenericClient>(
+    c: &C,
+    tools: &[String],
+    now: Millis,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let rows = query(
+        c,
+        "SELECT record FROM tasks
+         WHERE queued_tool IS NOT NULL AND queued_tool = ANY($1)
+           AND (expires_at IS NULL OR expires_at > $2)
+         ORDER BY created_at, id
+         LIMIT 1
+         FOR UPDATE SKIP LOCKED",
+        &[&tools, &now],
+    )
+    .await?;
+    rows.first().map(decode).transpose()
 }
 
 /// Counts a new live task for its owner and in total, checking both limits; over one,

@@ -45,13 +45,28 @@ CREATE TABLE counters (
 INSERT INTO counters (name, value) VALUES ('live_total', 0);
 "#;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: V1,
-}];
+/// Version 2: `queued_tool` is the tool of a task waiting for a worker
+/// ([`TaskRecord::queued_tool`](crate::TaskRecord::queued_tool)), NULL otherwise; claims
+/// read the waiting tasks in creation order through `tasks_queued`. Rows of version 1
+/// hold no job, so NULL is right for all of them.
+const V2: &str = r#"
+ALTER TABLE tasks ADD COLUMN queued_tool TEXT;
+CREATE INDEX tasks_queued ON tasks (created_at, id) WHERE queued_tool IS NOT NULL;
+"#;
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        sql: V2,
+    },
+];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 1;
+pub(crate) const SCHEMA_VERSION: i32 = 2;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()

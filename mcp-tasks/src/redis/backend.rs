@@ -2,9 +2,12 @@
 //! with a compare-and-set script that also publishes the events; on a lost
 //! compare-and-set, read again and re-run the closure.
 
+use std::collections::HashSet;
+
 use super::RedisStore;
 use super::db::{MAX_ATTEMPTS, backoff};
 use super::feed::Wire;
+use super::keys::parse_member;
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::EventStream;
@@ -60,6 +63,7 @@ impl Backend for RedisStore {
             let now = inner.clock.now_ms();
             let mut rec = inner.load(owner, id, now).await?;
             let (revision, was_live) = (rec.revision, !rec.is_terminal());
+            let was_queued = rec.queued_tool().is_some();
             // On error nothing was written.
             let value = f(&mut rec, now, &inner.limits)?;
             if rec.revision == revision {
@@ -67,7 +71,10 @@ impl Backend for RedisStore {
             }
             let finished = was_live && rec.is_terminal();
             let events = wires(announce, &value, &rec);
-            if inner.commit(revision, &rec, finished, events).await? {
+            if inner
+                .commit(revision, &rec, finished, was_queued, events)
+                .await?
+            {
                 return Ok((value, rec));
             }
             backoff(attempt).await;
@@ -76,6 +83,63 @@ impl Backend for RedisStore {
         Err(StoreError::unavailable(format!(
             "redis: task {id} kept changing; gave up after {MAX_ATTEMPTS} attempts"
         )))
+    }
+
+    /// Reads the oldest queue members of `tools` and claims them in order through the
+    /// compare-and-set write (which also takes the claimed task out of its queue); a task
+    /// another claim took first (`NotQueued`) is passed over; entries of tasks that are
+    /// gone or expired are dropped.
+    async fn claim_task<R, F>(
+        &self,
+        tools: &[String],
+        f: F,
+        announce: Announce<R>,
+    ) -> Result<Option<(R, TaskRecord)>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError>
+            + Clone
+            + Send
+            + 'static,
+    {
+        const BATCH: usize = 16;
+        let inner = &*self.inner;
+        let mut passed: HashSet<String> = HashSet::new();
+        loop {
+            let members = inner.queued(tools, passed.len() + BATCH).await?;
+            let fresh: Vec<String> = members
+                .into_iter()
+                .filter(|m| !passed.contains(m))
+                .collect();
+            if fresh.is_empty() {
+                return Ok(None);
+            }
+            for m in fresh {
+                passed.insert(m.clone());
+                let Some((_, id)) = parse_member(&m) else {
+                    continue;
+                };
+                let now = inner.clock.now_ms();
+                let rec = match inner.load_raw(&id).await? {
+                    Some(rec) if !rec.is_expired(now) => rec,
+                    gone => {
+                        let tool = gone.and_then(|r| r.origin.tool);
+                        for t in tools
+                            .iter()
+                            .filter(|t| tool.as_ref().is_none_or(|x| x == *t))
+                        {
+                            inner.drop_queued(t, &m).await;
+                        }
+                        continue;
+                    }
+                };
+                match self.update_task(&rec.owner, &id, f.clone(), announce).await {
+                    Ok(claimed) => return Ok(Some(claimed)),
+                    Err(StoreError::NotQueued | StoreError::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
     }
 
     async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {

@@ -70,8 +70,15 @@ impl Inner {
         expected: u64,
         rec: &TaskRecord,
         finished: bool,
+        was_queued: bool,
         events: Vec<Wire>,
     ) -> Result<bool, StoreError> {
+        let queued = rec.queued_tool().is_some();
+        let queue_change = match (was_queued, queued) {
+            (false, true) => format!("+{}", member(rec.created_at, &rec.id)),
+            (true, false) => format!("-{}", member(rec.created_at, &rec.id)),
+            _ => String::new(),
+        };
         let json = encode(rec)?;
         let lease = rec
             .lease
@@ -85,13 +92,18 @@ impl Inner {
             .key(self.keys.leases())
             .key(self.keys.live())
             .key(self.keys.live_per_owner())
+            .key(
+                self.keys
+                    .queue(rec.origin.tool.as_deref().unwrap_or_default()),
+            )
             .arg(expected)
             .arg(rec.revision)
             .arg(json)
             .arg(lease)
             .arg(if finished { "1" } else { "0" })
             .arg(rec.id.as_str())
-            .arg(self.keys.channel());
+            .arg(self.keys.channel())
+            .arg(queue_change);
         for payload in &payloads {
             call.arg(payload);
         }
@@ -145,6 +157,7 @@ impl Inner {
             .key(keys.live())
             .key(keys.live_per_owner())
             .key(keys.leases())
+            .key(keys.queue(rec.origin.tool.as_deref().unwrap_or_default()))
             .arg(rec.owner.as_str())
             .arg(rec.id.as_str())
             .arg(encode(rec)?)
@@ -159,7 +172,8 @@ impl Inner {
             .arg(self.limits.max_live_tasks_total)
             .arg(keys.channel())
             .arg(safety)
-            .arg(lease);
+            .arg(lease)
+            .arg(if rec.queued_tool().is_some() { "1" } else { "" });
         for payload in &payloads {
             call.arg(payload);
         }
@@ -182,6 +196,42 @@ impl Inner {
         };
         self.shared.forget(echo);
         Err(refused)
+    }
+
+    /// Up to `n` of the oldest queue members of each of `tools`, merged in claim order.
+    pub(super) async fn queued(
+        &self,
+        tools: &[String],
+        n: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let fetch = i64::try_from(n).unwrap_or(i64::MAX);
+        let mut pipe = redis::pipe();
+        for tool in tools {
+            pipe.cmd("ZRANGEBYLEX")
+                .arg(self.keys.queue(tool))
+                .arg("-")
+                .arg("+")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(fetch);
+        }
+        let per_tool: Vec<Vec<String>> = pipe
+            .query_async(&mut self.conn())
+            .await
+            .map_err(store_error)?;
+        let mut members: Vec<String> = per_tool.into_iter().flatten().collect();
+        members.sort();
+        members.dedup();
+        Ok(members)
+    }
+
+    /// Drops `member` from `tool`'s queue: its task is gone or expired (best effort).
+    pub(super) async fn drop_queued(&self, tool: &str, member: &str) {
+        let _: Result<i64, _> = redis::cmd("ZREM")
+            .arg(self.keys.queue(tool))
+            .arg(member)
+            .query_async(&mut self.conn())
+            .await;
     }
 
     /// One page of the owner's tasks unexpired at `now`, after `after`; drops the index

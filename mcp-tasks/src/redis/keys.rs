@@ -57,6 +57,12 @@ impl Keys {
         format!("{}:live_owner", self.tag)
     }
 
+    /// A sorted set per tool, every score 0, members [`member`]: the tasks waiting for a
+    /// worker in claim order.
+    pub(crate) fn queue(&self, tool: &str) -> String {
+        format!("{}:q:{tool}", self.tag)
+    }
+
     /// The pub/sub channel of the deployment's events.
     pub(crate) fn channel(&self) -> String {
         format!("{}:events", self.tag)

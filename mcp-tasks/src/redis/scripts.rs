@@ -9,10 +9,11 @@ use redis::Script;
 
 /// Inserts a new task if the live-task limits allow it.
 ///
-/// KEYS: task, owner index, expiries, live, live per owner, leases.
+/// KEYS: task, owner index, expiries, live, live per owner, leases, the tool's queue.
 /// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never),
 /// max per owner, max total, channel, safety net (`off`, `forever` or milliseconds until
-/// the task key expires), lease expiry (`''`: no lease), event payloads...
+/// the task key expires), lease expiry (`''`: no lease), `1` if the task waits for a
+/// worker, event payloads...
 ///
 /// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
@@ -48,7 +49,8 @@ elseif safety ~= 'off' then
   end
 end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[6], ARGV[11], ARGV[2]) end
-for i = 12, #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
+if ARGV[12] == '1' then redis.call('ZADD', KEYS[7], 0, ARGV[5]) end
+for i = 13, #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
 return 1
 "#,
     )
@@ -56,9 +58,10 @@ return 1
 
 /// Writes back a changed record if its revision is still the one it was read at.
 ///
-/// KEYS: task, leases, live, live per owner.
+/// KEYS: task, leases, live, live per owner, the tool's queue.
 /// ARGV: expected revision, new revision, record JSON, lease expiry (`''`: no live
-/// lease), `1` if this write finished the task, id, channel, event payloads...
+/// lease), `1` if this write finished the task, id, channel, the queue change (`+MEMBER`:
+/// it waits for a worker now, `-MEMBER`: no more, `''`: no change), event payloads...
 ///
 /// Returns 1, or 0 when the record changed (or vanished) since it was read.
 pub(crate) static COMMIT: LazyLock<Script> = LazyLock::new(|| {
@@ -78,7 +81,13 @@ if ARGV[5] == '1' then
     if redis.call('HINCRBY', KEYS[4], owner, -1) <= 0 then redis.call('HDEL', KEYS[4], owner) end
   end
 end
-for i = 8, #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
+local q = ARGV[8]
+if string.sub(q, 1, 1) == '+' then
+  redis.call('ZADD', KEYS[5], 0, string.sub(q, 2))
+elseif string.sub(q, 1, 1) == '-' then
+  redis.call('ZREM', KEYS[5], string.sub(q, 2))
+end
+for i = 9, #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
 return 1
 "#,
     )

@@ -80,6 +80,41 @@ impl Backend for SqliteStore {
         .await
     }
 
+    /// The oldest queued task, read and changed in one `BEGIN IMMEDIATE` transaction:
+    /// no other write comes in between.
+    async fn claim_task<R, F>(
+        &self,
+        tools: &[String],
+        mut f: F,
+        announce: Announce<R>,
+    ) -> Result<Option<(R, TaskRecord)>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError>
+            + Clone
+            + Send
+            + 'static,
+    {
+        let tools = tools.to_vec();
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let now = inner.clock.now_ms();
+            let Some(mut rec) = db::next_queued(&tx, &tools, now)? else {
+                return Ok(None);
+            };
+            let value = f(&mut rec, now, &inner.limits)?;
+            db::save(&tx, &rec)?;
+            tx.commit().map_err(backend)?;
+            for event in announce(&value, &rec) {
+                inner.publish(event);
+            }
+            Ok(Some((value, rec)))
+        })
+        .await
+    }
+
     async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         let (owner, id) = (owner.clone(), id.clone());
         self.run(move |conn, inner| {

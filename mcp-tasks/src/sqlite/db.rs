@@ -56,9 +56,18 @@ pub(crate) fn save(conn: &Connection, rec: &TaskRecord) -> Result<(), StoreError
     let live = !rec.is_terminal();
     let json = encode(rec)?;
     conn.prepare_cached(
-        "UPDATE tasks SET live = ?2, lease_expires_at = ?3, record = ?4 WHERE id = ?1",
+        "UPDATE tasks SET live = ?2, lease_expires_at = ?3, record = ?4, queued_tool = ?5
+         WHERE id = ?1",
     )
-    .and_then(|mut st| st.execute(params![rec.id.as_str(), live, lease_column(rec), json]))
+    .and_then(|mut st| {
+        st.execute(params![
+            rec.id.as_str(),
+            live,
+            lease_column(rec),
+            json,
+            rec.queued_tool()
+        ])
+    })
     .map_err(backend)?;
     Ok(())
 }
@@ -93,8 +102,9 @@ pub(crate) fn insert(
     }
     let json = encode(rec)?;
     conn.prepare_cached(
-        "INSERT INTO tasks (id, owner, created_at, expires_at, live, lease_expires_at, record)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6)",
+        "INSERT INTO tasks
+           (id, owner, created_at, expires_at, live, lease_expires_at, record, queued_tool)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
     )
     .and_then(|mut st| {
         st.execute(params![
@@ -103,7 +113,8 @@ pub(crate) fn insert(
             rec.created_at,
             rec.expires_at(),
             lease_column(rec),
-            json
+            json,
+            rec.queued_tool()
         ])
     })
     .map_err(backend)?;
@@ -117,6 +128,40 @@ pub(crate) fn insert(
         .and_then(|mut st| st.execute([]))
         .map_err(backend)?;
     Ok(())
+}
+
+/// The oldest task waiting for a worker among `tools`, unexpired at `now` (one indexed
+/// lookup per tool).
+pub(crate) fn next_queued(
+    conn: &Connection,
+    tools: &[String],
+    now: Millis,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let mut oldest: Option<(Millis, String, String)> = None;
+    let mut st = conn
+        .prepare_cached(
+            "SELECT created_at, id, record FROM tasks
+             WHERE queued_tool = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+             ORDER BY created_at, id
+             LIMIT 1",
+        )
+        .map_err(backend)?;
+    for tool in tools {
+        let row: Option<(Millis, String, String)> = st
+            .query_row(params![tool, now], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .optional()
+            .map_err(backend)?;
+        if let Some(row) = row
+            && oldest
+                .as_ref()
+                .is_none_or(|o| (row.0, &row.1) < (o.0, &o.1))
+        {
+            oldest = Some(row);
+        }
+    }
+    oldest.map(|(_, _, json)| decode(&json)).transpose()
 }
 
 /// `n` of `owner`'s unfinished tasks finished or were purged.

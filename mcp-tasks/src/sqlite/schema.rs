@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -42,6 +42,15 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO counters (name, value) VALUES ('live_total', 0);
+";
+
+/// Version 2: `queued_tool` is the tool of a task waiting for a worker
+/// ([`TaskRecord::queued_tool`](crate::TaskRecord::queued_tool)), NULL otherwise, indexed
+/// in claim order. Rows of version 1 hold no job, so NULL is right for all of them.
+const SCHEMA_V2: &str = "
+ALTER TABLE tasks ADD COLUMN queued_tool TEXT;
+CREATE INDEX IF NOT EXISTS tasks_queued ON tasks (queued_tool, created_at, id)
+    WHERE queued_tool IS NOT NULL;
 ";
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
@@ -127,8 +136,13 @@ fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> 
                  mcp-tasks supports (up to {SCHEMA_VERSION}); upgrade mcp-tasks to open it"
             )));
         }
-        if version < SCHEMA_VERSION {
+        if version < 1 {
             tx.execute_batch(SCHEMA_V1).map_err(backend)?;
+        }
+        if version < 2 {
+            tx.execute_batch(SCHEMA_V2).map_err(backend)?;
+        }
+        if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(backend)?;
         }

@@ -50,6 +50,7 @@ fn new_task(owner: &Owner, ttl_ms: Option<u64>) -> NewTask {
             revision: WireRevision::V2025_11_25,
         },
         status_message: None,
+        job: None,
     }
 }
 
@@ -390,4 +391,51 @@ fn a_write_on_a_read_only_database_says_so() {
     let full = super::schema::backend(full);
     assert!(full.is_transient());
     assert!(full.to_string().contains("disk is full"), "{full}");
+}
+
+/// A file of schema version 1 (no `queued_tool`) with a task in it: opening brings it to
+/// the current version; the old record still loads, is never claimed, and finishes; a
+/// task queued afterwards is claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_1_files_load_after_the_queue_migration() {
+    let db = TempDb::new("v1-upgrade");
+    let clock = ManualClock::default();
+    let owner = Owner::new("o");
+    let mut tool_task = new_task(&owner, None);
+    tool_task.origin.tool = Some("t".into());
+    let task = {
+        let store = db.open(Limits::default(), &clock);
+        store.create(tool_task.clone()).await.expect("create")
+    };
+    {
+        let conn = rusqlite::Connection::open(&db.0).expect("raw open");
+        conn.execute_batch(
+            "DROP INDEX tasks_queued;
+             ALTER TABLE tasks DROP COLUMN queued_tool;
+             PRAGMA user_version = 1;",
+        )
+        .expect("back to version 1");
+    }
+    let store = db.open(Limits::default(), &clock);
+    let read = store.get(&owner, &task.id).await.expect("old record loads");
+    assert_eq!(read.job, None);
+    let tools = vec!["t".to_owned()];
+    assert!(
+        store
+            .claim_next(&tools, "w", 1_000)
+            .await
+            .expect("claim")
+            .is_none()
+    );
+    tool_task.job = Some(crate::Job::new(serde_json::Map::new()));
+    let queued = store.create(tool_task).await.expect("create queued");
+    let claimed = store.claim_next(&tools, "w", 1_000).await.expect("claim");
+    assert_eq!(claimed.map(|r| r.id), Some(queued.id));
+    assert!(
+        store
+            .complete(&owner, &task.id, serde_json::Map::new())
+            .await
+            .expect("complete")
+            .won
+    );
 }

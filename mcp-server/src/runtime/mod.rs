@@ -13,9 +13,10 @@ use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_tasks::{
-    EventError, NewTask, Owner, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord, TaskStore,
+    EventError, NewTask, Owner, Recovery, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord,
+    TaskStore,
 };
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -24,59 +25,12 @@ use crate::context::{ToolContext, ToolError};
 use crate::retry::{Backoff, while_transient};
 use crate::tool::ToolDef;
 
-/// Timing of the runtime.
-#[derive(Debug, Clone)]
-pub struct RuntimeConfig {
-    /// Names this node in leases.
-    pub node_id: String,
-    /// How long a worker's lease lasts without renewal.
-    pub lease: Duration,
-    /// How often a running task renews its lease.
-    pub renew_every: Duration,
-    /// How often the sweeper runs.
-    pub sweep_every: Duration,
-    /// On shutdown, how long running tasks may go on before they are cancelled; and then,
-    /// if the store is unavailable, how much longer outcomes are retried before they are
-    /// given up (named in the log; the sweep fails those tasks as worker lost).
-    pub shutdown_grace: Duration,
-}
+mod config;
 
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        RuntimeConfig {
-            node_id: format!(
-                "node-{}",
-                mcp_tasks::TaskId::random()
-                    .map(|id| id.as_str()[..12].to_owned())
-                    .unwrap_or_default()
-            ),
-            lease: Duration::from_secs(30),
-            renew_every: Duration::from_secs(10),
-            sweep_every: Duration::from_secs(1),
-            shutdown_grace: Duration::from_secs(10),
-        }
-    }
-}
-
-/// Cancellation message of a task stopped by the server's shutdown.
-pub const SHUTDOWN_MESSAGE: &str = "The server shut down before the task finished.";
-/// Cancellation message of a task cancelled on request.
-pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
-/// Error message of a task whose worker is gone: its server stopped (crashed, was killed)
-/// before the task finished. Written by the sweep when the task's lease lapsed, and by a
-/// single-node server that finds the task unfinished when it starts.
-pub const WORKER_LOST_MESSAGE: &str =
-    "Worker lost: the server running this task stopped before it finished.";
-
-/// Error message of a task this server stopped because the store stayed unavailable for
-/// longer than the task's lease: another instance may then fail it as worker lost.
-pub const LEASE_LAPSED_MESSAGE: &str = "Worker lost: the task store was unavailable for longer \
-     than the task's lease, so the server running this task stopped it.";
-
-/// The JSON-RPC error a task whose worker is gone fails with ([`WORKER_LOST_MESSAGE`]).
-pub fn worker_lost_error() -> ErrorObject {
-    ErrorObject::new(error_codes::INTERNAL_ERROR, WORKER_LOST_MESSAGE)
-}
+pub use config::{
+    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, WORKER_LOST_MESSAGE,
+    worker_lost_error,
+};
 
 #[derive(Debug)]
 struct Running {
@@ -97,6 +51,9 @@ struct Inner {
     /// Tasks whose outcome is known but not yet written (the store is unavailable).
     unwritten: Mutex<BTreeSet<TaskId>>,
     tasks: TaskTracker,
+    /// Woken when a task may have become claimable (a change to an unfinished task, a
+    /// lag): the worker loop, if this node runs one, looks for work.
+    pub(crate) queue_changed: Notify,
 }
 
 /// Runs tools as tasks. Cheap to clone.
@@ -117,6 +74,7 @@ impl TaskRuntime {
                 abandon: CancellationToken::new(),
                 unwritten: Mutex::default(),
                 tasks: TaskTracker::new(),
+                queue_changed: Notify::new(),
             }),
         };
         tokio::spawn(runtime.clone().pump_events());
@@ -158,7 +116,7 @@ impl TaskRuntime {
             .store
             .create_leased(new, &config.node_id, millis(config.lease))
             .await?;
-        self.run_leased(record.key(), tool, args, identity);
+        self.run_leased(record.key(), tool, args, identity, record.attempt(), None);
         Ok(record)
     }
 
@@ -175,17 +133,33 @@ impl TaskRuntime {
             .store
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
-        self.run_leased(key, tool, args, None);
+        self.run_leased(key, tool, args, None, record.attempt().max(1), None);
         Ok(())
     }
 
-    /// Runs `tool` as the task `key`, whose lease this node holds.
-    fn run_leased(
+    /// The runtime's configuration.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn stopping(&self) -> &CancellationToken {
+        &self.inner.stopping
+    }
+
+    pub(crate) fn queue_changed(&self) -> &Notify {
+        &self.inner.queue_changed
+    }
+
+    /// Runs `tool` as the task `key`, whose lease this node holds, as its run `attempt`;
+    /// `slot` (a worker's capacity) is held until the task's outcome is written.
+    pub(crate) fn run_leased(
         &self,
         key: TaskKey,
         tool: ToolDef,
         args: JsonObject,
         identity: Option<Identity>,
+        attempt: u32,
+        slot: Option<OwnedSemaphorePermit>,
     ) {
         let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
@@ -207,12 +181,14 @@ impl TaskRuntime {
                 wake,
                 cancel.clone(),
                 identity,
+                attempt,
             );
             let outcome =
                 tracing::Instrument::instrument(runtime.run(ctx, &key, &tool, args, &cancel), span)
                     .await;
             runtime.finish(&key, outcome).await;
             runtime.running().remove(&key.id);
+            drop(slot);
         });
     }
 
@@ -431,8 +407,13 @@ impl TaskRuntime {
                         r.cancel.cancel();
                     }
                 }
-                Ok(TaskEvent::Changed { .. }) => {}
+                Ok(TaskEvent::Changed { .. }) => {
+                    // Created, requeued, or otherwise changed and unfinished: it may wait
+                    // for a worker.
+                    self.inner.queue_changed.notify_one();
+                }
                 Err(EventError::Lagged(n)) => {
+                    self.inner.queue_changed.notify_one();
                     tracing::warn!(
                         dropped = n,
                         "task events lagged; re-checking every task running here"
@@ -499,8 +480,9 @@ impl TaskRuntime {
         }
     }
 
-    /// One sweep: purge expired tasks (stopping their work if it runs here) and fail
-    /// unfinished tasks whose worker stopped renewing its lease.
+    /// One sweep: purge expired tasks (stopping their work if it runs here) and recover
+    /// unfinished tasks whose worker stopped renewing its lease: by the tool's delivery,
+    /// failed as worker lost or made to wait for another worker.
     pub async fn sweep_once(&self) -> Result<(), StoreError> {
         let report = self.inner.store.sweep().await?;
         for key in &report.expired_unfinished {
@@ -516,11 +498,18 @@ impl TaskRuntime {
             match self
                 .inner
                 .store
-                .fail(&key.owner, &key.id, worker_lost_error())
+                .recover_lapsed(&key.owner, &key.id, worker_lost_error())
                 .await
             {
-                Ok(t) if t.won => {
+                Ok(Recovery::Failed) => {
                     tracing::warn!(task_id = %key.id, "task failed: its worker is gone")
+                }
+                Ok(Recovery::Requeued { attempt }) => {
+                    tracing::warn!(task_id = %key.id, attempt, "run lost its worker; the task waits for another");
+                    self.inner.queue_changed.notify_one();
+                }
+                Ok(Recovery::Cancelled) => {
+                    tracing::info!(task_id = %key.id, "task cancelled: its worker is gone")
                 }
                 _ => {}
             }
