@@ -94,6 +94,7 @@
 //! and hands it to that revision's handlers.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
 
 pub mod audit;
 pub mod auth;
@@ -109,6 +110,9 @@ pub mod http;
 mod limits;
 mod report;
 mod retry;
+// TaskRuntime::store is runtime.rs's one public item without a doc comment; runtime.rs
+// is being reworked on the scale-out branch, so it is documented there, then this goes.
+#[allow(missing_docs)]
 mod runtime;
 pub mod seal;
 mod server;
