@@ -8,8 +8,21 @@
 //! cargo run -p mcp-client --example mcp-call -- --http https://example.com/mcp --login
 //! ```
 //!
-//! Elicitation requests are asked at the terminal, one field at a time; Ctrl-C cancels
-//! the task.
+//! Elicitation requests are asked at the terminal, one field at a time: a `[y/n]` or
+//! number question is asked again on an answer it cannot read, at most three times (then
+//! a yes/no is taken as no, a number declines the form); end of input declines it too.
+//! Ctrl-C cancels the task.
+//!
+//! The status line is drawn in place (a spinner) only when stderr is a terminal;
+//! otherwise each change of status is one plain line, without escape codes. Under
+//! `--stdio` the server's stderr is piped through mcp-call and printed line by line above
+//! the status line (held back while a question waits for its answer), so its logs never
+//! overwrite the status line nor get erased by it.
+//!
+//! The exit status is 0 when the tool's result came back and is not an error, 1
+//! otherwise: a result with `isError: true` (its text printed on stdout as
+//! `tool error: ...`), a failed or cancelled task, or any other failure (said on
+//! stderr).
 //!
 //! A server that asks for OAuth gets a login: the authorization URL is printed (and
 //! opened with `xdg-open`/`open` when there is one, unless `--no-open`), the redirect
@@ -19,15 +32,17 @@
 //! on its line, indented by two spaces, so a script (or a test playing the browser) can
 //! read it.
 
-use std::io::{BufRead, Write};
-use std::sync::Arc;
+use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use clap::Parser;
 use mcp_client::auth::{AuthConfig, FileTokenStore, LoopbackRedirect};
-use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient, Started, TaskHandle};
+use mcp_client::{
+    ClientConfig, ClientError, ClientHandler, McpClient, Started, TaskHandle, TaskStatusView,
+};
 use mcp_protocol::JsonObject;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::types::{ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition};
@@ -96,44 +111,147 @@ struct Args {
 struct Terminal;
 
 /// Set while a question waits for its answer at the terminal: the status line is not
-/// redrawn then (it would erase the question).
+/// redrawn then (it would erase the question), and the server's log lines are held back.
 static PROMPTING: AtomicBool = AtomicBool::new(false);
 
+/// How many times a question is asked before mcp-call gives up on reading its answer.
+const ASKS: usize = 3;
+
+/// Whether stderr is a terminal: only then is the status line redrawn in place.
+fn on_terminal() -> bool {
+    static TERMINAL: OnceLock<bool> = OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::stderr().is_terminal())
+}
+
+/// What erases the status line before something else is written on stderr: nothing when
+/// stderr is not a terminal (no status line is drawn there).
+fn clear_line() -> &'static str {
+    if on_terminal() { "\r\x1b[2K" } else { "" }
+}
+
+/// The server's log lines (`--stdio`) that arrived while a question waited.
+static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Prints a line of the server's stderr above the status line (the next tick redraws
+/// it), or holds it back while a question waits for its answer.
+fn server_log(line: &str) {
+    if PROMPTING.load(Ordering::SeqCst) {
+        held().push(line.to_owned());
+        return;
+    }
+    print_held();
+    eprintln!("{}{line}", clear_line());
+}
+
+/// Prints the log lines held back while a question waited.
+fn print_held() {
+    let lines = std::mem::take(&mut *held());
+    for line in lines {
+        eprintln!("{}{line}", clear_line());
+    }
+}
+
+/// Asks `question` on stderr and reads one line of stdin; `None` at end of input (or
+/// when stdin cannot be read).
 fn prompt(question: &str) -> Option<String> {
     let mut err = std::io::stderr();
-    let _ = write!(err, "\r\x1b[2K{question} ");
+    let _ = write!(err, "{}{question} ", clear_line());
     let _ = err.flush();
     let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).ok()?;
-    Some(line.trim_end_matches(['\r', '\n']).to_owned())
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+    }
+}
+
+/// A yes/no answer, if it is one.
+fn yes_no(answer: &str) -> Option<bool> {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "true" => Some(true),
+        "n" | "no" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// A number answer, if it is one: an integer when it reads as one.
+fn number(answer: &str) -> Option<ElicitValue> {
+    let answer = answer.trim();
+    if let Ok(n) = answer.parse::<i64>() {
+        return Some(ElicitValue::Integer(n));
+    }
+    answer
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite())
+        .map(ElicitValue::Number)
+}
+
+/// Why [`ask`] has no value.
+#[derive(Debug, PartialEq)]
+enum NoAnswer {
+    /// The input ended.
+    Eof,
+    /// [`ASKS`] answers, none readable.
+    Unreadable,
+}
+
+/// Asks with `read` until `parse` reads the answer, at most [`ASKS`] times.
+fn ask<T>(
+    mut read: impl FnMut() -> Option<String>,
+    parse: impl Fn(&str) -> Option<T>,
+    again: &str,
+) -> Result<T, NoAnswer> {
+    for _ in 0..ASKS {
+        let answer = read().ok_or(NoAnswer::Eof)?;
+        if let Some(value) = parse(&answer) {
+            return Ok(value);
+        }
+        eprintln!("  {again}");
+    }
+    Err(NoAnswer::Unreadable)
+}
+
+/// Asks a yes/no question: after [`ASKS`] answers it cannot read, no; `None` at end of
+/// input.
+fn ask_yes_no(read: impl FnMut() -> Option<String>) -> Option<bool> {
+    match ask(read, yes_no, "please answer y or n") {
+        Ok(yes) => Some(yes),
+        Err(NoAnswer::Unreadable) => {
+            eprintln!("  no answer understood: taken as no");
+            Some(false)
+        }
+        Err(NoAnswer::Eof) => None,
+    }
 }
 
 #[async_trait]
 impl ClientHandler for Terminal {
     async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
         let ElicitRequestParams::Form(form) = params else {
-            eprintln!("\r\x1b[2KThe server wants you to open a URL; this CLI declines.");
+            eprintln!(
+                "{}The server wants you to open a URL; this CLI declines.",
+                clear_line()
+            );
             return Ok(ElicitResult::new(ElicitAction::Decline));
         };
         PROMPTING.store(true, Ordering::SeqCst);
         let answered = tokio::task::spawn_blocking(move || {
-            eprintln!("\r\x1b[2K{}", form.message);
+            eprintln!("{}{}", clear_line(), form.message);
             let mut content = indexmap::IndexMap::new();
             for (name, schema) in &form.requested_schema.properties {
                 let value = match schema {
                     PrimitiveSchemaDefinition::Boolean(_) => {
-                        let answer = prompt(&format!("  {name} [y/n]:"))?;
-                        ElicitValue::Boolean(matches!(
-                            answer.to_ascii_lowercase().as_str(),
-                            "y" | "yes" | "true"
-                        ))
+                        let question = format!("  {name} [y/n]:");
+                        ElicitValue::Boolean(ask_yes_no(|| prompt(&question))?)
                     }
                     PrimitiveSchemaDefinition::Number(_) => {
-                        let answer = prompt(&format!("  {name} (number):"))?;
-                        match answer.parse::<i64>() {
-                            Ok(n) => ElicitValue::Integer(n),
-                            Err(_) => ElicitValue::Number(answer.parse().unwrap_or(0.0)),
-                        }
+                        let question = format!("  {name} (number):");
+                        ask(|| prompt(&question), number, "please answer a number").ok()?
                     }
                     _ => ElicitValue::String(prompt(&format!("  {name}:"))?),
                 };
@@ -143,6 +261,7 @@ impl ClientHandler for Terminal {
         })
         .await;
         PROMPTING.store(false, Ordering::SeqCst);
+        print_held();
         answered
             .ok()
             .flatten()
@@ -169,46 +288,52 @@ fn render(result: &CallToolResult) -> String {
     format!("{prefix}{}", texts.join("\n"))
 }
 
-/// Follows `handle`, redrawing one status line, until it ends or Ctrl-C cancels it.
+/// The status line of a task: its id, status and status message.
+fn status_line(id: &str, task: Option<&TaskStatusView>) -> String {
+    match task {
+        Some(task) => {
+            let message = task
+                .status_message()
+                .map(|m| format!(" — {m}"))
+                .unwrap_or_default();
+            format!("{id} {}{message}", task.status().as_str())
+        }
+        None => format!("{id} starting"),
+    }
+}
+
+/// Follows `handle` until it ends or Ctrl-C cancels it: on a terminal one status line
+/// redrawn with a spinner, elsewhere a plain line for each change.
 async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
     let mut updates = handle.updates();
     let spinner = async {
         let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
         let mut i = 0;
+        let mut last = String::new();
         loop {
             if PROMPTING.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(120)).await;
                 continue;
             }
-            let line = match &*updates.borrow_and_update() {
-                Some(task) => {
-                    let message = task
-                        .status_message()
-                        .map(|m| format!(" — {m}"))
-                        .unwrap_or_default();
-                    format!(
-                        "{} {} {}{}",
-                        frames[i % frames.len()],
-                        handle.id(),
-                        task.status().as_str(),
-                        message
-                    )
-                }
-                None => format!("{} {} starting", frames[i % frames.len()], handle.id()),
-            };
-            eprint!("\r\x1b[2K{line}");
+            let line = status_line(handle.id(), updates.borrow_and_update().as_ref());
+            if on_terminal() {
+                eprint!("\r\x1b[2K{} {line}", frames[i % frames.len()]);
+            } else if line != last {
+                eprintln!("{line}");
+            }
+            last = line;
             i += 1;
             tokio::time::sleep(Duration::from_millis(120)).await;
         }
     };
     tokio::select! {
         r = handle.wait() => {
-            eprint!("\r\x1b[2K");
+            eprint!("{}", clear_line());
             r
         }
         _ = spinner => unreachable!("the spinner never ends"),
         _ = tokio::signal::ctrl_c() => {
-            eprintln!("\r\x1b[2KCancelling {}...", handle.id());
+            eprintln!("{}Cancelling {}...", clear_line(), handle.id());
             handle.cancel().await?;
             handle.wait().await
         }
@@ -230,12 +355,16 @@ fn default_token_file() -> Result<std::path::PathBuf, String> {
 fn show_login(url: &str, open: bool) {
     if !open {
         eprintln!(
-            "\r\x1b[2KThe server asks you to log in. Visit this URL in a browser:\n\n  {url}\n"
+            "{}The server asks you to log in. Visit this URL in a browser:\n\n  {url}\n",
+            clear_line()
         );
         eprintln!("Waiting for the authorization...");
         return;
     }
-    eprintln!("\r\x1b[2KThe server asks you to log in. Opening your browser at:\n\n  {url}\n");
+    eprintln!(
+        "{}The server asks you to log in. Opening your browser at:\n\n  {url}\n",
+        clear_line()
+    );
     eprintln!("If it does not open, visit that URL yourself. Waiting for the authorization...");
     for opener in ["xdg-open", "open"] {
         let started = std::process::Command::new(opener)
@@ -274,7 +403,51 @@ async fn auth_config(args: &Args) -> Result<AuthConfig, String> {
     Ok(auth)
 }
 
-async fn run(args: Args) -> Result<(), String> {
+/// Starts the `--stdio` server with its stderr piped: each line it logs is printed by
+/// [`server_log`], above the status line.
+fn start_server(cmd: &str) -> Result<tokio::process::Child, String> {
+    let mut parts = cmd.split_whitespace();
+    let program = parts.next().ok_or("--stdio needs a command")?;
+    let mut child = tokio::process::Command::new(program)
+        .args(parts)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            // Ends with the child (its stderr closes) or at an unreadable line.
+            while let Ok(Some(line)) = lines.next_line().await {
+                server_log(&line);
+            }
+        });
+    }
+    Ok(child)
+}
+
+/// How a run that reached the server ended.
+enum Outcome {
+    /// Done: a result that is not an error, a detached task, a login.
+    Done,
+    /// The tool's result is an error (`isError: true`); it has been printed.
+    ToolError,
+}
+
+/// Prints `result` on stdout; says whether it is an error.
+fn report(result: &CallToolResult) -> Outcome {
+    println!("{}", render(result));
+    if result.is_error == Some(true) {
+        Outcome::ToolError
+    } else {
+        Outcome::Done
+    }
+}
+
+async fn run(args: Args) -> Result<Outcome, String> {
     let handler = Arc::new(Terminal);
     let mut config = ClientConfig::default();
     if args.http.is_some() && args.bearer.is_none() {
@@ -296,17 +469,15 @@ async fn run(args: Args) -> Result<(), String> {
     let client = match (&args.http, &args.stdio) {
         (Some(url), _) => McpClient::connect_http(url, handler, config).await,
         (None, Some(cmd)) => {
-            let mut parts = cmd.split_whitespace().map(str::to_owned);
-            let program = parts.next().ok_or("--stdio needs a command")?;
-            let rest: Vec<String> = parts.collect();
-            McpClient::connect_stdio(&program, &rest, handler, config).await
+            let child = start_server(cmd)?;
+            McpClient::connect_child(child, handler, config).await
         }
         (None, None) => return Err("give --http URL or --stdio CMD".into()),
     }
     .map_err(|e| e.to_string())?;
     if args.login {
         eprintln!("Connected; the login (if one was needed) is kept for next time.");
-        return Ok(());
+        return Ok(Outcome::Done);
     }
 
     let handle = if let Some(id) = args.resume {
@@ -320,22 +491,16 @@ async fn run(args: Args) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?
         {
-            Started::Done(result) => {
-                println!("{}", render(&result));
-                return Ok(());
-            }
+            Started::Done(result) => return Ok(report(&result)),
             Started::Task(handle) => *handle,
         }
     };
     if args.detach {
         println!("{}", handle.detach());
-        return Ok(());
+        return Ok(Outcome::Done);
     }
     match follow(handle).await {
-        Ok(result) => {
-            println!("{}", render(&result));
-            Ok(())
-        }
+        Ok(result) => Ok(report(&result)),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -347,10 +512,71 @@ async fn main() -> std::process::ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     match run(Args::parse()).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(Outcome::Done) => std::process::ExitCode::SUCCESS,
+        Ok(Outcome::ToolError) => std::process::ExitCode::FAILURE,
         Err(e) => {
             eprintln!("mcp-call: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers from a list, then end of input; counts the questions asked.
+    fn answers<'a>(
+        list: &'a [&'a str],
+        asked: &'a mut usize,
+    ) -> impl FnMut() -> Option<String> + 'a {
+        let mut it = list.iter();
+        move || {
+            *asked += 1;
+            it.next().map(|s| (*s).to_owned())
+        }
+    }
+
+    #[test]
+    fn yes_no_asks_again_on_anything_else() {
+        let mut asked = 0;
+        assert_eq!(
+            ask_yes_no(answers(&["maybe", " YES "], &mut asked)),
+            Some(true)
+        );
+        assert_eq!(asked, 2);
+        let mut asked = 0;
+        assert_eq!(ask_yes_no(answers(&["", "n"], &mut asked)), Some(false));
+        assert_eq!(asked, 2);
+    }
+
+    #[test]
+    fn yes_no_is_bounded() {
+        let mut asked = 0;
+        let list = ["a", "b", "c", "y"];
+        assert_eq!(
+            ask_yes_no(answers(&list, &mut asked)),
+            Some(false),
+            "taken as no"
+        );
+        assert_eq!(asked, ASKS);
+        let mut asked = 0;
+        assert_eq!(
+            ask_yes_no(answers(&["what"], &mut asked)),
+            None,
+            "end of input"
+        );
+        assert_eq!(asked, 2);
+    }
+
+    #[test]
+    fn numbers_are_asked_again_then_declined() {
+        let mut asked = 0;
+        let got = ask(answers(&["ten", "10"], &mut asked), number, "again");
+        assert_eq!(got.map_err(|_| ()), Ok(ElicitValue::Integer(10)));
+        let mut asked = 0;
+        let got = ask(answers(&["x", "NaN", "inf"], &mut asked), number, "again");
+        assert_eq!(got.err(), Some(NoAnswer::Unreadable));
+        assert_eq!(number("2.5"), Some(ElicitValue::Number(2.5)));
     }
 }

@@ -52,12 +52,26 @@ impl McpClient {
         McpClient::start(conn, guard, None, handler, config).await
     }
 
+    /// Connects over the stdio of a child process you started, with its stdin and stdout
+    /// piped (`Stdio::piped()`); its stderr is yours to inherit, pipe or discard (a
+    /// command-line client pipes it to print the server's logs above its status line).
+    /// The client owns the child from here: it is killed when the client is dropped.
+    pub async fn connect_child(
+        child: tokio::process::Child,
+        handler: Arc<dyn ClientHandler>,
+        config: ClientConfig,
+    ) -> Result<McpClient, ClientError> {
+        let (conn, guard) = transport::from_child(child)?;
+        McpClient::start(conn, guard, None, handler, config).await
+    }
+
     /// Connects to a Streamable HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`).
     pub async fn connect_http(
         url: &str,
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
     ) -> Result<McpClient, ClientError> {
+        transport::check_http_url(url)?;
         let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &config.http_headers {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {

@@ -55,6 +55,14 @@ pub enum ClientError {
     /// an event stream that ended without the response).
     #[error("transport: {0}")]
     Transport(String),
+    /// The endpoint given is not a URL the client can connect to.
+    #[error("{url:?} is not an HTTP endpoint URL: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The server wants authorization and logging in failed (or was not possible): the
     /// message says what to do.
     #[error("authorization: {0}")]

@@ -47,7 +47,7 @@ pub fn spawn_stdio(
     program: &str,
     args: &[String],
 ) -> Result<(Connection, TransportGuard), ClientError> {
-    let mut child = Command::new(program)
+    let child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -55,17 +55,49 @@ pub fn spawn_stdio(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| ClientError::Transport(format!("cannot start {program}: {e}")))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| ClientError::Transport("no stdout".into()))?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| ClientError::Transport("no stdin".into()))?;
+    from_child(child)
+}
+
+/// Talks to a started `child` over its stdin/stdout (both must be piped); the guard owns
+/// the child. Its stderr is left as the caller set it up.
+pub fn from_child(mut child: Child) -> Result<(Connection, TransportGuard), ClientError> {
+    let stdout = child.stdout.take().ok_or_else(|| {
+        ClientError::Transport("the child's stdout is not piped (Stdio::piped())".into())
+    })?;
+    let stdin = child.stdin.take().ok_or_else(|| {
+        ClientError::Transport("the child's stdin is not piped (Stdio::piped())".into())
+    })?;
     let (conn, _io) =
         Connection::from_io(stdout, stdin, mcp_protocol::engine::DEFAULT_MAX_FRAME_BYTES);
     Ok((conn, TransportGuard::Child(child)))
+}
+
+/// Refuses, with a message that says what is wrong, a Streamable HTTP endpoint that is
+/// not an absolute `http://` or `https://` URL with a host (`localhost:8000/mcp` reads as
+/// the scheme `localhost`; reqwest would only say "builder error").
+pub fn check_http_url(url: &str) -> Result<(), ClientError> {
+    let invalid = |reason: String| ClientError::InvalidUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    let no_scheme = || invalid(format!("no scheme: write http://{url} (or https://{url})"));
+    match url::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {
+            if parsed.host_str().is_some_and(|h| !h.is_empty()) {
+                Ok(())
+            } else {
+                Err(invalid("no host".into()))
+            }
+        }
+        // `localhost:8000/mcp` parses with `localhost` as its scheme.
+        Ok(_) if !url.contains("://") => Err(no_scheme()),
+        Ok(parsed) => Err(invalid(format!(
+            "the scheme is {:?}; a Streamable HTTP endpoint is http:// or https://",
+            parsed.scheme()
+        ))),
+        Err(url::ParseError::RelativeUrlWithoutBase) => Err(no_scheme()),
+        Err(e) => Err(invalid(e.to_string())),
+    }
 }
 
 /// Headers every request of an HTTP connection carries, learned as the session goes.
@@ -636,5 +668,31 @@ impl Job {
             }
             Err(source) => self.fail(ExchangeError::Body { status, source }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(url: &str) -> String {
+        match check_http_url(url) {
+            Err(e @ ClientError::InvalidUrl { .. }) => e.to_string(),
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_endpoint_without_a_scheme_is_named_as_such() {
+        let said = reason("localhost:8000/mcp");
+        assert!(said.contains("\"localhost:8000/mcp\""), "{said}");
+        assert!(said.contains("no scheme"), "{said}");
+        assert!(said.contains("http://localhost:8000/mcp"), "{said}");
+        assert!(reason("127.0.0.1:8000/mcp").contains("no scheme"));
+        assert!(reason("ftp://example.com/mcp").contains("\"ftp\""));
+        assert!(reason("http://").contains("http://"));
+        assert!(check_http_url("http://127.0.0.1:8000/mcp").is_ok());
+        assert!(check_http_url("https://example.com/mcp").is_ok());
+        assert!(check_http_url("http://[::1]:8000/mcp").is_ok());
     }
 }

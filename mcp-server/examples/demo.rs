@@ -149,6 +149,19 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// Says on stderr, before a shutdown that has tasks to wait for, how many and for how long.
+fn say_shutdown_wait(server: &Server, grace: Duration) {
+    let running = server.runtime().running_count();
+    if running > 0 {
+        let tasks = if running == 1 { "task" } else { "tasks" };
+        eprintln!(
+            "demo: shutting down: waiting up to {} s for {running} running {tasks} to finish; \
+             any still running then are cancelled",
+            grace.as_secs_f64()
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
@@ -187,6 +200,7 @@ async fn main() -> std::process::ExitCode {
     if let Some(node_id) = args.node_id {
         runtime.node_id = node_id;
     }
+    let grace = runtime.shutdown_grace;
     tracing::info!(node_id = %runtime.node_id, lease_ms = args.lease_ms, role = ?args.role, "task runtime");
     let node_id = runtime.node_id.clone();
     let mut builder = Server::builder("mcp-tasks-demo", env!("CARGO_PKG_VERSION"))
@@ -218,6 +232,7 @@ async fn main() -> std::process::ExitCode {
     if args.stdio {
         tracing::info!(store = %store_url::shown(&args.store), "serving MCP on stdio");
         let served = mcp_server::stdio::serve(&server).await;
+        say_shutdown_wait(&server, grace);
         server.shutdown().await;
         return match served {
             Ok(()) => std::process::ExitCode::SUCCESS,
@@ -284,6 +299,7 @@ async fn main() -> std::process::ExitCode {
         token.cancel();
     };
     let served = mcp_server::http::serve(&server, listener, http, stop).await;
+    say_shutdown_wait(&server, grace);
     server.shutdown().await;
     match served {
         Ok(()) => std::process::ExitCode::SUCCESS,

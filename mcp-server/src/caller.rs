@@ -49,7 +49,9 @@ pub struct RequestDeclarations {
 /// The caller as the handlers see it.
 #[derive(Debug, Clone)]
 pub struct Caller {
+    /// The owner of the tasks this request creates and the only one whose tasks it sees.
     pub owner: Owner,
+    /// Whether the request declares the tasks extension (so a call may become a task).
     pub declares_tasks: bool,
     /// Who the credentials of this request say the caller is, and the scopes they grant
     /// (`None`: anonymous, a 2025-11-25 session opened without credentials, stdio).
@@ -57,6 +59,7 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The caller a transport put in the request's extensions (anonymous when none).
     pub fn from_extensions(ext: &Extensions) -> Caller {
         let owner = ext
             .get::<Principal>()
@@ -85,6 +88,8 @@ pub struct RequestMetaLayer {
 }
 
 impl RequestMetaLayer {
+    /// A layer that reads the `_meta` of requests for `methods` (the server's known
+    /// methods); any other method passes through untouched.
     pub fn new(methods: impl IntoIterator<Item = String>) -> Self {
         RequestMetaLayer {
             methods: Arc::new(methods.into_iter().collect()),

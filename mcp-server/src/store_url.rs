@@ -19,13 +19,17 @@ pub enum OpenStoreError {
     /// The backend is known but this build leaves it out.
     #[error("the {backend} store is not built in: enable the mcp-server feature `{feature}`")]
     NotBuilt {
+        /// The backend named by the URL.
         backend: &'static str,
+        /// The mcp-server feature that builds it in.
         feature: &'static str,
     },
     /// The backend refused: unreachable, bad credentials, a file that cannot be opened.
     #[error("cannot open the {backend} store: {source}")]
     Backend {
+        /// The backend named by the URL.
         backend: &'static str,
+        /// What the backend said.
         #[source]
         source: StoreError,
     },

@@ -78,7 +78,9 @@ impl fmt::Debug for ToolDef {
 #[derive(Debug, thiserror::Error)]
 #[error("invalid input schema for tool {tool}: {reason}")]
 pub struct ToolDefError {
+    /// The tool's name.
     pub tool: String,
+    /// What is wrong with its input schema.
     pub reason: String,
 }
 
@@ -218,10 +220,12 @@ impl ToolDef {
         &self.scopes
     }
 
+    /// The tool's name, as `tools/call` names it.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Whether calls of this tool run as tasks: never, when the client allows, or always.
     pub fn policy(&self) -> TaskPolicy {
         self.policy
     }

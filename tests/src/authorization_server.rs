@@ -61,11 +61,13 @@ pub struct Knobs {
 /// How an [`AuthorizationServer`] is set up.
 #[derive(Debug, Clone)]
 pub struct AuthorizationServerOptions {
+    /// Which access tokens it issues: opaque ones or JWTs.
     pub tokens: AccessTokens,
     /// `scopes_supported` of the metadata.
     pub scopes_supported: Vec<String>,
     /// The user who approves every authorization request (the tokens' `sub`).
     pub subject: String,
+    /// The misbehaviours switched on.
     pub knobs: Knobs,
 }
 
@@ -135,6 +137,7 @@ pub struct AuthorizationServer {
 }
 
 impl AuthorizationServer {
+    /// Starts it on 127.0.0.1, on its own issuer.
     pub async fn start(options: AuthorizationServerOptions) -> AuthorizationServer {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await

@@ -29,7 +29,9 @@ use tokio::sync::oneshot;
 /// A signing key pair made in the test, with its public JWK.
 #[derive(Clone)]
 pub struct SigningKey {
+    /// The key id, in the JWK and in the tokens' header.
     pub kid: String,
+    /// The signature algorithm (ES256 or EdDSA).
     pub alg: Algorithm,
     encoding: EncodingKey,
     jwk: Value,
@@ -141,6 +143,7 @@ pub enum Discovery {
 pub struct IssuerOptions {
     /// The issuer's path (`/tenant`): its identifier is `http://127.0.0.1:PORT/tenant`.
     pub path: String,
+    /// Where its metadata is served: RFC 8414 or OpenID Connect discovery.
     pub discovery: Discovery,
     /// Members added to the metadata document (e.g. `authorization_endpoint`); a member
     /// set to `null` is left out.
@@ -188,6 +191,7 @@ impl TestIssuer {
         Self::start_with(IssuerOptions::default()).await
     }
 
+    /// Starts an issuer set up by `options`.
     pub async fn start_with(options: IssuerOptions) -> TestIssuer {
         let listener = match options.listener {
             Some(listener) => listener,
@@ -341,7 +345,9 @@ pub fn whoami() -> mcp_server::ToolDef {
 /// that trusts one issuer: the demo tools and [`whoami`], a store the test can look into.
 #[derive(Debug)]
 pub struct Protected {
+    /// The server and a client of it.
     pub server: crate::server_harness::TestServer,
+    /// Its task store.
     pub store: Arc<mcp_tasks::MemoryStore>,
     /// The resource URL (the tokens' audience): `http://127.0.0.1:PORT/mcp`.
     pub resource: String,

@@ -21,6 +21,7 @@ pub const TASK_SUPPORT: [(&str, &str); 7] = [
 ];
 /// The store's default TTL and maximum TTL (`mcp_tasks::Limits::default()`).
 pub const DEFAULT_TTL_MS: u64 = 60 * 60 * 1000;
+/// The largest TTL the store grants (`Limits::default()`).
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// `initialize` params of a client that can answer form elicitations.

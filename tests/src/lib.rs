@@ -13,6 +13,8 @@
 //! resource-server tests; [`authorization_server`] adds its registration, authorization
 //! and token endpoints for the client's login tests.
 
+#![warn(missing_docs)]
+
 pub mod authorization_server;
 pub mod deaf_store;
 pub mod features_fixture;
@@ -35,6 +37,7 @@ use tokio::sync::Notify;
 /// `{"text": ...}`, the params and result of `echo`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Text {
+    /// The text echoed.
     pub text: String,
 }
 
@@ -42,19 +45,23 @@ pub struct Text {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GreetParams {
+    /// Who to greet.
     pub name: String,
+    /// How many times.
     pub times: u32,
 }
 
 /// The params of `storm`: how many `echo` requests to send back to the caller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StormParams {
+    /// How many requests.
     pub count: usize,
 }
 
 /// The params of `slow`: how long to wait unless cancelled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SlowParams {
+    /// The wait, in milliseconds.
     pub millis: u64,
 }
 

@@ -137,6 +137,7 @@ impl Node {
 /// extension declared on every request).
 #[derive(Debug)]
 pub struct Cluster {
+    /// Each node's MCP endpoint.
     pub urls: Vec<String>,
     client: reqwest::Client,
     next_id: AtomicI64,

@@ -157,9 +157,13 @@ pub fn bearer_principal() -> PrincipalHook {
 /// text.
 #[derive(Debug)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
+    /// The body as JSON (`Null` when it is not JSON).
     pub body: Value,
+    /// The body as text.
     pub text: String,
 }
 
@@ -204,8 +208,11 @@ impl Reply {
 /// The demo server served over HTTP on `127.0.0.1:0`, with a client pointed at it.
 #[derive(Debug)]
 pub struct TestServer {
+    /// The server.
     pub server: Server,
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
     pub url: String,
+    /// A client pointed at it.
     pub client: reqwest::Client,
     next_id: AtomicI64,
     stop: Option<oneshot::Sender<()>>,
@@ -554,7 +561,9 @@ type ByteStream =
 
 /// An SSE reply read event by event from the raw byte stream.
 pub struct SseStream {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
     bytes: ByteStream,
     buffer: Vec<u8>,

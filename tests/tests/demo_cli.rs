@@ -216,3 +216,128 @@ async fn oauth_issuer_protects_the_demo() {
     assert_eq!(ok.status(), 200);
     let _ = demo.start_kill();
 }
+
+/// A SQLite store in a folder the demo cannot write to is refused at once, saying the
+/// folder is read-only and naming the file. chmod does not bind root: as root the demo
+/// runs as `nobody` (setpriv); where that cannot be done the test says it skipped.
+#[tokio::test]
+async fn a_read_only_sqlite_folder_is_said() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("mcp-demo-ro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let store = format!("sqlite:{}", dir.join("tasks.db").display());
+    // Root writes through 0555: then run the demo as nobody, for whom it holds.
+    let as_root = std::fs::write(dir.join("probe"), b"").is_ok();
+    let mut command = tokio::process::Command::new(if as_root { "setpriv" } else { DEMO });
+    if as_root {
+        let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+        let can = std::process::Command::new("setpriv")
+            .args(nobody)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.success());
+        if !can {
+            let _ = std::fs::remove_dir_all(&dir);
+            mcp_tasks::conformance::report_skip(
+                "demo read-only SQLite folder: running as root (chmod does not bind) and \
+                 setpriv cannot switch to nobody",
+            );
+            return;
+        }
+        command.args(nobody).arg(DEMO);
+    }
+    let out = tokio::time::timeout(
+        WAIT,
+        command
+            .args(["--store", &store, "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success(), "started on a read-only folder");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot open the SQLite store"), "{said}");
+    assert!(said.contains("is read-only for this process"), "{said}");
+    assert!(said.contains("tasks.db"), "names the file: {said}");
+    assert!(
+        said.contains("Permission denied"),
+        "the OS's reason: {said}"
+    );
+}
+
+/// At SIGTERM with a task running, the demo says it waits for it and for how long.
+#[tokio::test]
+async fn shutdown_says_what_it_waits_for() {
+    use tokio::io::AsyncBufReadExt;
+    let mut demo = tokio::process::Command::new(DEMO)
+        .args(["--http", "127.0.0.1:0", "--store", "memory"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the demo");
+    let mut stdout = tokio::io::BufReader::new(demo.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    let read = tokio::time::timeout(WAIT, stdout.read_line(&mut first)).await;
+    assert!(matches!(read, Ok(Ok(n)) if n > 0), "{read:?}");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_owned();
+    let tokens =
+        std::env::temp_dir().join(format!("mcp-demo-shutdown-{}.json", std::process::id()));
+    let detached = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+            .args(["--http", &url, "--no-browser", "--token-file"])
+            .arg(&tokens)
+            .args(["--detach", "slow_compute", r#"{"seconds":60}"#])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("mcp-call ends in time")
+    .expect("mcp-call runs");
+    assert!(detached.status.success(), "{detached:?}");
+
+    let pid = demo.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let mut lines = tokio::io::BufReader::new(demo.stderr.take().expect("stderr")).lines();
+    let said = tokio::time::timeout(WAIT, async {
+        let mut said = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            said.push_str(&line);
+            said.push('\n');
+            if line.starts_with("demo: shutting down") {
+                return (said, Some(line));
+            }
+        }
+        (said, None)
+    })
+    .await
+    .expect("said in time");
+    let Some(line) = said.1 else {
+        panic!("no shutdown line in {}", said.0)
+    };
+    assert!(
+        line.contains("waiting up to 10 s for 1 running task"),
+        "{line}"
+    );
+    assert!(line.contains("cancelled"), "{line}");
+    // The 10 s wait itself is the runtime's (tests/server_shutdown.rs); kill now.
+    let _ = demo.start_kill();
+}

@@ -10,10 +10,13 @@ use axum::http::StatusCode;
 /// challenge to send with it (if any), and the message of the JSON-RPC error in the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The HTTP status of the answer.
     pub status: StatusCode,
+    /// The `WWW-Authenticate` header value, if any.
     pub www_authenticate: Option<String>,
     /// `Retry-After` (whole seconds), for 503.
     pub retry_after: Option<Duration>,
+    /// The message of the JSON-RPC error in the body.
     pub message: String,
 }
 
@@ -78,13 +81,19 @@ impl From<StatusCode> for Refusal {
 /// (`"`, `\`, controls, non-ASCII) are replaced by spaces.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Challenge {
+    /// The URL of the protected resource metadata document (RFC 9728).
     pub resource_metadata: Option<String>,
+    /// The scopes the request needs, space-separated in the header.
     pub scope: Vec<String>,
+    /// The RFC 6750 error code (`invalid_token`, `insufficient_scope`,
+    /// `invalid_request`).
     pub error: Option<&'static str>,
+    /// A human-readable reason.
     pub error_description: Option<String>,
 }
 
 impl Challenge {
+    /// A challenge with no parameters: `Bearer`.
     pub fn new() -> Challenge {
         Challenge::default()
     }

@@ -82,6 +82,7 @@ impl TaskRuntime {
         runtime
     }
 
+    /// The store the runtime's tasks live in.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
         &self.inner.store
     }

@@ -95,7 +95,10 @@ impl IntoStoreError for rusqlite::Error {
 /// creates or checks the schema.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     let shown = path.display();
-    let conn = Connection::open(path).map_err(|e| backend(e).context(&shown.to_string()))?;
+    let conn = Connection::open(path).map_err(|e| match unwritable_dir(path) {
+        Some(why) => backend(why),
+        None => backend(e).context(&shown.to_string()),
+    })?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
     // SQLite falls back to read-only when it cannot open the file for writing; say so
     // here rather than fail later with "unable to open database file".
@@ -108,7 +111,10 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     }
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .map_err(|e| backend(e).context(&format!("{shown}: cannot enable WAL")))?;
+        .map_err(|e| match unwritable_dir(path) {
+            Some(why) => backend(why),
+            None => backend(e).context(&format!("{shown}: cannot enable WAL")),
+        })?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(backend(format!(
             "{shown}: journal mode is {mode:?}, not WAL (is it a database file?)"
@@ -119,6 +125,42 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(backend)?;
     migrate(conn, path)
+}
+
+/// Why the folder of the database at `path` cannot take the files the store writes, if
+/// it cannot: SQLite itself only says "unable to open database file". Found by creating
+/// (and removing) a probe file there, so a read-only file system, missing write
+/// permission and a missing folder are all told apart by the OS's own message.
+fn unwritable_dir(path: &Path) -> Option<String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let probe = dir.join(format!(".mcp-tasks-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+        Err(e) => {
+            let kind = match e.kind() {
+                std::io::ErrorKind::NotFound => "does not exist",
+                std::io::ErrorKind::ReadOnlyFilesystem => "is on a read-only file system",
+                _ => "is read-only for this process",
+            };
+            Some(format!(
+                "{}: the folder {} {kind} ({e}); the SQLite store writes the database \
+                 and its -wal, -shm and .lock companions there",
+                path.display(),
+                dir.display()
+            ))
+        }
+    }
 }
 
 fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> {

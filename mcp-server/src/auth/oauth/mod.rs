@@ -113,22 +113,29 @@ impl OAuthConfig {
 /// Why a resource server cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthConfigError {
+    /// The issuer URL is not usable.
     #[error("the issuer {0:?} is not an http(s) URL without query or fragment")]
     Issuer(String),
+    /// The resource URL is not usable.
     #[error("the resource {0:?} is not an http(s) URL without fragment")]
     Resource(String),
+    /// The JWKS URL is not usable.
     #[error("the JWKS URL {0:?} is not an http(s) URL")]
     JwksUri(String),
+    /// A symmetric (or `none`) algorithm was allowed.
     #[error(
         "algorithm {0:?} is not allowed: only asymmetric signatures can be checked with public keys"
     )]
     Algorithm(Algorithm),
+    /// The algorithm allowlist is empty.
     #[error("no algorithm allowed")]
     NoAlgorithm,
+    /// A required scope is not a valid scope token.
     #[error(
         "scope {0:?} is not a valid scope token (printable ASCII, no space, quote or backslash)"
     )]
     Scope(String),
+    /// The HTTP client for metadata and JWKS fetches could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(#[source] reqwest::Error),
 }

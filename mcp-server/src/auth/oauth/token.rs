@@ -19,26 +19,37 @@ const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// (503).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
+    /// Not three base64url parts with a JSON header.
     #[error("the token is not a well-formed JWT")]
     Malformed,
+    /// A claim has the wrong type or value; the message says which.
     #[error("the token's claims are malformed: {0}")]
     Claims(String),
+    /// Signed with an algorithm outside the allowlist (the header's `alg`).
     #[error("algorithm {0:?} is not accepted")]
     Algorithm(String),
+    /// Its `kid` names no key of the JWKS, even after a refetch.
     #[error("the token's signing key is not among the authorization server's keys")]
     UnknownKey,
+    /// The signature does not verify with the key.
     #[error("the token's signature does not verify")]
     Signature,
+    /// `exp` has passed.
     #[error("the token has expired")]
     Expired,
+    /// `nbf` is still ahead.
     #[error("the token is not valid yet (nbf)")]
     NotYetValid,
+    /// `iss` is not the configured issuer.
     #[error("the token was issued by another issuer")]
     Issuer,
+    /// `aud` does not name this resource.
     #[error("the token is meant for another resource (aud)")]
     Audience,
+    /// A required claim (e.g. `sub`) is missing.
     #[error("the token lacks the {0:?} claim")]
     MissingClaim(String),
+    /// The JWKS could not be fetched; nothing is known about the token (503).
     #[error("the authorization server's keys are out of reach: {0}")]
     KeysUnavailable(String),
 }
