@@ -127,12 +127,12 @@ fn register_tools_and_tasks(
         }
     })?;
 
-    module.register_async_method(v2025::SetLevel::METHOD, |params, _state, ext| async move {
+    module.register_async_method(v2025::SetLevel::METHOD, |params, state, ext| async move {
         let Some(session) = session_of(&ext) else {
             return Err(removed(v2025::SetLevel::METHOD).into());
         };
         let params = parse_params::<v2025::SetLevel>(&params)?;
-        json(legacy::set_level(&session, params))
+        json(legacy::set_level(&state, &session, params).await?)
     })?;
 
     module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {

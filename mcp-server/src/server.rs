@@ -270,6 +270,11 @@ impl Server {
     }
 
     /// The scopes each tool requires, by tool name (tools requiring none left out).
+    /// The state every handler shares (the HTTP transport restores sessions with it).
+    pub(crate) fn state(&self) -> Arc<State> {
+        Arc::clone(&self.state)
+    }
+
     pub(crate) fn tool_scopes(&self) -> std::collections::HashMap<String, Vec<String>> {
         self.state
             .tools()

@@ -11,6 +11,7 @@ use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+use crate::session::SessionStore;
 
 /// The events a committed change announces, made from the operation's value and the
 /// record after the change. Plain functions: the operations pass them to
@@ -193,4 +194,11 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
 
     /// Subscribes to the change feed of the whole backend (contract rule 8).
     fn subscribe(&self) -> EventStream;
+
+    /// Where this backend keeps MCP 2025-11-25 session records, if it keeps them
+    /// ([`TaskStore::sessions`](crate::TaskStore::sessions)). `None` by default: a server
+    /// on such a store keeps its sessions in its own memory.
+    fn session_store(&self) -> Option<&dyn SessionStore> {
+        None
+    }
 }

@@ -56,6 +56,7 @@ mod record;
 #[cfg(feature = "redis")]
 mod redis;
 pub mod rules;
+mod session;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
@@ -74,6 +75,7 @@ pub use record::{
 };
 #[cfg(feature = "redis")]
 pub use redis::{RedisOptions, RedisStore};
+pub use session::{SessionChange, SessionRecord, SessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::TaskStore;

@@ -58,6 +58,10 @@ pub enum Limit {
     InputRequestsPerTask,
     /// [`Limits::max_result_bytes`]: the size of one task's result.
     ResultBytes,
+    /// The `max_sessions` a server passes to
+    /// [`SessionStore::open_session`](crate::SessionStore::open_session): open MCP
+    /// 2025-11-25 sessions.
+    Sessions,
 }
 
 impl std::fmt::Display for Limit {
@@ -67,6 +71,7 @@ impl std::fmt::Display for Limit {
             Limit::LiveTasksTotal => "unfinished tasks in total",
             Limit::InputRequestsPerTask => "outstanding input requests per task",
             Limit::ResultBytes => "result size in bytes",
+            Limit::Sessions => "open sessions",
         })
     }
 }

@@ -18,6 +18,7 @@ use crate::record::{
     Transition,
 };
 use crate::rules::{self, Finish};
+use crate::session::SessionStore;
 use crate::store::TaskStore;
 
 /// An operation's argument on its way into the rule: moved into the only run of a
@@ -363,5 +364,9 @@ impl<B: Backend> TaskStore for B {
 
     fn events(&self) -> EventStream {
         self.subscribe()
+    }
+
+    fn sessions(&self) -> Option<&dyn SessionStore> {
+        self.session_store()
     }
 }

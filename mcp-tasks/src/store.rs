@@ -228,4 +228,10 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Subscribes to the change feed of the whole backend (rule 15).
     fn events(&self) -> EventStream;
+
+    /// Where the store keeps MCP 2025-11-25 session records
+    /// ([`SessionStore`](crate::SessionStore), its own contract), if it keeps them.
+    fn sessions(&self) -> Option<&dyn crate::SessionStore> {
+        None
+    }
 }

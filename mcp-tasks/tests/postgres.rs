@@ -233,7 +233,8 @@ async fn version_1_data_loads_after_the_queue_migration() {
     let admin = raw().await;
     admin
         .batch_execute(&format!(
-            "DROP INDEX {schema}.tasks_queued;
+            "DROP TABLE {schema}.sessions;
+             DROP INDEX {schema}.tasks_queued;
              ALTER TABLE {schema}.tasks DROP COLUMN queued_tool;
              DELETE FROM {schema}.schema_version WHERE version > 1;"
         ))

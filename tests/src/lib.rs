@@ -21,6 +21,7 @@ pub mod features_fixture;
 pub mod issuer;
 pub mod legacy;
 pub mod node_harness;
+pub mod proxy;
 pub mod schema_check;
 pub mod server_harness;
 

@@ -55,6 +55,11 @@ pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SES
 
 struct App {
     endpoint: Arc<ServerEndpoint>,
+    /// The server's shared state: its store and what a restored session needs.
+    state: Arc<crate::state::State>,
+    /// Whether 2025-11-25 sessions live in the store too (a shared store: PostgreSQL,
+    /// Redis), so any instance serves any of them (`sessions.rs`).
+    shared_sessions: bool,
     config: HttpConfig,
     /// One session per principal: requests of one caller share the in-flight map, so
     /// `notifications/cancelled` on one POST cancels a call running on another.
@@ -117,11 +122,12 @@ async fn guard(
     };
     let principal = identity.as_ref().map(|i| i.principal.as_str());
     if let Some(id) = header_str(request.headers(), MCP_SESSION_ID) {
-        match app.legacy_session_of(id, principal) {
-            Some(session) => {
+        match app.find_session(id, principal).await {
+            Ok(Some(session)) => {
                 request.extensions_mut().insert(session);
             }
-            None => return sessions::unknown_session(),
+            Ok(None) => return sessions::unknown_session(),
+            Err(e) => return sessions::store_failed(&e),
         }
     }
     request.extensions_mut().insert(Authenticated(identity));
@@ -135,8 +141,12 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
     let path = config.path.clone();
     let (endpoint, method_names) = server.endpoint_and_methods();
     let tool_scopes = server.tool_scopes();
+    let state = server.state();
+    let shared_sessions = state.store.sessions().is_some_and(|s| s.is_shared());
     let app = Arc::new(App {
         endpoint,
+        state,
+        shared_sessions,
         config,
         sessions: Mutex::default(),
         idle,

@@ -185,16 +185,9 @@ pub(super) async fn handle_post(
                 && req.method == v2025::Initialize::METHOD
                 && !app.room_for_a_session()
             {
-                return rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Some(req.id),
-                    error_codes::LIMIT_EXCEEDED,
-                    format!(
-                        "Too many sessions: the limit is {} (max_sessions)",
-                        app.config.max_sessions
-                    ),
-                );
+                return too_many_sessions(&app, Some(req.id));
             }
+            let initialize_id = Some(req.id.clone());
             // In a 2025-11-25 session the server may ask the client while it answers
             // (elicitation during tools/call or tasks/result): those replies stream.
             let may_ask = legacy
@@ -223,6 +216,18 @@ pub(super) async fn handle_post(
                 && let Ok(value) = HeaderValue::from_str(&opened.id)
             {
                 app.keep_session(opened);
+                // On a shared store the record makes the session every instance's.
+                match app.record_session(opened).await {
+                    Ok(()) => {}
+                    Err(mcp_tasks::StoreError::LimitExceeded { .. }) => {
+                        opened.close();
+                        return too_many_sessions(&app, initialize_id);
+                    }
+                    Err(e) => {
+                        opened.close();
+                        return super::sessions::store_failed(&e);
+                    }
+                }
                 response.headers_mut().insert(MCP_SESSION_ID, value);
             }
             response
@@ -536,4 +541,18 @@ fn too_large(limit: usize) -> Response {
 /// The member of `params` that `Mcp-Name` must repeat, for the methods that have one.
 fn routed_name(req: &InboundRequest) -> Option<String> {
     mcp_protocol::http::routed_name(&req.method, req.params.as_deref().map(|p| p.get()))
+}
+
+/// The refusal of an `initialize` over `max_sessions` (of this process, or of every
+/// instance on a shared store).
+fn too_many_sessions(app: &App, id: Option<mcp_protocol::jsonrpc::RequestId>) -> Response {
+    rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        error_codes::LIMIT_EXCEEDED,
+        format!(
+            "Too many sessions: the limit is {} (max_sessions)",
+            app.config.max_sessions
+        ),
+    )
 }

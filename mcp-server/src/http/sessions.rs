@@ -1,5 +1,19 @@
 //! MCP 2025-11-25 sessions over HTTP: the table by `Mcp-Session-Id` (owner checks, idle
 //! expiry, the session limit), the standalone `GET` stream and `DELETE`.
+//!
+//! On a shared store (PostgreSQL, Redis: [`SessionStore::is_shared`]) the table is a
+//! cache of the store's session records, so any instance serves any session: `initialize`
+//! writes the record (the store counts the session limit over every instance); a request
+//! naming a session this process does not hold reads its record and, when the caller is
+//! its principal, serves it here from then on (the session rebuilt from the record: owner,
+//! version, client, log level; its watcher started); every request of a held session reads
+//! the record again (a session ended elsewhere is 404 at once), and touches it at most
+//! once per [`touch_interval`]; `DELETE` ends the record, so every instance refuses the
+//! session next. What stays with one process: the standalone GET stream and the replay
+//! buffers of resumable streams (a `Last-Event-ID` of a stream held by another instance
+//! is refused, 400, like an id this session never issued).
+//!
+//! [`SessionStore::is_shared`]: mcp_tasks::SessionStore::is_shared
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,6 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcp_protocol::engine::FrameSender;
 use mcp_protocol::error_codes;
+use mcp_tasks::StoreError;
 
 use super::replay::{Replay, ReplayLimits};
 use super::{
@@ -23,9 +38,104 @@ pub(super) struct LegacyEntry {
     session: Arc<LegacySession>,
     replay: Arc<Replay>,
     last_used: std::time::Instant,
+    /// When the store's record was last touched (shared stores).
+    touched: std::time::Instant,
+}
+
+/// How often a held session's record is touched on a shared store: a quarter of the idle
+/// timeout, at most 5 s (writes per session bounded, expiry accurate to that).
+fn touch_interval(idle: std::time::Duration) -> std::time::Duration {
+    (idle / 4).min(std::time::Duration::from_secs(5))
 }
 
 impl App {
+    /// The session `id`, if `principal` may use it: [`legacy_session_of`] in this
+    /// process, and on a shared store also the store's record (module docs).
+    ///
+    /// [`legacy_session_of`]: App::legacy_session_of
+    pub(super) async fn find_session(
+        self: &Arc<Self>,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<Option<OpenSession>, StoreError> {
+        let held = self.legacy_session_of(id, principal);
+        let Some(store) = self.state.store.sessions().filter(|_| self.shared_sessions) else {
+            return Ok(held);
+        };
+        if let Some(open) = held {
+            let due = self.touch_due(id);
+            let alive = if due {
+                store.touch_session(id).await?
+            } else {
+                store.session(id).await?.is_some()
+            };
+            if !alive {
+                self.drop_session(id);
+                return Ok(None);
+            }
+            return Ok(Some(open));
+        }
+        let Some(record) = store.session(id).await? else {
+            return Ok(None);
+        };
+        if record.principal.is_some() && record.principal.as_deref() != principal {
+            return Ok(None);
+        }
+        if !store.touch_session(id).await? {
+            return Ok(None);
+        }
+        let restored = crate::v2025::restore(&self.state, record);
+        let kept = self.keep_session(&restored);
+        if !Arc::ptr_eq(&kept.0, &restored) {
+            // Another request restored it first: that one is served, this one closed.
+            restored.close();
+        }
+        Ok(Some(kept))
+    }
+
+    /// Whether the store's record of the held session `id` is due a touch (and, if so,
+    /// counts it as touched now).
+    fn touch_due(&self, id: &str) -> bool {
+        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(entry) = sessions.get_mut(id) else {
+            return true;
+        };
+        if entry.touched.elapsed() < touch_interval(self.config.session_idle_timeout) {
+            return false;
+        }
+        entry.touched = std::time::Instant::now();
+        true
+    }
+
+    /// Forgets the held session `id` (ended elsewhere) and stops its watcher.
+    fn drop_session(&self, id: &str) {
+        let removed = self
+            .legacy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        if let Some(entry) = removed {
+            entry.session.close();
+        }
+    }
+
+    /// On a shared store, writes the record of the session `initialize` just opened
+    /// here, within the session limit of all instances; refused, the session is
+    /// forgotten here too.
+    pub(super) async fn record_session(&self, opened: &LegacySession) -> Result<(), StoreError> {
+        let Some(store) = self.state.store.sessions().filter(|_| self.shared_sessions) else {
+            return Ok(());
+        };
+        let idle = u64::try_from(self.config.session_idle_timeout.as_millis()).unwrap_or(u64::MAX);
+        let written = store
+            .open_session(opened.record(idle), self.config.max_sessions)
+            .await;
+        if written.is_err() {
+            self.drop_session(&opened.id);
+        }
+        written.map(|_| ())
+    }
+
     /// The session `id`, if `principal` may use it: the one that opened it (or, for a
     /// session opened without authentication, anyone holding its id). Another principal's
     /// session reads as unknown, like an id never issued.
@@ -69,22 +179,22 @@ impl App {
         sessions.len() < self.config.max_sessions
     }
 
-    /// Keeps the session `initialize` just opened, under its id.
-    pub(super) fn keep_session(&self, opened: &Arc<LegacySession>) {
-        self.legacy
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                opened.id.clone(),
-                LegacyEntry {
-                    session: Arc::clone(opened),
-                    replay: Replay::new(ReplayLimits {
-                        max_events: self.config.sse_replay_max_events,
-                        max_bytes: self.config.sse_replay_max_bytes,
-                    }),
-                    last_used: std::time::Instant::now(),
-                },
-            );
+    /// Keeps the session `initialize` just opened (or one restored from the store),
+    /// under its id, unless one is held under that id already; returns the one held.
+    pub(super) fn keep_session(&self, opened: &Arc<LegacySession>) -> OpenSession {
+        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = sessions
+            .entry(opened.id.clone())
+            .or_insert_with(|| LegacyEntry {
+                session: Arc::clone(opened),
+                replay: Replay::new(ReplayLimits {
+                    max_events: self.config.sse_replay_max_events,
+                    max_bytes: self.config.sse_replay_max_bytes,
+                }),
+                last_used: std::time::Instant::now(),
+                touched: std::time::Instant::now(),
+            });
+        OpenSession(Arc::clone(&entry.session), Arc::clone(&entry.replay))
     }
 }
 
@@ -147,7 +257,8 @@ impl Drop for StandaloneGuard {
     }
 }
 
-/// `DELETE` with `Mcp-Session-Id` (MCP 2025-11-25): ends the session.
+/// `DELETE` with `Mcp-Session-Id` (MCP 2025-11-25): ends the session (on a shared store,
+/// its record first: every instance refuses it next).
 pub(super) async fn handle_delete(
     State(app): State<Arc<App>>,
     open: Option<Extension<OpenSession>>,
@@ -156,6 +267,11 @@ pub(super) async fn handle_delete(
         return not_allowed().await;
     };
     let id = session.id.as_str();
+    if let Some(store) = app.state.store.sessions().filter(|_| app.shared_sessions)
+        && let Err(e) = store.end_session(id).await
+    {
+        return store_failed(&e);
+    }
     let removed = app
         .legacy
         .lock()
@@ -168,6 +284,18 @@ pub(super) async fn handle_delete(
         }
         None => unknown_session(),
     }
+}
+
+/// A session the store could not look up or write: 503 with the store's JSON-RPC error
+/// (retrying is safe when it is transient).
+pub(super) fn store_failed(e: &StoreError) -> Response {
+    let status = if e.is_transient() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    let error = mcp_protocol::jsonrpc::ErrorObject::from(e);
+    super::json_response(status, mcp_protocol::engine::error_frame(None, error))
 }
 
 pub(super) fn unknown_session() -> Response {

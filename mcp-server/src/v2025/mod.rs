@@ -16,7 +16,7 @@ pub(crate) mod features;
 mod input;
 pub(crate) mod session;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::Extensions;
@@ -30,7 +30,6 @@ use mcp_protocol::v2025::{
 };
 use mcp_tasks::{EventError, Outcome, Owner, TaskId, WireRevision};
 use serde_json::Value;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Identity;
@@ -85,24 +84,28 @@ pub(crate) async fn initialize(
         || Owner::new(format!("session:{id}")),
         |p| Owner::new(p.0.clone()),
     );
-    let session = Arc::new(LegacySession {
+    let client = (
+        serde_json::to_value(&params.capabilities).unwrap_or_default(),
+        serde_json::to_value(&params.client_info).unwrap_or_default(),
+    );
+    let session = LegacySession::new(
         id,
         owner,
-        principal: ext.get::<Principal>().map(|p| p.0.clone()),
-        standalone: Mutex::new(
-            ext.get::<StandaloneIsRequestPeer>()
-                .and_then(|_| ext.get::<Peer>().cloned())
-                .map(|peer| Standalone {
-                    peer,
-                    gone: CancellationToken::new(),
-                }),
-        ),
-        asking: Mutex::default(),
-        released: Notify::new(),
-        closed: CancellationToken::new(),
-        log_level: Mutex::default(),
-        protocol_version: version.to_owned(),
-    });
+        ext.get::<Principal>().map(|p| p.0.clone()),
+        version.to_owned(),
+        client,
+        None,
+    );
+    if let Some(peer) = ext
+        .get::<StandaloneIsRequestPeer>()
+        .and_then(|_| ext.get::<Peer>().cloned())
+    {
+        *session.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(Standalone {
+            peer,
+            gone: CancellationToken::new(),
+        });
+    }
+    let session = Arc::new(session);
     if slot.0.set(Arc::clone(&session)).is_err() {
         return Err(already_initialized());
     }
@@ -139,13 +142,40 @@ pub(crate) async fn initialize(
     })
 }
 
-/// `logging/setLevel`: the session's log level from now on.
-pub(crate) fn set_level(
+/// A session another instance opened, from its record in the shared store: served here
+/// from now on, as if `initialize` had run here (its watcher started).
+pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<LegacySession> {
+    let session = Arc::new(LegacySession::new(
+        record.id,
+        record.owner,
+        record.principal,
+        record.protocol_version,
+        (record.client_capabilities, record.client_info),
+        record.log_level,
+    ));
+    if session.has_tasks() {
+        tokio::spawn(watch(
+            state.store_arc(),
+            Arc::clone(&session),
+            state.shutdown_token(),
+        ));
+    }
+    session
+}
+
+/// `logging/setLevel`: the session's log level from now on; on a shared store, in its
+/// record too, so every instance logs at that level.
+pub(crate) async fn set_level(
+    state: &State,
     session: &LegacySession,
     params: v2025::SetLevelRequestParams,
-) -> v2025::EmptyResult {
+) -> Result<v2025::EmptyResult, ServerError> {
     session.set_log_level(params.level);
-    v2025::EmptyResult::default()
+    if let Some(sessions) = state.store.sessions().filter(|s| s.is_shared()) {
+        let change = mcp_tasks::SessionChange::LogLevel(params.level);
+        sessions.change_session(&session.id, change).await?;
+    }
+    Ok(v2025::EmptyResult::default())
 }
 
 fn already_initialized() -> ServerError {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jsonrpsee::Extensions;
 use mcp_protocol::engine::Peer;
 use mcp_protocol::types::LoggingLevel;
-use mcp_tasks::{Owner, TaskId};
+use mcp_tasks::{Owner, SessionRecord, TaskId};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -41,6 +41,8 @@ pub struct LegacySession {
     /// The protocol version `initialize` agreed on: 2025-11-25, or an earlier revision a
     /// client asked for (without tasks).
     pub protocol_version: String,
+    /// The client's `capabilities` and `clientInfo` of `initialize`, as sent.
+    pub client: (serde_json::Value, serde_json::Value),
 }
 
 /// A session's standalone stream: where to send, and a token cancelled once the stream
@@ -55,6 +57,47 @@ pub(super) struct Standalone {
 pub const SESSION_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 impl LegacySession {
+    /// A session with nothing asked and no standalone stream yet.
+    pub(super) fn new(
+        id: String,
+        owner: Owner,
+        principal: Option<String>,
+        protocol_version: String,
+        client: (serde_json::Value, serde_json::Value),
+        log_level: Option<LoggingLevel>,
+    ) -> LegacySession {
+        LegacySession {
+            id,
+            owner,
+            principal,
+            standalone: Mutex::default(),
+            asking: Mutex::default(),
+            released: Notify::new(),
+            closed: CancellationToken::new(),
+            log_level: Mutex::new(log_level),
+            protocol_version,
+            client,
+        }
+    }
+
+    /// The session as the store keeps it (a shared store's record, so other instances
+    /// serve it); the store sets the times.
+    pub fn record(&self, idle_timeout_ms: u64) -> SessionRecord {
+        SessionRecord {
+            id: self.id.clone(),
+            owner: self.owner.clone(),
+            principal: self.principal.clone(),
+            protocol_version: self.protocol_version.clone(),
+            client_capabilities: self.client.0.clone(),
+            client_info: self.client.1.clone(),
+            log_level: *self.log_level.lock().unwrap_or_else(|e| e.into_inner()),
+            subscriptions: Default::default(),
+            created_at: 0,
+            last_seen: 0,
+            idle_timeout_ms,
+        }
+    }
+
     /// Whether the session's revision has tasks (2025-11-25 does; earlier ones do not).
     pub fn has_tasks(&self) -> bool {
         self.protocol_version == SESSION_VERSIONS[0]

@@ -36,6 +36,7 @@ mod listing;
 pub mod model;
 mod outage;
 mod payloads;
+mod sessions;
 mod terminal;
 mod ttl;
 
@@ -57,6 +58,7 @@ pub use limits::*;
 pub use listing::*;
 pub use outage::{Outage, TcpProxy, outage_errors_are_transient_and_lose_nothing};
 pub use payloads::*;
+pub use sessions::*;
 pub use terminal::*;
 pub use ttl::*;
 
@@ -177,6 +179,12 @@ registry!($;
     one_mib_result_round_trips_exactly,
     non_ascii_text_round_trips_exactly,
     failed_error_data_round_trips,
+    // sessions (the SessionStore contract)
+    session_open_is_visible_from_second_handle,
+    session_expires_when_idle_and_touch_extends_it,
+    session_changes_are_kept_across_handles,
+    session_end_is_seen_everywhere,
+    session_limit_counts_every_handle,
 );
 
 /// How one behaviour went.

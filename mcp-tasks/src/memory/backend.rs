@@ -107,4 +107,11 @@ impl Backend for MemoryStore {
     fn subscribe(&self) -> EventStream {
         EventStream::new(self.inner.events.subscribe())
     }
+
+    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+        Some(self)
+    }
 }
+
+// Kept in this process (the issue allows it: one node serves these stores).
+crate::session::local_session_store!(MemoryStore, |s| s.inner.sessions, s.inner.clock.now_ms());

@@ -34,6 +34,8 @@ pub(super) struct Inner {
     pub(super) limits: Limits,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) events: broadcast::Sender<TaskEvent>,
+    /// MCP 2025-11-25 session records.
+    pub(super) sessions: crate::session::LocalSessions,
 }
 
 /// A record as the memory store keeps it. A completed task's result is kept as compact
@@ -162,6 +164,7 @@ impl Inner {
             limits,
             clock,
             events,
+            sessions: Default::default(),
         }
     }
 

@@ -157,4 +157,8 @@ impl Backend for PostgresStore {
     fn subscribe(&self) -> EventStream {
         EventStream::with_resync(self.inner.events.subscribe())
     }
+
+    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+        Some(self)
+    }
 }

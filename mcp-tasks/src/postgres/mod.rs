@@ -4,6 +4,7 @@ mod backend;
 mod db;
 mod listen;
 mod schema;
+mod sessions;
 
 use std::fmt;
 use std::future::Future;

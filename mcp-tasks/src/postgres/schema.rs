@@ -54,6 +54,20 @@ ALTER TABLE tasks ADD COLUMN queued_tool TEXT;
 CREATE INDEX tasks_queued ON tasks (created_at, id) WHERE queued_tool IS NOT NULL;
 "#;
 
+/// Version 3: MCP 2025-11-25 session records ([`SessionRecord`](crate::SessionRecord)
+/// as JSON text); `last_seen` and `expires_at` (`last_seen + idle_ms`) kept apart so a
+/// touch is one `UPDATE` that does not rewrite the record.
+const V3: &str = r#"
+CREATE TABLE sessions (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    last_seen BIGINT NOT NULL,
+    idle_ms BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX sessions_by_expiry ON sessions (expires_at);
+"#;
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -63,10 +77,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         sql: V2,
     },
+    Migration {
+        version: 3,
+        sql: V3,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 2;
+pub(crate) const SCHEMA_VERSION: i32 = 3;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()

@@ -164,4 +164,8 @@ impl Backend for RedisStore {
         let shared = &self.inner.shared;
         EventStream::with_resync_signal(shared.events.subscribe(), shared.resync.subscribe())
     }
+
+    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+        Some(self)
+    }
 }

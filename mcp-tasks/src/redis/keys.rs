@@ -63,6 +63,17 @@ impl Keys {
         format!("{}:q:{tool}", self.tag)
     }
 
+    /// A hash per MCP 2025-11-25 session: `rec`, `seen`, `idle`, `rev`
+    /// (`redis/sessions.rs`). `session("")` is the prefix the scripts complete.
+    pub(crate) fn session(&self, id: &str) -> String {
+        format!("{}:s:{id}", self.tag)
+    }
+
+    /// A sorted set of open session ids scored by expiry: the count of rule 3.
+    pub(crate) fn sessions(&self) -> String {
+        format!("{}:sessions", self.tag)
+    }
+
     /// The pub/sub channel of the deployment's events.
     pub(crate) fn channel(&self) -> String {
         format!("{}:events", self.tag)

@@ -5,6 +5,7 @@ mod db;
 mod feed;
 mod keys;
 mod scripts;
+mod sessions;
 mod sweep;
 
 use std::sync::Arc;

@@ -53,6 +53,8 @@ struct Inner {
     limits: Limits,
     clock: Arc<dyn Clock>,
     events: Arc<broadcast::Sender<TaskEvent>>,
+    /// MCP 2025-11-25 session records, shared by the handles on this file in this process.
+    sessions: Arc<crate::session::LocalSessions>,
 }
 
 type Feeds = Mutex<HashMap<PathBuf, Weak<broadcast::Sender<TaskEvent>>>>;
@@ -64,6 +66,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the connection leaves no transaction open (the transaction
     // rolls back when dropped), so the connection is still usable.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type SessionTables = Mutex<HashMap<PathBuf, Weak<crate::session::LocalSessions>>>;
+
+/// The session records of every database file open in this process, by canonical path:
+/// kept here, not in the file (a single-node store; a restart ends the sessions).
+static SESSION_TABLES: LazyLock<SessionTables> = LazyLock::new(SessionTables::default);
+
+/// The session table shared by every handle on the file at `path` in this process.
+fn session_table(path: &Path) -> Arc<crate::session::LocalSessions> {
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut tables = lock(&SESSION_TABLES);
+    tables.retain(|_, table| table.strong_count() > 0);
+    if let Some(table) = tables.get(&key).and_then(Weak::upgrade) {
+        return table;
+    }
+    let table = Arc::new(crate::session::LocalSessions::default());
+    tables.insert(key, Arc::downgrade(&table));
+    table
 }
 
 /// The feed shared by every handle on the file at `path` in this process.
@@ -105,6 +126,7 @@ impl SqliteStore {
                 limits,
                 clock,
                 events: feed(path),
+                sessions: session_table(path),
             }),
         })
     }

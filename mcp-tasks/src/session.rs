@@ -1,0 +1,278 @@
+//! [`SessionStore`]: MCP 2025-11-25 session records beside the tasks, so any server
+//! instance on a shared store serves any request of a session; and [`LocalSessions`],
+//! the in-process table the memory and SQLite stores keep them in.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use mcp_protocol::types::LoggingLevel;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::limits::Limit;
+use crate::record::{Millis, Owner};
+
+/// What a server keeps of one MCP 2025-11-25 session (`Mcp-Session-Id`): enough for any
+/// instance to serve its next request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The session id: 128 random bits chosen by the server, as text.
+    pub id: String,
+    /// Who owns the session's tasks.
+    pub owner: Owner,
+    /// The authenticated principal that opened the session, if any: only it may use it.
+    pub principal: Option<String>,
+    /// The protocol version `initialize` agreed on.
+    pub protocol_version: String,
+    /// The client's `capabilities` of `initialize`, as sent.
+    #[serde(default)]
+    pub client_capabilities: Value,
+    /// The client's `clientInfo` of `initialize`, as sent.
+    #[serde(default)]
+    pub client_info: Value,
+    /// The level of `logging/setLevel`, once set.
+    #[serde(default)]
+    pub log_level: Option<LoggingLevel>,
+    /// The resource URIs of `resources/subscribe`.
+    #[serde(default)]
+    pub subscriptions: BTreeSet<String>,
+    /// When the session was opened (the store's clock).
+    pub created_at: Millis,
+    /// When a request of the session was last seen by the store (see rule 5).
+    pub last_seen: Millis,
+    /// How long the session lives without being seen.
+    pub idle_timeout_ms: u64,
+}
+
+impl SessionRecord {
+    /// When the session ends unless seen again.
+    pub fn expires_at(&self) -> Millis {
+        let idle = Millis::try_from(self.idle_timeout_ms).unwrap_or(Millis::MAX);
+        self.last_seen.saturating_add(idle)
+    }
+
+    /// Whether the session has ended by idling at `now` (rule 4).
+    pub fn is_expired(&self, now: Millis) -> bool {
+        now >= self.expires_at()
+    }
+}
+
+/// A change of a session's state after `initialize`, decided here once for every backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChange {
+    /// `logging/setLevel`.
+    LogLevel(LoggingLevel),
+    /// `resources/subscribe` of a URI.
+    Subscribe(String),
+    /// `resources/unsubscribe` of a URI.
+    Unsubscribe(String),
+}
+
+impl SessionChange {
+    /// Applies the change to `record`.
+    pub fn apply(&self, record: &mut SessionRecord) {
+        match self {
+            SessionChange::LogLevel(level) => record.log_level = Some(*level),
+            SessionChange::Subscribe(uri) => {
+                record.subscriptions.insert(uri.clone());
+            }
+            SessionChange::Unsubscribe(uri) => {
+                record.subscriptions.remove(uri);
+            }
+        }
+    }
+}
+
+/// Storage of MCP 2025-11-25 session records.
+///
+/// # Contract
+///
+/// Every backend obeys these rules; the kit's `session_*` behaviours
+/// ([`conformance`](crate::conformance)) check each one.
+///
+/// 1. **Thread-safe, shared.** Every method may be called concurrently from any number of
+///    handles. A shared store ([`is_shared`](Self::is_shared): PostgreSQL, Redis) shows
+///    every handle, in any process, the same records; a local one (memory, SQLite) shows
+///    them to the handles of one process only.
+/// 2. **Durable open.** When [`open_session`](Self::open_session) returns, every handle
+///    reads the record; `created_at` and `last_seen` are the store's `now`, whatever the
+///    caller put there.
+/// 3. **Limit.** `open_session` with `max_sessions` refuses with
+///    [`StoreError::LimitExceeded`] ([`Limit::Sessions`]) and stores nothing when that
+///    many unexpired sessions exist on the store (all instances of a shared store
+///    together), atomically with respect to other opens.
+/// 4. **Idle expiry.** A session expires when `now >= last_seen + idle_timeout_ms`. From
+///    then on it reads as absent, is not counted, and no touch or change revives it.
+/// 5. **Touch.** [`touch_session`](Self::touch_session) sets `last_seen` to `now` (never
+///    back) on an unexpired session and says whether there was one.
+/// 6. **Change.** [`change_session`](Self::change_session) applies a [`SessionChange`]
+///    atomically (no concurrent change is lost) and returns the record as written, or
+///    `None` for an absent session.
+/// 7. **End.** After [`end_session`](Self::end_session) the session reads as absent on
+///    every handle, for good; it says whether the session existed.
+/// 8. **Time** comes from the store's [`Clock`](crate::Clock) only.
+///
+/// Who may use a session is the server's decision (it compares `principal`): a record
+/// is found by its unguessable id alone.
+#[async_trait]
+pub trait SessionStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Whether other processes see these records (rule 1).
+    fn is_shared(&self) -> bool;
+
+    /// Stores `new` as an open session, within `max_sessions` (rules 2, 3).
+    async fn open_session(
+        &self,
+        new: SessionRecord,
+        max_sessions: usize,
+    ) -> Result<SessionRecord, StoreError>;
+
+    /// The unexpired session `id`, if any (rule 4).
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Marks the session seen now (rule 5).
+    async fn touch_session(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Changes the session's state (rule 6).
+    async fn change_session(
+        &self,
+        id: &str,
+        change: SessionChange,
+    ) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Ends the session everywhere (rule 7).
+    async fn end_session(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// How many unexpired sessions the store holds (rule 3 counts the same).
+    async fn session_count(&self) -> Result<usize, StoreError>;
+}
+
+/// The refusal of rule 3.
+pub(crate) fn too_many_sessions(max: usize) -> StoreError {
+    StoreError::LimitExceeded {
+        limit: Limit::Sessions,
+        max: max as u64,
+    }
+}
+
+/// Session records in this process: the memory store's, and the SQLite store's (shared
+/// by the handles of one file). Every method takes the store's `now`.
+#[derive(Debug, Default)]
+pub(crate) struct LocalSessions {
+    map: Mutex<HashMap<String, SessionRecord>>,
+}
+
+impl LocalSessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionRecord>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn open(
+        &self,
+        mut new: SessionRecord,
+        max: usize,
+        now: Millis,
+    ) -> Result<SessionRecord, StoreError> {
+        let mut map = self.lock();
+        map.retain(|_, s| !s.is_expired(now));
+        if map.len() >= max {
+            return Err(too_many_sessions(max));
+        }
+        new.created_at = now;
+        new.last_seen = now;
+        map.insert(new.id.clone(), new.clone());
+        Ok(new)
+    }
+
+    pub(crate) fn get(&self, id: &str, now: Millis) -> Option<SessionRecord> {
+        self.lock().get(id).filter(|s| !s.is_expired(now)).cloned()
+    }
+
+    pub(crate) fn touch(&self, id: &str, now: Millis) -> bool {
+        match self.lock().get_mut(id) {
+            Some(s) if !s.is_expired(now) => {
+                s.last_seen = s.last_seen.max(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn change(
+        &self,
+        id: &str,
+        change: &SessionChange,
+        now: Millis,
+    ) -> Option<SessionRecord> {
+        let mut map = self.lock();
+        let s = map.get_mut(id).filter(|s| !s.is_expired(now))?;
+        change.apply(s);
+        Some(s.clone())
+    }
+
+    pub(crate) fn end(&self, id: &str, now: Millis) -> bool {
+        self.lock().remove(id).is_some_and(|s| !s.is_expired(now))
+    }
+
+    pub(crate) fn count(&self, now: Millis) -> usize {
+        let mut map = self.lock();
+        map.retain(|_, s| !s.is_expired(now));
+        map.len()
+    }
+}
+
+/// [`SessionStore`] for a store that keeps its sessions in a [`LocalSessions`]: the
+/// store names the table and its clock.
+macro_rules! local_session_store {
+    ($store:ty, |$s:ident| $table:expr, $now:expr) => {
+        #[async_trait::async_trait]
+        impl $crate::session::SessionStore for $store {
+            fn is_shared(&self) -> bool {
+                false
+            }
+
+            async fn open_session(
+                &self,
+                new: $crate::session::SessionRecord,
+                max_sessions: usize,
+            ) -> Result<$crate::session::SessionRecord, $crate::StoreError> {
+                let $s = self;
+                $table.open(new, max_sessions, $now)
+            }
+
+            async fn session(
+                &self,
+                id: &str,
+            ) -> Result<Option<$crate::session::SessionRecord>, $crate::StoreError> {
+                let $s = self;
+                Ok($table.get(id, $now))
+            }
+
+            async fn touch_session(&self, id: &str) -> Result<bool, $crate::StoreError> {
+                let $s = self;
+                Ok($table.touch(id, $now))
+            }
+
+            async fn change_session(
+                &self,
+                id: &str,
+                change: $crate::session::SessionChange,
+            ) -> Result<Option<$crate::session::SessionRecord>, $crate::StoreError> {
+                let $s = self;
+                Ok($table.change(id, &change, $now))
+            }
+
+            async fn end_session(&self, id: &str) -> Result<bool, $crate::StoreError> {
+                let $s = self;
+                Ok($table.end(id, $now))
+            }
+
+            async fn session_count(&self) -> Result<usize, $crate::StoreError> {
+                let $s = self;
+                Ok($table.count($now))
+            }
+        }
+    };
+}
+pub(crate) use local_session_store;
