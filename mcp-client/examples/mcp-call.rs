@@ -328,7 +328,7 @@ async fn run(args: Args) -> Result<(), String> {
         }
     };
     if args.detach {
-        println!("{}", handle.detach());
+        println!("{}", handle.detach().task_id);
         return Ok(());
     }
     match follow(handle).await {
