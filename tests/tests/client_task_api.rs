@@ -1,7 +1,7 @@
 //! The task client API against our demo server, in both revisions where the behaviour
-//! exists in both: a [`TaskRef`] persisted and resumed by a new client, the update
-//! stream, `settle` with a deadline, the bound on input rounds, and the poll floor /
-//! `pollIntervalMs` / push (requests counted on the wire).
+//! exists in both: a [`TaskRef`] persisted and resumed by a new client (and by the
+//! `mcp-call` binary), the update stream, `settle` with a deadline, the bound on input
+//! rounds, and the poll floor / `pollIntervalMs` / push (requests counted on the wire).
 //!
 //! HTTP servers bind 127.0.0.1; in-process servers are reached over a memory connection
 //! relayed through a counter of `tasks/get` frames. Every wait is bounded by [`WAIT`].
@@ -570,4 +570,69 @@ async fn push_ends_the_wait_without_polls_2026() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_ends_the_wait_without_polls_2025() {
     push_ends_the_wait_without_polls(Rev::V2025).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// mcp-call --detach / --resume.
+// ---------------------------------------------------------------------------------------
+
+async fn mcp_call(args: &[&str]) -> std::process::Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-call"));
+    command.args(args).kill_on_drop(true);
+    tokio::time::timeout(WAIT, command.output())
+        .await
+        .expect("mcp-call ends in time")
+        .expect("mcp-call runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_call_detach_prints_a_reference_and_resume_follows_it() {
+    let server = TestServer::start().await;
+    let dir = std::env::temp_dir().join(format!("mcp-task-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tokens = dir.join("tokens.json");
+    let tokens = tokens.to_str().expect("utf-8 path");
+    let detached = mcp_call(&[
+        "--http",
+        &server.url,
+        "--token-file",
+        tokens,
+        "--no-browser",
+        "--detach",
+        "slow_compute",
+        r#"{"seconds":1}"#,
+    ])
+    .await;
+    assert!(
+        detached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&detached.stderr)
+    );
+    let printed = String::from_utf8_lossy(&detached.stdout).trim().to_owned();
+    let reference: TaskRef = serde_json::from_str(&printed)
+        .unwrap_or_else(|e| panic!("--detach printed no reference ({e}): {printed:?}"));
+    assert_eq!(
+        reference.endpoint,
+        Some(Endpoint::Http {
+            url: server.url.clone()
+        })
+    );
+    assert_eq!(
+        reference.operation.as_ref().map(|o| o.name.as_str()),
+        Some("slow_compute")
+    );
+
+    let file = dir.join("task.json");
+    std::fs::write(&file, &printed).expect("write the reference");
+    let at_file = format!("@{}", file.display());
+    // No --http: the reference's endpoint is used.
+    let resumed = mcp_call(&["--token-file", tokens, "--resume", &at_file]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let out = String::from_utf8_lossy(&resumed.stdout);
+    assert!(out.contains("done after 1 s"), "{out}");
 }
