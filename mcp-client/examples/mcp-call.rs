@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run -p mcp-client --example mcp-call -- --http http://127.0.0.1:8000/mcp slow_compute '{"seconds":5}'
 //! cargo run -p mcp-client --example mcp-call -- --stdio "target/debug/examples/demo --stdio --store memory" confirm_delete '{"filename":"a.txt"}'
-//! cargo run -p mcp-client --example mcp-call -- --http URL slow_compute '{"seconds":60}' --detach
-//! cargo run -p mcp-client --example mcp-call -- --http URL --resume TASK_ID
+//! cargo run -p mcp-client --example mcp-call -- --http URL slow_compute '{"seconds":60}' --detach > task.json
+//! cargo run -p mcp-client --example mcp-call -- --resume @task.json
 //! cargo run -p mcp-client --example mcp-call -- --http https://example.com/mcp --login
 //! ```
 //!
@@ -41,7 +41,8 @@ use async_trait::async_trait;
 use clap::Parser;
 use mcp_client::auth::{AuthConfig, FileTokenStore, LoopbackRedirect};
 use mcp_client::{
-    ClientConfig, ClientError, ClientHandler, McpClient, Started, TaskHandle, TaskStatusView,
+    ClientConfig, ClientError, ClientHandler, Endpoint, McpClient, Revision, Started, TaskHandle,
+    TaskRef, TaskStatusView,
 };
 use mcp_protocol::JsonObject;
 use mcp_protocol::jsonrpc::ErrorObject;
@@ -94,11 +95,13 @@ struct Args {
     /// machine, say, with the redirect port forwarded there).
     #[arg(long, requires = "http", conflicts_with = "no_browser")]
     no_open: bool,
-    /// Print the task id and exit, leaving the task running.
+    /// Print the task's reference (JSON, one line) and exit, leaving the task running.
     #[arg(long)]
     detach: bool,
-    /// Follow an existing task instead of calling a tool.
-    #[arg(long, conflicts_with = "tool")]
+    /// Follow an existing task instead of calling a tool: its reference as `--detach`
+    /// printed it (the JSON, or `@FILE` holding it; a bare task id also works, with
+    /// `--http`/`--stdio`). Without `--http`/`--stdio`, the reference's endpoint is used.
+    #[arg(long, value_name = "REF", conflicts_with = "tool")]
     resume: Option<String>,
     /// The tool to call.
     tool: Option<String>,
@@ -447,9 +450,61 @@ fn report(result: &CallToolResult) -> Outcome {
     }
 }
 
+/// What `--resume` names: a reference, or a bare task id.
+enum Resume {
+    Reference(TaskRef),
+    Id(String),
+}
+
+/// Reads `--resume`'s value: the JSON of a [`TaskRef`], `@FILE` holding it, or a task id.
+fn resume_arg(value: &str) -> Result<Resume, String> {
+    let text = match value.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("--resume {value}: cannot read {path}: {e}"))?,
+        None => value.to_owned(),
+    };
+    let text = text.trim();
+    if text.starts_with('{') {
+        return serde_json::from_str(text)
+            .map(Resume::Reference)
+            .map_err(|e| format!("--resume: not a task reference: {e}"));
+    }
+    Ok(Resume::Id(text.to_owned()))
+}
+
 async fn run(args: Args) -> Result<Outcome, String> {
     let handler = Arc::new(Terminal);
     let mut config = ClientConfig::default();
+    let resume = args.resume.as_deref().map(resume_arg).transpose()?;
+    let mut args = args;
+    if let Some(Resume::Reference(task)) = &resume {
+        config.revision = if task.revision.as_str() < "2026" {
+            Revision::V2025_11_25
+        } else {
+            Revision::V2026_07_28
+        };
+        if args.http.is_none() && args.stdio.is_none() {
+            match &task.endpoint {
+                Some(Endpoint::Http { url }) => args.http = Some(url.clone()),
+                Some(Endpoint::Stdio {
+                    program,
+                    args: rest,
+                }) => {
+                    args.stdio = Some(
+                        std::iter::once(program.clone())
+                            .chain(rest.iter().cloned())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    )
+                }
+                None => {
+                    return Err(
+                        "the task reference names no endpoint: give --http or --stdio".into(),
+                    );
+                }
+            }
+        }
+    }
     if args.http.is_some() && args.bearer.is_none() {
         config.auth = Some(auth_config(&args).await?);
     }
@@ -480,8 +535,11 @@ async fn run(args: Args) -> Result<Outcome, String> {
         return Ok(Outcome::Done);
     }
 
-    let handle = if let Some(id) = args.resume {
-        client.resume_task(id)
+    let handle = if let Some(resume) = resume {
+        match resume {
+            Resume::Reference(task) => client.resume(&task).map_err(|e| e.to_string())?,
+            Resume::Id(id) => client.resume_task(id),
+        }
     } else {
         let tool = args.tool.ok_or("name a tool (or --resume ID)")?;
         let arguments: JsonObject = serde_json::from_str(&args.arguments)
@@ -496,7 +554,7 @@ async fn run(args: Args) -> Result<Outcome, String> {
         }
     };
     if args.detach {
-        println!("{}", handle.detach());
+        println!("{}", handle.detach().to_json());
         return Ok(Outcome::Done);
     }
     match follow(handle).await {

@@ -20,6 +20,7 @@ use crate::config::{ClientConfig, Revision};
 use crate::driver::TaskHandle;
 use crate::error::ClientError;
 use crate::handler::{ClientHandler, answer};
+use crate::reference::{Endpoint, TaskRef, ToolCall, is_2025_family};
 use crate::session::{HttpParts, ServerInfo, Session};
 use crate::transport::{self, TransportGuard};
 use crate::v2025;
@@ -49,7 +50,11 @@ impl McpClient {
         config: ClientConfig,
     ) -> Result<McpClient, ClientError> {
         let (conn, guard) = transport::spawn_stdio(program, args)?;
-        McpClient::start(conn, guard, None, handler, config).await
+        let endpoint = Endpoint::Stdio {
+            program: program.to_owned(),
+            args: args.to_vec(),
+        };
+        McpClient::start(conn, guard, None, handler, config, Some(endpoint)).await
     }
 
     /// Connects over the stdio of a child process you started, with its stdin and stdout
@@ -105,6 +110,9 @@ impl McpClient {
             Some((state, failures, auth)),
             handler,
             config,
+            Some(Endpoint::Http {
+                url: url.to_owned(),
+            }),
         )
         .await
     }
@@ -116,7 +124,36 @@ impl McpClient {
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
     ) -> Result<McpClient, ClientError> {
-        McpClient::start(conn, TransportGuard::None, None, handler, config).await
+        McpClient::start(conn, TransportGuard::None, None, handler, config, None).await
+    }
+
+    /// Connects to the endpoint `task` names, in the revision it was made in, and
+    /// resumes it (see [`resume`](McpClient::resume)): what another process does with a
+    /// [`TaskRef`] it was handed.
+    pub async fn connect_to(
+        task: &TaskRef,
+        handler: Arc<dyn ClientHandler>,
+        mut config: ClientConfig,
+    ) -> Result<(McpClient, TaskHandle), ClientError> {
+        config.revision = if task.is_2025() {
+            Revision::V2025_11_25
+        } else {
+            Revision::V2026_07_28
+        };
+        let client = match &task.endpoint {
+            Some(Endpoint::Http { url }) => McpClient::connect_http(url, handler, config).await?,
+            Some(Endpoint::Stdio { program, args }) => {
+                McpClient::connect_stdio(program, args, handler, config).await?
+            }
+            None => {
+                return Err(ClientError::Reference(format!(
+                    "task {} names no endpoint: connect yourself and resume it",
+                    task.task_id
+                )));
+            }
+        };
+        let handle = client.resume(task)?;
+        Ok((client, handle))
     }
 
     async fn start(
@@ -125,8 +162,9 @@ impl McpClient {
         http: Option<HttpParts>,
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
+        endpoint: Option<Endpoint>,
     ) -> Result<McpClient, ClientError> {
-        let session = Session::open(conn, guard, http, handler, config);
+        let session = Session::open(conn, guard, http, handler, config, endpoint);
         session.set_protocol_version(PROTOCOL_VERSION_2026_07_28);
         let client = McpClient {
             session: Arc::new(session),
@@ -263,18 +301,31 @@ impl McpClient {
         name: &str,
         arguments: JsonObject,
     ) -> Result<Started, ClientError> {
+        let operation = ToolCall {
+            name: name.to_owned(),
+            arguments: arguments.clone(),
+        };
         if self.session.is_2025() {
             return Ok(
                 match v2025::call_tool(&self.session, name, arguments).await? {
                     v2025::Called::Done(result) => Started::Done(result),
-                    v2025::Called::Task(task) => Started::Task(Box::new(
-                        TaskHandle::new(Arc::clone(&self.session), task.task_id, None).owning(),
+                    v2025::Called::Task(task, pushed) => Started::Task(Box::new(
+                        TaskHandle::new(
+                            Arc::clone(&self.session),
+                            task.task_id.clone(),
+                            None,
+                            Some(operation),
+                        )
+                        .created_2025(*task, pushed)
+                        .owning(),
                     )),
                 },
             );
         }
         let mut params = CallToolRequestParams::new(self.request_meta(), name, Some(arguments));
-        for _round in 0..self.session.config.max_input_rounds {
+        let limit = self.session.config.max_input_rounds;
+        let mut rounds = 0;
+        loop {
             let reply: Value = self
                 .session
                 .request_as(CallToolWithTasks::METHOD, &params)
@@ -287,9 +338,17 @@ impl McpClient {
                         Arc::clone(&self.session),
                         created.task.task_id.clone(),
                         Some(created.task),
+                        Some(operation),
                     ))));
                 }
                 CallToolReply::InputRequired(needed) => {
+                    if rounds >= limit {
+                        return Err(ClientError::InputRoundsExceeded {
+                            task_id: None,
+                            limit,
+                        });
+                    }
+                    rounds += 1;
                     params.input_responses =
                         Some(self.answer_all(needed.input_requests.as_deref()).await?);
                     params.request_state = needed.request_state;
@@ -297,17 +356,35 @@ impl McpClient {
                 CallToolReply::Complete(result) => return Ok(Started::Done(Box::new(result))),
             }
         }
-        Err(ClientError::Protocol(format!(
-            "tools/call still asked for input after {} rounds",
-            self.session.config.max_input_rounds
-        )))
     }
 
-    /// Follows a task created elsewhere (another process, before a restart) by its id.
-    /// The handle cancels the task on drop only once [`TaskHandle::wait`] was called:
-    /// reading its status leaves the task alone.
+    /// Follows a task created elsewhere (another process, before a restart) from its
+    /// [`TaskRef`] (from [`TaskHandle::detach`] or [`TaskHandle::reference`]). The task
+    /// must be of this session's revision (else [`ClientError::Reference`]); the
+    /// reference's endpoint is not checked (the same server may have several URLs;
+    /// [`connect_to`](McpClient::connect_to) connects to it). The handle cancels the task
+    /// on drop only once [`TaskHandle::wait`] was called: reading its status leaves the
+    /// task alone.
+    pub fn resume(&self, task: &TaskRef) -> Result<TaskHandle, ClientError> {
+        let ours = self.session.protocol_version();
+        if task.is_2025() != is_2025_family(&ours) {
+            return Err(ClientError::Reference(format!(
+                "task {} was made in MCP {}; this session speaks {ours}",
+                task.task_id, task.revision
+            )));
+        }
+        Ok(TaskHandle::new(
+            Arc::clone(&self.session),
+            task.task_id.clone(),
+            None,
+            task.operation.clone(),
+        ))
+    }
+
+    /// Follows a task by its id alone (see [`resume`](McpClient::resume), which also
+    /// keeps the call that made the task).
     pub fn resume_task(&self, task_id: impl Into<String>) -> TaskHandle {
-        TaskHandle::new(Arc::clone(&self.session), task_id.into(), None)
+        TaskHandle::new(Arc::clone(&self.session), task_id.into(), None, None)
     }
 
     /// Answers every request of an MRTR round through the handler.

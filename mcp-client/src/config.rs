@@ -27,7 +27,9 @@ pub struct ClientConfig {
     pub client_info: Implementation,
     /// How long one request may wait for its answer.
     pub request_timeout: Duration,
-    /// How many MRTR rounds a synchronous call may take.
+    /// How many rounds of input a call may ask: MRTR rounds of `tools/call`, and each
+    /// task's rounds (2026-07-28: `tasks/update`s with new answers; 2025-11-25: the
+    /// server's input requests about it). Past it: [`ClientError::InputRoundsExceeded`](crate::ClientError::InputRoundsExceeded).
     pub max_input_rounds: u32,
     /// How tasks are driven.
     pub driver: DriverConfig,
@@ -58,13 +60,14 @@ impl Default for ClientConfig {
 /// How tasks are followed.
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
-    /// Poll interval when the server suggests none.
+    /// Poll interval when the server suggests none (`pollIntervalMs`).
     pub default_poll: Duration,
-    /// Never poll faster than this, whatever the server says.
+    /// Never poll faster than this (the floor), whatever the server says.
     pub min_poll: Duration,
     /// Never wait longer than this between polls.
     pub max_poll: Duration,
-    /// Subscribe to pushed updates (`subscriptions/listen`) when the server offers them.
+    /// Use pushed updates when the server offers them: `subscriptions/listen`
+    /// (2026-07-28), `notifications/tasks/status` (2025-11-25). Off: polls only.
     pub push: bool,
     /// Polls in `input_required` with nothing new before the task counts as stuck.
     pub stuck_after_polls: u32,

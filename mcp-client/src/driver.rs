@@ -1,11 +1,20 @@
 //! The task driver: follows a task to its end, answering its input requests, and the
 //! [`TaskHandle`] that exposes it. A 2025-11-25 session hands `status`, `cancel` and
-//! `wait` over to `v2025.rs`. Imports `session`, `v2025`, `status`, `handler`, `error`;
-//! never `client.rs`.
+//! `wait` over to `v2025.rs`. Imports `session`, `v2025`, `status`, `handler`,
+//! `reference`, `error`; never `client.rs` or `updates.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use async_trait::async_trait;
+use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::types::{ElicitResult, ListRootsResult};
+use mcp_protocol::v2026::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    InputRequest,
+};
+use tokio::sync::{broadcast, mpsc};
 
 use mcp_protocol::JsonObject;
 use mcp_protocol::tasks::{
@@ -17,9 +26,10 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::ClientError;
-use crate::handler::answer;
+use crate::handler::{ClientHandler, answer};
+use crate::reference::{TaskRef, ToolCall};
 use crate::session::Session;
-use crate::status::TaskStatusView;
+use crate::status::{TaskStatusView, TaskUpdate};
 use crate::v2025;
 
 #[derive(Debug)]
@@ -30,43 +40,88 @@ struct HandleState {
     unsent: JsonObject,
     finished: bool,
     cancel_on_drop: bool,
+    /// Input rounds answered so far (2026-07-28: `tasks/update`s carrying new answers;
+    /// 2025-11-25: the server's requests about the task seen by this handle; the bound
+    /// is kept by the session's `Routes` there).
+    rounds: u32,
+    /// The update stream's sender, when one was made.
+    events: Option<mpsc::UnboundedSender<TaskUpdate>>,
+    /// The status (and message) last sent to the update stream.
+    last_emitted: Option<(TaskStatus, Option<String>)>,
 }
 
 /// A task being followed.
 ///
 /// Dropping a handle that owns the task before the task finished sends `tasks/cancel`
-/// (unless [`detach`](TaskHandle::detach)ed). A handle from
-/// [`call_tool_as_task`](crate::McpClient::call_tool_as_task) owns its task from the start; a
-/// handle from [`resume_task`](crate::McpClient::resume_task) owns it once
-/// [`wait`](TaskHandle::wait) has been called, so a resumed handle that only reads the
-/// task ([`status`](TaskHandle::status), [`updates`](TaskHandle::updates)) leaves it
-/// running when dropped.
-#[derive(Debug)]
+/// (unless [`detach`](TaskHandle::detach)ed, which hands back the task's [`TaskRef`]). A
+/// handle from [`call_tool_as_task`](crate::McpClient::call_tool_as_task) owns its task
+/// from the start; a handle from [`resume`](crate::McpClient::resume) owns it once
+/// [`wait`](TaskHandle::wait) (or [`settle`](TaskHandle::settle)) has been called, so a
+/// resumed handle that only reads the task ([`status`](TaskHandle::status),
+/// [`updates`](TaskHandle::updates)) leaves it running when dropped.
 pub struct TaskHandle {
     session: Arc<Session>,
     id: String,
     latest: watch::Sender<Option<TaskStatusView>>,
     created: Option<Task>,
+    /// The task as the call that made it reported it (either revision).
+    first: Option<TaskStatusView>,
+    operation: Option<ToolCall>,
+    /// Answers this task's input requests (default: the client's handler).
+    handler: Option<Arc<dyn ClientHandler>>,
+    max_input_rounds: u32,
+    /// 2025-11-25: status notifications received since the call that made the task.
+    pushed_2025: Mutex<Option<broadcast::Receiver<mcp_protocol::v2025::Task>>>,
     state: Arc<Mutex<HandleState>>,
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("id", &self.id)
+            .field("operation", &self.operation)
+            .field("own_handler", &self.handler.is_some())
+            .field("max_input_rounds", &self.max_input_rounds)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TaskHandle {
     /// A handle for task `id`; `created` is the task as `tools/call` returned it (then
     /// the handle owns the task), `None` for a resumed handle (which owns it only once
-    /// it waits for it).
-    pub(crate) fn new(session: Arc<Session>, id: String, created: Option<Task>) -> TaskHandle {
+    /// it waits for it). `operation` is the call that made it, when known.
+    pub(crate) fn new(
+        session: Arc<Session>,
+        id: String,
+        created: Option<Task>,
+        operation: Option<ToolCall>,
+    ) -> TaskHandle {
         let (latest, _) = watch::channel(None);
         let cancel_on_drop = created.is_some();
+        let max_input_rounds = session.config.max_input_rounds;
+        let first = created
+            .as_ref()
+            .and_then(|t| serde_json::to_value(t).ok())
+            .and_then(|t| serde_json::from_value::<DetailedTask>(t).ok())
+            .map(TaskStatusView::V2026);
         TaskHandle {
             session,
             id,
             latest,
             created,
+            first,
+            operation,
+            handler: None,
+            max_input_rounds,
+            pushed_2025: Mutex::new(None),
             state: Arc::new(Mutex::new(HandleState {
                 answered: BTreeSet::new(),
                 unsent: JsonObject::new(),
                 finished: false,
                 cancel_on_drop,
+                rounds: 0,
+                events: None,
+                last_emitted: None,
             })),
         }
     }
@@ -78,11 +133,37 @@ impl TaskHandle {
         self
     }
 
+    /// The task as a 2025-11-25 `tools/call` created it, and the status notifications
+    /// received since the call was sent.
+    pub(crate) fn created_2025(
+        mut self,
+        task: mcp_protocol::v2025::Task,
+        pushed: broadcast::Receiver<mcp_protocol::v2025::Task>,
+    ) -> TaskHandle {
+        self.first = Some(TaskStatusView::V2025(task));
+        self.pushed_2025 = Mutex::new(Some(pushed));
+        // The server may ask for input before anyone waits.
+        self.route_2025();
+        self
+    }
+
+    /// From now on the server's input requests about this task (2025-11-25) go through
+    /// a [`Route2025`]: counted, shown on the update stream, answered by the task's
+    /// handler.
+    fn route_2025(&self) {
+        let route = Arc::new(Route2025 {
+            state: Arc::clone(&self.state),
+            handler: self.handler.clone(),
+            session: Arc::clone(&self.session),
+        });
+        self.session.route(&self.id, route, self.max_input_rounds);
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, HandleState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The task id (persist it to [`resume`](crate::McpClient::resume_task) after a restart).
+    /// The task id.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -92,14 +173,61 @@ impl TaskHandle {
         self.created.as_ref()
     }
 
-    /// Keeps the task running when this handle is dropped.
-    pub fn detach(self) -> String {
-        self.state().cancel_on_drop = false;
-        self.id.clone()
+    /// The call that made the task, when this handle knows it.
+    pub fn operation(&self) -> Option<&ToolCall> {
+        self.operation.as_ref()
     }
 
-    /// Every state the driver sees (in the session's revision), latest first; for
-    /// progress displays.
+    /// The task as a [`TaskRef`]: persist it, or hand it to another process, which
+    /// follows the task with [`McpClient::resume`](crate::McpClient::resume) or
+    /// [`McpClient::connect_to`](crate::McpClient::connect_to).
+    pub fn reference(&self) -> TaskRef {
+        TaskRef {
+            endpoint: self.session.endpoint(),
+            task_id: self.id.clone(),
+            revision: self.session.protocol_version(),
+            operation: self.operation.clone(),
+        }
+    }
+
+    /// Lets the task run on without this handle: dropping it no longer cancels the task.
+    /// Returns the task's [`TaskRef`], to resume it later or elsewhere.
+    pub fn detach(self) -> TaskRef {
+        self.state().cancel_on_drop = false;
+        self.reference()
+    }
+
+    /// What clears this handle's cancel-on-drop from outside it.
+    pub(crate) fn detacher(&self) -> Detacher {
+        Detacher(Arc::clone(&self.state))
+    }
+
+    /// Answers this task's input requests with `handler` instead of the client's (per
+    /// kind: its `elicit`, `sample` and `list_roots`).
+    pub fn with_handler(mut self, handler: Arc<dyn ClientHandler>) -> TaskHandle {
+        self.handler = Some(handler);
+        if self.session.is_2025() {
+            self.route_2025();
+        }
+        self
+    }
+
+    /// Allows at most `rounds` rounds of input for this task (default
+    /// [`ClientConfig::max_input_rounds`](crate::ClientConfig::max_input_rounds)); one
+    /// more and the task is cancelled with [`ClientError::InputRoundsExceeded`]. In a
+    /// 2025-11-25 session the server may ask as soon as the task exists: this bound, like
+    /// [`with_handler`](TaskHandle::with_handler), applies from the next request, the
+    /// client's bound and handler before it.
+    pub fn with_max_input_rounds(mut self, rounds: u32) -> TaskHandle {
+        self.max_input_rounds = rounds;
+        if self.session.is_2025() {
+            self.route_2025();
+        }
+        self
+    }
+
+    /// The latest state the driver saw (in the session's revision), for progress
+    /// displays; [`into_updates`](TaskHandle::into_updates) gives every change in order.
     pub fn updates(&self) -> watch::Receiver<Option<TaskStatusView>> {
         self.latest.subscribe()
     }
@@ -107,6 +235,39 @@ impl TaskHandle {
     /// The input request keys answered so far.
     pub fn answered(&self) -> Vec<String> {
         self.state().answered.iter().cloned().collect()
+    }
+
+    /// From now on, what the driver sees goes to `events` (see [`TaskUpdates`](crate::TaskUpdates)).
+    pub(crate) fn set_events(&self, events: mpsc::UnboundedSender<TaskUpdate>) {
+        self.state().events = Some(events);
+    }
+
+    /// Records a state seen: for [`updates`](TaskHandle::updates), and for the update
+    /// stream when its status or message changed.
+    fn seen(&self, view: TaskStatusView) {
+        let mut state = self.state();
+        let now = (view.status(), view.status_message().map(str::to_owned));
+        if state.events.is_some() && state.last_emitted.as_ref() != Some(&now) {
+            state.last_emitted = Some(now);
+            if let Some(events) = &state.events {
+                let _ = events.send(TaskUpdate::Status(view.clone()));
+            }
+        }
+        drop(state);
+        self.latest.send_replace(Some(view));
+    }
+
+    fn emit(&self, update: TaskUpdate) {
+        if let Some(events) = &self.state().events {
+            let _ = events.send(update);
+        }
+    }
+
+    fn handler(&self) -> &dyn ClientHandler {
+        match &self.handler {
+            Some(h) => h.as_ref(),
+            None => self.session.handler(),
+        }
     }
 
     fn id_params(&self) -> TaskIdParams {
@@ -121,7 +282,7 @@ impl TaskHandle {
             return self.get().await.map(TaskStatusView::V2026);
         }
         let view = TaskStatusView::V2025(v2025::get_task(&self.session, &self.id).await?);
-        self.latest.send_replace(Some(view.clone()));
+        self.seen(view.clone());
         Ok(view)
     }
 
@@ -136,8 +297,7 @@ impl TaskHandle {
                 task.task_id()
             )));
         }
-        self.latest
-            .send_replace(Some(TaskStatusView::V2026(task.clone())));
+        self.seen(TaskStatusView::V2026(task.clone()));
         Ok(task)
     }
 
@@ -147,19 +307,32 @@ impl TaskHandle {
         cancel(&self.session, &self.id).await
     }
 
+    /// [`wait`](TaskHandle::wait), until `deadline` at the latest. Past it the task is
+    /// left running (not cancelled) and the error is [`ClientError::Deadline`] with the
+    /// status last seen; `settle` (or `wait`) may be called again, and goes on where
+    /// this one stopped (answered input is not asked again).
+    pub async fn settle(&self, deadline: Instant) -> Result<CallToolResult, ClientError> {
+        let deadline = tokio::time::Instant::from_std(deadline);
+        match tokio::time::timeout_at(deadline, self.wait()).await {
+            Ok(done) => done,
+            Err(_) => Err(ClientError::Deadline {
+                task_id: self.id.clone(),
+                last_status: self.latest.borrow().as_ref().map(TaskStatusView::status),
+            }),
+        }
+    }
+
     /// Follows the task to its end and returns the tool's result. From now on, dropping
     /// this handle before the task ends cancels the task (see [`TaskHandle`]).
     pub async fn wait(&self) -> Result<CallToolResult, ClientError> {
         self.state().cancel_on_drop = true;
+        // The stream starts with the task as created, when the handle saw it.
+        let first = self.first.clone();
+        if let Some(first) = first.filter(|_| self.state().last_emitted.is_none()) {
+            self.seen(first);
+        }
         if self.session.is_2025() {
-            let seen = |task: &mcp_protocol::v2025::Task| {
-                self.latest
-                    .send_replace(Some(TaskStatusView::V2025(task.clone())));
-            };
-            return v2025::wait(&self.session, &self.id, seen, || {
-                self.state().finished = true;
-            })
-            .await;
+            return self.wait_2025().await;
         }
         let config = self.session.config.driver.clone();
         let started = Instant::now();
@@ -205,6 +378,11 @@ impl TaskHandle {
                             tracing::debug!(task_id = %self.id, error = %e, "answers not taken; sending them again");
                             true
                         }
+                        Err(e @ ClientError::InputRoundsExceeded { .. }) => {
+                            let _ = self.cancel().await;
+                            self.state().finished = true;
+                            return Err(e);
+                        }
                         Err(e) => return Err(e),
                     };
                     if fresh {
@@ -246,8 +424,7 @@ impl TaskHandle {
             .await;
             task = match next {
                 Ok(Some(t)) => {
-                    self.latest
-                        .send_replace(Some(TaskStatusView::V2026(t.clone())));
+                    self.seen(TaskStatusView::V2026(t.clone()));
                     t
                 }
                 _ => match self.get().await {
@@ -263,9 +440,42 @@ impl TaskHandle {
         }
     }
 
+    /// The 2025-11-25 wait (`v2025::wait`), with this task's input requests routed to
+    /// its handler (counted against the round bound, and shown on the update stream).
+    async fn wait_2025(&self) -> Result<CallToolResult, ClientError> {
+        // Again: the handler and the bound may have been set since the handle was made.
+        self.route_2025();
+        let seen =
+            |task: &mcp_protocol::v2025::Task| self.seen(TaskStatusView::V2025(task.clone()));
+        let pushed = self
+            .pushed_2025
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let waited = v2025::wait(&self.session, &self.id, pushed, seen, || {
+            self.state().finished = true;
+        })
+        .await;
+        self.session.unroute(&self.id);
+        if self.session.rounds_exceeded(&self.id) {
+            let _ = self.cancel().await;
+            return Err(ClientError::InputRoundsExceeded {
+                task_id: Some(self.id.clone()),
+                limit: self.max_input_rounds,
+            });
+        }
+        // `tasks/result` answered: the stream shows the final status too.
+        let streaming = self.state().events.is_some();
+        if streaming && let Ok(task) = v2025::get_task(&self.session, &self.id).await {
+            self.seen(TaskStatusView::V2025(task));
+        }
+        waited
+    }
+
     /// Answers the input requests not answered yet; returns whether there were any.
     async fn answer_new(&self, requests: &v2026::InputRequests) -> Result<bool, ClientError> {
         let mut responses = JsonObject::new();
+        let mut new_round = false;
         for (key, request) in requests.iter() {
             if self.state().answered.contains(key) {
                 continue;
@@ -274,9 +484,24 @@ impl TaskHandle {
                 responses.insert(key.clone(), kept.clone());
                 continue;
             }
+            if !new_round {
+                new_round = true;
+                let mut state = self.state();
+                if state.rounds >= self.max_input_rounds {
+                    return Err(ClientError::InputRoundsExceeded {
+                        task_id: Some(self.id.clone()),
+                        limit: self.max_input_rounds,
+                    });
+                }
+                state.rounds += 1;
+            }
+            self.emit(TaskUpdate::InputRequested {
+                key: key.clone(),
+                request: request.clone(),
+            });
             let request =
                 serde_json::to_value(request).map_err(|e| ClientError::Protocol(e.to_string()))?;
-            let response = answer(self.session.handler(), &request)
+            let response = answer(self.handler(), &request)
                 .await
                 .map_err(ClientError::rpc)?;
             self.state().unsent.insert(key.clone(), response.clone());
@@ -334,6 +559,9 @@ impl Drop for ListenGuard {
 
 impl Drop for TaskHandle {
     fn drop(&mut self) {
+        if self.session.is_2025() {
+            self.session.unroute(&self.id);
+        }
         let state = self.state();
         if state.finished || !state.cancel_on_drop {
             return;
@@ -373,4 +601,74 @@ async fn cancel(session: &Session, id: &str) -> Result<(), ClientError> {
 /// For [`TaskStatus`] displays of [`updates`](TaskHandle::updates).
 pub fn status_of(task: &TaskStatusView) -> TaskStatus {
     task.status()
+}
+
+/// Clears a handle's cancel-on-drop from outside: the update stream's handle lives in
+/// the future that drives it.
+pub(crate) struct Detacher(Arc<Mutex<HandleState>>);
+
+impl Detacher {
+    pub(crate) fn detach(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancel_on_drop = false;
+    }
+}
+
+/// Answers a 2025-11-25 task's server->client requests (counted against the bound by
+/// the session's `Routes`): shows them on the update stream and hands them to the task's
+/// handler (or the client's).
+struct Route2025 {
+    state: Arc<Mutex<HandleState>>,
+    handler: Option<Arc<dyn ClientHandler>>,
+    session: Arc<Session>,
+}
+
+impl Route2025 {
+    fn handler(&self) -> &dyn ClientHandler {
+        match &self.handler {
+            Some(h) => h.as_ref(),
+            None => self.session.handler(),
+        }
+    }
+
+    /// Shows the request on the update stream.
+    fn asked(&self, request: InputRequest) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.rounds += 1;
+        let key = state.rounds.to_string();
+        if let Some(events) = &state.events {
+            let _ = events.send(TaskUpdate::InputRequested { key, request });
+        }
+    }
+}
+
+#[async_trait]
+impl ClientHandler for Route2025 {
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        self.asked(InputRequest::from(params.clone()));
+        self.handler().elicit(params).await
+    }
+
+    async fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        self.asked(InputRequest::from(params.clone()));
+        self.handler().sample(params).await
+    }
+
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        let request =
+            serde_json::from_value(serde_json::json!({"method": "roots/list"})).map_err(|e| {
+                ErrorObject::new(mcp_protocol::error_codes::INTERNAL_ERROR, e.to_string())
+            })?;
+        self.asked(request);
+        self.handler().list_roots().await
+    }
+
+    fn capabilities(&self) -> ClientCapabilities {
+        self.handler().capabilities()
+    }
 }

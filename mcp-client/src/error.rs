@@ -41,6 +41,29 @@ pub enum ClientError {
         /// The task.
         task_id: String,
     },
+    /// [`settle`](crate::TaskHandle::settle)'s deadline passed before the task ended; the
+    /// task goes on (it was not cancelled).
+    #[error("task {task_id} had not ended by the deadline{}", last_status.map(|s| format!(" (last seen {})", s.as_str())).unwrap_or_default())]
+    Deadline {
+        /// The task.
+        task_id: String,
+        /// Its status when last seen, if it was seen.
+        last_status: Option<mcp_protocol::tasks::TaskStatus>,
+    },
+    /// The server asked for more rounds of input than allowed
+    /// ([`ClientConfig::max_input_rounds`](crate::ClientConfig::max_input_rounds), or the
+    /// handle's own bound); a task is cancelled.
+    #[error("{} asked for more than {limit} rounds of input{}", task_id.as_deref().map(|t| format!("task {t}")).unwrap_or_else(|| "tools/call".into()), if task_id.is_some() { "; cancelled" } else { "" })]
+    InputRoundsExceeded {
+        /// The task (`None`: a synchronous call's MRTR rounds).
+        task_id: Option<String>,
+        /// The bound.
+        limit: u32,
+    },
+    /// A [`TaskRef`](crate::TaskRef) that cannot be followed by this client: another
+    /// revision than the session's, or no endpoint to connect to.
+    #[error("task reference: {0}")]
+    Reference(String),
     /// The server answered with something the protocol does not allow.
     #[error("protocol violation by the server: {0}")]
     Protocol(String),

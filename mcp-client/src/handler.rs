@@ -2,7 +2,8 @@
 //! in a synchronous call's MRTR round, in a task's input request, or (2025-11-25) as a
 //! server->client request. One handler serves all three.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use jsonrpsee::RpcModule;
@@ -10,6 +11,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use mcp_protocol::JsonObject;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::meta::RELATED_TASK;
 use mcp_protocol::method::Request;
 use mcp_protocol::types::{ElicitAction, ElicitResult, ListRootsResult};
 use mcp_protocol::v2026::{
@@ -135,16 +137,120 @@ fn apply_defaults(answer: &mut Value, defaults: Vec<(String, Value)>) {
     }
 }
 
+/// Which handler answers a server->client request (MCP 2025-11-25): the one a task
+/// handle registered for the task the request names (`_meta` related-task), else the
+/// client's; and the bound on input rounds per task, counted here for every request
+/// naming a task, from the first (a server may ask before the caller has a handle).
+pub(crate) struct Routes {
+    default: Arc<dyn ClientHandler>,
+    max_rounds: u32,
+    tasks: Mutex<RouteTable>,
+    /// Called with a task's id when it asks past its bound (cancels it).
+    on_exceeded: std::sync::OnceLock<OnExceeded>,
+}
+
+/// What [`Routes`] does with a task past its input bound.
+pub(crate) type OnExceeded = Box<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Default)]
+struct RouteTable {
+    handlers: HashMap<String, Arc<dyn ClientHandler>>,
+    limits: HashMap<String, u32>,
+    rounds: HashMap<String, u32>,
+    exceeded: std::collections::HashSet<String>,
+}
+
+impl Routes {
+    pub(crate) fn new(default: Arc<dyn ClientHandler>, max_rounds: u32) -> Routes {
+        Routes {
+            default,
+            max_rounds,
+            tasks: Mutex::new(RouteTable::default()),
+            on_exceeded: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, RouteTable> {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What to do when a task asks past its bound (set once, when the session exists).
+    pub(crate) fn on_exceeded(&self, f: OnExceeded) {
+        let _ = self.on_exceeded.set(f);
+    }
+
+    /// Input requests about `task_id` go to `handler`, at most `limit` of them, until
+    /// [`unroute`](Routes::unroute).
+    pub(crate) fn route(&self, task_id: &str, handler: Arc<dyn ClientHandler>, limit: u32) {
+        let mut table = self.table();
+        table.handlers.insert(task_id.to_owned(), handler);
+        table.limits.insert(task_id.to_owned(), limit);
+    }
+
+    pub(crate) fn unroute(&self, task_id: &str) {
+        let mut table = self.table();
+        table.handlers.remove(task_id);
+        table.limits.remove(task_id);
+        table.rounds.remove(task_id);
+    }
+
+    /// Whether `task_id` asked for input past its bound.
+    pub(crate) fn exceeded(&self, task_id: &str) -> bool {
+        self.table().exceeded.contains(task_id)
+    }
+
+    /// The client's own handler.
+    pub(crate) fn default_handler(&self) -> &dyn ClientHandler {
+        self.default.as_ref()
+    }
+
+    /// The handler for a request with these params, after counting it against its
+    /// task's bound (refused past it).
+    fn handler_for(&self, params: &Value) -> Result<Arc<dyn ClientHandler>, ErrorObject> {
+        let Some(task) = params
+            .get("_meta")
+            .and_then(|m| m.get(RELATED_TASK))
+            .and_then(|r| r.get("taskId"))
+            .and_then(Value::as_str)
+        else {
+            return Ok(Arc::clone(&self.default));
+        };
+        let mut table = self.table();
+        let limit = table.limits.get(task).copied().unwrap_or(self.max_rounds);
+        let rounds = table.rounds.entry(task.to_owned()).or_default();
+        if *rounds >= limit {
+            table.exceeded.insert(task.to_owned());
+            drop(table);
+            if let Some(f) = self.on_exceeded.get() {
+                f(task);
+            }
+            return Err(ErrorObject::new(
+                error_codes::INVALID_REQUEST,
+                format!("this client answers at most {limit} input requests for a task"),
+            ));
+        }
+        *rounds += 1;
+        Ok(table
+            .handlers
+            .get(task)
+            .cloned()
+            .unwrap_or_else(|| Arc::clone(&self.default)))
+    }
+}
+
 /// The methods a server may call on us (MCP 2025-11-25 servers send input requests as
-/// server->client requests), answered through `handler`, plus `ping`.
-pub(crate) fn client_methods(handler: Arc<dyn ClientHandler>) -> RpcModule<Arc<dyn ClientHandler>> {
-    let mut module = RpcModule::new(handler);
+/// server->client requests), answered through the handler [`Routes`] picks, plus `ping`.
+pub(crate) fn client_methods(routes: Arc<Routes>) -> RpcModule<Arc<Routes>> {
+    let mut module = RpcModule::new(routes);
     for method in [Elicit::METHOD, CreateMessage::METHOD, ListRoots::METHOD] {
         let registered =
-            module.register_async_method(method, move |params, handler, _ext| async move {
+            module.register_async_method(method, move |params, routes, _ext| async move {
                 let params: Value = params.parse().unwrap_or(Value::Null);
+                let handler = routes
+                    .handler_for(&params)
+                    .map_err(ErrorObjectOwned::from)?;
                 let request = serde_json::json!({ "method": method, "params": params });
-                answer(handler.as_ref().as_ref(), &request)
+                answer(handler.as_ref(), &request)
                     .await
                     .map_err(ErrorObjectOwned::from)
             });

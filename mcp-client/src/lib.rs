@@ -32,9 +32,41 @@
 //!   [`ClientHandler`]; a task is followed to its end (push when offered, else polling
 //!   within the server's `pollIntervalMs`, with jitter and bounds); input requests are
 //!   answered once per key; a task stuck in `input_required` is cancelled with an error.
-//! - [`McpClient::call_tool_as_task`] / [`McpClient::resume_task`]: a [`TaskHandle`] with
-//!   the id, status (a [`TaskStatusView`] in the negotiated revision), updates, wait and
-//!   cancel — resumable by id after a restart.
+//! - [`McpClient::call_tool_as_task`]: a [`TaskHandle`] with the id, status (a
+//!   [`TaskStatusView`] in the negotiated revision), wait, [`settle`](TaskHandle::settle)
+//!   (wait until a deadline, [`ClientError::Deadline`] past it, the task left running)
+//!   and cancel; its input answered by the client's handler or the task's own
+//!   ([`TaskHandle::with_handler`]), at most [`ClientConfig::max_input_rounds`] rounds
+//!   ([`ClientError::InputRoundsExceeded`]). Dropping it unfinished cancels the task.
+//! - [`TaskHandle::into_updates`]: the task's [`TaskUpdates`], a `futures::Stream` of
+//!   [`TaskUpdate`]s (status changes, input requests, the result) that owns the handle.
+//! - [`TaskHandle::detach`]: leaves the task running and hands back its [`TaskRef`]
+//!   (endpoint, task id, revision, the call that made it; serde), which another process
+//!   follows with [`McpClient::connect_to`] or [`McpClient::resume`]:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcp_client::{ClientConfig, ClientError, DeclineAll, McpClient, Started, TaskRef};
+//!
+//! // One process starts the task and saves its reference...
+//! async fn start(client: &McpClient) -> Result<Option<String>, ClientError> {
+//!     let arguments = serde_json::Map::from_iter([("seconds".into(), 60.into())]);
+//!     Ok(match client.call_tool_as_task("slow_compute", arguments).await? {
+//!         Started::Task(task) => Some(task.detach().to_json()),
+//!         Started::Done(_) => None,
+//!     })
+//! }
+//!
+//! // ...another one follows it to the end.
+//! async fn finish(saved: &str) -> Result<(), ClientError> {
+//!     let task: TaskRef = serde_json::from_str(saved).map_err(|e| ClientError::Reference(e.to_string()))?;
+//!     let (_client, handle) =
+//!         McpClient::connect_to(&task, Arc::new(DeclineAll), ClientConfig::default()).await?;
+//!     println!("{:?}", handle.wait().await?.content);
+//!     Ok(())
+//! }
+//! ```
 //!
 //! - [`auth`]: OAuth 2.1 as the MCP authorization spec has a client do it; set
 //!   [`ClientConfig::auth`] and a Streamable HTTP server that answers 401 gets a login
@@ -52,10 +84,12 @@ mod config;
 mod driver;
 mod error;
 mod handler;
+mod reference;
 mod session;
 pub mod sse;
 mod status;
 pub mod transport;
+mod updates;
 mod v2025;
 
 pub use client::{McpClient, Started};
@@ -63,5 +97,17 @@ pub use config::{ClientConfig, DriverConfig, Revision};
 pub use driver::{TaskHandle, status_of};
 pub use error::{ClientError, rpc_code};
 pub use handler::{ClientHandler, DeclineAll};
+pub use reference::{Endpoint, TaskRef, ToolCall};
 pub use session::ServerInfo;
-pub use status::TaskStatusView;
+pub use status::{TaskStatusView, TaskUpdate};
+pub use updates::TaskUpdates;
+
+/// The examples of the workspace README (the task client API) compile.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct WorkspaceReadme;
+
+/// The examples of this crate's README compile.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadme;

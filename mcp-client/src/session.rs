@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
-use mcp_protocol::meta::TASKS_EXTENSION;
+use mcp_protocol::meta::{PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION};
 use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{self, DetailedTask, TaskStatusNotificationParams};
 use mcp_protocol::v2025;
@@ -21,7 +21,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::config::ClientConfig;
 use crate::error::ClientError;
-use crate::handler::{ClientHandler, client_methods};
+use crate::handler::{ClientHandler, Routes, client_methods};
+use crate::reference::Endpoint;
 use crate::transport::{ExchangeError, ExchangeFailure, HttpState, TransportGuard};
 
 /// What the server is, as negotiated.
@@ -54,12 +55,17 @@ pub(crate) type HttpParts = (
 pub(crate) struct Session {
     /// The outbound half of the engine.
     pub(crate) peer: Peer,
-    handler: Arc<dyn ClientHandler>,
+    /// The application's handler, and the tasks' own (MCP 2025-11-25 input requests).
+    routes: Arc<Routes>,
     /// The configuration the client was made with.
     pub(crate) config: ClientConfig,
     server: Mutex<Option<ServerInfo>>,
     /// `notifications/tasks` pushed by the server, for drivers to pick up.
     pub(crate) pushed: broadcast::Sender<DetailedTask>,
+    /// `notifications/tasks/status` (MCP 2025-11-25) pushed by the server.
+    pub(crate) pushed_2025: broadcast::Sender<v2025::Task>,
+    /// Where the server is, for task references.
+    endpoint: Option<Endpoint>,
     /// The HTTP headers state, for transports that have one.
     http: Option<Arc<Mutex<HttpState>>>,
     /// The last login failure of an HTTP exchange: the request it ended reports it as
@@ -101,9 +107,12 @@ impl Session {
         http: Option<HttpParts>,
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
+        reached_at: Option<Endpoint>,
     ) -> Session {
         let (pushed, _) = broadcast::channel(256);
-        let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&handler)))
+        let (pushed_2025, _) = broadcast::channel(256);
+        let routes = Arc::new(Routes::new(handler, config.max_input_rounds));
+        let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&routes)))
             .on_notification(tasks::methods::NOTIFICATIONS_TASKS, {
                 let pushed = pushed.clone();
                 move |n| {
@@ -122,8 +131,37 @@ impl Session {
                     }
                 }
             })
+            .on_notification(v2025::methods::NOTIFICATIONS_TASKS_STATUS, {
+                let pushed = pushed_2025.clone();
+                move |n| {
+                    let pushed = pushed.clone();
+                    async move {
+                        let task = n.params.as_deref().map(|p| {
+                            serde_json::from_str::<v2025::TaskStatusNotificationParams>(p.get())
+                        });
+                        match task {
+                            Some(Ok(p)) => {
+                                let _ = pushed.send(p.task);
+                            }
+                            _ => tracing::debug!("malformed notifications/tasks/status; ignored"),
+                        }
+                    }
+                }
+            })
             .build();
         let (peer, _session) = endpoint.serve(conn);
+        // A 2025-11-25 task asking for input past the bound is cancelled.
+        routes.on_exceeded(Box::new({
+            let peer = peer.clone();
+            move |id: &str| {
+                let (peer, params) = (peer.clone(), v2025::TaskIdParams::new(id));
+                tokio::spawn(async move {
+                    if let Err(e) = peer.request::<v2025::CancelTask>(&params).await {
+                        tracing::debug!(error = %e, "cancelling a task past its input bound failed");
+                    }
+                });
+            }
+        }));
         let (http, failures, authorizer) = match http {
             Some((state, failures, authorizer)) => (Some(state), Some(failures), authorizer),
             None => (None, None, None),
@@ -145,10 +183,12 @@ impl Session {
         });
         Session {
             peer,
-            handler,
+            routes,
             config,
             server: Mutex::new(None),
             pushed,
+            pushed_2025,
+            endpoint: reached_at,
             http,
             auth_failure,
             authorizer,
@@ -165,6 +205,19 @@ impl Session {
     /// Records the outcome of negotiation.
     pub(crate) fn set_server(&self, info: ServerInfo) {
         *lock(&self.server) = Some(info);
+    }
+
+    /// Where the server is (`None` over a connection the application made).
+    pub(crate) fn endpoint(&self) -> Option<Endpoint> {
+        self.endpoint.clone()
+    }
+
+    /// The protocol version negotiated (`2026-07-28`, or what `initialize` agreed).
+    pub(crate) fn protocol_version(&self) -> String {
+        match &*lock(&self.server) {
+            Some(ServerInfo::V2025(i)) => i.protocol_version.clone(),
+            _ => PROTOCOL_VERSION_2026_07_28.to_owned(),
+        }
     }
 
     /// Whether the session speaks MCP 2025-11-25.
@@ -209,14 +262,30 @@ impl Session {
 
     /// The application's handler.
     pub(crate) fn handler(&self) -> &dyn ClientHandler {
-        self.handler.as_ref()
+        self.routes.default_handler()
+    }
+
+    /// Server->client requests about `task_id` (MCP 2025-11-25) go to `handler`, at most
+    /// `limit` of them, until [`unroute`](Session::unroute).
+    pub(crate) fn route(&self, task_id: &str, handler: Arc<dyn ClientHandler>, limit: u32) {
+        self.routes.route(task_id, handler, limit);
+    }
+
+    /// Whether a 2025-11-25 task asked for input past its bound (and was cancelled).
+    pub(crate) fn rounds_exceeded(&self, task_id: &str) -> bool {
+        self.routes.exceeded(task_id)
+    }
+
+    /// Ends a [`route`](Session::route).
+    pub(crate) fn unroute(&self, task_id: &str) {
+        self.routes.unroute(task_id);
     }
 
     /// The `_meta` every request carries: protocol version, our capabilities (with the
     /// tasks extension), who we are.
     pub(crate) fn request_meta(&self) -> RequestMeta {
         let caps: ClientCapabilities = self
-            .handler
+            .handler()
             .capabilities()
             .with_extension(TASKS_EXTENSION, JsonObject::new());
         RequestMeta::new(caps).with_client_info(self.config.client_info.clone())

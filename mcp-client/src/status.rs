@@ -1,9 +1,31 @@
 //! [`TaskStatusView`]: a task's state as the session's revision reports it, with the
-//! members both revisions share behind one set of accessors. Imports no module of the
-//! crate.
+//! members both revisions share behind one set of accessors; and [`TaskUpdate`], one
+//! item of a task's update stream. Imports `error` only.
 
 use mcp_protocol::tasks::{DetailedTask, TaskStatus};
 use mcp_protocol::v2025;
+use mcp_protocol::v2026::{CallToolResult, InputRequest};
+
+use crate::error::ClientError;
+
+/// What happened to a task, as [`TaskUpdates`](crate::TaskUpdates) yields it, in order.
+#[derive(Debug)]
+pub enum TaskUpdate {
+    /// The task's status (or its status message) changed; the first update is the task
+    /// as first seen (as created, for a handle fresh from a call).
+    Status(TaskStatusView),
+    /// The server asked for input; the handler is asked next. `key` is the input
+    /// request's key (2026-07-28) or the JSON-RPC id of the server's request
+    /// (2025-11-25).
+    InputRequested {
+        /// Which request.
+        key: String,
+        /// What it asks.
+        request: InputRequest,
+    },
+    /// The task ended: the tool's result, or why there is none. Always the last update.
+    Finished(Result<CallToolResult, ClientError>),
+}
 
 /// A task as `tasks/get` (or a pushed update) reported it, in the revision the session
 /// speaks. Nothing is made up: a 2025-11-25 task carries no input requests and no

@@ -22,6 +22,7 @@ use mcp_protocol::v2025::{
 };
 use mcp_protocol::v2026::{self, CallToolResult};
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use crate::error::ClientError;
 use crate::session::{ServerInfo, Session};
@@ -89,8 +90,9 @@ pub(crate) fn tools_as_2026(
 pub(crate) enum Called {
     /// The server ran the call synchronously.
     Done(Box<CallToolResult>),
-    /// The server made a task.
-    Task(Task),
+    /// The server made a task; its `notifications/tasks/status`, received from before
+    /// the call was sent (a server may report the task before the caller follows it).
+    Task(Box<Task>, broadcast::Receiver<Task>),
 }
 
 /// `tools/call`, with `params.task` when the server supports task tool calls and the
@@ -115,13 +117,14 @@ pub(crate) async fn call_tool(
         meta: None,
         extra: JsonObject::new(),
     };
+    let pushed = session.pushed_2025.subscribe();
     let reply: Value = session
         .request_as(v2025::methods::TOOLS_CALL, &params)
         .await?;
     if reply.get("task").is_some() {
         let created: CreateTaskResult = serde_json::from_value(reply)
             .map_err(|e| ClientError::Protocol(format!("malformed CreateTaskResult: {e}")))?;
-        return Ok(Called::Task(created.task));
+        return Ok(Called::Task(Box::new(created.task), pushed));
     }
     Ok(Called::Done(Box::new(call_result(reply)?)))
 }
@@ -149,20 +152,30 @@ pub(crate) async fn cancel_task(session: &Session, id: &str) -> Result<(), Clien
     Ok(())
 }
 
-/// Polls `tasks/get` until the task needs input or ends, then fetches the outcome with
+/// Polls `tasks/get` (sooner when a `notifications/tasks/status` about the task
+/// arrives) until the task needs input or ends, then fetches the outcome with
 /// `tasks/result` (which blocks while the server asks us for input through
 /// server->client requests). `seen` gets every state read; `finished` is called once
 /// `tasks/result` has answered (the task is over, whatever the answer). Bounded by the
-/// task's TTL (or the driver's `max_wait`).
+/// task's TTL (or the driver's `max_wait`). `pushed` receives the session's status
+/// notifications (subscribed when the task was made, or now).
 pub(crate) async fn wait(
     session: &Session,
     id: &str,
+    pushed: Option<broadcast::Receiver<Task>>,
     seen: impl Fn(&Task),
     finished: impl FnOnce(),
 ) -> Result<CallToolResult, ClientError> {
     let config = &session.config.driver;
     let started = Instant::now();
+    let mut pushed = pushed.unwrap_or_else(|| session.pushed_2025.subscribe());
     loop {
+        // What was pushed meanwhile comes first, in order.
+        while let Ok(t) = pushed.try_recv() {
+            if t.task_id == id && config.push {
+                seen(&t);
+            }
+        }
         let task = get_task(session, id).await?;
         seen(&task);
         let limit = config.wait_limit(task.ttl);
@@ -204,7 +217,28 @@ pub(crate) async fn wait(
                 task_id: id.to_owned(),
             });
         }
-        tokio::time::sleep(config.poll_interval(task.poll_interval)).await;
+        // The next poll, or sooner a `notifications/tasks/status` about this task.
+        let interval = config.poll_interval(task.poll_interval);
+        let _ = tokio::time::timeout(interval, async {
+            if config.push {
+                loop {
+                    match pushed.recv().await {
+                        Ok(t) if t.task_id == id => {
+                            seen(&t);
+                            // Poll now only when there is something to do.
+                            if t.status.is_terminal() || t.status == TaskStatus::InputRequired {
+                                return;
+                            }
+                        }
+                        Ok(_) => continue,
+                        Err(broadcast::error::RecvError::Lagged(_)) => return,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }
+            std::future::pending::<()>().await;
+        })
+        .await;
     }
 }
 

@@ -395,7 +395,7 @@ async fn reading_a_resumed_handle_does_not_cancel(f: Fixture) {
     let client = f.client(Arc::new(Scripted::default())).await;
     let other = f.another(&client).await;
     let handle = start_task(&client, "slow_compute", json!({ "seconds": 30 })).await;
-    let id = handle.detach();
+    let id = handle.detach().task_id;
     // Peek through a temporary resumed handle, dropped at the end of the statement.
     let peeked = other.resume_task(&id).status().await.expect("tasks/get");
     assert_eq!(peeked.status(), TaskStatus::Working);
@@ -412,9 +412,9 @@ async fn reading_a_resumed_handle_does_not_cancel(f: Fixture) {
 async fn resume_from_another_client(f: Fixture) {
     let a = f.client(Arc::new(Scripted::default())).await;
     let handle = start_task(&a, "slow_compute", json!({ "seconds": 2 })).await;
-    let id = handle.detach();
+    let reference = handle.detach();
     let b = f.another(&a).await;
-    let resumed = b.resume_task(&id);
+    let resumed = b.resume(&reference).expect("the same revision");
     assert!(resumed.created().is_none());
     let result = resumed.wait().await.expect("resumed wait");
     assert_eq!(text(&result), "computation: done after 2 s");

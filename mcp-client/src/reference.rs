@@ -1,0 +1,89 @@
+//! [`TaskRef`]: a task as a value a program can persist and hand to another process —
+//! where the server is, which task, in which revision, started by which call — and that
+//! process resumes it with [`McpClient::resume`](crate::McpClient::resume) (same
+//! connection kind) or [`McpClient::connect_to`](crate::McpClient::connect_to) (a new
+//! connection to the endpoint it names). Imports no module of the crate.
+
+use mcp_protocol::JsonObject;
+use serde::{Deserialize, Serialize};
+
+/// Where a server is reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "transport")]
+pub enum Endpoint {
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// Its URL, e.g. `http://127.0.0.1:8000/mcp`.
+        url: String,
+    },
+    /// A program serving MCP on its stdio. A new process is another server: a task
+    /// survives into it only when the server keeps tasks in a shared, durable store.
+    Stdio {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+    },
+}
+
+/// The call that made a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: JsonObject,
+}
+
+/// A task, serializable (serde, camelCase JSON): enough for another process to follow it.
+///
+/// ```
+/// use mcp_client::{Endpoint, TaskRef};
+///
+/// let json = r#"{"endpoint":{"transport":"http","url":"http://127.0.0.1:8000/mcp"},
+///                "taskId":"7f3c","revision":"2026-07-28",
+///                "operation":{"name":"slow_compute","arguments":{"seconds":60}}}"#;
+/// let task: TaskRef = serde_json::from_str(json).unwrap();
+/// assert_eq!(task.task_id, "7f3c");
+/// assert!(matches!(task.endpoint, Some(Endpoint::Http { .. })));
+/// assert_eq!(serde_json::from_str::<TaskRef>(&task.to_json()).unwrap(), task);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRef {
+    /// Where the server is; `None` for a client made over a connection of your own
+    /// ([`McpClient::connect`](crate::McpClient::connect)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Endpoint>,
+    /// The id the server gave the task.
+    pub task_id: String,
+    /// The protocol version the task was made in (`2026-07-28`, `2025-11-25`): a task
+    /// lives in one revision's methods, so it is followed in that revision.
+    pub revision: String,
+    /// The call that made the task; `None` when the handle was resumed by id alone
+    /// ([`McpClient::resume_task`](crate::McpClient::resume_task)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<ToolCall>,
+}
+
+impl TaskRef {
+    /// As compact JSON (what `mcp-call --detach` prints).
+    pub fn to_json(&self) -> String {
+        // A struct of strings and JSON values always serializes.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Whether the revision is MCP 2025-11-25 or one of the earlier ones sharing its
+    /// `initialize` lifecycle.
+    pub(crate) fn is_2025(&self) -> bool {
+        is_2025_family(&self.revision)
+    }
+}
+
+/// Whether `version` is spoken through `initialize` (2025-11-25 and earlier).
+pub(crate) fn is_2025_family(version: &str) -> bool {
+    version.as_bytes() < b"2026".as_slice()
+}
