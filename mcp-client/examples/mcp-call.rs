@@ -554,7 +554,21 @@ async fn run(args: Args) -> Result<Outcome, String> {
         }
     };
     if args.detach {
-        println!("{}", handle.detach().to_json());
+        let mut reference = handle.detach();
+        // A server we started ourselves: the reference names the command, so that
+        // `--resume` can start it again.
+        if reference.endpoint.is_none()
+            && let Some(cmd) = &args.stdio
+        {
+            let mut parts = cmd.split_whitespace().map(str::to_owned);
+            if let Some(program) = parts.next() {
+                reference.endpoint = Some(Endpoint::Stdio {
+                    program,
+                    args: parts.collect(),
+                });
+            }
+        }
+        println!("{}", reference.to_json());
         return Ok(Outcome::Done);
     }
     match follow(handle).await {

@@ -67,7 +67,9 @@ impl McpClient {
         config: ClientConfig,
     ) -> Result<McpClient, ClientError> {
         let (conn, guard) = transport::from_child(child)?;
-        McpClient::start(conn, guard, None, handler, config).await
+        // The command that started the child is the caller's: task references made on
+        // this connection name no endpoint (set `TaskRef::endpoint` to hand them on).
+        McpClient::start(conn, guard, None, handler, config, None).await
     }
 
     /// Connects to a Streamable HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`).
