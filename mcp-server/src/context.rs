@@ -110,7 +110,7 @@ struct Inner {
 }
 
 /// What a synchronous call's request brought besides its arguments.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct CallScope {
     /// Where progress and log messages go, and which.
     pub(crate) report: Report,

@@ -5,7 +5,6 @@
 //! **Invariant.** Only wire shapes here; what is offered and read is `features/`'s.
 
 use jsonrpsee::Extensions;
-use mcp_protocol::engine::{Peer, RequestContext};
 use mcp_protocol::method::Request;
 use mcp_protocol::v2026::{
     CompleteReference, CompleteRequestParams, CompleteResult, GetPrompt, GetPromptRequestParams,
@@ -15,11 +14,10 @@ use mcp_protocol::v2026::{
 
 use super::rounds;
 use crate::caller::Caller;
-use crate::context::{CallScope, ToolContext};
+use crate::context::ToolContext;
 use crate::errors::ServerError;
 use crate::features::completion::{self, CompletionInput, Target};
 use crate::features::{page, resources};
-use crate::report::Report;
 use crate::state::State;
 
 /// One page of `items`, its cursor sealed for this caller.
@@ -131,18 +129,7 @@ pub(crate) async fn prompts_get(
         params.request_state.as_deref(),
         params.input_responses.as_ref(),
     )?;
-    let cancel = RequestContext::from_extensions(ext)
-        .map(|c| c.cancel.clone())
-        .unwrap_or_default();
-    let scope = CallScope {
-        report: Report {
-            peer: ext.get::<Peer>().cloned(),
-            progress_token: params.meta.progress_token.clone(),
-            log_level: params.meta.log_level,
-        },
-        client_capabilities: Some(params.meta.client_capabilities.clone()),
-        identity: caller.identity.clone(),
-    };
+    let (cancel, scope) = rounds::request_scope(ext, &params.meta, &caller);
     let ctx = ToolContext::rounds(answers.clone(), cancel, scope);
     match prompt
         .get(ctx.clone(), params.arguments.unwrap_or_default())

@@ -10,7 +10,6 @@ mod listen;
 mod rounds;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::engine::{Peer, RequestContext};
 use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{
     self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
@@ -25,9 +24,8 @@ use serde_json::Value;
 use crate::audit;
 use crate::call::{Requester, call_error, find_tool, start_task};
 use crate::caller::{Caller, SUPPORTED_VERSIONS};
-use crate::context::{CallScope, ToolContext, ToolError};
+use crate::context::{ToolContext, ToolError};
 use crate::errors::ServerError;
-use crate::report::Report;
 use crate::state::State;
 use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;
@@ -114,18 +112,8 @@ pub(crate) async fn tools_call(
         params.request_state.as_deref(),
         params.input_responses.as_ref(),
     )?;
-    let cancel = RequestContext::from_extensions(ext)
-        .map(|c| c.cancel.clone())
-        .unwrap_or_default();
-    let scope = || CallScope {
-        report: Report {
-            peer: ext.get::<Peer>().cloned(),
-            progress_token: params.meta.progress_token.clone(),
-            log_level: params.meta.log_level,
-        },
-        client_capabilities: Some(params.meta.client_capabilities.clone()),
-        identity: caller.identity.clone(),
-    };
+    let (cancel, call_scope) = rounds::request_scope(ext, &params.meta, &caller);
+    let scope = || call_scope.clone();
 
     if caller.declares_tasks && tool.wants_task(&args) {
         // Input the tool needs before the task exists is gathered in rounds first.

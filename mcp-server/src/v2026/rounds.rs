@@ -12,8 +12,15 @@ use mcp_tasks::Owner;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::ToolContext;
+use jsonrpsee::Extensions;
+use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::v2026::RequestMeta;
+use tokio_util::sync::CancellationToken;
+
+use crate::caller::Caller;
+use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
+use crate::report::Report;
 use crate::seal::SealKey;
 
 /// What a sealed `requestState` starts with, so that no other sealed token (a cursor)
@@ -33,6 +40,28 @@ struct RoundState {
     method: String,
     name: String,
     answers: JsonObject,
+}
+
+/// The cancellation token and the call scope of a synchronous 2026-07-28 request: where
+/// its progress and logs go, the capabilities and identity it declared.
+pub(crate) fn request_scope(
+    ext: &Extensions,
+    meta: &RequestMeta,
+    caller: &Caller,
+) -> (CancellationToken, CallScope) {
+    let cancel = RequestContext::from_extensions(ext)
+        .map(|c| c.cancel.clone())
+        .unwrap_or_default();
+    let scope = CallScope {
+        report: Report {
+            peer: ext.get::<Peer>().cloned(),
+            progress_token: meta.progress_token.clone(),
+            log_level: meta.log_level,
+        },
+        client_capabilities: Some(meta.client_capabilities.clone()),
+        identity: caller.identity.clone(),
+    };
+    (cancel, scope)
 }
 
 /// The answers of every round so far: those sealed in `request_state` plus this retry's
