@@ -46,6 +46,9 @@ struct HandleState {
     rounds: u32,
     /// The update stream's sender, when one was made.
     events: Option<mpsc::UnboundedSender<TaskUpdate>>,
+    /// Input requests the server sent before an update stream was made (2025-11-25: it
+    /// asks as soon as the task exists): the stream starts with them.
+    early: Vec<TaskUpdate>,
     /// The status (and message) last sent to the update stream.
     last_emitted: Option<(TaskStatus, Option<String>)>,
 }
@@ -121,6 +124,7 @@ impl TaskHandle {
                 cancel_on_drop,
                 rounds: 0,
                 events: None,
+                early: Vec::new(),
                 last_emitted: None,
             })),
         }
@@ -239,7 +243,11 @@ impl TaskHandle {
 
     /// From now on, what the driver sees goes to `events` (see [`TaskUpdates`](crate::TaskUpdates)).
     pub(crate) fn set_events(&self, events: mpsc::UnboundedSender<TaskUpdate>) {
-        self.state().events = Some(events);
+        let mut state = self.state();
+        for update in std::mem::take(&mut state.early) {
+            let _ = events.send(update);
+        }
+        state.events = Some(events);
     }
 
     /// Records a state seen: for [`updates`](TaskHandle::updates), and for the update
@@ -638,8 +646,12 @@ impl Route2025 {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.rounds += 1;
         let key = state.rounds.to_string();
-        if let Some(events) = &state.events {
-            let _ = events.send(TaskUpdate::InputRequested { key, request });
+        let update = TaskUpdate::InputRequested { key, request };
+        match &state.events {
+            Some(events) => {
+                let _ = events.send(update);
+            }
+            None => state.early.push(update),
         }
     }
 }
