@@ -160,7 +160,19 @@ impl TaskHandle {
             handler: self.handler.clone(),
             session: Arc::clone(&self.session),
         });
-        self.session.route(&self.id, route, self.max_input_rounds);
+        let before = self.session.route(
+            &self.id,
+            Arc::clone(&route) as Arc<dyn ClientHandler>,
+            self.max_input_rounds,
+        );
+        for request in before {
+            match serde_json::from_value(request) {
+                Ok(request) => route.asked(request),
+                Err(e) => {
+                    tracing::debug!(task_id = %self.id, error = %e, "an early input request not shown")
+                }
+            }
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, HandleState> {

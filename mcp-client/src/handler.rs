@@ -158,7 +158,14 @@ struct RouteTable {
     limits: HashMap<String, u32>,
     rounds: HashMap<String, u32>,
     exceeded: std::collections::HashSet<String>,
+    /// Requests that named a task before its handle routed it (a 2025-11-25 server may
+    /// ask before the `tools/call` response reaches us): answered by the client's
+    /// handler, kept here (the newest [`UNROUTED_KEPT`]) for the handle to show.
+    unrouted: std::collections::VecDeque<(String, Value)>,
 }
+
+/// How many requests naming a not-yet-routed task [`Routes`] keeps.
+const UNROUTED_KEPT: usize = 64;
 
 impl Routes {
     pub(crate) fn new(default: Arc<dyn ClientHandler>, max_rounds: u32) -> Routes {
@@ -180,11 +187,22 @@ impl Routes {
     }
 
     /// Input requests about `task_id` go to `handler`, at most `limit` of them, until
-    /// [`unroute`](Routes::unroute).
-    pub(crate) fn route(&self, task_id: &str, handler: Arc<dyn ClientHandler>, limit: u32) {
+    /// [`unroute`](Routes::unroute). Returns the requests (`{"method", "params"}`) about
+    /// it that came before, already answered by the client's handler.
+    pub(crate) fn route(
+        &self,
+        task_id: &str,
+        handler: Arc<dyn ClientHandler>,
+        limit: u32,
+    ) -> Vec<Value> {
         let mut table = self.table();
         table.handlers.insert(task_id.to_owned(), handler);
         table.limits.insert(task_id.to_owned(), limit);
+        let (before, others) = std::mem::take(&mut table.unrouted)
+            .into_iter()
+            .partition(|(task, _)| task == task_id);
+        table.unrouted = others;
+        before.into_iter().map(|(_, request)| request).collect()
     }
 
     pub(crate) fn unroute(&self, task_id: &str) {
@@ -204,9 +222,13 @@ impl Routes {
         self.default.as_ref()
     }
 
-    /// The handler for a request with these params, after counting it against its
-    /// task's bound (refused past it).
-    fn handler_for(&self, params: &Value) -> Result<Arc<dyn ClientHandler>, ErrorObject> {
+    /// The handler for request `method` with these params, after counting it against
+    /// its task's bound (refused past it).
+    fn handler_for(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> Result<Arc<dyn ClientHandler>, ErrorObject> {
         let Some(task) = params
             .get("_meta")
             .and_then(|m| m.get(RELATED_TASK))
@@ -230,11 +252,15 @@ impl Routes {
             ));
         }
         *rounds += 1;
-        Ok(table
-            .handlers
-            .get(task)
-            .cloned()
-            .unwrap_or_else(|| Arc::clone(&self.default)))
+        if let Some(handler) = table.handlers.get(task) {
+            return Ok(Arc::clone(handler));
+        }
+        if table.unrouted.len() == UNROUTED_KEPT {
+            table.unrouted.pop_front();
+        }
+        let request = serde_json::json!({ "method": method, "params": params });
+        table.unrouted.push_back((task.to_owned(), request));
+        Ok(Arc::clone(&self.default))
     }
 }
 
@@ -247,7 +273,7 @@ pub(crate) fn client_methods(routes: Arc<Routes>) -> RpcModule<Arc<Routes>> {
             module.register_async_method(method, move |params, routes, _ext| async move {
                 let params: Value = params.parse().unwrap_or(Value::Null);
                 let handler = routes
-                    .handler_for(&params)
+                    .handler_for(method, &params)
                     .map_err(ErrorObjectOwned::from)?;
                 let request = serde_json::json!({ "method": method, "params": params });
                 answer(handler.as_ref(), &request)
@@ -283,5 +309,36 @@ mod tests {
         let mut declined = json!({"action": "decline"});
         super::apply_defaults(&mut declined, super::form_defaults(&params));
         assert_eq!(declined, json!({"action": "decline"}));
+    }
+
+    /// A request naming a task before its handle routed it is answered by the client's
+    /// handler and handed to the route when it comes; another task's is kept for it.
+    #[test]
+    fn requests_before_the_route_are_handed_to_it() {
+        let routes = super::Routes::new(std::sync::Arc::new(super::DeclineAll), 5);
+        let about = |task: &str| json!({"_meta": {super::RELATED_TASK: {"taskId": task}}});
+        assert!(
+            routes
+                .handler_for("elicitation/create", &about("t1"))
+                .is_ok()
+        );
+        assert!(
+            routes
+                .handler_for("sampling/createMessage", &about("t2"))
+                .is_ok()
+        );
+        let before = routes.route("t1", std::sync::Arc::new(super::DeclineAll), 5);
+        assert_eq!(
+            before,
+            [json!({"method": "elicitation/create", "params": about("t1")})]
+        );
+        assert!(
+            routes
+                .route("t1", std::sync::Arc::new(super::DeclineAll), 5)
+                .is_empty()
+        );
+        let before = routes.route("t2", std::sync::Arc::new(super::DeclineAll), 5);
+        assert_eq!(before.len(), 1);
+        assert_eq!(before[0]["method"], "sampling/createMessage");
     }
 }

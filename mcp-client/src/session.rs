@@ -266,9 +266,15 @@ impl Session {
     }
 
     /// Server->client requests about `task_id` (MCP 2025-11-25) go to `handler`, at most
-    /// `limit` of them, until [`unroute`](Session::unroute).
-    pub(crate) fn route(&self, task_id: &str, handler: Arc<dyn ClientHandler>, limit: u32) {
-        self.routes.route(task_id, handler, limit);
+    /// `limit` of them, until [`unroute`](Session::unroute). Returns the requests about
+    /// it that came before (see [`Routes::route`](crate::handler::Routes::route)).
+    pub(crate) fn route(
+        &self,
+        task_id: &str,
+        handler: Arc<dyn ClientHandler>,
+        limit: u32,
+    ) -> Vec<serde_json::Value> {
+        self.routes.route(task_id, handler, limit)
     }
 
     /// Whether a 2025-11-25 task asked for input past its bound (and was cancelled).
