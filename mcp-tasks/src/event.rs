@@ -20,6 +20,9 @@ pub enum TaskEvent {
         status: TaskStatus,
         /// Its record's revision after the change.
         revision: u64,
+        /// It waits for a worker to claim it ([`TaskRecord::queued_tool`]): a worker
+        /// that hears this looks for work.
+        queued: bool,
     },
     /// Answers arrived for these input request keys.
     InputResponded {
@@ -42,6 +45,7 @@ impl TaskEvent {
             key: rec.key(),
             status: rec.status,
             revision: rec.revision,
+            queued: rec.queued_tool().is_some(),
         }
     }
 

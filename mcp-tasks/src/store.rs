@@ -65,7 +65,9 @@ use crate::record::{
 ///     ttl)` leases such a task of one of `tools` to `holder` and counts the run
 ///     ([`TaskRecord::attempt`]; a run after the first says `Attempt N of M` in the status
 ///     message), or returns `None` when none waits. No two claims ever hold one task: a
-///     claimed task waits no more until rule 20 makes it wait again.
+///     claimed task waits no more until rule 20 makes it wait again. The
+///     [`Changed`](crate::TaskEvent::Changed) event of a change says whether the task
+///     waits for a worker after it (`queued`), so workers look for work only then.
 /// 19. **Claim order** is creation order per tool: a claim takes the oldest waiting task
 ///     of its tools by `(created_at, id)`, passing over only tasks another claim is
 ///     taking at that moment.

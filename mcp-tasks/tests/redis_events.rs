@@ -62,7 +62,8 @@ async fn a_change_through_one_store_is_heard_by_another() {
         TaskEvent::Changed {
             key: t.key(),
             status: TaskStatus::Working,
-            revision: 1
+            revision: 1,
+            queued: false
         }
     );
     // Visible on the other node as soon as create returned.

@@ -408,11 +408,12 @@ impl TaskRuntime {
                         r.cancel.cancel();
                     }
                 }
-                Ok(TaskEvent::Changed { .. }) => {
-                    // Created, requeued, or otherwise changed and unfinished: it may wait
-                    // for a worker.
+                Ok(TaskEvent::Changed { queued: true, .. }) => {
+                    // Created or requeued for a worker: look for work.
                     self.inner.queue_changed.notify_one();
                 }
+                // Otherwise changed and unfinished, or running somewhere: nothing to claim.
+                Ok(TaskEvent::Changed { .. }) => {}
                 Err(EventError::Lagged(n)) => {
                     self.inner.queue_changed.notify_one();
                     tracing::warn!(

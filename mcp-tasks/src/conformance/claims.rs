@@ -103,6 +103,58 @@ pub async fn queued_tasks_are_claimed_once_across_handles<F: StoreFactory>(facto
     assert!(!seen.contains(&no_job.id) && !seen.contains(&leased.id));
 }
 
+/// Whether the next `Changed` event about `id` on `feed` says it waits for a worker.
+async fn queued_event(feed: &mut crate::EventStream, id: TaskId) -> bool {
+    let wait = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match feed.recv().await {
+                Ok(crate::TaskEvent::Changed { key, queued, .. }) if key.id == id => {
+                    return queued;
+                }
+                Ok(_) => continue,
+                Err(e) => panic!("event feed failed: {e}"),
+            }
+        }
+    });
+    wait.await
+        .unwrap_or_else(|_| panic!("no Changed event for {id} within 10 s"))
+}
+
+/// The `Changed` events another handle hears say whether the task waits for a worker:
+/// yes when created queued, no when created without a job and once claimed.
+pub async fn queued_changes_are_announced_as_queued<F: StoreFactory>(factory: &F) {
+    let (a, env) = open(factory, "claim_announced", roomy()).await;
+    let b = another(factory, &env).await;
+    let mut feed = b.events();
+    let owner = alice();
+    let plain = a.create(new_task(&owner)).await.expect("create");
+    assert!(
+        !queued_event(&mut feed, plain.id).await,
+        "no job: not queued"
+    );
+    let job = a
+        .create(queued(&owner, "kit_announced", Delivery::AtMostOnce))
+        .await
+        .expect("create");
+    assert!(
+        queued_event(&mut feed, job.id.clone()).await,
+        "created queued"
+    );
+    // A later change of the same task, once claimed, says it waits no more (a first
+    // claim itself announces nothing: the status did not change).
+    a.claim_next(&tools(&["kit_announced"]), "node-a", 60_000)
+        .await
+        .expect("claim")
+        .expect("the queued task");
+    a.set_status_message(&owner, &job.id, Some("running".into()))
+        .await
+        .expect("message");
+    assert!(
+        !queued_event(&mut feed, job.id).await,
+        "claimed: waits no more"
+    );
+}
+
 /// Claims take the oldest waiting task of their tools first, by creation time then id.
 pub async fn claims_follow_creation_order_per_tool<F: StoreFactory>(factory: &F) {
     let (store, env) = open(factory, "claim_order", roomy()).await;

@@ -52,6 +52,10 @@ struct Payload {
     revision: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     keys: Option<Vec<String>>,
+    /// Whether the task waits for a worker; absent (from older writers) reads as yes,
+    /// so a worker looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    queued: Option<bool>,
 }
 
 /// The notification payload of `event`, made by the handle `from`. One that would pass
@@ -66,13 +70,19 @@ pub(crate) fn payload(event: &TaskEvent, from: &str) -> String {
         status: None,
         revision: None,
         keys: None,
+        queued: None,
     };
     match event {
         TaskEvent::Changed {
-            status, revision, ..
+            status,
+            revision,
+            queued,
+            ..
         } => {
             p.status = Some(*status);
             p.revision = Some(*revision);
+            // Said only when not queued: an absent field reads as queued.
+            p.queued = (!queued).then_some(false);
         }
         TaskEvent::InputResponded { keys, .. } => {
             p.kind = Kind::InputResponded;
@@ -115,6 +125,7 @@ fn feed_item(payload: &str, me: &str) -> Option<FeedItem> {
             key,
             status,
             revision,
+            queued: p.queued.unwrap_or(true),
         },
         (Kind::InputResponded, _, _, Some(keys)) => TaskEvent::InputResponded { key, keys },
         (Kind::CancelRequested, ..) => TaskEvent::CancelRequested { key },
@@ -268,6 +279,13 @@ mod tests {
                 key: key(),
                 status: TaskStatus::InputRequired,
                 revision: 7,
+                queued: false,
+            },
+            TaskEvent::Changed {
+                key: key(),
+                status: TaskStatus::Working,
+                revision: 1,
+                queued: true,
             },
             TaskEvent::InputResponded {
                 key: key(),

@@ -40,6 +40,10 @@ pub(crate) struct Wire {
     pub id: TaskId,
     pub status: TaskStatus,
     pub revision: u64,
+    /// Whether the task waits for a worker (absent from older writers: assumed, so a
+    /// worker looks).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub queued: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
     /// The publishing handle and its write sequence number, so the publisher can wait
@@ -65,6 +69,7 @@ impl Wire {
             id: rec.id.clone(),
             status: rec.status,
             revision: rec.revision,
+            queued: rec.queued_tool().is_some(),
             keys,
             node: String::new(),
             seq: 0,
@@ -81,6 +86,7 @@ impl Wire {
                 key,
                 status: self.status,
                 revision: self.revision,
+                queued: self.queued,
             },
             Kind::InputResponded => TaskEvent::InputResponded {
                 key,
@@ -89,6 +95,14 @@ impl Wire {
             Kind::CancelRequested => TaskEvent::CancelRequested { key },
         }
     }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// State shared by a handle and its pump.
