@@ -8,8 +8,8 @@ use std::time::Duration;
 use mcp_protocol::tasks::TaskStatus;
 use mcp_tasks::conformance::{Env, PostgresFactory, StoreFactory};
 use mcp_tasks::{
-    EventError, EventStream, Limits, NewTask, Origin, Owner, PostgresOptions, PostgresStore,
-    StoreError, TaskEvent, TaskId, TaskStore, WireRevision,
+    EventError, EventStream, Limit, Limits, NewTask, Origin, Owner, PostgresOptions, PostgresStore,
+    StoreError, TaskEvent, TaskId, TaskRecord, TaskStore, WireRevision,
 };
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -198,8 +198,12 @@ async fn instances_starting_together_migrate_once() {
     let versions = admin
         .query(&format!("SELECT version FROM {schema}.schema_version"), &[])
         .await;
-    let live = admin
-        .query(&format!("SELECT value FROM {schema}.counters"), &[])
+    let functions = admin
+        .query(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = $1 AND p.proname = 'create_task'",
+            &[&schema],
+        )
         .await;
     drop(stores);
     admin
@@ -213,7 +217,11 @@ async fn instances_starting_together_migrate_once() {
         .collect();
     let expected: Vec<i32> = (1..=PostgresStore::SCHEMA_VERSION).collect();
     assert_eq!(versions, expected, "each migration applied once");
-    assert_eq!(live.expect("counters").len(), 1, "one live_total row");
+    assert_eq!(
+        functions.expect("functions").len(),
+        1,
+        "create_task made once"
+    );
 }
 
 /// A schema of version 1 (no `queued_tool`) with a task in it: a connect brings it to
@@ -235,12 +243,25 @@ async fn version_1_data_loads_after_the_queue_migration() {
         .batch_execute(&format!(
             "DROP TABLE {schema}.sessions;
              DROP INDEX {schema}.tasks_queued;
-             ALTER TABLE {schema}.tasks DROP COLUMN queued_tool;
+             ALTER TABLE {schema}.tasks DROP COLUMN queued_tool, DROP COLUMN revision,
+                 DROP COLUMN owner_slot, DROP COLUMN total_slot;
+             DROP FUNCTION {schema}.create_task;
+             DROP FUNCTION {schema}.save_task;
+             DROP FUNCTION {schema}.take_slot;
+             DROP TABLE {schema}.live_counts;
+             CREATE TABLE {schema}.live_counts (owner BYTEA PRIMARY KEY, live BIGINT NOT NULL);
+             CREATE TABLE {schema}.counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+             INSERT INTO {schema}.live_counts
+               SELECT owner, count(*) FROM {schema}.tasks WHERE live GROUP BY owner;
+             INSERT INTO {schema}.counters
+               SELECT 'live_total', count(*) FROM {schema}.tasks WHERE live;
              DELETE FROM {schema}.schema_version WHERE version > 1;"
         ))
         .await
         .expect("back to version 1");
     let store = factory.open(&env).await.expect("open migrates");
+    // The live count comes through the sharded counts of version 4.
+    assert_eq!(store.live_tasks(&owner).await.expect("counts"), (1, 1));
     let read = store.get(&owner, &task.id).await.expect("old record loads");
     assert_eq!(read.job, None);
     let tools = vec!["pg".to_owned()];
@@ -263,6 +284,8 @@ async fn version_1_data_loads_after_the_queue_migration() {
             .expect("complete")
             .won
     );
+    // The queued task is still live; the old one gave its units back.
+    assert_eq!(store.live_tasks(&owner).await.expect("counts"), (1, 1));
     drop(store);
     admin
         .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
@@ -390,4 +413,76 @@ async fn racing_creates_finishes_and_sweeps_keep_the_counters_exact() {
     let (owner_live, total) = a.live_tasks(&owner).await.expect("counts");
     assert!(unfinished > 0, "some tasks stayed unfinished");
     assert_eq!((owner_live as i64, total as i64), (unfinished, unfinished));
+}
+
+/// The live counts are spread over shards, each holding a share of the limit: under 120
+/// creates racing on two stores, exactly the limit of them succeed (per owner, and in
+/// total across owners), the rest are refused naming the limit; a finished task's unit
+/// comes back to exactly one more create.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_creates_stop_exactly_at_the_limits() {
+    let Some(factory) = PostgresFactory::from_env() else {
+        return;
+    };
+    // Neither limit a multiple of the shard count; the total below the owners' sum.
+    let limits = Limits {
+        max_live_tasks_per_owner: 37,
+        max_live_tasks_total: 53,
+        ..Limits::default()
+    };
+    let env = Env::new("pg_exact_limits", limits);
+    let a = factory.open(&env).await.expect("a");
+    let b = factory.open(&env).await.expect("b");
+    let race = |owner: Owner, n: usize| {
+        let (a, b) = (a.clone(), b.clone());
+        async move {
+            let creates = (0..n).map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let owner = owner.clone();
+                async move { store.create(new_task(&owner)).await }
+            });
+            futures::future::join_all(creates).await
+        }
+    };
+    let refused_by = |results: &[Result<TaskRecord, StoreError>], limit: Limit| {
+        let other: Vec<_> = results
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .filter(|e| !matches!(e, StoreError::LimitExceeded { .. }))
+            .collect();
+        assert!(other.is_empty(), "{other:?}");
+        results
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::LimitExceeded { limit: l, .. }) if *l == limit))
+            .count()
+    };
+    let alice = Owner::new("alice");
+    let first = race(alice.clone(), 60).await;
+    let made: Vec<&TaskRecord> = first.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(made.len(), 37, "exactly the owner's limit");
+    assert_eq!(refused_by(&first, Limit::LiveTasksPerOwner), 23);
+    assert_eq!(a.live_tasks(&alice).await.expect("counts"), (37, 37));
+
+    let bob = Owner::new("bob");
+    let second = race(bob.clone(), 60).await;
+    assert_eq!(
+        second.iter().filter(|r| r.is_ok()).count(),
+        16,
+        "53 in total"
+    );
+    assert_eq!(refused_by(&second, Limit::LiveTasksTotal), 44);
+
+    // Five of alice's finish: five more creates (of anyone) fit, not six.
+    for task in made.iter().take(5) {
+        assert!(
+            a.complete(&alice, &task.id, Default::default())
+                .await
+                .expect("complete")
+                .won
+        );
+    }
+    let third = race(bob.clone(), 6).await;
+    assert_eq!(third.iter().filter(|r| r.is_ok()).count(), 5);
+    assert_eq!(refused_by(&third, Limit::LiveTasksTotal), 1);
+    assert_eq!(b.live_tasks(&bob).await.expect("counts"), (21, 53));
 }

@@ -1,25 +1,31 @@
-//! [`Backend`] for [`PostgresStore`]: every write one transaction on a pooled connection
-//! (the task's row locked `FOR UPDATE`), its events queued with `pg_notify` inside it and
-//! published to this handle's feed right after the commit; each operation a spawned task.
+//! [`Backend`] for [`PostgresStore`]: a create is one statement (`create_task`), a change
+//! a read then one compare-and-set statement on the row's revision (`save_task`), a claim
+//! one transaction (`FOR UPDATE SKIP LOCKED`); each queues its events with `pg_notify` in
+//! the same transaction and publishes them to this handle's feed right after the commit;
+//! each operation a spawned task.
 
 use std::sync::Arc;
 
 use super::schema::{self, backend, pg};
 use super::{PostgresStore, db};
 use crate::backend::{Announce, Backend};
-use crate::error::StoreError;
+use crate::error::{BackendError, StoreError};
 use crate::event::EventStream;
 use crate::limits::Limits;
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
+/// How often a write reads again after losing its compare-and-set.
+const MAX_ATTEMPTS: u32 = 100;
+
 impl Backend for PostgresStore {
-    /// The row lock serializes the writes to a task: each closure runs once.
-    const RERUNS_UPDATES: bool = false;
+    /// Writes are compare-and-set on the row's revision: one that lost reads again.
+    const RERUNS_UPDATES: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
     }
 
+    /// One statement (`create_task`): counted, stored and announced, or refused.
     async fn insert_task<M>(
         &self,
         make: M,
@@ -30,21 +36,26 @@ impl Backend for PostgresStore {
     {
         let inner = Arc::clone(&self.inner);
         self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
+            let client = inner.pool.get().await.map_err(backend)?;
             let record = make(&inner.limits, inner.clock.now_ms());
             let events: Vec<_> = announce(&(), &record).into_iter().collect();
-            db::insert_row(&tx, &record).await?;
-            inner.notify(&tx, &events).await?;
-            // The shared counter rows last: locked only until the commit that follows.
-            db::count_new(&tx, &record, &inner.limits).await?;
-            inner.commit(tx, events).await?;
+            let start = inner.next_shard();
+            db::create(
+                &client,
+                &record,
+                &inner.limits,
+                start,
+                &inner.notices(&events),
+            )
+            .await?;
+            inner.publish(events);
             Ok(record)
         })
         .await
     }
 
-    /// The row stays locked from the read to the commit.
+    /// Read, change, then one statement (`save_task`) that writes only if the revision
+    /// read is still the row's; otherwise again, up to [`MAX_ATTEMPTS`] times.
     async fn update_task<R, F>(
         &self,
         owner: &Owner,
@@ -58,26 +69,26 @@ impl Backend for PostgresStore {
     {
         let (owner, id, inner) = (owner.clone(), id.clone(), Arc::clone(&self.inner));
         self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let now = inner.clock.now_ms();
-            let mut rec = db::load(&tx, &owner, &id, now, true)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-            let (revision, was_live) = (rec.revision, !rec.is_terminal());
-            // On error the transaction is dropped: rolled back, nothing changed.
-            let value = f(&mut rec, now, &inner.limits)?;
-            if rec.revision != revision {
-                db::save(&tx, &rec).await?;
-                let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-                inner.notify(&tx, &events).await?;
-                // The shared counter rows last: locked only until the commit that follows.
-                if was_live && rec.is_terminal() {
-                    db::release_live(&tx, owner.as_str().as_bytes(), 1).await?;
+            let client = inner.pool.get().await.map_err(backend)?;
+            for _ in 0..MAX_ATTEMPTS {
+                let now = inner.clock.now_ms();
+                let mut rec = db::load(&client, &owner, &id, now, false)
+                    .await?
+                    .ok_or(StoreError::NotFound)?;
+                let (revision, was_live) = (rec.revision, !rec.is_terminal());
+                let value = f(&mut rec, now, &inner.limits)?;
+                if rec.revision == revision {
+                    return Ok((value, rec));
                 }
-                inner.commit(tx, events).await?;
+                let events: Vec<_> = announce(&value, &rec).into_iter().collect();
+                if db::save(&client, &rec, revision, was_live, &inner.notices(&events)).await? {
+                    inner.publish(events);
+                    return Ok((value, rec));
+                }
             }
-            Ok((value, rec))
+            Err(StoreError::Unavailable(BackendError::new(format!(
+                "task {id} kept changing under {MAX_ATTEMPTS} writes in a row"
+            ))))
         })
         .await
     }
@@ -105,11 +116,15 @@ impl Backend for PostgresStore {
             let Some(mut rec) = db::next_queued(&tx, &tools, now).await? else {
                 return Ok(None);
             };
+            let (revision, was_live) = (rec.revision, !rec.is_terminal());
             let value = f(&mut rec, now, &inner.limits)?;
-            db::save(&tx, &rec).await?;
             let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-            inner.notify(&tx, &events).await?;
-            inner.commit(tx, events).await?;
+            // The row is locked: the revision read is the row's.
+            if !db::save(&tx, &rec, revision, was_live, &inner.notices(&events)).await? {
+                return Err(backend("a claimed task changed under its row lock"));
+            }
+            tx.commit().await.map_err(pg)?;
+            inner.publish(events);
             Ok(Some((value, rec)))
         })
         .await

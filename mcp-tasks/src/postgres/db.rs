@@ -14,6 +14,9 @@ use crate::limits::{Limit, Limits};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
 
+/// The `live_counts` scope of the count of all owners: a byte no UTF-8 owner holds.
+const TOTAL_SCOPE: &[u8] = b"\xff";
+
 /// `lease_expires_at` as stored: only unfinished tasks' leases matter to the sweep.
 fn lease_column(rec: &TaskRecord) -> Option<Millis> {
     rec.lease
@@ -74,50 +77,131 @@ pub(crate) async fn load<C: GenericClient>(
     rows.first().map(decode).transpose()
 }
 
-/// Writes back a changed record (its row is locked by the caller's transaction).
-pub(crate) async fn save<C: GenericClient>(c: &C, rec: &TaskRecord) -> Result<(), StoreError> {
+/// The notifications a write queues: their channel and payloads.
+pub(crate) struct Notices<'a> {
+    pub channel: &'a str,
+    pub payloads: Vec<String>,
+}
+
+/// A limit as the SQL functions take it (`usize::MAX` and beyond: `i64::MAX`).
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Writes a changed record if its row's revision is still `was` (`false` otherwise:
+/// another write came first, read again), giving back its live count units when it just
+/// finished (`was_live`), and queues `notices`. One statement (`save_task`, schema
+/// version 4).
+pub(crate) async fn save<C: GenericClient>(
+    c: &C,
+    rec: &TaskRecord,
+    was: u64,
+    was_live: bool,
+    notices: &Notices<'_>,
+) -> Result<bool, StoreError> {
     let json = encode(rec)?;
-    execute(
+    let rows = query(
         c,
-        "UPDATE tasks SET live = $2, lease_expires_at = $3, record = $4, queued_tool = $5
-         WHERE id = $1",
+        "SELECT save_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         &[
             &rec.id.as_str(),
+            &revision(was),
+            &revision(rec.revision),
             &!rec.is_terminal(),
             &lease_column(rec),
             &json,
             &rec.queued_tool(),
+            &(was_live && rec.is_terminal()),
+            &notices.channel,
+            &notices.payloads,
         ],
     )
     .await?;
-    Ok(())
+    rows.first()
+        .ok_or_else(|| backend("save_task returned nothing"))?
+        .try_get(0)
+        .map_err(backend)
 }
 
-/// Inserts a new task row. Its live counts come after, in [`count_new`]: the task row is
-/// locked first, as in every transaction.
-pub(crate) async fn insert_row<C: GenericClient>(
+fn revision(r: u64) -> i64 {
+    i64::try_from(r).unwrap_or(i64::MAX)
+}
+
+/// Stores a new task and counts it for its owner and in total, in one statement
+/// (`create_task`, schema version 4), queuing `notices`; over a limit, refused with
+/// [`StoreError::LimitExceeded`] and nothing stored. `start` is the count shard to try
+/// first.
+pub(crate) async fn create<C: GenericClient>(
     c: &C,
     rec: &TaskRecord,
+    limits: &Limits,
+    start: i32,
+    notices: &Notices<'_>,
 ) -> Result<(), StoreError> {
     let json = encode(rec)?;
-    execute(
-        c,
-        "INSERT INTO tasks
-           (id, owner, created_at, expires_at, live, lease_expires_at, record, queued_tool)
-         VALUES ($1, $2, $3, $4, TRUE, $5, $6, $7)",
-        &[
-            &rec.id.as_str(),
-            &rec.owner.as_str().as_bytes(),
-            &rec.created_at,
-            &rec.expires_at(),
-            &lease_column(rec),
-            &json,
-            &rec.queued_tool(),
-        ],
-    )
-    .await?;
-    Ok(())
+    let st = c
+        .prepare_cached(
+            "SELECT create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .await
+        .map_err(pg)?;
+    let (owner_max, total_max) = (
+        limit(limits.max_live_tasks_per_owner),
+        limit(limits.max_live_tasks_total),
+    );
+    let mut pause = BUSY_PAUSE;
+    for _ in 0..BUSY_ATTEMPTS {
+        let done = c
+            .execute(
+                &st,
+                &[
+                    &rec.id.as_str(),
+                    &rec.owner.as_str().as_bytes(),
+                    &rec.created_at,
+                    &rec.expires_at(),
+                    &lease_column(rec),
+                    &json,
+                    &rec.queued_tool(),
+                    &revision(rec.revision),
+                    &owner_max,
+                    &total_max,
+                    &start,
+                    &notices.channel,
+                    &notices.payloads,
+                ],
+            )
+            .await;
+        let Err(e) = done else {
+            return Ok(());
+        };
+        return Err(match e.as_db_error().map(|d| d.code().code()) {
+            // Every shard with room is held by another create: again, shortly.
+            Some("MT003") => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(BUSY_PAUSE_MAX);
+                continue;
+            }
+            Some("MT001") => StoreError::LimitExceeded {
+                limit: Limit::LiveTasksPerOwner,
+                max: limits.max_live_tasks_per_owner as u64,
+            },
+            Some("MT002") => StoreError::LimitExceeded {
+                limit: Limit::LiveTasksTotal,
+                max: limits.max_live_tasks_total as u64,
+            },
+            _ => pg(e),
+        });
+    }
+    Err(StoreError::Unavailable(crate::error::BackendError::new(
+        "PostgreSQL: the live task counts stayed busy; try again",
+    )))
 }
+
+/// How often a create runs again while every live count shard with room is held by
+/// other creates, and the pauses between (doubling).
+const BUSY_ATTEMPTS: u32 = 100;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
+const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The oldest task waiting for a worker among `tools`, unexpired at `now`, its row
 /// locked until the transaction ends; rows other claims hold locked are skipped
@@ -139,82 +223,6 @@ pub(crate) async fn next_queued<C: GenericClient>(
     )
     .await?;
     rows.first().map(decode).transpose()
-}
-
-/// Counts a new live task for its owner and in total, checking both limits; over one,
-/// the error rolls the transaction back. These two rows are every create's and every
-/// terminal write's shared rows, locked until the commit: the caller runs this last,
-/// and both statements go out pipelined (owner's row, then the total's, the order every
-/// transaction takes them in).
-pub(crate) async fn count_new<C: GenericClient>(
-    c: &C,
-    rec: &TaskRecord,
-    limits: &Limits,
-) -> Result<(), StoreError> {
-    let owner = rec.owner.as_str().as_bytes();
-    let (owner_rows, total_rows) = futures::future::try_join(
-        query(
-            c,
-            "INSERT INTO live_counts (owner, live) VALUES ($1, 1)
-             ON CONFLICT (owner) DO UPDATE SET live = live_counts.live + 1
-             RETURNING live",
-            &[&owner],
-        ),
-        query(
-            c,
-            "UPDATE counters SET value = value + 1 WHERE name = 'live_total' RETURNING value",
-            &[],
-        ),
-    )
-    .await?;
-    if count(one(&owner_rows)?) > limits.max_live_tasks_per_owner {
-        return Err(StoreError::LimitExceeded {
-            limit: Limit::LiveTasksPerOwner,
-            max: limits.max_live_tasks_per_owner as u64,
-        });
-    }
-    if count(one(&total_rows)?) > limits.max_live_tasks_total {
-        return Err(StoreError::LimitExceeded {
-            limit: Limit::LiveTasksTotal,
-            max: limits.max_live_tasks_total as u64,
-        });
-    }
-    Ok(())
-}
-
-fn one(rows: &[Row]) -> Result<i64, StoreError> {
-    rows.first()
-        .ok_or_else(|| backend("counter row missing"))?
-        .try_get(0)
-        .map_err(backend)
-}
-
-/// `n` of `owner`'s unfinished tasks finished or were purged: owner's counter row first,
-/// then the total's, the three statements pipelined (the rows stay locked until commit).
-pub(crate) async fn release_live<C: GenericClient>(
-    c: &C,
-    owner: &[u8],
-    n: i64,
-) -> Result<(), StoreError> {
-    futures::future::try_join3(
-        execute(
-            c,
-            "UPDATE live_counts SET live = greatest(live - $2, 0) WHERE owner = $1",
-            &[&owner, &n],
-        ),
-        execute(
-            c,
-            "DELETE FROM live_counts WHERE owner = $1 AND live <= 0",
-            &[&owner],
-        ),
-        execute(
-            c,
-            "UPDATE counters SET value = greatest(value - $1, 0) WHERE name = 'live_total'",
-            &[&n],
-        ),
-    )
-    .await?;
-    Ok(())
 }
 
 /// One page of `owner`'s unexpired tasks after `cursor`, oldest first.
@@ -262,28 +270,53 @@ pub(crate) async fn sweep<C: GenericClient>(c: &C, now: Millis) -> Result<SweepR
     let mut report = SweepReport::default();
     let rows = query(
         c,
-        "DELETE FROM tasks WHERE expires_at <= $1 RETURNING owner, id, live",
+        "DELETE FROM tasks WHERE expires_at <= $1
+         RETURNING owner, id, live, owner_slot, total_slot",
         &[&now],
     )
     .await?;
     report.purged = rows.len();
-    let mut released: BTreeMap<String, i64> = BTreeMap::new();
+    // Units to give back per (scope, shard), in key order.
+    let mut released: BTreeMap<(Vec<u8>, i16), i64> = BTreeMap::new();
     for row in &rows {
         let owner: Vec<u8> = row.try_get(0).map_err(backend)?;
-        let owner = String::from_utf8(owner).map_err(|e| backend(format!("corrupt owner: {e}")))?;
         let id: String = row.try_get(1).map_err(backend)?;
         let live: bool = row.try_get(2).map_err(backend)?;
-        if live {
-            *released.entry(owner.clone()).or_default() += 1;
-            report.expired_unfinished.push(TaskKey {
-                owner: Owner::new(owner),
-                id: TaskId::from_wire(id),
-            });
+        if !live {
+            continue;
         }
+        let owner_slot: i16 = row.try_get(3).map_err(backend)?;
+        let total_slot: i16 = row.try_get(4).map_err(backend)?;
+        *released.entry((owner.clone(), owner_slot)).or_default() += 1;
+        *released
+            .entry((TOTAL_SCOPE.to_vec(), total_slot))
+            .or_default() += 1;
+        let owner = String::from_utf8(owner).map_err(|e| backend(format!("corrupt owner: {e}")))?;
+        report.expired_unfinished.push(TaskKey {
+            owner: Owner::new(owner),
+            id: TaskId::from_wire(id),
+        });
     }
-    for (owner, n) in &released {
-        release_live(c, owner.as_bytes(), *n).await?;
+    // Owners' shards first, then the total's (`\xff` sorts last): the order every
+    // write takes them in.
+    for ((scope, shard), n) in &released {
+        execute(
+            c,
+            "UPDATE live_counts SET live = greatest(live - $3, 0) WHERE owner = $1 AND shard = $2",
+            &[scope, shard, n],
+        )
+        .await?;
     }
+    // Shards at zero go (a create recreates them). Rows another write holds are passed
+    // over, never waited for: this statement locks many rows in no set order, and a
+    // write holding one of them may wait for another.
+    execute(
+        c,
+        "DELETE FROM live_counts WHERE ctid = ANY(ARRAY(
+           SELECT ctid FROM live_counts WHERE live <= 0 FOR UPDATE SKIP LOCKED))",
+        &[],
+    )
+    .await?;
     let rows = query(
         c,
         "SELECT record FROM tasks WHERE live AND lease_expires_at <= $1
@@ -301,21 +334,17 @@ pub(crate) async fn sweep<C: GenericClient>(c: &C, now: Millis) -> Result<SweepR
     Ok(report)
 }
 
-/// Queues a notification; PostgreSQL delivers it when (and only if) the transaction
-/// commits.
-pub(crate) async fn notify<C: GenericClient>(
-    c: &C,
-    channel: &str,
-    payload: &str,
-) -> Result<(), StoreError> {
-    query(c, "SELECT pg_notify($1, $2)", &[&channel, &payload]).await?;
-    Ok(())
-}
-
 /// How many tasks are stored (finished and not yet swept expired ones included).
 pub(crate) async fn task_count<C: GenericClient>(c: &C) -> Result<usize, StoreError> {
     let rows = query(c, "SELECT count(*) FROM tasks", &[]).await?;
     Ok(count(one(&rows)?))
+}
+
+fn one(rows: &[Row]) -> Result<i64, StoreError> {
+    rows.first()
+        .ok_or_else(|| backend("count missing"))?
+        .try_get(0)
+        .map_err(backend)
 }
 
 /// Unfinished tasks of `owner` (as counted for the limits) and in total.
@@ -325,13 +354,13 @@ pub(crate) async fn live_counts<C: GenericClient>(
 ) -> Result<(usize, usize), StoreError> {
     let rows = query(
         c,
-        "SELECT coalesce((SELECT live FROM live_counts WHERE owner = $1), 0),
-                (SELECT value FROM counters WHERE name = 'live_total')",
-        &[&owner.as_str().as_bytes()],
+        "SELECT coalesce((SELECT sum(live) FROM live_counts WHERE owner = $1), 0)::bigint,
+                coalesce((SELECT sum(live) FROM live_counts WHERE owner = $2), 0)::bigint",
+        &[&owner.as_str().as_bytes(), &TOTAL_SCOPE],
     )
     .await?;
     let row = rows.first().ok_or_else(|| backend("no counts"))?;
     let owner_live: i64 = row.try_get(0).map_err(backend)?;
-    let total: Option<i64> = row.try_get(1).map_err(backend)?;
-    Ok((count(owner_live), count(total.unwrap_or(0))))
+    let total: i64 = row.try_get(1).map_err(backend)?;
+    Ok((count(owner_live), count(total)))
 }

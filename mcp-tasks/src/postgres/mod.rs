@@ -21,9 +21,9 @@ use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, FeedItem, TaskEvent};
 use crate::limits::Limits;
 use crate::record::{Owner, TaskId};
+use schema::backend;
 #[cfg(feature = "conformance")]
 pub(crate) use schema::fnv1a;
-use schema::{backend, pg};
 
 /// How to connect a [`PostgresStore`].
 #[derive(Debug, Clone)]
@@ -62,18 +62,29 @@ impl PostgresOptions {
 /// The [`TaskStore`](crate::TaskStore) kept in a PostgreSQL schema, shared by any number of server
 /// instances (each with its own handles, pools and listeners).
 ///
-/// - **Writes.** Each write is one transaction on a pooled connection: `SELECT ... FOR
-///   UPDATE` the owner's unexpired row ([`StoreError::NotFound`] otherwise), apply the
-///   [`rules`](crate::rules) function, `UPDATE`, `COMMIT`. The row lock serializes every write to a task
-///   across all instances, so a terminal transition is *first writer wins* atomically: the
-///   first `complete`/`fail`/`cancel` to lock the row moves it, and every later one reads
-///   the committed terminal record, where [`rules::finish`](crate::rules::finish) changes nothing (`won: false`).
-///   `create` commits before it returns.
-/// - **Limits.** `live_counts` (per owner) and `counters` (in total) are updated in the
-///   same transactions. Every transaction locks in one order, so none can deadlock: task
-///   rows, then owner counter rows (in owner order), then the total row. Sweeps also take
-///   a transaction-scoped advisory lock, so two never lock expired rows in different
-///   orders.
+/// - **Writes.** A change reads the owner's unexpired row ([`StoreError::NotFound`]
+///   otherwise), applies the [`rules`](crate::rules) function, and writes it back with one
+///   statement (`save_task`) that updates the row only if its revision is still the one
+///   read (compare-and-set); one that lost reads again and applies the rule again
+///   ([`RERUNS_UPDATES`](crate::backend::Backend::RERUNS_UPDATES)), at most 100 times
+///   before [`StoreError::Unavailable`]. So a terminal transition is *first writer wins*
+///   atomically across all instances: every later `complete`/`fail`/`cancel` re-reads the
+///   committed terminal record, where [`rules::finish`](crate::rules::finish) changes
+///   nothing (`won: false`). `create` is one statement (`create_task`) and commits before
+///   it returns. A claim is one transaction (`FOR UPDATE SKIP LOCKED`). No lock is held
+///   across a round trip to the client.
+/// - **Limits.** The unfinished tasks per owner, and in total, are counted in
+///   `live_counts`, each count spread over 16 rows ("shards", each allowed a sixteenth of
+///   the limit), updated in the same statement as the task: a create takes a unit in a
+///   shard with room that no other write holds (`SKIP LOCKED`), and is refused only when
+///   every shard is full as committed, that is at the limit exactly; when the shards with
+///   room are all being written it runs again after a short pause. The task row names its
+///   shards, and its terminal write gives the units back. Shards let 16 writers commit at
+///   once where one row serialized every create and finish of the deployment behind its
+///   commit's flush. Locks are taken in one order (task row, owner shard, total shard), a
+///   create never waits for a row another write holds, and sweeps (serialized by a
+///   transaction-scoped advisory lock) pass over locked rows when they remove empty
+///   shards, so none can deadlock.
 /// - **Events.** Each write queues `pg_notify` for its events *inside* its transaction;
 ///   PostgreSQL delivers notifications on commit only, so listeners hear of committed
 ///   changes only. Payloads are small JSON (kind, owner, id, status, revision, input
@@ -112,6 +123,8 @@ struct Inner {
     me: String,
     events: broadcast::Sender<FeedItem>,
     listener: JoinHandle<()>,
+    /// Creates made through this handle (spreads them over the count shards).
+    creates: std::sync::atomic::AtomicU32,
 }
 
 impl Drop for Inner {
@@ -224,6 +237,8 @@ impl PostgresStore {
             events.clone(),
         )
         .await?;
+        // Handles start at different shards.
+        let creates = std::sync::atomic::AtomicU32::new(schema::fnv1a(&me) as u32);
         Ok(PostgresStore {
             inner: Arc::new(Inner {
                 pool,
@@ -234,6 +249,7 @@ impl PostgresStore {
                 me,
                 events,
                 listener,
+                creates,
             }),
         })
     }
@@ -273,30 +289,31 @@ impl PostgresStore {
 }
 
 impl Inner {
-    /// Queues `events` as notifications of `tx` (PostgreSQL sends them on commit only).
-    async fn notify(
-        &self,
-        tx: &deadpool_postgres::Transaction<'_>,
-        events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
-        for event in events {
-            db::notify(tx, &self.channel, &listen::payload(event, &self.me)).await?;
+    /// The notifications of `events`, for a write to queue.
+    fn notices(&self, events: &[TaskEvent]) -> db::Notices<'_> {
+        db::Notices {
+            channel: &self.channel,
+            payloads: events
+                .iter()
+                .map(|event| listen::payload(event, &self.me))
+                .collect(),
         }
-        Ok(())
     }
 
-    /// Commits `tx` (whose `events` were queued by [`notify`](Self::notify)), then
-    /// publishes them to this handle's feed (the listener skips their echo).
-    async fn commit(
-        &self,
-        tx: deadpool_postgres::Transaction<'_>,
-        events: Vec<TaskEvent>,
-    ) -> Result<(), StoreError> {
-        tx.commit().await.map_err(pg)?;
+    /// Publishes committed `events` to this handle's feed (the listener skips their
+    /// echo).
+    fn publish(&self, events: Vec<TaskEvent>) {
         for event in events {
             // No subscriber is not an error.
             let _ = self.events.send(FeedItem::Event(event));
         }
-        Ok(())
+    }
+
+    /// The count shard a create tries first: each handle goes round them in turn.
+    fn next_shard(&self) -> i32 {
+        let n = self
+            .creates
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        i32::try_from(n % schema::SHARDS.unsigned_abs()).unwrap_or(0)
     }
 }
