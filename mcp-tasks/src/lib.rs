@@ -75,7 +75,7 @@ pub use record::{
 };
 #[cfg(feature = "redis")]
 pub use redis::{RedisOptions, RedisStore};
-pub use session::{SessionChange, SessionRecord, SessionStore};
+pub use session::{InputClaim, SessionChange, SessionRecord, SessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::TaskStore;

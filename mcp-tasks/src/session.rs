@@ -2,7 +2,7 @@
 //! instance on a shared store serves any request of a session; and [`LocalSessions`],
 //! the in-process table the memory and SQLite stores keep them in.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -38,6 +38,11 @@ pub struct SessionRecord {
     /// The resource URIs of `resources/subscribe`.
     #[serde(default)]
     pub subscriptions: BTreeSet<String>,
+    /// The input requests of the session's tasks being asked of the client right now, by
+    /// the server's marker for each (task and key): who asks it, until when. On a shared
+    /// store, so that one instance asks each question ([`SessionChange::ClaimInput`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub asking: BTreeMap<String, InputClaim>,
     /// When the session was opened (the store's clock).
     pub created_at: Millis,
     /// When a request of the session was last seen by the store (see rule 5).
@@ -59,6 +64,16 @@ impl SessionRecord {
     }
 }
 
+/// Who asks one input request of a session's task, until when (the store's clock): a
+/// lease, renewed while the question waits for its answer, lapsing when its instance died.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputClaim {
+    /// The asking server instance (any string unique to it).
+    pub by: String,
+    /// The claim holds while `now < until`.
+    pub until: Millis,
+}
+
 /// A change of a session's state after `initialize`, decided here once for every backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionChange {
@@ -68,12 +83,52 @@ pub enum SessionChange {
     Subscribe(String),
     /// `resources/unsubscribe` of a URI.
     Unsubscribe(String),
+    /// `by` asks the input request `marker` for `lease_ms` from now: claimed when nobody
+    /// holds a live claim on it, renewed when `by` does, left as it is otherwise (the
+    /// record as written says who holds it). Lapsed claims are dropped.
+    ClaimInput {
+        /// The question (its task and key, as the server writes them).
+        marker: String,
+        /// The claiming instance.
+        by: String,
+        /// How long the claim holds without a renewal.
+        lease_ms: u64,
+    },
+    /// `by` no longer asks `marker` (answered, or its stream ended): its claim goes, and
+    /// another instance may ask. Nothing changes when another instance holds it.
+    ReleaseInput {
+        /// The question.
+        marker: String,
+        /// The releasing instance.
+        by: String,
+    },
 }
 
 impl SessionChange {
-    /// Applies the change to `record`.
-    pub fn apply(&self, record: &mut SessionRecord) {
+    /// Applies the change to `record` at `now` (the store's clock).
+    pub fn apply(&self, record: &mut SessionRecord, now: Millis) {
+        record.asking.retain(|_, claim| now < claim.until);
         match self {
+            SessionChange::ClaimInput {
+                marker,
+                by,
+                lease_ms,
+            } => {
+                let free = record.asking.get(marker).is_none_or(|c| c.by == *by);
+                if free {
+                    let lease = Millis::try_from(*lease_ms).unwrap_or(Millis::MAX);
+                    let claim = InputClaim {
+                        by: by.clone(),
+                        until: now.saturating_add(lease),
+                    };
+                    record.asking.insert(marker.clone(), claim);
+                }
+            }
+            SessionChange::ReleaseInput { marker, by } => {
+                if record.asking.get(marker).is_some_and(|c| c.by == *by) {
+                    record.asking.remove(marker);
+                }
+            }
             SessionChange::LogLevel(level) => record.log_level = Some(*level),
             SessionChange::Subscribe(uri) => {
                 record.subscriptions.insert(uri.clone());
@@ -108,8 +163,10 @@ impl SessionChange {
 /// 5. **Touch.** [`touch_session`](Self::touch_session) sets `last_seen` to `now` (never
 ///    back) on an unexpired session and says whether there was one.
 /// 6. **Change.** [`change_session`](Self::change_session) applies a [`SessionChange`]
-///    atomically (no concurrent change is lost) and returns the record as written, or
-///    `None` for an absent session.
+///    atomically (no concurrent change is lost) at the store's `now` and returns the
+///    record as written, or `None` for an absent session. So of concurrent
+///    [`SessionChange::ClaimInput`]s of one question, one holds it, and every claimant
+///    reads that one in the record returned.
 /// 7. **End.** After [`end_session`](Self::end_session) the session reads as absent on
 ///    every handle, for good; it says whether the session existed.
 /// 8. **Time** comes from the store's [`Clock`](crate::Clock) only.
@@ -207,7 +264,7 @@ impl LocalSessions {
     ) -> Option<SessionRecord> {
         let mut map = self.lock();
         let s = map.get_mut(id).filter(|s| !s.is_expired(now))?;
-        change.apply(s);
+        change.apply(s, now);
         Some(s.clone())
     }
 

@@ -12,6 +12,7 @@
 //! [`issuer`] is an OAuth authorization server (metadata, JWKS, signed tokens) for the
 //! resource-server tests; [`authorization_server`] adds its registration, authorization
 //! and token endpoints for the client's login tests.
+//! [`ts_sdk`] runs the official TypeScript SDK client's interop script (`ts-sdk/`).
 
 #![warn(missing_docs)]
 
@@ -24,6 +25,7 @@ pub mod node_harness;
 pub mod proxy;
 pub mod schema_check;
 pub mod server_harness;
+pub mod ts_sdk;
 
 use std::sync::Arc;
 use std::time::Duration;

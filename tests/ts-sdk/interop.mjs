@@ -1,9 +1,13 @@
 // The official TypeScript SDK client (@modelcontextprotocol/sdk, pinned in package.json)
 // against our server over MCP 2025-11-25 with tasks.
 //
-//   node interop.mjs --url http://127.0.0.1:PORT/mcp
-//   node interop.mjs --command /path/to/demo-stdio [args...]
+//   node interop.mjs [--pause-after STEP] --url http://127.0.0.1:PORT/mcp
+//   node interop.mjs [--pause-after STEP] --command /path/to/demo-stdio [args...]
 //
+// With --pause-after, the script writes "interop: paused after STEP" on stderr once that
+// step is reported and goes on when it reads a line on stdin (a test kills a server
+// instance meanwhile); the later steps then check that what happens after the pause
+// reaches the client too (status notifications of the tasks created after it).
 // Prints one JSON report ({transport, sdkVersion, ok, steps: [{step, ok, details}]}) on
 // stdout and exits 1 when any step failed (2 when the whole run timed out).
 // Every request has a timeout; the whole run is bounded too.
@@ -28,6 +32,11 @@ const sdkVersion = JSON.parse(
 ).version;
 
 const argv = process.argv.slice(2);
+let pauseAfter = null;
+if (argv[0] === '--pause-after' && argv[1]) {
+  pauseAfter = argv[1];
+  argv.splice(0, 2);
+}
 let transportName;
 let transport;
 if (argv[0] === '--url' && argv[1]) {
@@ -42,7 +51,7 @@ if (argv[0] === '--url' && argv[1]) {
     stderr: 'inherit',
   });
 } else {
-  console.error('usage: interop.mjs --url URL | --command CMD [ARGS...]');
+  console.error('usage: interop.mjs [--pause-after STEP] (--url URL | --command CMD [ARGS...])');
   process.exit(64);
 }
 
@@ -121,6 +130,30 @@ client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
   statusNotifications.push({ taskId: n.params.taskId, status: n.params.status, meta: n.params._meta ?? null });
 });
 
+// Set when the run paused (--pause-after): how many tasks had been created by then.
+let createdBeforePause = null;
+
+/** Waits for one line on stdin (the run's own timer bounds the wait). */
+function lineOnStdin() {
+  return new Promise((resolve) => {
+    let buffered = '';
+    const onData = (chunk) => {
+      buffered += chunk;
+      if (buffered.includes('\n')) done();
+    };
+    const done = () => {
+      process.stdin.off('data', onData);
+      process.stdin.off('end', done);
+      process.stdin.pause();
+      resolve();
+    };
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', onData);
+    process.stdin.on('end', done);
+    process.stdin.resume();
+  });
+}
+
 async function step(name, body) {
   const problems = [];
   try {
@@ -129,10 +162,20 @@ async function step(name, body) {
   } catch (e) {
     report(name, false, { problems, exception: errorInfo(e), stack: e?.stack?.split('\n').slice(0, 4) });
   }
+  if (name === pauseAfter) {
+    createdBeforePause = createdSoFar.length;
+    console.error(`interop: paused after ${name}`);
+    await lineOnStdin();
+  }
 }
 
+// Every task the run created, in order (main's `created`).
+let createdSoFar = [];
+// The Mcp-Session-Id initialize got (HTTP).
+let firstSessionId;
+
 async function main() {
-  const created = [];
+  const created = createdSoFar;
 
   await step('initialize', async (problems) => {
     // The SDK hands the negotiated version to HTTP transports only; record it on both.
@@ -150,6 +193,7 @@ async function main() {
     check(caps.tasks?.requests?.tools?.call !== undefined, 'capabilities.tasks.requests.tools.call', problems);
     if (transportName === 'streamable-http') {
       check(typeof transport.sessionId === 'string' && transport.sessionId.length > 0, 'Mcp-Session-Id', problems);
+      firstSessionId = transport.sessionId;
     }
     return { serverInfo: client.getServerVersion(), protocolVersion: version, capabilities: caps };
   });
@@ -347,7 +391,20 @@ async function main() {
     const forCreated = statusNotifications.filter((n) => created.includes(n.taskId));
     check(forCreated.length > 0, 'at least one status notification for our tasks', problems);
     check(forCreated.every((n) => !n.meta?.[RELATED_TASK_META_KEY]), 'none carries related-task _meta', problems);
-    return { received: statusNotifications.length, statuses: [...new Set(forCreated.map((n) => n.status))] };
+    let afterPause = null;
+    if (createdBeforePause !== null) {
+      // What happened after the pause reached the client as well (over HTTP through the
+      // standalone stream, which may have had to be opened again meanwhile).
+      const later = created.slice(createdBeforePause);
+      afterPause = forCreated.filter((n) => later.includes(n.taskId)).length;
+      check(later.length > 0, 'tasks were created after the pause', problems);
+      check(afterPause > 0, 'a status notification for a task created after the pause', problems);
+    }
+    return {
+      received: statusNotifications.length,
+      statuses: [...new Set(forCreated.map((n) => n.status))],
+      afterPause,
+    };
   });
 
   await step('a second session sees none of the first one\'s tasks', async (problems) => {
@@ -386,6 +443,15 @@ async function main() {
     await other.close();
     return { target, get, result, cancel, listedBySecond: listed.tasks.length };
   });
+
+  if (createdBeforePause !== null) {
+    await step('the session outlived the pause', async (problems) => {
+      const { tools } = await client.listTools(undefined, opts);
+      check(tools.length > 0, 'tools/list answers', problems);
+      check(transport.sessionId === firstSessionId, `still the session initialize opened (${firstSessionId}, now ${transport.sessionId})`, problems);
+      return { sessionId: transport.sessionId ?? null };
+    });
+  }
 
   await client.close();
 }

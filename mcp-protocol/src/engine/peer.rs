@@ -62,7 +62,7 @@ pub struct Peer {
 #[derive(Serialize)]
 struct RequestOut<'a> {
     jsonrpc: Version,
-    id: i64,
+    id: &'a RequestId,
     method: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     params: Option<&'a RawValue>,
@@ -80,7 +80,7 @@ struct NotificationOut<'a> {
 /// dropped before its answer arrives.
 struct PendingGuard<'a> {
     peer: &'a Peer,
-    id: i64,
+    id: RequestId,
     sent: bool,
     done: bool,
 }
@@ -90,12 +90,9 @@ impl Drop for PendingGuard<'_> {
         if self.done {
             return;
         }
-        let removed = self
-            .peer
-            .take_pending(&RequestId::Number(self.id))
-            .is_some();
+        let removed = self.peer.take_pending(&self.id).is_some();
         if removed && self.sent {
-            let params = serde_json::json!({ "requestId": self.id, "reason": "request dropped by the caller" });
+            let params = serde_json::json!({ "requestId": &self.id, "reason": "request dropped by the caller" });
             if let Ok(params) = serde_json::value::to_raw_value(&params) {
                 let _ = self
                     .peer
@@ -161,18 +158,45 @@ impl Peer {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, PeerError> {
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        self.request_raw_as(RequestId::Number(self.next_id()), method, params)
+            .await
+    }
+
+    /// A number no other request of this session got from [`next_id`](Self::next_id)
+    /// (the counter [`request_raw`](Self::request_raw) uses).
+    pub fn next_id(&self) -> i64 {
+        self.shared.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a request under an id of the caller's choosing (one that says what the
+    /// request is about, so that whoever receives the answer can act on it; made unique
+    /// with [`next_id`](Self::next_id)) and waits for the raw result. An id already
+    /// waiting for its answer is refused ([`PeerError::Transport`]), nothing sent.
+    pub async fn request_raw_as(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, PeerError> {
         let (tx, rx) = oneshot::channel();
-        self.lock_pending().insert(RequestId::Number(id), tx);
+        {
+            let mut pending = self.lock_pending();
+            if pending.contains_key(&id) {
+                return Err(PeerError::Transport(format!(
+                    "a request with id {id} is already waiting for its answer"
+                )));
+            }
+            pending.insert(id.clone(), tx);
+        }
         let mut guard = PendingGuard {
             peer: self,
-            id,
+            id: id.clone(),
             sent: false,
             done: false,
         };
         let frame = serde_json::to_string(&RequestOut {
             jsonrpc: Version,
-            id,
+            id: &id,
             method,
             params,
         })?;

@@ -109,8 +109,29 @@ pub(super) async fn handle_post(
             StatusCode::ACCEPTED.into_response()
         }
         Ok(Incoming::Response { id, outcome }) => {
-            // The answer to a server->client request (2025-11-25 sessions).
-            app.endpoint.handle_response(&session, id, outcome);
+            // The answer to a server->client request (2025-11-25 sessions): to the request
+            // waiting for it here; else, an input request another instance of a shared
+            // store asked, into the store.
+            if session.peer.complete(&id, outcome.clone()) {
+                return StatusCode::ACCEPTED.into_response();
+            }
+            let store = app.state.store_arc();
+            let answered = match slot.get() {
+                Some(legacy) => crate::v2025::answer_input(&store, legacy, &id, outcome).await,
+                None => Ok(false),
+            };
+            match answered {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(%id, "response for a request nobody is waiting for; dropped")
+                }
+                // Worth sending again: the answer is not written yet.
+                Err(e) if e.is_transient() => return super::sessions::store_failed(&e),
+                // A task that is gone, or not the session's: nothing to answer.
+                Err(e) => {
+                    tracing::debug!(%id, error = %e, "an input answer for no task of the session")
+                }
+            }
             StatusCode::ACCEPTED.into_response()
         }
         Ok(Incoming::Request(req)) => {

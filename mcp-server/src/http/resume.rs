@@ -13,7 +13,12 @@
 //!
 //! A `Last-Event-ID` that is not an id this server writes is 400; one that names no
 //! stream this session holds (another session's, made up, or no longer kept) is 400 as
-//! well, the same for each, so nothing about other sessions shows. A stream that has ended
+//! well, the same for each, so nothing about other sessions shows. On a shared store
+//! (sessions any instance serves) such an id may name a stream of another instance, one
+//! that died or that the balancer did not send the client back to: the client gets a
+//! new standalone stream of its session instead (nothing replayed; the statuses of
+//! its tasks unfinished or changed in the last minute sent again by the watcher), so
+//! status notifications and input requests reach it again. A stream that has ended
 //! and whose events the client all has answers 204 (the SSE standard's "stop
 //! reconnecting"). When the limits pushed out events the client had not read, the
 //! resumed stream carries what is left, after a `notifications/message` (level `error`)
@@ -140,12 +145,15 @@ pub(super) fn get(
     replay: &Arc<Replay>,
     headers: &HeaderMap,
 ) -> Response {
-    let Some(raw) = headers.get(LAST_EVENT_ID) else {
+    let fresh = |legacy: Arc<LegacySession>| {
         let reader = replay.open(true);
         let stream = reader.stream();
         let guard = carry_standalone(session, &legacy, replay, stream);
         let priming = priming(EventId { stream, seq: 0 }, app.config.sse_retry);
-        return respond(app, Some(priming), reader, Some(guard), legacy);
+        respond(app, Some(priming), reader, Some(guard), legacy)
+    };
+    let Some(raw) = headers.get(LAST_EVENT_ID) else {
+        return fresh(legacy);
     };
     let Some(last) = raw.to_str().ok().and_then(|v| EventId::parse(v.trim())) else {
         return rpc_error(
@@ -156,6 +164,16 @@ pub(super) fn get(
         );
     };
     match replay.resume(last) {
+        // On a shared store the stream may be another instance's (one that died, or the
+        // balancer sent the client here): its events cannot be replayed here, so the
+        // client gets a new standalone stream, and the statuses of the session's tasks
+        // that changed lately (the watcher's takeover resync).
+        Err(NotHeld) if app.shared_sessions => {
+            tracing::debug!(session = %legacy.id, %last, "resuming a stream held elsewhere: a new standalone stream here");
+            let response = fresh(Arc::clone(&legacy));
+            legacy.standalone_taken_over();
+            response
+        }
         Err(NotHeld) => rpc_error(
             StatusCode::BAD_REQUEST,
             None,

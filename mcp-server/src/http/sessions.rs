@@ -10,8 +10,9 @@
 //! the record again (a session ended elsewhere is 404 at once), and touches it at most
 //! once per [`touch_interval`]; `DELETE` ends the record, so every instance refuses the
 //! session next. What stays with one process: the standalone GET stream and the replay
-//! buffers of resumable streams (a `Last-Event-ID` of a stream held by another instance
-//! is refused, 400, like an id this session never issued).
+//! buffers of resumable streams; statuses and input requests of tasks running elsewhere
+//! reach the stream through store events, and a `Last-Event-ID` of a stream held by
+//! another instance opens a new standalone stream here (`resume.rs`).
 //!
 //! [`SessionStore::is_shared`]: mcp_tasks::SessionStore::is_shared
 

@@ -4,19 +4,89 @@
 //! per-session watcher that sends `notifications/tasks/status`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::Peer;
+use mcp_protocol::jsonrpc::RequestId;
 use mcp_protocol::meta::RELATED_TASK;
 use mcp_protocol::v2025::{self, TaskStatus, TaskStatusNotificationParams};
-use mcp_tasks::{EventError, Millis, StoreError, TaskEvent, TaskId, TaskRecord};
+use mcp_tasks::{EventError, Millis, SessionChange, StoreError, TaskEvent, TaskId, TaskRecord};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::session::{LegacySession, Standalone};
 use crate::retry::{Backoff, while_transient};
 use crate::views;
+
+/// The JSON-RPC id of every input request starts so: `mcp-input:{n}:{task}:{key}`, `n`
+/// unique in the session. So whichever instance the answer reaches knows which task and
+/// key it answers (`answer_input`), not only the one that asked.
+const INPUT_ID: &str = "mcp-input:";
+
+/// How long a claim to ask a question holds on a shared store without a renewal: when
+/// the asking instance dies, another asks it after this.
+const CLAIM_LEASE: Duration = Duration::from_secs(15);
+
+/// The id of an input request for `key` of `task`.
+fn input_request_id(n: i64, task: &TaskId, key: &str) -> RequestId {
+    RequestId::String(format!("{INPUT_ID}{n}:{}:{key}", task.as_str()))
+}
+
+/// The task and key an input request's id names, if it is one.
+fn parse_input_request_id(id: &RequestId) -> Option<(TaskId, String)> {
+    let RequestId::String(id) = id else {
+        return None;
+    };
+    let rest = id.strip_prefix(INPUT_ID)?;
+    let (n, rest) = rest.split_once(':')?;
+    let (task, key) = rest.split_once(':')?;
+    (n.parse::<i64>().is_ok() && !task.is_empty())
+        .then(|| (TaskId::from_wire(task), key.to_owned()))
+}
+
+/// This process as the holder of input claims: random, once per process.
+fn instance() -> &'static str {
+    static INSTANCE: OnceLock<String> = OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        TaskId::random()
+            .map(|id| id.as_str().to_owned())
+            .unwrap_or_else(|_| format!("pid-{}", std::process::id()))
+    })
+}
+
+/// The session record's name for the question `key` of `task`.
+fn claim_marker(task: &TaskId, key: &str) -> String {
+    format!("{}/{key}", task.as_str())
+}
+
+/// The answer to an input request that nobody waits for in this process: on a shared
+/// store, another instance asked it (the client's answer reached this one through a load
+/// balancer). An answer to an input request of one of `session`'s tasks goes into the
+/// store, which wakes the tool and the asker wherever they run. Returns whether the
+/// response was such an answer (an error response answers nothing: the asker asks again).
+pub(crate) async fn answer_input(
+    store: &Arc<dyn mcp_tasks::TaskStore>,
+    session: &LegacySession,
+    id: &RequestId,
+    outcome: Result<Box<serde_json::value::RawValue>, mcp_protocol::jsonrpc::ErrorObject>,
+) -> Result<bool, StoreError> {
+    let Some((task, key)) = parse_input_request_id(id) else {
+        return Ok(false);
+    };
+    let Ok(answer) = outcome else {
+        tracing::debug!(%id, "an input request asked elsewhere was answered with an error");
+        return Ok(true);
+    };
+    let Ok(answer) = serde_json::from_str::<Value>(answer.get()) else {
+        tracing::warn!(%id, "client answered an input request with invalid JSON");
+        return Ok(true);
+    };
+    let answers: BTreeMap<String, Value> = [(key, answer)].into();
+    store.resolve_input(&session.owner, &task, answers).await?;
+    Ok(true)
+}
 
 /// Asks the client, through `peer`, for every input request of `record` not being asked
 /// already; each answer goes into the store, which wakes the tool.
@@ -25,6 +95,11 @@ use crate::views;
 /// `tasks/result` or its standalone stream). A question still unanswered then is
 /// released, so that the next stream asks it again: without this it stayed marked as
 /// being asked, and a later `tasks/result` waited without ever asking it.
+///
+/// On a shared store several instances may hold the session (one the standalone stream,
+/// another a `tasks/result`): each question is asked by the one instance that claims it
+/// in the session's record (renewed while it waits; released when it ends), and stops
+/// being asked when the store shows it answered through another instance.
 ///
 /// An answer that meets an unavailable store is retried until it is written (or `stop`,
 /// the server's shutdown): the client gave it once and will not give it again.
@@ -64,63 +139,181 @@ pub(super) fn ask_pending(
             serde_json::json!({ "taskId": record.id.as_str() }),
         );
         params.insert("_meta".to_owned(), Value::Object(meta));
-        let (store, session, peer, key, owner, gone, stop) = (
-            Arc::clone(&store),
-            Arc::clone(session),
-            peer.clone(),
-            key.clone(),
-            record.owner.clone(),
-            gone.clone(),
-            stop.clone(),
-        );
-        tokio::spawn(async move {
-            let raw = serde_json::value::to_raw_value(&params).ok();
-            let asked = tokio::select! {
-                answer = peer.request_raw(&method, raw.as_deref()) => answer,
-                _ = gone.cancelled() => {
-                    tracing::debug!("the stream of an input request ended unanswered; it will be asked again");
-                    release(&session, &marker);
-                    return;
-                }
-            };
-            match asked {
-                Ok(answer) => match serde_json::from_str::<Value>(answer.get()) {
-                    Ok(answer) => {
-                        let answers: BTreeMap<String, Value> = [(key, answer)].into();
-                        let written = while_transient(&stop, "writing an input answer", || {
-                            store.resolve_input(&owner, &marker.0, answers.clone())
-                        })
-                        .await;
-                        match written {
-                            Ok(_) => {}
-                            Err(e) if e.is_transient() => {
-                                tracing::error!(task_id = %marker.0, error = %e, "shutting down with an input answer unwritten: the store stayed unavailable");
-                            }
-                            Err(e) => {
-                                tracing::debug!(error = %e, "answer arrived for a task that is gone");
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "client answered an input request with invalid JSON")
-                    }
-                },
-                Err(e) => {
-                    tracing::debug!(error = %e, "input request not answered; it can be asked again");
-                    release(&session, &marker);
-                }
-            }
-        });
+        let asking = Asking {
+            store: Arc::clone(&store),
+            session: Arc::clone(session),
+            peer: peer.clone(),
+            key: key.clone(),
+            owner: record.owner.clone(),
+            marker,
+        };
+        let (gone, stop) = (gone.clone(), stop.clone());
+        tokio::spawn(async move { asking.ask(&method, params, gone, stop).await });
     }
 }
 
-/// Marks an input request as no longer being asked, and wakes pending `tasks/result`s.
-fn release(session: &LegacySession, marker: &(TaskId, String)) {
+/// One question of a task being asked of the client.
+struct Asking {
+    store: Arc<dyn mcp_tasks::TaskStore>,
+    session: Arc<LegacySession>,
+    peer: Peer,
+    key: String,
+    owner: mcp_tasks::Owner,
+    marker: (TaskId, String),
+}
+
+impl Asking {
+    /// The session store, when several instances may ask this session's questions.
+    fn shared(&self) -> Option<&dyn mcp_tasks::SessionStore> {
+        self.store.sessions().filter(|s| s.is_shared())
+    }
+
+    /// Claims the question (shared stores; always granted otherwise); `false` when
+    /// another instance asks it, or the claim could not be written.
+    async fn claim(&self) -> bool {
+        let Some(sessions) = self.shared() else {
+            return true;
+        };
+        let marker = claim_marker(&self.marker.0, &self.key);
+        let change = SessionChange::ClaimInput {
+            marker: marker.clone(),
+            by: instance().to_owned(),
+            lease_ms: u64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(u64::MAX),
+        };
+        match sessions.change_session(&self.session.id, change).await {
+            Ok(Some(record)) => record
+                .asking
+                .get(&marker)
+                .is_some_and(|c| c.by == instance()),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not claim an input request; asked later");
+                false
+            }
+        }
+    }
+
+    /// Gives the question up in the session's record (shared stores).
+    async fn unclaim(&self) {
+        let Some(sessions) = self.shared() else {
+            return;
+        };
+        let change = SessionChange::ReleaseInput {
+            marker: claim_marker(&self.marker.0, &self.key),
+            by: instance().to_owned(),
+        };
+        if let Err(e) = sessions.change_session(&self.session.id, change).await {
+            tracing::debug!(error = %e, "could not release an input claim; it lapses");
+        }
+    }
+
+    /// Whether the store no longer waits for this answer (answered through another
+    /// instance, or the task ended). A store it cannot read says no.
+    async fn settled(&self) -> bool {
+        match self.store.get(&self.owner, &self.marker.0).await {
+            Ok(record) => record.is_terminal() || !record.input_requests.contains_key(&self.key),
+            Err(e) => !e.is_transient(),
+        }
+    }
+
+    async fn ask(
+        self,
+        method: &str,
+        params: JsonObject,
+        gone: CancellationToken,
+        stop: CancellationToken,
+    ) {
+        if !self.claim().await {
+            // Another instance asks it; this one may ask again later (its stream or its
+            // claim gone), without waking anyone now.
+            forget(&self.session, &self.marker);
+            return;
+        }
+        let raw = serde_json::value::to_raw_value(&params).ok();
+        let id = input_request_id(self.peer.next_id(), &self.marker.0, &self.key);
+        let mut events = self.store.events();
+        let mut events_open = true;
+        let request = self.peer.request_raw_as(id.clone(), method, raw.as_deref());
+        let mut request = std::pin::pin!(request);
+        let mut renew = tokio::time::interval(CLAIM_LEASE / 3);
+        renew.tick().await;
+        let asked = loop {
+            tokio::select! {
+                answer = &mut request => break answer,
+                _ = gone.cancelled() => {
+                    tracing::debug!("the stream of an input request ended unanswered; it will be asked again");
+                    self.unclaim().await;
+                    release(&self.session, &self.marker);
+                    return;
+                }
+                _ = renew.tick(), if self.shared().is_some() => {
+                    if !self.claim().await {
+                        tracing::debug!("lost the claim on an input request");
+                    }
+                }
+                event = events.recv(), if events_open => {
+                    let ours = match &event {
+                        Ok(e) => e.key().id == self.marker.0,
+                        Err(EventError::Lagged(_)) => true,
+                        Err(EventError::Closed) => {
+                            events_open = false;
+                            false
+                        }
+                    };
+                    if ours && self.settled().await {
+                        // Answered through another instance: nobody waits here any more.
+                        self.peer.fail(&id, mcp_protocol::engine::PeerError::Transport(
+                            "answered through another instance".to_owned(),
+                        ));
+                    }
+                }
+            }
+        };
+        match asked {
+            Ok(answer) => match serde_json::from_str::<Value>(answer.get()) {
+                Ok(answer) => {
+                    let answers: BTreeMap<String, Value> = [(self.key.clone(), answer)].into();
+                    let written = while_transient(&stop, "writing an input answer", || {
+                        self.store
+                            .resolve_input(&self.owner, &self.marker.0, answers.clone())
+                    })
+                    .await;
+                    match written {
+                        Ok(_) => {}
+                        Err(e) if e.is_transient() => {
+                            tracing::error!(task_id = %self.marker.0, error = %e, "shutting down with an input answer unwritten: the store stayed unavailable");
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "answer arrived for a task that is gone");
+                        }
+                    }
+                    self.unclaim().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "client answered an input request with invalid JSON")
+                }
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "input request not answered here; it can be asked again");
+                self.unclaim().await;
+                release(&self.session, &self.marker);
+            }
+        }
+    }
+}
+
+/// Marks an input request as no longer being asked here, waking nobody.
+fn forget(session: &LegacySession, marker: &(TaskId, String)) {
     session
         .asking
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(marker);
+}
+
+/// Marks an input request as no longer being asked, and wakes pending `tasks/result`s.
+fn release(session: &LegacySession, marker: &(TaskId, String)) {
+    forget(session, marker);
     session.released.notify_waiters();
 }
 
@@ -147,6 +340,21 @@ pub(super) async fn watch(
             _ = shutdown.cancelled() => return,
             e = events.recv() => Some(e),
             _ = backoff.wait(), if resync => None,
+            _ = session.taken_over.notified() => {
+                let since = Millis::try_from(
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .saturating_sub(TAKEOVER_WINDOW)
+                        .as_millis(),
+                )
+                .unwrap_or(0);
+                seen.newest = since;
+                // Every task changed in the window again: what the lost stream carried.
+                seen.revisions.clear();
+                resync = true;
+                None
+            }
         };
         match event {
             Some(Ok(TaskEvent::Changed { key, .. })) if key.owner == session.owner => {
@@ -178,6 +386,10 @@ pub(super) async fn watch(
         }
     }
 }
+
+/// How far back a watcher that took over another instance's standalone stream sends
+/// statuses again: tasks not finished, and those that changed within this.
+pub(super) const TAKEOVER_WINDOW: Duration = Duration::from_secs(60);
 
 /// What a session's watcher last told the client, per task: the revision notified.
 #[derive(Debug, Default)]

@@ -44,6 +44,7 @@ use crate::state::State;
 use crate::tool::TaskPolicy;
 use crate::views::{result_2025, task_2025};
 pub(crate) use features::notify_resource_updated;
+pub(crate) use input::answer_input;
 use input::{ask_pending, watch};
 use session::Standalone;
 pub(crate) use session::{

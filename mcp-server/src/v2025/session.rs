@@ -35,6 +35,9 @@ pub struct LegacySession {
     pub(super) released: Notify,
     /// Ends the session's watcher.
     pub(super) closed: CancellationToken,
+    /// Signalled when this instance took over a standalone stream another one held: the
+    /// watcher sends the statuses of recently changed tasks again.
+    pub(super) taken_over: Notify,
     /// The least severe log level the client wants (`logging/setLevel`); every level
     /// until it sets one.
     pub(super) log_level: Mutex<Option<LoggingLevel>>,
@@ -74,6 +77,7 @@ impl LegacySession {
             asking: Mutex::default(),
             released: Notify::new(),
             closed: CancellationToken::new(),
+            taken_over: Notify::new(),
             log_level: Mutex::new(log_level),
             protocol_version,
             client,
@@ -92,6 +96,7 @@ impl LegacySession {
             client_info: self.client.1.clone(),
             log_level: *self.log_level.lock().unwrap_or_else(|e| e.into_inner()),
             subscriptions: Default::default(),
+            asking: Default::default(),
             created_at: 0,
             last_seen: 0,
             idle_timeout_ms,
@@ -137,6 +142,13 @@ impl LegacySession {
         if current.as_ref().is_some_and(|s| s.gone.is_cancelled()) {
             *current = None;
         }
+    }
+
+    /// The standalone stream just set replaces one another instance held (a shared
+    /// store's session): what that one sent since the client last read is not here, so
+    /// the watcher sends the statuses of the tasks that changed lately again.
+    pub fn standalone_taken_over(&self) {
+        self.taken_over.notify_one();
     }
 
     /// Drops the standalone stream, whichever it is (its connection ended).

@@ -186,6 +186,7 @@ registry!($;
     session_changes_are_kept_across_handles,
     session_end_is_seen_everywhere,
     session_limit_counts_every_handle,
+    session_input_claims_have_one_holder,
 );
 
 /// How one behaviour went.

@@ -25,6 +25,7 @@ fn record(id: &str) -> SessionRecord {
         client_info: json!({"name": "kit", "version": "1.0.0"}),
         log_level: None,
         subscriptions: BTreeSet::new(),
+        asking: Default::default(),
         // The store sets both (rule 2).
         created_at: -1,
         last_seen: -1,
@@ -131,6 +132,75 @@ pub async fn session_changes_are_kept_across_handles<F: StoreFactory>(factory: &
     assert_eq!(read.log_level, Some(LoggingLevel::Warning));
     let expected: BTreeSet<String> = uris[1..].iter().cloned().collect();
     assert_eq!(read.subscriptions, expected, "no concurrent change lost");
+}
+
+/// Rule 6 for input claims: of two handles claiming one question at once, one holds it;
+/// the other's claim and release change nothing; the holder renews and releases; a claim
+/// not renewed lapses on the store's clock and another may take it.
+pub async fn session_input_claims_have_one_holder<F: StoreFactory>(factory: &F) {
+    let (a, env) = open(factory, "session_claims", roomy()).await;
+    let b = another(factory, &env).await;
+    let Some(sa) = sessions_of(&a, "session_input_claims_have_one_holder") else {
+        return;
+    };
+    let sb = b.sessions().expect("the second handle keeps sessions too");
+    env.clock.set(1_000_000);
+    let id = fresh_id();
+    sa.open_session(record(&id), 10).await.expect("open");
+    let claim = |by: &str| SessionChange::ClaimInput {
+        marker: "t1/q".to_owned(),
+        by: by.to_owned(),
+        lease_ms: 1_000,
+    };
+    let release = |by: &str| SessionChange::ReleaseInput {
+        marker: "t1/q".to_owned(),
+        by: by.to_owned(),
+    };
+    let holder = |r: Option<SessionRecord>| {
+        r.expect("open")
+            .asking
+            .get("t1/q")
+            .map(|c| (c.by.clone(), c.until))
+    };
+    let (x, y) = futures::join!(
+        sa.change_session(&id, claim("x")),
+        sb.change_session(&id, claim("y"))
+    );
+    let (x, y) = (holder(x.expect("claim")), holder(y.expect("claim")));
+    assert_eq!(x, y, "both see one holder");
+    let (first, second) = match x.as_ref().map(|h| h.0.as_str()) {
+        Some("x") => ("x", "y"),
+        Some("y") => ("y", "x"),
+        other => panic!("one of the two holds the claim: {other:?}"),
+    };
+    let r = sa
+        .change_session(&id, release(second))
+        .await
+        .expect("release");
+    assert_eq!(
+        holder(r).map(|h| h.0),
+        Some(first.to_owned()),
+        "not its claim"
+    );
+    env.clock.advance(500);
+    let r = sb.change_session(&id, claim(first)).await.expect("renew");
+    assert_eq!(holder(r), Some((first.to_owned(), 1_001_500)), "renewed");
+    let r = sa
+        .change_session(&id, release(first))
+        .await
+        .expect("release");
+    assert_eq!(holder(r), None, "released");
+    let r = sb.change_session(&id, claim(second)).await.expect("claim");
+    assert_eq!(holder(r).map(|h| h.0), Some(second.to_owned()));
+    env.clock.advance(1_000);
+    let r = sa.change_session(&id, claim(first)).await.expect("claim");
+    assert_eq!(
+        holder(r).map(|h| h.0),
+        Some(first.to_owned()),
+        "a lapsed claim is taken"
+    );
+    let read = sb.session(&id).await.expect("read").expect("open");
+    assert_eq!(read.asking.len(), 1, "{:?}", read.asking);
 }
 
 /// Rule 7: ended on one handle, absent on every handle, and not counted.

@@ -138,7 +138,7 @@ impl SessionStore for PostgresStore {
                 return Ok(None);
             };
             let mut record = decode(row.get(0), row.get(1))?;
-            change.apply(&mut record);
+            change.apply(&mut record, now);
             let json = serde_json::to_string(&record).map_err(backend)?;
             tx.execute(
                 "UPDATE sessions SET record = $2 WHERE id = $1",

@@ -193,7 +193,7 @@ impl SessionStore for RedisStore {
             let Some((mut record, rev)) = inner.load_session(id, now).await? else {
                 return Ok(None);
             };
-            change.apply(&mut record);
+            change.apply(&mut record, now);
             let json = serde_json::to_string(&record).map_err(store_error)?;
             let written: i64 = CHANGE
                 .key(inner.keys.session(id))

