@@ -47,7 +47,8 @@ impl Workload {
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub url: String,
+    /// The endpoints; client `n` uses `urls[n % urls.len()]`.
+    pub urls: Vec<String>,
     pub workload: Workload,
     pub concurrency: usize,
     pub seconds: f64,
@@ -407,8 +408,11 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 
 /// Runs the plan; the report as JSON.
 pub async fn run(plan: Plan) -> Result<Value, String> {
+    if plan.urls.is_empty() {
+        return Err("no URL to load".into());
+    }
     let live = Arc::new(if plan.workload == Workload::Get {
-        create_live(&plan.url, plan.live_tasks.max(1)).await?
+        create_live(&plan.urls[0], plan.live_tasks.max(1)).await?
     } else {
         Vec::new()
     });
@@ -416,7 +420,7 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
     let started = Instant::now();
     let mut workers = Vec::new();
     for n in 0..plan.concurrency {
-        let mut rpc = Rpc::new(&plan.url)?;
+        let mut rpc = Rpc::new(&plan.urls[n % plan.urls.len()])?;
         let (plan, stop, live) = (plan.clone(), stop.clone(), live.clone());
         workers.push(tokio::spawn(async move {
             let mut w = Worker {

@@ -58,11 +58,17 @@ enum Command {
         /// Concurrent clients to make room for (in-flight and subscription limits).
         #[arg(long, default_value_t = 256)]
         clients: usize,
+        /// Our server's role: `all` (runs its tasks), `api` (queues them), `worker`
+        /// (claims and runs queued tasks; its HTTP endpoint is not used).
+        #[arg(long, default_value = "all")]
+        role: mcp_server::Role,
     },
     /// Drive a server with one workload.
     Load {
-        #[arg(long)]
-        url: String,
+        /// The server's MCP endpoint; several (comma-separated) share the clients out
+        /// round-robin.
+        #[arg(long, required = true, value_delimiter = ',')]
+        url: Vec<String>,
         #[arg(long, value_enum)]
         workload: load::Workload,
         #[arg(long, default_value_t = 50)]
@@ -124,13 +130,14 @@ fn main() -> std::process::ExitCode {
                 store,
                 namespace,
                 clients,
+                role,
             } => {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 match target {
                     Target::Ours => {
-                        ours::serve(listener, &store, namespace.as_deref(), clients).await
+                        ours::serve(listener, &store, namespace.as_deref(), clients, role).await
                     }
                     Target::Rmcp => rmcp_server::serve(listener).await,
                     Target::Echo => echo::serve(listener).await,
@@ -145,7 +152,7 @@ fn main() -> std::process::ExitCode {
                 push_ms,
             } => {
                 let report = load::run(load::Plan {
-                    url,
+                    urls: url,
                     workload,
                     concurrency,
                     seconds,

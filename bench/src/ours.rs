@@ -30,7 +30,11 @@ fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
 }
 
-fn build(store: Arc<dyn mcp_tasks::TaskStore>, clients: usize) -> Result<Server, String> {
+fn build(
+    store: Arc<dyn mcp_tasks::TaskStore>,
+    clients: usize,
+    role: mcp_server::Role,
+) -> Result<Server, String> {
     let echo = ToolDef::new(
         "echo",
         TaskPolicy::Synchronous,
@@ -72,6 +76,7 @@ fn build(store: Arc<dyn mcp_tasks::TaskStore>, clients: usize) -> Result<Server,
     Ok(
         Server::builder("mcp-tasks-bench", env!("CARGO_PKG_VERSION"))
             .store(store)
+            .role(role)
             .max_inflight_requests(clients.max(128) * 2)
             .max_subscriptions_per_principal(clients.max(16))
             .tool(echo)
@@ -87,11 +92,12 @@ pub async fn serve(
     store_url: &str,
     namespace: Option<&str>,
     clients: usize,
+    role: mcp_server::Role,
 ) -> Result<(), String> {
     let store = mcp_server::store_url::open(store_url, namespace, Limits::default())
         .await
         .map_err(|e| e.to_string())?;
-    let server = build(store, clients)?;
+    let server = build(store, clients, role)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     crate::announce(&format!("http://{addr}/mcp"));
     mcp_server::http::serve(

@@ -23,6 +23,10 @@ pub struct WorkerConfig {
     pub max_tasks: usize,
     /// The longest a waiting task may go unseen when no event wakes the worker.
     pub poll: Duration,
+    /// Claims this node makes at once (each a store transaction that waits for its
+    /// commit): more keep a busy queue drained faster; the store's `SKIP LOCKED` (or
+    /// atomic script) gives each a different task.
+    pub claimers: usize,
 }
 
 impl Default for WorkerConfig {
@@ -30,6 +34,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             max_tasks: 64,
             poll: Duration::from_secs(1),
+            claimers: 4,
         }
     }
 }
@@ -43,12 +48,25 @@ pub(crate) fn start(runtime: TaskRuntime, tools: &IndexMap<String, ToolDef>, con
             .map(|(n, t)| (n.clone(), t.clone()))
             .collect(),
     );
-    tokio::spawn(run(runtime, tools, config));
+    // The claim loops share the node's task slots.
+    let slots = Arc::new(Semaphore::new(config.max_tasks.max(1)));
+    for _ in 0..config.claimers.max(1) {
+        tokio::spawn(run(
+            runtime.clone(),
+            Arc::clone(&tools),
+            config.clone(),
+            Arc::clone(&slots),
+        ));
+    }
 }
 
-async fn run(runtime: TaskRuntime, tools: Arc<IndexMap<String, ToolDef>>, config: WorkerConfig) {
+async fn run(
+    runtime: TaskRuntime,
+    tools: Arc<IndexMap<String, ToolDef>>,
+    config: WorkerConfig,
+    slots: Arc<Semaphore>,
+) {
     let names: Vec<String> = tools.keys().cloned().collect();
-    let slots = Arc::new(Semaphore::new(config.max_tasks.max(1)));
     let node = runtime.config().node_id.clone();
     let lease = runtime.config().lease;
     let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);

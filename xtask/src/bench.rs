@@ -120,6 +120,36 @@ impl Bench {
         serde_json::from_slice(&output.stdout).map_err(|e| format!("load generator output: {e}"))
     }
 
+    /// The scale-out row: two worker nodes and two API nodes of ours on one PostgreSQL
+    /// schema (`url`), every process pinned with the servers; the load shared out over
+    /// the API nodes. `runs` fresh clusters (on a fresh schema each), the median run.
+    fn cluster_row(&self, url: &str, seconds: f64, runs: usize) -> Result<Value, String> {
+        let mut results = Vec::new();
+        for run in 0..runs.max(1) {
+            let namespace = format!("mcp_bench_cluster_{}_{run}", std::process::id());
+            let node = |role: &str| {
+                self.serve(
+                    "ours",
+                    &["--store", url, "--namespace", &namespace, "--role", role],
+                )
+            };
+            let mut nodes = Vec::new();
+            for role in ["worker", "worker", "api", "api"] {
+                nodes.push(node(role)?);
+            }
+            let api: Vec<&str> = nodes[2..].iter().map(|(_, u)| u.as_str()).collect();
+            let report = self.load(&api.join(","), "lifecycle-poll", 50, seconds)?;
+            drop(nodes);
+            results.push(report);
+        }
+        results.sort_by(|a, b| per_second(a).total_cmp(&per_second(b)));
+        let mut median = results.swap_remove(results.len() / 2);
+        median["target"] = json!("ours: 2 API + 2 worker nodes, PostgreSQL");
+        median["runs"] = json!(runs.max(1));
+        eprintln!("  {}", one_line(&median));
+        Ok(median)
+    }
+
     /// One row: `runs` fresh servers, the median run by throughput, with peak RSS.
     fn row(
         &self,
@@ -319,6 +349,11 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
             let _ = std::fs::remove_file(format!("{}{suffix}", sqlite.display()));
         }
     }
+    // Scale-out: API nodes in front, workers behind, on PostgreSQL.
+    let cluster = match &options.postgres {
+        Some(url) => Some(bench.cluster_row(url, options.seconds, options.runs)?),
+        None => None,
+    };
     let memory = {
         let output = bench
             .command(None)
@@ -337,6 +372,7 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         "rows": rows,
         "long": long,
         "stores": stores,
+        "cluster": cluster,
         "memory": memory,
         "store_benches": store,
     });
@@ -534,6 +570,17 @@ fn markdown(report: &Value, options: &Options) -> String {
                 r["errors"]
             );
         }
+    }
+    if report["cluster"].is_object() {
+        let r = &report["cluster"];
+        let _ = writeln!(
+            md,
+            "\nTwo API nodes (`--role api`) and two worker nodes (`--role worker`) on one PostgreSQL schema, 50 clients shared over the API nodes, all four servers on CPU 0: {:.0} lifecycles/s, p50 {}, p99 {}, {} errors.",
+            per_second(r),
+            us(&r["p50_us"]),
+            us(&r["p99_us"]),
+            r["errors"]
+        );
     }
     let m = &report["memory"];
     let _ = writeln!(
