@@ -101,7 +101,7 @@ struct Inner {
     asked: AtomicU32,
     /// Progress and log messages of a synchronous call (empty for a task).
     report: Report,
-    /// What the request declared it supports (MCP 2026-07-28 synchronous calls).
+    /// What the request declared it supports (MCP 2026-07-28; a task's: its creator's).
     client_capabilities: Option<ClientCapabilities>,
     /// The caller's credentials (for a task: as they were when it was created).
     identity: Option<Identity>,
@@ -181,6 +181,7 @@ impl ToolContext {
         wake: Arc<Notify>,
         cancel: CancellationToken,
         identity: Option<Identity>,
+        client_capabilities: Option<ClientCapabilities>,
         attempt: u32,
     ) -> ToolContext {
         ToolContext {
@@ -189,7 +190,7 @@ impl ToolContext {
                 cancel,
                 asked: AtomicU32::new(0),
                 report: Report::default(),
-                client_capabilities: None,
+                client_capabilities,
                 identity,
                 attempt: attempt.max(1),
             }),
@@ -238,9 +239,10 @@ impl ToolContext {
         &self.inner.cancel
     }
 
-    /// The capabilities the client declared on this request (a synchronous MCP
-    /// 2026-07-28 call); `None` when unknown (a task, a 2025-11-25 session). A tool that
-    /// needs one the client did not declare answers [`ToolError::missing_capability`].
+    /// The capabilities the client declared on this request (MCP 2026-07-28; for a task,
+    /// on the request that created it, wherever the task runs); `None` when unknown (a
+    /// 2025-11-25 session). A tool that needs one the client did not declare answers
+    /// [`ToolError::missing_capability`].
     pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
         self.inner.client_capabilities.as_ref()
     }

@@ -135,7 +135,7 @@ fn launch(
         record.key(),
         tool.clone(),
         job.arguments.clone(),
-        identity,
+        (identity, crate::runtime::declared(&record)),
         record.attempt(),
         Some(slot),
     );

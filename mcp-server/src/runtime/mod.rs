@@ -20,6 +20,8 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use mcp_protocol::v2026::ClientCapabilities;
+
 use crate::auth::Identity;
 use crate::context::{ToolContext, ToolError};
 use crate::retry::{Backoff, while_transient};
@@ -117,7 +119,15 @@ impl TaskRuntime {
             .store
             .create_leased(new, &config.node_id, millis(config.lease))
             .await?;
-        self.run_leased(record.key(), tool, args, identity, record.attempt(), None);
+        let declared = declared(&record);
+        self.run_leased(
+            record.key(),
+            tool,
+            args,
+            (identity, declared),
+            record.attempt(),
+            None,
+        );
         Ok(record)
     }
 
@@ -134,7 +144,8 @@ impl TaskRuntime {
             .store
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
-        self.run_leased(key, tool, args, None, record.attempt().max(1), None);
+        let caller = (None, declared(record));
+        self.run_leased(key, tool, args, caller, record.attempt().max(1), None);
         Ok(())
     }
 
@@ -158,7 +169,7 @@ impl TaskRuntime {
         key: TaskKey,
         tool: ToolDef,
         args: JsonObject,
-        identity: Option<Identity>,
+        (identity, declared): (Option<Identity>, Option<ClientCapabilities>),
         attempt: u32,
         slot: Option<OwnedSemaphorePermit>,
     ) {
@@ -182,6 +193,7 @@ impl TaskRuntime {
                 wake,
                 cancel.clone(),
                 identity,
+                declared,
                 attempt,
             );
             let outcome =
@@ -571,4 +583,19 @@ enum Finish {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What the request that created `record` declared about its client (MCP 2026-07-28:
+/// its `clientCapabilities`, kept in the job), for the task's context; `None` when it
+/// declared nothing or the record has no job.
+pub(crate) fn declared(record: &TaskRecord) -> Option<ClientCapabilities> {
+    let declarations = record.job.as_ref()?.declarations.clone()?;
+    if declarations.is_null() {
+        return None;
+    }
+    serde_json::from_value(declarations)
+        .inspect_err(
+            |e| tracing::debug!(task_id = %record.id, error = %e, "stored declarations unreadable"),
+        )
+        .ok()
 }
