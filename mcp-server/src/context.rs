@@ -292,9 +292,10 @@ impl ToolContext {
 
     /// [`elicit`](Self::elicit) under the input key `key` (the `inputRequests` /
     /// `inputResponses` key of MCP 2026-07-28) instead of a generated one. Keys must be
-    /// unique within a call, and within a task's whole life: a tool delivered at least
-    /// once that asks under its own keys should make them differ per
-    /// [`attempt`](Self::attempt) (a key asked again is refused).
+    /// unique within a call. A task's keys are unique for its whole life, so when an
+    /// at-least-once task runs again ([`attempt`](Self::attempt) 2 and on) its keys are
+    /// asked as `{key}-r{attempt}`: the client answers the new question, never the lost
+    /// run's.
     pub async fn elicit_keyed(
         &self,
         key: &str,
@@ -439,12 +440,13 @@ impl ToolContext {
             Mode::Task { store, key, wake } => {
                 let keys: Vec<String> = calls
                     .iter()
-                    // Keys are unique for the task's whole life: a later run asks anew.
-                    .map(|(key, n, _)| {
-                        key.clone().unwrap_or_else(|| match self.inner.attempt {
-                            0 | 1 => format!("input-{n}"),
-                            run => format!("input-r{run}-{n}"),
-                        })
+                    // Keys are unique for the task's whole life: a later run asks anew,
+                    // under its own keys marked with the run.
+                    .map(|(key, n, _)| match (key, self.inner.attempt) {
+                        (Some(key), 0 | 1) => key.clone(),
+                        (Some(key), run) => format!("{key}-r{run}"),
+                        (None, 0 | 1) => format!("input-{n}"),
+                        (None, run) => format!("input-r{run}-{n}"),
                     })
                     .collect();
                 let requests: BTreeMap<String, Value> = keys

@@ -98,3 +98,112 @@ async fn a_task_a_worker_claimed_sees_the_declarations() {
     assert!(caps["elicitation"].is_object(), "{caps}");
     worker.shutdown().await;
 }
+
+/// An at-least-once task whose worker was lost after it asked under its own key asks
+/// again, in its next run, under that key marked with the run (`confirm-r2`): the old
+/// key stays used (a reused key is refused), so without the mark the rerun could not ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_asks_again_under_its_own_key_marked_with_the_run() {
+    use mcp_server::Delivery;
+    use mcp_server::RuntimeConfig;
+    use mcp_tasks::{Job, NewTask, Origin, Owner, WireRevision};
+
+    let run = async {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
+        let asking = ToolDef::new(
+            "asking",
+            TaskPolicy::Required,
+            |ctx: ToolContext, _args: NoArgs| async move {
+                let form = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": "Go on?",
+                    "requestedSchema": {"type": "object", "properties": {}}
+                }))
+                .expect("form");
+                let answer = ctx.elicit_keyed("confirm", form).await?;
+                Ok(CallToolResult::text(format!(
+                    "run {} got {:?}",
+                    ctx.attempt(),
+                    answer.action
+                )))
+            },
+        )
+        .expect("tool")
+        .delivery(Delivery::AtLeastOnce { max_attempts: 3 });
+        // A first run, on a node that is gone: it asked under "confirm", then its lease
+        // lapsed.
+        let owner = Owner::new("alice");
+        let mut job = Job::new(Default::default());
+        job.delivery = Delivery::AtLeastOnce { max_attempts: 3 };
+        let task = store
+            .create_leased(
+                NewTask {
+                    owner: owner.clone(),
+                    ttl_ms: None,
+                    poll_interval_ms: None,
+                    origin: Origin {
+                        method: "tools/call".into(),
+                        tool: Some("asking".into()),
+                        revision: WireRevision::V2026_07_28,
+                    },
+                    status_message: None,
+                    job: Some(job),
+                },
+                "gone",
+                1,
+            )
+            .await
+            .expect("create");
+        let question = json!({"method": "elicitation/create", "params": {}});
+        store
+            .request_input(&owner, &task.id, [("confirm".to_owned(), question)].into())
+            .await
+            .expect("first run asks");
+        // A worker node whose sweep finds the lapsed lease and runs the task again.
+        let worker = Server::builder("mcp-tests", "0")
+            .store(Arc::clone(&store))
+            .role(Role::Worker)
+            .runtime(RuntimeConfig {
+                sweep_every: Duration::from_millis(50),
+                ..RuntimeConfig::default()
+            })
+            .worker(WorkerConfig {
+                poll: Duration::from_millis(50),
+                ..WorkerConfig::default()
+            })
+            .tool(asking)
+            .build();
+        let asked = loop {
+            let rec = store.get(&owner, &task.id).await.expect("get");
+            if rec.attempt() == 2 && !rec.input_requests.is_empty() {
+                break rec;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let keys: Vec<&String> = asked.input_requests.keys().collect();
+        assert_eq!(keys, ["confirm-r2"], "{asked:?}");
+        store
+            .resolve_input(
+                &owner,
+                &task.id,
+                [(
+                    "confirm-r2".to_owned(),
+                    json!({"action": "accept", "content": {}}),
+                )]
+                .into(),
+            )
+            .await
+            .expect("answer");
+        let done = loop {
+            let rec = store.get(&owner, &task.id).await.expect("get");
+            if rec.is_terminal() {
+                break rec;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let result = serde_json::to_string(&done.outcome).expect("outcome");
+        assert!(result.contains("run 2 got Accept"), "{result}");
+        worker.shutdown().await;
+    };
+    tokio::time::timeout(WAIT, run).await.expect("in time");
+}
