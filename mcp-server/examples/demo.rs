@@ -11,9 +11,10 @@
 //!
 //! - `--store memory`: in this process only.
 //! - `--store sqlite:PATH` (the default, `sqlite:./mcp-tasks.db`): one file, one server.
-//!   SQLite serves a **single node**, so on start the server fails every task the file
-//!   holds unfinished ("worker lost", see `SqliteStore::fail_unfinished`): its previous
-//!   process is gone and nobody else will finish them. Do not run two servers on one file.
+//!   SQLite serves a **single node**, so on start the server recovers every task the file
+//!   holds unfinished (see `SqliteStore::recover_unfinished`): its previous process is
+//!   gone, so at-least-once tasks (`slow_compute`) run again and the others fail ("worker
+//!   lost"). A second server on the same file is refused, naming the first.
 //! - `--store postgres://USER@HOST:PORT/DB` (or `postgresql://`) and
 //!   `--store redis://HOST:PORT/`: shared stores. Any number of instances may serve the same
 //!   tasks: a task created through one is readable, answerable and cancellable through any

@@ -38,8 +38,10 @@ pub enum OpenStoreError {
 /// Opens the store `url` names, with `limits`. `namespace` selects the PostgreSQL schema
 /// or the Redis key prefix (instances share tasks exactly when URL and namespace match).
 ///
-/// SQLite serves one node, so opening it fails every task the file holds unfinished
-/// ("worker lost", [`crate::worker_lost_error`]): the process that ran them is gone.
+/// SQLite serves one node, so opening it recovers every task the file holds unfinished
+/// as a lost run (`SqliteStore::recover_unfinished`): the process that ran them is gone;
+/// at-least-once tasks run again, the others fail ("worker lost",
+/// [`crate::worker_lost_error`]).
 pub async fn open(
     url: &str,
     namespace: Option<&str>,
@@ -58,14 +60,17 @@ pub async fn open(
                 source,
             };
             let store = mcp_tasks::SqliteStore::open(rest, limits).map_err(backend)?;
-            let failed = store
-                .fail_unfinished(crate::worker_lost_error())
+            let recovered = store
+                .recover_unfinished(crate::worker_lost_error())
                 .await
                 .map_err(backend)?;
-            if failed > 0 {
+            if recovered != mcp_tasks::Recovered::default() {
                 tracing::warn!(
-                    failed,
-                    "failed the tasks a previous server left unfinished (worker lost)"
+                    failed = recovered.failed,
+                    requeued = recovered.requeued,
+                    cancelled = recovered.cancelled,
+                    "recovered the tasks a previous server left unfinished (worker lost): \
+                     at-least-once ones run again"
                 );
             }
             Ok(Arc::new(store))

@@ -77,5 +77,5 @@ pub use record::{
 pub use redis::{RedisOptions, RedisStore};
 pub use session::{InputClaim, SessionChange, SessionRecord, SessionStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{Recovered, SqliteStore};
 pub use store::TaskStore;

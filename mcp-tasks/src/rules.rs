@@ -273,6 +273,15 @@ pub fn recover_lapsed(rec: &mut TaskRecord, lost: ErrorObject, now: Millis) -> R
     if !lease_lapsed(rec, now) {
         return Recovery::NotLapsed;
     }
+    recover_lost(rec, lost, now)
+}
+
+/// What a lost run means for its unfinished task, lease or not (the only process that
+/// could run it is known gone): as [`recover_lapsed`] for a lapsed lease.
+pub fn recover_lost(rec: &mut TaskRecord, lost: ErrorObject, now: Millis) -> Recovery {
+    if rec.is_terminal() {
+        return Recovery::NotLapsed;
+    }
     if rec.cancel_requested {
         finish(rec, Finish::Cancel(None), now);
         return Recovery::Cancelled;

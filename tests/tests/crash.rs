@@ -6,9 +6,10 @@
 //!   fails with the "worker lost" error, the running `slow_compute` (at least once) runs
 //!   again on B as attempt 2; B's own running task is untouched;
 //!   every task completed before the kill reads back exactly as before.
-//! - SQLite, one instance: a new process started on the same file fails the tasks the
-//!   killed one left unfinished before it serves anything; completed tasks are intact, and
-//!   the new process runs new tasks.
+//! - SQLite, one instance: a new process started on the same file recovers the tasks the
+//!   killed one left unfinished before it serves anything (the one waiting for input, at
+//!   most once, fails as worker lost; the running `slow_compute`, at least once, runs
+//!   again as attempt 2); completed tasks are intact, and the new process runs new tasks.
 //!
 //! PostgreSQL and Redis are each skipped only when they do not answer
 //! (`MCP_TEST_POSTGRES_URL`, `MCP_TEST_REDIS_URL`; `MCP_REQUIRE_SERVICES=1` makes that a
@@ -63,6 +64,24 @@ fn assert_worker_lost(task: &Value) {
     assert_eq!(task["status"], "failed", "{task}");
     assert_eq!(task["error"]["message"], WORKER_LOST_MESSAGE, "{task}");
     assert!(task["error"]["code"].is_i64(), "{task}");
+}
+
+/// What a restarted SQLite server (through `cluster`'s only node) did with the tasks of
+/// [`unfinished_tasks`] that the killed process left: the one waiting for input
+/// (`confirm_delete`, at most once) failed as worker lost before anything was served; the
+/// running `slow_compute` (at least once) runs again, as attempt 2 (cancelled here).
+async fn assert_recovered_on_restart(cluster: &Cluster, orphans: &[String]) {
+    assert_worker_lost(&cluster.get_task(0, &orphans[1]).await);
+    let rerun = cluster
+        .poll(&orphans[0], WAIT, |t| {
+            t["statusMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("(attempt 2)"))
+        })
+        .await;
+    assert_eq!(rerun["status"], "working", "{rerun}");
+    cluster.cancel_task(0, &orphans[0]).await.result();
+    cluster.poll_status(&orphans[0], "cancelled", WAIT).await;
 }
 
 /// Completed tasks read back (through `node`) exactly as they were.
@@ -194,7 +213,7 @@ impl TempDb {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_restart_fails_the_tasks_a_killed_process_left() {
+async fn sqlite_restart_recovers_the_tasks_a_killed_process_left() {
     let db = TempDb::new("crash");
     let store = format!("sqlite:{}", db.0.display());
     let args = ["--store", store.as_str()];
@@ -208,10 +227,8 @@ async fn sqlite_restart_fails_the_tasks_a_killed_process_left() {
 
     let second = Node::start(Path::new(DEMO), "second", &args).await;
     let cluster = Cluster::new(vec![second.url.clone()]);
-    // At once: the restart failed them before serving.
-    for id in &orphans {
-        assert_worker_lost(&cluster.get_task(0, id).await);
-    }
+    // The restart recovered them before serving.
+    assert_recovered_on_restart(&cluster, &orphans).await;
     assert_intact(&cluster, 0, &completed).await;
     // The restarted server works.
     let id = cluster
@@ -272,7 +289,5 @@ async fn a_second_process_on_one_sqlite_file_is_refused() {
     first.kill().await;
     let second = Node::start(Path::new(DEMO), "second", &args).await;
     let cluster = Cluster::new(vec![second.url.clone()]);
-    for id in &running {
-        assert_worker_lost(&cluster.get_task(0, id).await);
-    }
+    assert_recovered_on_restart(&cluster, &running).await;
 }

@@ -17,9 +17,20 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, TaskEvent};
 use crate::limits::Limits;
-use crate::record::Owner;
-use crate::rules::{self, Finish};
+use crate::record::{Owner, Recovery};
+use crate::rules;
 use schema::backend;
+
+/// What [`SqliteStore::recover_unfinished`] did with the tasks a previous process left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Failed as lost (at most once, or no attempt left).
+    pub failed: usize,
+    /// Waiting for a worker again (at least once, with attempts left).
+    pub requeued: usize,
+    /// Ended cancelled (their cancel had been requested).
+    pub cancelled: usize,
+}
 
 /// The [`TaskStore`](crate::TaskStore) kept in one SQLite database file (its
 /// [`Backend`](crate::Backend) implementation is in `backend.rs`).
@@ -143,7 +154,7 @@ impl SqliteStore {
     }
 
     /// Claims the file for this process alone, as a single-node server must before it
-    /// recovers what a previous process left ([`fail_unfinished`](Self::fail_unfinished)
+    /// recovers what a previous process left ([`recover_unfinished`](Self::recover_unfinished)
     /// claims it itself): an exclusive lock on `{file}.lock` beside the database, naming
     /// this process. Handles in this process share the claim; it lasts until the last
     /// handle that claimed is dropped, or the process ends, however it ends (the operating
@@ -165,14 +176,19 @@ impl SqliteStore {
         claim::lock_path(path.as_ref())
     }
 
-    /// Crash recovery for a **single-node** deployment: fails every unfinished, unexpired
-    /// task with `error` (first terminal write, as [`fail`](crate::TaskStore::fail) would) in one
-    /// transaction, announces each change, and returns how many tasks it failed.
+    /// Crash recovery for a **single-node** deployment: every unfinished, unexpired task
+    /// that was running (or created to run) in a process now gone is recovered as a lost
+    /// run ([`rules::recover_lost`]): an at-least-once task with attempts left waits for a
+    /// worker again, a task whose cancel was requested ends cancelled, any other fails
+    /// with `lost` (first terminal write, as [`fail`](crate::TaskStore::fail) would).
+    /// Tasks waiting for a worker ([`TaskRecord::queued_tool`](crate::TaskRecord::queued_tool))
+    /// are left to the restarted node's worker loop. One transaction; each change is
+    /// announced.
     ///
     /// A server that is the only one using this file calls it once at start, before it
     /// serves anything: every task still unfinished then was left by a process that is gone
     /// (crashed or killed), and no worker will ever finish it. Without this, such tasks
-    /// would stay `working` until their lease lapsed and a sweep failed them (or, for a
+    /// would stay `working` until their lease lapsed and a sweep recovered them (or, for a
     /// task whose worker never took a lease, until its TTL ran out).
     ///
     /// **Never call it while another process serves tasks from the same file**: it cannot
@@ -180,27 +196,37 @@ impl SqliteStore {
     /// is why it is a method of `SqliteStore` and not of the [`TaskStore`](crate::TaskStore) contract; shared
     /// backends rely on leases and the sweep instead. It [claims](Self::claim) the file
     /// first, so a second server process on the same file is refused here instead.
-    pub async fn fail_unfinished(&self, error: ErrorObject) -> Result<usize, StoreError> {
+    pub async fn recover_unfinished(&self, lost: ErrorObject) -> Result<Recovered, StoreError> {
         self.claim()?;
         self.run(move |conn, inner| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
             let now = inner.clock.now_ms();
-            let mut failed = Vec::new();
+            let mut recovered = Recovered::default();
+            let mut events = Vec::new();
             for mut rec in db::unfinished(&tx, now)? {
-                if rules::finish(&mut rec, Finish::Fail(error.clone()), now) {
-                    db::save(&tx, &rec)?;
-                    db::release_live(&tx, rec.owner.as_str(), 1)?;
-                    failed.push(TaskEvent::changed(&rec));
+                if rec.queued_tool().is_some() {
+                    continue;
                 }
+                let counter = match rules::recover_lost(&mut rec, lost.clone(), now) {
+                    Recovery::NotLapsed => continue,
+                    Recovery::Requeued { .. } => &mut recovered.requeued,
+                    Recovery::Cancelled => &mut recovered.cancelled,
+                    Recovery::Failed => &mut recovered.failed,
+                };
+                *counter += 1;
+                db::save(&tx, &rec)?;
+                if rec.is_terminal() {
+                    db::release_live(&tx, rec.owner.as_str(), 1)?;
+                }
+                events.push(TaskEvent::changed(&rec));
             }
             tx.commit().map_err(backend)?;
-            let n = failed.len();
-            for event in failed {
+            for event in events {
                 inner.publish(event);
             }
-            Ok(n)
+            Ok(recovered)
         })
         .await
     }

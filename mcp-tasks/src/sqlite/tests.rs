@@ -270,11 +270,11 @@ fn list_and_sweep_queries_use_their_indexes() {
 /// Crash recovery: every unfinished, unexpired task fails (with an event and the live
 /// counts released); finished and expired ones are left alone.
 #[tokio::test]
-async fn fail_unfinished_fails_only_unfinished_live_tasks() {
+async fn recover_unfinished_fails_or_requeues_only_unfinished_live_tasks() {
     use mcp_protocol::jsonrpc::ErrorObject;
     use mcp_protocol::tasks::TaskStatus;
 
-    let db = TempDb::new("fail_unfinished");
+    let db = TempDb::new("recover_unfinished");
     let clock = ManualClock::default();
     let store = db.open(Limits::default(), &clock);
     let owner = Owner::new("crash");
@@ -303,6 +303,27 @@ async fn fail_unfinished_fails_only_unfinished_live_tasks() {
         .create(new_task(&owner, Some(1_000)))
         .await
         .expect("create");
+    // At least once: its lost run is run again; a queued one waits on for a worker.
+    let with_job = |delivery| {
+        let mut new = new_task(&owner, None);
+        new.origin.tool = Some("t".into());
+        let mut job = crate::Job::new(Default::default());
+        job.delivery = delivery;
+        new.job = Some(job);
+        new
+    };
+    let again = store
+        .create_leased(
+            with_job(crate::Delivery::AtLeastOnce { max_attempts: 2 }),
+            "dead-node",
+            60_000,
+        )
+        .await
+        .expect("create leased");
+    let queued = store
+        .create(with_job(crate::Delivery::AtMostOnce))
+        .await
+        .expect("create queued");
     clock.advance(1_000);
 
     // A second handle in this process, as a restarted server's store would be.
@@ -310,9 +331,21 @@ async fn fail_unfinished_fails_only_unfinished_live_tasks() {
     let mut events = reopened.events();
     let error = ErrorObject::new(-32603, "worker lost");
     assert_eq!(
-        reopened.fail_unfinished(error.clone()).await.expect("fail"),
-        2
+        reopened
+            .recover_unfinished(error.clone())
+            .await
+            .expect("recover"),
+        crate::Recovered {
+            failed: 2,
+            requeued: 1,
+            cancelled: 0
+        }
     );
+    let rerun = reopened.get(&owner, &again.id).await.expect("get");
+    assert_eq!(rerun.status, TaskStatus::Working);
+    assert_eq!(rerun.queued_tool(), Some("t"), "waits for a worker again");
+    let untouched = reopened.get(&owner, &queued.id).await.expect("get");
+    assert_eq!(untouched.revision, queued.revision);
 
     for task in [&working, &waiting] {
         let rec = reopened.get(&owner, &task.id).await.expect("get");
@@ -332,19 +365,28 @@ async fn fail_unfinished_fails_only_unfinished_live_tasks() {
     ));
     let mut announced = Vec::new();
     while let Some(Ok(TaskEvent::Changed { key, status, .. })) = events.try_recv() {
-        assert_eq!(status, TaskStatus::Failed);
+        let expected = if key.id == again.id {
+            TaskStatus::Working
+        } else {
+            TaskStatus::Failed
+        };
+        assert_eq!(status, expected);
         announced.push(key.id);
     }
     announced.sort();
-    let mut expected = vec![working.id.clone(), waiting.id.clone()];
+    let mut expected = vec![working.id.clone(), waiting.id.clone(), again.id.clone()];
     expected.sort();
     assert_eq!(announced, expected);
-    // Only the expired task still counts as live, until the sweep purges it.
-    assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (1, 1));
+    // The expired task still counts as live until the sweep purges it; the requeued and
+    // queued ones count on.
+    assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (3, 3));
     assert_eq!(reopened.sweep().await.expect("sweep").purged, 1);
-    assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (0, 0));
-    // Nothing is left to fail.
-    assert_eq!(reopened.fail_unfinished(error).await.expect("fail"), 0);
+    assert_eq!(reopened.live_tasks(&owner).await.expect("count"), (2, 2));
+    // Nothing is left to fail; the queued ones wait for a worker.
+    assert_eq!(
+        reopened.recover_unfinished(error).await.expect("recover"),
+        crate::Recovered::default()
+    );
 }
 
 #[tokio::test]
@@ -361,7 +403,7 @@ async fn handles_in_one_process_share_the_claim() {
         "{holder}"
     );
     // Recovery claims the file too (and may run from any handle of this process).
-    b.fail_unfinished(mcp_protocol::jsonrpc::ErrorObject::new(-32603, "lost"))
+    b.recover_unfinished(mcp_protocol::jsonrpc::ErrorObject::new(-32603, "lost"))
         .await
         .expect("recover");
 }
