@@ -6,7 +6,9 @@ use std::sync::Arc;
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::Connection;
 use mcp_protocol::error_codes;
-use mcp_protocol::meta::{PROTOCOL_VERSION_2025_11_25, PROTOCOL_VERSION_2026_07_28};
+use mcp_protocol::meta::{
+    PROTOCOL_VERSION_2025_11_25, PROTOCOL_VERSION_2026_07_28, RELATED_TASK_IDS,
+};
 use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{CallToolReply, CallToolWithTasks};
 use mcp_protocol::v2026::{
@@ -303,11 +305,21 @@ impl McpClient {
         name: &str,
         arguments: JsonObject,
     ) -> Result<Started, ClientError> {
-        let operation = ToolCall {
-            name: name.to_owned(),
-            arguments: arguments.clone(),
-        };
+        self.call_as_task(ToolCall::new(name, arguments)).await
+    }
+
+    /// [`call_tool_as_task`](Self::call_tool_as_task) of a [`ToolCall`], which may name
+    /// earlier tasks it relates to ([`ToolCall::related_to`]: MCP 2026-07-28 only; a
+    /// 2025-11-25 session refuses such a call with [`ClientError::Protocol`]).
+    pub async fn call_as_task(&self, operation: ToolCall) -> Result<Started, ClientError> {
+        let (name, arguments) = (operation.name.as_str(), operation.arguments.clone());
         if self.session.is_2025() {
+            if !operation.related_task_ids.is_empty() {
+                return Err(ClientError::Protocol(format!(
+                    "{RELATED_TASK_IDS} is a 2026-07-28 tasks extension key; this session speaks {}",
+                    self.session.protocol_version()
+                )));
+            }
             return Ok(
                 match v2025::call_tool(&self.session, name, arguments).await? {
                     v2025::Called::Done(result) => Started::Done(result),
@@ -324,7 +336,14 @@ impl McpClient {
                 },
             );
         }
-        let mut params = CallToolRequestParams::new(self.request_meta(), name, Some(arguments));
+        let mut meta = self.request_meta();
+        if !operation.related_task_ids.is_empty() {
+            meta.extra.insert(
+                RELATED_TASK_IDS.to_owned(),
+                serde_json::json!(operation.related_task_ids),
+            );
+        }
+        let mut params = CallToolRequestParams::new(meta, name, Some(arguments));
         let limit = self.session.config.max_input_rounds;
         let mut rounds = 0;
         loop {

@@ -36,6 +36,32 @@ pub struct ToolCall {
     /// Its arguments.
     #[serde(default)]
     pub arguments: JsonObject,
+    /// Earlier tasks this call relates to, sent as the request's
+    /// `io.modelcontextprotocol/relatedTaskIds` (the tasks extension draft; MCP
+    /// 2026-07-28). The server checks each is the caller's and hands them to the tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub related_task_ids: Vec<String>,
+}
+
+impl ToolCall {
+    /// A call of tool `name` with `arguments`.
+    pub fn new(name: impl Into<String>, arguments: JsonObject) -> ToolCall {
+        ToolCall {
+            name: name.into(),
+            arguments,
+            related_task_ids: Vec::new(),
+        }
+    }
+
+    /// This call relates to the tasks `ids` (see [`related_task_ids`](Self::related_task_ids)).
+    pub fn related_to<I, S>(mut self, ids: I) -> ToolCall
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.related_task_ids = ids.into_iter().map(Into::into).collect();
+        self
+    }
 }
 
 /// A task, serializable (serde, camelCase JSON): enough for another process to follow it.

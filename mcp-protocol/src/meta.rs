@@ -30,6 +30,9 @@ pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// 2025-11-25: `{"taskId": ...}` on every message that belongs to a task.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// Request `_meta` key (tasks extension draft, advisory): the ids of earlier tasks this
+/// request relates to.
+pub const RELATED_TASK_IDS: &str = "io.modelcontextprotocol/relatedTaskIds";
 /// 2025-11-25: optional interim text for the model on a `CreateTaskResult`.
 pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
 

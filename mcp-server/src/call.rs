@@ -45,6 +45,8 @@ pub(crate) struct Requester {
     pub(crate) identity: Option<Identity>,
     /// What the request declared (MCP 2026-07-28: its client capabilities).
     pub(crate) declarations: Option<serde_json::Value>,
+    /// The earlier tasks it named as related, checked.
+    pub(crate) related_tasks: Vec<String>,
 }
 
 /// Creates a task of `owner` running `tool` with `args` (asked on the `revision` wire,
@@ -64,6 +66,7 @@ pub(crate) async fn start_task(
     let Requester {
         identity,
         declarations,
+        related_tasks,
     } = requester;
     if !state.runtime.is_accepting() {
         return Err(ServerError::ShuttingDown);
@@ -87,6 +90,7 @@ pub(crate) async fn start_task(
                 .as_ref()
                 .map(|i| i.scopes.clone())
                 .unwrap_or_default(),
+            related_tasks,
             delivery: tool.delivery,
             attempts: 0,
         }),

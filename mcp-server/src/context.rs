@@ -105,6 +105,8 @@ struct Inner {
     client_capabilities: Option<ClientCapabilities>,
     /// The caller's credentials (for a task: as they were when it was created).
     identity: Option<Identity>,
+    /// The earlier tasks the request named as related.
+    related_tasks: Vec<String>,
     /// Which run of the task this is (1 for the first, and for a synchronous call).
     attempt: u32,
 }
@@ -118,6 +120,20 @@ pub(crate) struct CallScope {
     pub(crate) client_capabilities: Option<ClientCapabilities>,
     /// Who the request's credentials name, and their scopes.
     pub(crate) identity: Option<Identity>,
+    /// The earlier tasks it named as related (`io.modelcontextprotocol/relatedTaskIds`),
+    /// checked against the caller.
+    pub(crate) related_tasks: Vec<String>,
+}
+
+/// What a task's run knows of the request that created it (kept in its job).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TaskCaller {
+    /// The credentials, as they were.
+    pub(crate) identity: Option<Identity>,
+    /// The client capabilities it declared.
+    pub(crate) client_capabilities: Option<ClientCapabilities>,
+    /// The earlier tasks it named as related.
+    pub(crate) related_tasks: Vec<String>,
 }
 
 enum Mode {
@@ -169,6 +185,7 @@ impl ToolContext {
                 report: scope.report,
                 client_capabilities: scope.client_capabilities,
                 identity: scope.identity,
+                related_tasks: scope.related_tasks,
                 attempt: 1,
             }),
         }
@@ -180,8 +197,7 @@ impl ToolContext {
         key: TaskKey,
         wake: Arc<Notify>,
         cancel: CancellationToken,
-        identity: Option<Identity>,
-        client_capabilities: Option<ClientCapabilities>,
+        caller: TaskCaller,
         attempt: u32,
     ) -> ToolContext {
         ToolContext {
@@ -190,8 +206,9 @@ impl ToolContext {
                 cancel,
                 asked: AtomicU32::new(0),
                 report: Report::default(),
-                client_capabilities,
-                identity,
+                client_capabilities: caller.client_capabilities,
+                identity: caller.identity,
+                related_tasks: caller.related_tasks,
                 attempt: attempt.max(1),
             }),
         }
@@ -207,6 +224,7 @@ impl ToolContext {
                 report: scope.report,
                 client_capabilities: scope.client_capabilities,
                 identity: scope.identity,
+                related_tasks: scope.related_tasks,
                 attempt: 1,
             }),
         }
@@ -245,6 +263,14 @@ impl ToolContext {
     /// [`ToolError::missing_capability`].
     pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
         self.inner.client_capabilities.as_ref()
+    }
+
+    /// The earlier tasks the request named as related (the tasks extension draft's
+    /// `io.modelcontextprotocol/relatedTaskIds`; for a task, its creating request's):
+    /// each one the caller's own and unexpired when the request came, else the request
+    /// was refused. Advisory: what a relation means is the tool's to say.
+    pub fn related_tasks(&self) -> &[String] {
+        &self.inner.related_tasks
     }
 
     /// The authenticated principal that called (for a task: that created it), e.g.

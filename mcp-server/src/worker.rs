@@ -135,7 +135,7 @@ fn launch(
         record.key(),
         tool.clone(),
         job.arguments.clone(),
-        (identity, crate::runtime::declared(&record)),
+        crate::runtime::task_caller(&record, identity),
         record.attempt(),
         Some(slot),
     );

@@ -163,6 +163,10 @@ pub struct Job {
     /// The scopes the caller's credentials granted.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub scopes: BTreeSet<String>,
+    /// Earlier tasks of the same owner the creating request named as related
+    /// (`io.modelcontextprotocol/relatedTaskIds`), checked when it was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub related_tasks: Vec<String>,
     /// What a lost worker means for the task.
     #[serde(default)]
     pub delivery: Delivery,
@@ -179,6 +183,7 @@ impl Job {
             declarations: None,
             principal: None,
             scopes: BTreeSet::new(),
+            related_tasks: Vec::new(),
             delivery: Delivery::AtMostOnce,
             attempts: 0,
         }

@@ -207,3 +207,150 @@ async fn a_rerun_asks_again_under_its_own_key_marked_with_the_run() {
     };
     tokio::time::timeout(WAIT, run).await.expect("in time");
 }
+
+/// A tool that answers with the related task ids its context shows.
+fn related_tool(policy: TaskPolicy) -> ToolDef {
+    ToolDef::new(
+        "related",
+        policy,
+        |ctx: ToolContext, _args: NoArgs| async move {
+            Ok(CallToolResult::text(ctx.related_tasks().join(",")))
+        },
+    )
+    .expect("tool")
+}
+
+/// `tools/call` params naming `related` (any JSON) as `relatedTaskIds`.
+fn related_params(related: Value, task: bool) -> Value {
+    let mut caps = json!({});
+    if task {
+        caps = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    }
+    json!({
+        "name": "related",
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+            "io.modelcontextprotocol/clientInfo": { "name": "mcp-tests", "version": "0" },
+            "io.modelcontextprotocol/clientCapabilities": caps,
+            "io.modelcontextprotocol/relatedTaskIds": related
+        }
+    })
+}
+
+/// `io.modelcontextprotocol/relatedTaskIds` (the tasks extension draft) reaches the
+/// tool, in a synchronous call and in a task (from its job); each id must be one of the
+/// caller's tasks, as `tasks/get` would find it: another principal's, an unknown id or a
+/// value that is not a list of ids is invalid params, and the tool does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn related_task_ids_reach_the_tool_checked_against_the_caller() {
+    use mcp_server::http::HttpConfig;
+    use mcp_tests::server_harness::bearer_principal;
+
+    let run = async {
+        for policy in [TaskPolicy::Synchronous, TaskPolicy::Required] {
+            let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
+            let server = Server::builder("mcp-tests", "0")
+                .store(store)
+                .tool(declared_tool())
+                .tool(related_tool(policy))
+                .build();
+            let front = TestServer::start_server(
+                server,
+                HttpConfig {
+                    principal: Some(bearer_principal()),
+                    ..HttpConfig::default()
+                },
+            )
+            .await;
+            const ALICE: &[(&str, &str)] = &[("authorization", "Bearer alice")];
+            const BOB: &[(&str, &str)] = &[("authorization", "Bearer bob")];
+            let call = |params: Value, who: &'static [(&'static str, &'static str)]| {
+                let message =
+                    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+                let front = &front;
+                async move { front.post(&message, who).await }
+            };
+            let mk = json!({"name": "declared", "arguments": {}, "_meta": mcp_tests::server_harness::meta(true)});
+            let made = call(mk, ALICE).await;
+            let earlier = made.result()["taskId"].as_str().expect("task").to_owned();
+            let task = policy == TaskPolicy::Required;
+
+            let reply = call(related_params(json!([earlier]), task), ALICE).await;
+            let text = if task {
+                let id = reply.result()["taskId"]
+                    .as_str()
+                    .expect("task id")
+                    .to_owned();
+                let message = json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/get",
+                    "params": {"taskId": id, "_meta": mcp_tests::server_harness::meta(true)}});
+                let done = loop {
+                    let got = front.post(&message, ALICE).await;
+                    if got.result()["status"] == "completed" {
+                        break got;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                };
+                done.result()["result"]["content"][0]["text"].clone()
+            } else {
+                reply.result()["content"][0]["text"].clone()
+            };
+            assert_eq!(text, earlier, "{policy:?}");
+
+            for (related, who) in [
+                (json!([earlier]), BOB),
+                (json!(["no-such-task"]), ALICE),
+                (json!("not-a-list"), ALICE),
+            ] {
+                let refused = call(related_params(related.clone(), task), who).await;
+                assert_eq!(refused.error_code(), -32602, "{related} {}", refused.text);
+                assert!(
+                    refused.error_message().contains("relatedTaskIds"),
+                    "{}",
+                    refused.text
+                );
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, run).await.expect("in time");
+}
+
+/// mcp-client sends a [`ToolCall`]'s related tasks as `relatedTaskIds`; the reference of
+/// the task it makes keeps them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_sends_related_task_ids() {
+    use mcp_client::{ClientConfig, DeclineAll, McpClient, Started, ToolCall};
+
+    let run = async {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
+        let server = Server::builder("mcp-tests", "0")
+            .store(store)
+            .tool(declared_tool())
+            .tool(related_tool(TaskPolicy::Required))
+            .build();
+        let front = TestServer::start_server(server, HttpConfig::default()).await;
+        let client =
+            McpClient::connect_http(&front.url, Arc::new(DeclineAll), ClientConfig::default())
+                .await
+                .expect("connect");
+        let Started::Task(earlier) = client
+            .call_tool_as_task("declared", Default::default())
+            .await
+            .expect("first task")
+        else {
+            panic!("declared runs as a task");
+        };
+        let call = ToolCall::new("related", Default::default()).related_to([earlier.id()]);
+        let Started::Task(handle) = client.call_as_task(call).await.expect("call") else {
+            panic!("related runs as a task");
+        };
+        let reference = handle.reference();
+        let operation = reference.operation.as_ref().expect("operation");
+        assert_eq!(operation.related_task_ids, [earlier.id()]);
+        let result = handle.wait().await.expect("result");
+        assert_eq!(result.content.len(), 1);
+        let text = serde_json::to_value(&result.content[0]).expect("json");
+        assert_eq!(text["text"], earlier.id());
+    };
+    tokio::time::timeout(WAIT, run).await.expect("in time");
+}

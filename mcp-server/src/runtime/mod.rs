@@ -23,7 +23,7 @@ use tokio_util::task::TaskTracker;
 use mcp_protocol::v2026::ClientCapabilities;
 
 use crate::auth::Identity;
-use crate::context::{ToolContext, ToolError};
+use crate::context::{TaskCaller, ToolContext, ToolError};
 use crate::retry::{Backoff, while_transient};
 use crate::tool::ToolDef;
 
@@ -119,15 +119,8 @@ impl TaskRuntime {
             .store
             .create_leased(new, &config.node_id, millis(config.lease))
             .await?;
-        let declared = declared(&record);
-        self.run_leased(
-            record.key(),
-            tool,
-            args,
-            (identity, declared),
-            record.attempt(),
-            None,
-        );
+        let caller = task_caller(&record, identity);
+        self.run_leased(record.key(), tool, args, caller, record.attempt(), None);
         Ok(record)
     }
 
@@ -144,7 +137,7 @@ impl TaskRuntime {
             .store
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
-        let caller = (None, declared(record));
+        let caller = task_caller(record, None);
         self.run_leased(key, tool, args, caller, record.attempt().max(1), None);
         Ok(())
     }
@@ -169,7 +162,7 @@ impl TaskRuntime {
         key: TaskKey,
         tool: ToolDef,
         args: JsonObject,
-        (identity, declared): (Option<Identity>, Option<ClientCapabilities>),
+        caller: TaskCaller,
         attempt: u32,
         slot: Option<OwnedSemaphorePermit>,
     ) {
@@ -192,8 +185,7 @@ impl TaskRuntime {
                 key.clone(),
                 wake,
                 cancel.clone(),
-                identity,
-                declared,
+                caller,
                 attempt,
             );
             let outcome =
@@ -585,17 +577,21 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// What the request that created `record` declared about its client (MCP 2026-07-28:
-/// its `clientCapabilities`, kept in the job), for the task's context; `None` when it
-/// declared nothing or the record has no job.
-pub(crate) fn declared(record: &TaskRecord) -> Option<ClientCapabilities> {
-    let declarations = record.job.as_ref()?.declarations.clone()?;
-    if declarations.is_null() {
-        return None;
+/// What a run of `record` knows of the request that created it: `identity`, and from
+/// its job the client capabilities declared (MCP 2026-07-28) and the related tasks.
+pub(crate) fn task_caller(record: &TaskRecord, identity: Option<Identity>) -> TaskCaller {
+    let job = record.job.as_ref();
+    let client_capabilities = job
+        .and_then(|job| job.declarations.clone())
+        .filter(|d| !d.is_null())
+        .and_then(|d| {
+            serde_json::from_value::<ClientCapabilities>(d)
+                .inspect_err(|e| tracing::debug!(task_id = %record.id, error = %e, "stored declarations unreadable"))
+                .ok()
+        });
+    TaskCaller {
+        identity,
+        client_capabilities,
+        related_tasks: job.map(|job| job.related_tasks.clone()).unwrap_or_default(),
     }
-    serde_json::from_value(declarations)
-        .inspect_err(
-            |e| tracing::debug!(task_id = %record.id, error = %e, "stored declarations unreadable"),
-        )
-        .ok()
 }

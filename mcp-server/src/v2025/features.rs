@@ -187,6 +187,7 @@ pub(crate) async fn prompts_get(
         },
         client_capabilities: None,
         identity: ext.get::<Identity>().cloned(),
+        related_tasks: Vec::new(),
     };
     let ctx = ToolContext::direct(peer, cancel, scope);
     let (description, messages) = prompt

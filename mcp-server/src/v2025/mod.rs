@@ -242,6 +242,7 @@ pub(crate) async fn tools_call(
         },
         client_capabilities: None,
         identity: identity.clone(),
+        related_tasks: Vec::new(),
     };
     match (tool.policy(), wants_task) {
         (TaskPolicy::Required, false) => {
@@ -288,6 +289,7 @@ pub(crate) async fn tools_call(
         ttl,
         WireRevision::V2025_11_25,
         Requester {
+            related_tasks: Vec::new(),
             identity,
             declarations: None,
         },

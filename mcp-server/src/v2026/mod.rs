@@ -10,6 +10,7 @@ mod listen;
 mod rounds;
 
 use jsonrpsee::Extensions;
+use mcp_protocol::meta::RELATED_TASK_IDS;
 use mcp_protocol::method::Request;
 use mcp_protocol::tasks::{
     self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
@@ -18,7 +19,7 @@ use mcp_protocol::v2026::{
     self, DiscoverResult, ListToolsResult, ResultMeta, ResultType, ServerCapabilities, Tool,
     ToolInputSchema,
 };
-use mcp_tasks::{TaskId, WireRevision};
+use mcp_tasks::{Owner, StoreError, TaskId, WireRevision};
 use serde_json::Value;
 
 use crate::audit;
@@ -112,7 +113,8 @@ pub(crate) async fn tools_call(
         params.request_state.as_deref(),
         params.input_responses.as_ref(),
     )?;
-    let (cancel, call_scope) = rounds::request_scope(ext, &params.meta, &caller);
+    let (cancel, mut call_scope) = rounds::request_scope(ext, &params.meta, &caller);
+    call_scope.related_tasks = related_tasks(state, &caller.owner, &params.meta).await?;
     let scope = || call_scope.clone();
 
     if caller.declares_tasks && tool.wants_task(&args) {
@@ -143,6 +145,7 @@ pub(crate) async fn tools_call(
             None,
             WireRevision::V2026_07_28,
             Requester {
+                related_tasks: call_scope.related_tasks.clone(),
                 identity: caller.identity.clone(),
                 declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
             },
@@ -165,6 +168,48 @@ pub(crate) async fn tools_call(
         }
         Err(e) => Err(call_error(e)),
     }
+}
+
+/// The most related task ids one request may name.
+const MAX_RELATED_TASKS: usize = 64;
+
+/// The earlier tasks a request names as related (`io.modelcontextprotocol/relatedTaskIds`
+/// in its `_meta`, the tasks extension draft): a list of task ids, each the caller's own
+/// and unexpired, as `tasks/get` would find it; anything else is invalid params, naming
+/// the id.
+async fn related_tasks(
+    state: &State,
+    owner: &Owner,
+    meta: &v2026::RequestMeta,
+) -> Result<Vec<String>, ServerError> {
+    let Some(value) = meta.extra.get(RELATED_TASK_IDS) else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<String> = serde_json::from_value(value.clone()).map_err(|_| {
+        ServerError::InvalidParams(format!("{RELATED_TASK_IDS} must be a list of task ids"))
+    })?;
+    if ids.len() > MAX_RELATED_TASKS {
+        return Err(ServerError::InvalidParams(format!(
+            "{RELATED_TASK_IDS} names {} tasks; at most {MAX_RELATED_TASKS}",
+            ids.len()
+        )));
+    }
+    for id in &ids {
+        match state
+            .store()
+            .get(owner, &TaskId::from_wire(id.as_str()))
+            .await
+        {
+            Ok(_) => {}
+            Err(StoreError::NotFound) => {
+                return Err(ServerError::InvalidParams(format!(
+                    "{RELATED_TASK_IDS}: no task {id:?}"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(ids)
 }
 
 /// `tasks/get`: the detailed task, with the poll interval this reader earns.

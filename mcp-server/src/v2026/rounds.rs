@@ -60,6 +60,7 @@ pub(crate) fn request_scope(
         },
         client_capabilities: Some(meta.client_capabilities.clone()),
         identity: caller.identity.clone(),
+        related_tasks: Vec::new(),
     };
     (cancel, scope)
 }
