@@ -55,7 +55,7 @@ impl Backend for PostgresStore {
     }
 
     /// Read, change, then one statement (`save_task`) that writes only if the revision
-    /// read is still the row's; otherwise again, up to [`MAX_ATTEMPTS`] times.
+    /// read is still the row's; otherwise again, up to 100 times (`MAX_ATTEMPTS`).
     async fn update_task<R, F>(
         &self,
         owner: &Owner,
