@@ -242,9 +242,10 @@ pub struct TaskRecord {
     pub lease: Option<Lease>,
     /// Bumped by every change; starts at 1.
     pub revision: u64,
-    /// What a worker needs to run the task (absent in records of older builds).
+    /// What a worker needs to run the task (absent in records of older builds). Boxed:
+    /// inline it would add about 200 bytes to every record, job or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<Job>,
+    pub job: Option<Box<Job>>,
 }
 
 impl TaskRecord {

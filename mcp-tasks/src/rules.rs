@@ -40,7 +40,7 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
         cancel_requested: false,
         lease: None,
         revision: 1,
-        job: new.job,
+        job: new.job.map(Box::new),
     }
 }
 
