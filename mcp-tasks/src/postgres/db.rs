@@ -174,13 +174,14 @@ pub(crate) async fn create<C: GenericClient>(
         let Err(e) = done else {
             return Ok(());
         };
-        return Err(match e.as_db_error().map(|d| d.code().code()) {
+        let code = e.as_db_error().map(|d| d.code().code());
+        if code == Some("MT003") {
             // Every shard with room is held by another create: again, shortly.
-            Some("MT003") => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(BUSY_PAUSE_MAX);
-                continue;
-            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(BUSY_PAUSE_MAX);
+            continue;
+        }
+        return Err(match code {
             Some("MT001") => StoreError::LimitExceeded {
                 limit: Limit::LiveTasksPerOwner,
                 max: limits.max_live_tasks_per_owner as u64,
