@@ -361,6 +361,16 @@ pub async fn protect(
     issuer: &TestIssuer,
     configure: impl FnOnce(&mut mcp_server::auth::OAuthConfig),
 ) -> Protected {
+    protect_with(issuer, configure, mcp_server::http::HttpConfig::default()).await
+}
+
+/// [`protect`] with these HTTP settings (e.g. `max_sessions`); their `principal` is
+/// replaced by the resource server.
+pub async fn protect_with(
+    issuer: &TestIssuer,
+    configure: impl FnOnce(&mut mcp_server::auth::OAuthConfig),
+    http: mcp_server::http::HttpConfig,
+) -> Protected {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
@@ -377,7 +387,7 @@ pub async fn protect(
     let server = builder.tool(whoami()).build();
     let http = mcp_server::http::HttpConfig {
         principal: Some(Arc::new(auth)),
-        ..mcp_server::http::HttpConfig::default()
+        ..http
     };
     Protected {
         server: crate::server_harness::TestServer::start_server_on(listener, server, http).await,

@@ -8,10 +8,13 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcp_tests::issuer::{ADMIN_SCOPE, Protected, SigningKey, TestIssuer, now, protect};
+use mcp_tests::issuer::{
+    ADMIN_SCOPE, Protected, SigningKey, TestIssuer, now, protect, protect_with,
+};
 use mcp_tests::legacy::{LEGACY_VERSION, init_params};
 use mcp_tests::server_harness::{Reply, TestServer, WAIT, call_params, request, task_params};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 const SCOPE: &str = "mcp";
 
@@ -223,21 +226,47 @@ fn reason(what: &str) -> &'static str {
         "HS256 keyed with the public JWK" | "HS256 keyed with the public key bytes" => {
             "algorithm \"HS256\" is not accepted"
         }
-        "unknown kid" => "signing key is not among",
+        "unknown kid" | UNKNOWN_KID_REFETCHED => {
+            "the token's signing key is not among the authorization server's keys"
+        }
         "published kid, other key" | "tampered payload" | "signature cut off" => {
             "signature does not verify"
         }
         // `%` is outside RFC 6750's token characters: the header itself is malformed.
-        "not base64" => "malformed Authorization header",
+        "not base64" | "Bearer alone" | "Bearer, two words" | "Bearer, a quote" => {
+            "malformed Authorization header"
+        }
         _ => "not a well-formed JWT",
     }
 }
 
+/// The row of [`bad_tokens_are_401_invalid_token_and_create_nothing`] sent after the key
+/// refetch interval has passed: its unknown `kid` makes the server fetch the keys again,
+/// once.
+const UNKNOWN_KID_REFETCHED: &str = "unknown kid, refetch interval passed";
+
+/// The key refetch interval of that test: short, so that a row can wait past it.
+const REFETCH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Every kind of bad token, each refused with 401 `invalid_token` on a task-creating
-/// `tools/call` and on a 2025-11-25 `initialize`; nothing is created.
+/// `tools/call` and on a 2025-11-25 `initialize`. After each row: no task in the store,
+/// no `Mcp-Session-Id` handed out, and no session held (the server keeps one session at
+/// most: a good token still opens one, which is then ended).
 #[tokio::test]
 async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
-    let (issuer, p) = start().await;
+    let issuer = TestIssuer::start().await;
+    let p = protect_with(
+        &issuer,
+        |c| {
+            c.required_scopes = vec![SCOPE.into()];
+            c.jwks_refetch_interval = REFETCH_INTERVAL;
+        },
+        mcp_server::http::HttpConfig {
+            max_sessions: 1,
+            ..mcp_server::http::HttpConfig::default()
+        },
+    )
+    .await;
     let s = &p.server;
     let claims = |edit: &dyn Fn(&mut Value)| {
         let mut c = issuer.claims("mallory", &p.resource, &[SCOPE]);
@@ -260,7 +289,7 @@ async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
         .decode(issuer.key.jwk()["x"].as_str().expect("x"))
         .expect("x bytes");
     let stranger = SigningKey::es256("not-published");
-    let cases: Vec<(&str, String)> = vec![
+    let tokens: Vec<(&str, String)> = vec![
         (
             "expired",
             issuer.key.sign(&claims(&|c| {
@@ -319,6 +348,7 @@ async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
         ),
         ("HS256 keyed with the public key bytes", hs256(&x)),
         ("unknown kid", stranger.sign(&claims(&|_| {}))),
+        (UNKNOWN_KID_REFETCHED, stranger.sign(&claims(&|_| {}))),
         (
             "published kid, other key",
             SigningKey::es256(&issuer.key.kid).sign(&claims(&|_| {})),
@@ -341,9 +371,23 @@ async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
             ),
         ),
     ];
-    for (what, token) in &cases {
-        let auth = bearer(token);
+    let mut rows: Vec<(&str, String)> = tokens
+        .into_iter()
+        .map(|(what, token)| (what, bearer(&token)))
+        .collect();
+    // Authorization headers that hold no token at all.
+    rows.extend([
+        ("Bearer alone", "Bearer".to_owned()),
+        ("Bearer, two words", "Bearer two words".to_owned()),
+        ("Bearer, a quote", "Bearer a\"b".to_owned()),
+    ]);
+    let good_auth = bearer(&good);
+    for (what, auth) in &rows {
         let headers = [("authorization", auth.as_str())];
+        if *what == UNKNOWN_KID_REFETCHED {
+            tokio::time::sleep(REFETCH_INTERVAL + Duration::from_millis(100)).await;
+        }
+        let fetches = issuer.jwks_fetches();
         let call = s
             .post(
                 &request(
@@ -355,44 +399,56 @@ async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
             )
             .await;
         let init = initialize(s, &headers).await;
-        for reply in [call, init] {
-            assert_eq!(reply.status, 401, "{what}: {}", reply.text);
+        if *what == UNKNOWN_KID_REFETCHED {
+            // The call fetched the keys again (the interval had passed), the initialize
+            // right after it did not.
+            assert_eq!(issuer.jwks_fetches(), fetches + 1, "{what}");
+        }
+        for (kind, reply) in [("tools/call", call), ("initialize", init)] {
+            assert_eq!(reply.status, 401, "{what}, {kind}: {}", reply.text);
             // Refused for the reason the case is about, not another.
             assert!(
                 reply.error_message().contains(reason(what)),
-                "{what}: {}",
+                "{what}, {kind}: {}",
                 reply.text
             );
             let c = challenge(&reply);
             assert!(
                 c.starts_with("Bearer error=\"invalid_token\""),
-                "{what}: {c}"
+                "{what}, {kind}: {c}"
             );
             assert!(
                 c.contains(&format!("resource_metadata=\"{}\"", metadata_url(&p))),
-                "{what}: {c}"
+                "{what}, {kind}: {c}"
             );
-            assert!(reply.headers.get("mcp-session-id").is_none(), "{what}");
+            assert!(
+                reply.headers.get("mcp-session-id").is_none(),
+                "{what}, {kind}: a session id was handed out"
+            );
         }
+        assert!(
+            p.store.is_empty(),
+            "{what}: a refused request created a task"
+        );
+        // The one session the server may hold is free: the refused initialize kept none.
+        let opened = initialize(s, &[("authorization", &good_auth)]).await;
+        assert_eq!(opened.status, 200, "{what}: {}", opened.text);
+        let sid = opened
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("{what}: no Mcp-Session-Id for the good token"));
+        let ended = delete(
+            s,
+            &[
+                ("authorization", &good_auth),
+                ("mcp-session-id", sid),
+                ("mcp-protocol-version", LEGACY_VERSION),
+            ],
+        )
+        .await;
+        assert_eq!(ended.status, 204, "{what}: {}", ended.text);
     }
-    // A malformed Authorization header is refused the same way.
-    for header in ["Bearer", "Bearer two words", "Bearer a\"b"] {
-        let reply = s.call("slow_compute", json!({"seconds": 30}), true).await;
-        assert_eq!(reply.status, 401, "no header at all: {}", reply.text);
-        let reply = s
-            .post(
-                &request(
-                    s.id(),
-                    "tools/call",
-                    call_params("slow_compute", json!({"seconds": 30}), true),
-                ),
-                &[("authorization", header)],
-            )
-            .await;
-        assert_eq!(reply.status, 401, "{header}: {}", reply.text);
-        assert!(challenge(&reply).contains("invalid_token"), "{header}");
-    }
-    assert!(p.store.is_empty(), "a refused request created a task");
     // The good token still works, and creates the one task.
     let reply = s
         .post(
@@ -401,7 +457,7 @@ async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
                 "tools/call",
                 call_params("slow_compute", json!({"seconds": 30}), true),
             ),
-            &[("authorization", &bearer(&good))],
+            &[("authorization", &good_auth)],
         )
         .await;
     assert_eq!(reply.result()["resultType"], "task", "{}", reply.text);
@@ -656,4 +712,226 @@ async fn without_credentials_a_scoped_tool_is_refused_on_a_connection() {
         );
     }
     assert!(store.is_empty());
+}
+
+/// A `DELETE` of the endpoint with `headers` (ending a 2025-11-25 session).
+async fn delete(s: &TestServer, headers: &[(&str, &str)]) -> Reply {
+    let mut request = s.client.delete(&s.url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = tokio::time::timeout(WAIT, request.send())
+        .await
+        .expect("DELETE answered in time")
+        .expect("DELETE");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Reply {
+        status,
+        headers,
+        body,
+        text,
+    }
+}
+
+/// An open 2025-11-25 session named with no token or a bad one: POST, GET and DELETE are
+/// 401 with the challenge (`invalid_token` for the bad one), not 404: the caller is
+/// checked before any session is looked at. The session is untouched for its owner.
+#[tokio::test]
+async fn an_open_session_without_a_good_token_is_401_before_it_is_looked_at() {
+    let (issuer, p) = start().await;
+    let s = &p.server;
+    let alice = bearer(&issuer.token("alice", &p.resource, &[SCOPE]));
+    let sid = open_session(s, &alice).await;
+    let expired = {
+        let mut c = issuer.claims("alice", &p.resource, &[SCOPE]);
+        c["exp"] = (now() - 3600).into();
+        c["iat"] = (now() - 7200).into();
+        c["nbf"] = (now() - 7200).into();
+        bearer(&issuer.key.sign(&c))
+    };
+    let no_token = format!(
+        "Bearer scope=\"{SCOPE}\", resource_metadata=\"{}\"",
+        metadata_url(&p)
+    );
+    for (what, auth) in [
+        ("no token", None),
+        ("expired token", Some(expired.as_str())),
+    ] {
+        let mut headers = vec![
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", LEGACY_VERSION),
+        ];
+        if let Some(auth) = auth {
+            headers.push(("authorization", auth));
+        }
+        let post = s
+            .post(&request(s.id(), "tasks/list", json!({})), &headers)
+            .await;
+        let get = s.get_stream(&headers).await;
+        let get = (get.status, get.headers);
+        let del = delete(s, &headers).await;
+        for (verb, status, h) in [
+            ("POST", post.status, &post.headers),
+            ("GET", get.0, &get.1),
+            ("DELETE", del.status, &del.headers),
+        ] {
+            assert_eq!(status, 401, "{what}, {verb}");
+            let c = h
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            match auth {
+                None => assert_eq!(c, no_token, "{what}, {verb}"),
+                Some(_) => {
+                    assert!(
+                        c.starts_with("Bearer error=\"invalid_token\""),
+                        "{what}, {verb}: {c}"
+                    );
+                    assert!(c.contains(&metadata_url(&p)), "{what}, {verb}: {c}");
+                    assert!(c.contains("expired"), "{what}, {verb}: {c}");
+                }
+            }
+        }
+        assert!(post.body["error"].is_object(), "{what}: {}", post.text);
+    }
+    // The session still works for alice: a request, its stream, and its end.
+    let list = in_session(s, &sid, &alice, "tasks/list", json!({})).await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert_eq!(list.result()["tasks"], json!([]), "{}", list.text);
+    let mine = [
+        ("authorization", alice.as_str()),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", LEGACY_VERSION),
+    ];
+    let stream = s.get_stream(&mine).await;
+    assert_eq!(stream.status, 200);
+    drop(stream);
+    assert_eq!(delete(s, &mine).await.status, 204);
+    let gone = in_session(s, &sid, &alice, "tasks/list", json!({})).await;
+    assert_eq!(gone.status, 404, "{}", gone.text);
+}
+
+/// The JSON-RPC answer of a reply, whether sent as JSON or as the last event of an SSE
+/// stream, with every occurrence of `id` replaced by `<id>`.
+fn answer_without(reply: &Reply, id: &str) -> Value {
+    let answer = if reply.body.is_null() {
+        mcp_tests::server_harness::sse_events(&reply.text)
+            .last()
+            .map(|e| e.json())
+            .unwrap_or(Value::Null)
+    } else {
+        reply.body.clone()
+    };
+    let text = answer.to_string().replace(id, "<id>");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// A `subscriptions/listen` naming `task_ids`.
+fn listen(task_ids: &[&str]) -> Value {
+    request(
+        5,
+        "subscriptions/listen",
+        json!({
+            "notifications": {"taskIds": task_ids},
+            "_meta": mcp_tests::server_harness::meta(true),
+        }),
+    )
+}
+
+/// Another principal's task is indistinguishable from one that does not exist: bob's
+/// 2025-11-25 tasks/get, tasks/result and tasks/cancel on alice's task answer exactly as
+/// for an unknown id (the id aside); an anonymous `subscriptions/listen` is 401; bob's
+/// listen stream naming alice's task stays silent while alice's own stream sees it
+/// cancelled.
+#[tokio::test]
+async fn another_principals_task_answers_as_an_unknown_one_and_streams_nothing() {
+    let (issuer, p) = start().await;
+    let s = &p.server;
+    let alice = bearer(&issuer.token("alice", &p.resource, &[SCOPE]));
+    let bob = bearer(&issuer.token("bob", &p.resource, &[SCOPE]));
+    let reply = s
+        .post(
+            &request(
+                1,
+                "tools/call",
+                call_params("slow_compute", json!({"seconds": 30}), true),
+            ),
+            &[("authorization", &alice)],
+        )
+        .await;
+    let task = reply.result()["taskId"].as_str().expect("task").to_owned();
+    let unknown = "0123456789abcdef0123456789abcdef";
+
+    let his = open_session(s, &bob).await;
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let theirs = in_session(s, &his, &bob, method, json!({"taskId": task})).await;
+        let never = in_session(s, &his, &bob, method, json!({"taskId": unknown})).await;
+        assert_eq!(theirs.status, never.status, "{method}");
+        let theirs_answer = answer_without(&theirs, &task);
+        let never_answer = answer_without(&never, unknown);
+        assert!(
+            theirs_answer["error"].is_object(),
+            "{method}: {}",
+            theirs.text
+        );
+        // The request ids differ by construction: compare the errors.
+        assert_eq!(theirs_answer["error"], never_answer["error"], "{method}");
+    }
+
+    // No token, no stream.
+    let anonymous = s.open_stream(&listen(&[&task]), &[]).await;
+    assert_eq!(anonymous.status, 401);
+    assert!(
+        anonymous
+            .headers
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.contains(&metadata_url(&p))),
+        "{:?}",
+        anonymous.headers
+    );
+
+    let mut hers = s
+        .open_stream(&listen(&[&task]), &[("authorization", &alice)])
+        .await;
+    let mut his_stream = s
+        .open_stream(&listen(&[&task]), &[("authorization", &bob)])
+        .await;
+    assert_eq!(hers.status, 200);
+    assert_eq!(his_stream.status, 200);
+    for stream in [&mut hers, &mut his_stream] {
+        let ack = stream.next_event(WAIT).await.expect("an ack").json();
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+    }
+    let cancel = as_who(s, Some(&alice), "tasks/cancel", &task).await;
+    assert!(cancel.body["result"].is_object(), "{}", cancel.text);
+    // Alice's stream sees the change...
+    let seen = tokio::time::timeout(WAIT, async {
+        loop {
+            let event = hers
+                .next_event(WAIT)
+                .await
+                .expect("alice's stream open")
+                .json();
+            if event.to_string().contains("cancelled") {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("alice's stream shows the cancellation");
+    assert!(seen.to_string().contains(&task), "{seen}");
+    // ...bob's, listening at the same time, gets nothing (a bounded wait).
+    let leaked = his_stream.event_within(Duration::from_secs(1)).await;
+    assert!(
+        leaked.is_none(),
+        "bob's stream got {:?}",
+        leaked.map(|e| e.json())
+    );
 }
