@@ -3,7 +3,7 @@
 //! authorization endpoint that approves at once, as a user saying yes would, and
 //! redirects to the client's registered redirect URI with `code`, `state` and `iss`
 //! (RFC 9207), and a token endpoint that checks the client's secret
-//! (`client_secret_post`), PKCE S256 and the `resource` (RFC 8707), and issues refresh
+//! (`client_secret_post` or `client_secret_basic`), PKCE S256 and the `resource` (RFC 8707), and issues refresh
 //! tokens.
 //!
 //! Access tokens are [`AccessTokens::Opaque`] (`at-N`, which a resource server in the
@@ -11,7 +11,13 @@
 //! with the issuer's key, `iss` the issuer, `sub` the approving user, `aud` the resource
 //! asked for, `scope` the scope granted, for servers that validate JWTs (the demo with
 //! `--oauth-issuer`). [`Knobs`] make it misbehave in the ways a client must refuse or a
-//! resource server must catch. Each authorization request and token grant is recorded.
+//! resource server must catch, or fail the ways a user meets (registration refused, the
+//! user saying no). Each registration, authorization request and token grant is
+//! recorded.
+//!
+//! [`ProtectedDemo`] is the demo MCP server as a resource server of one: its bearer
+//! check takes the opaque tokens issued, its [`Prm`] can be missing or name other
+//! authorization servers, and it can migrate to another authorization server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -56,6 +62,18 @@ pub struct Knobs {
     pub audience: Option<String>,
     /// This scope is never granted, whoever asks.
     pub withheld_scope: Option<String>,
+    /// Dynamic registration answers 400 with this RFC 7591 error
+    /// (`invalid_client_metadata`...).
+    pub registration_error: Option<&'static str>,
+    /// The user says no: the authorization endpoint redirects with this OAuth error
+    /// (`access_denied`...) instead of a code, with `state` and `iss`.
+    pub denied: Option<&'static str>,
+    /// A refresh answers without `scope` (RFC 6749 §5.1: the same scope as before).
+    pub refresh_omits_scope: bool,
+    /// The `expires_in` announced with each access token instead of the issuer's
+    /// lifetime. Only announced: the token keeps working, so a test sees whether a
+    /// client refreshes ahead of the expiry rather than after a 401.
+    pub token_lifetime_secs: Option<u64>,
 }
 
 /// How an [`AuthorizationServer`] is set up.
@@ -119,6 +137,7 @@ struct Inner {
     next: u64,
     authorizations: Vec<String>,
     grants: Vec<String>,
+    registrations: usize,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -168,6 +187,7 @@ impl AuthorizationServer {
             next: 0,
             authorizations: Vec::new(),
             grants: Vec::new(),
+            registrations: 0,
         }));
         let routes = Router::new()
             .route("/register", post(register))
@@ -205,6 +225,11 @@ impl AuthorizationServer {
         lock(&self.shared).grants.clone()
     }
 
+    /// How many clients registered (RFC 7591), refused ones included.
+    pub fn registrations(&self) -> usize {
+        lock(&self.shared).registrations
+    }
+
     /// What `access_token` was issued for, while it is valid.
     pub fn issued(&self, access_token: &str) -> Option<Issued> {
         lock(&self.shared).access.get(access_token).cloned()
@@ -239,10 +264,14 @@ async fn register(State(s): State<Shared>, axum::Json(body): axum::Json<Value>) 
                 .collect()
         })
         .unwrap_or_default();
+    let mut s = lock(&s);
+    s.registrations += 1;
+    if let Some(error) = s.options.knobs.registration_error {
+        return oauth_error(StatusCode::BAD_REQUEST, error);
+    }
     if redirect_uris.is_empty() {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_redirect_uri");
     }
-    let mut s = lock(&s);
     s.next += 1;
     let client_id = format!("client-{}", s.next);
     let secret = format!("secret-{}", s.next);
@@ -284,6 +313,14 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
     let Ok(mut to) = url::Url::parse(&redirect_uri) else {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
     };
+    if let Some(error) = s.options.knobs.denied {
+        to.query_pairs_mut()
+            .append_pair("error", error)
+            .append_pair("error_description", "the user said no")
+            .append_pair("state", &param("state"))
+            .append_pair("iss", &s.issuer);
+        return Redirect::to(to.as_str()).into_response();
+    }
     s.next += 1;
     let code = format!("code-{}", s.next);
     s.codes.insert(
@@ -314,8 +351,9 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
     Redirect::to(to.as_str()).into_response()
 }
 
-/// An access and a refresh token for `scope` (less any withheld scope) at `resource`.
-fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str) -> Value {
+/// An access and a refresh token for `scope` (less any withheld scope) at `resource`;
+/// `refreshed`: the answer to a refresh.
+fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str, refreshed: bool) -> Value {
     let withheld = s.options.knobs.withheld_scope.clone();
     let granted: Vec<&str> = scope
         .split_whitespace()
@@ -340,24 +378,63 @@ fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str) -> Value {
     };
     s.access.insert(access.clone(), issued.clone());
     s.refresh.insert(refresh.clone(), issued);
-    json!({
+    let lifetime = s
+        .options
+        .knobs
+        .token_lifetime_secs
+        .map_or(TOKEN_LIFETIME_SECS, |l| {
+            i64::try_from(l).unwrap_or(i64::MAX)
+        });
+    let mut answer = json!({
         "access_token": access,
         "token_type": "Bearer",
-        "expires_in": TOKEN_LIFETIME_SECS,
+        "expires_in": lifetime,
         "refresh_token": refresh,
         "scope": granted,
-    })
+    });
+    if refreshed
+        && s.options.knobs.refresh_omits_scope
+        && let Some(fields) = answer.as_object_mut()
+    {
+        fields.remove("scope");
+    }
+    answer
 }
 
-async fn token(State(s): State<Shared>, body: axum::body::Bytes) -> Response {
+/// The client id and secret of `client_secret_basic` (RFC 6749 §2.3.1: each
+/// form-urlencoded, then `id:secret` in base64), if the request has them.
+fn basic_credentials(headers: &axum::http::HeaderMap) -> Option<(String, String)> {
+    let encoded = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (id, secret) = decoded.split_once(':')?;
+    let unescape = |v: &str| {
+        url::form_urlencoded::parse(format!("v={v}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+    };
+    Some((unescape(id)?, unescape(secret)?))
+}
+
+async fn token(
+    State(s): State<Shared>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let f: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
     let mut s = lock(&s);
     let field = |n: &str| f.get(n).cloned().unwrap_or_default();
     s.grants.push(field("grant_type"));
-    // client_secret_post, as registered.
-    let client_id = field("client_id");
-    if s.clients.get(&client_id).map(|c| c.secret.as_str()) != Some(field("client_secret").as_str())
-    {
+    // client_secret_post or client_secret_basic, both advertised.
+    let (client_id, secret) =
+        basic_credentials(&headers).unwrap_or_else(|| (field("client_id"), field("client_secret")));
+    if s.clients.get(&client_id).map(|c| c.secret.as_str()) != Some(secret.as_str()) {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
     match field("grant_type").as_str() {
@@ -375,14 +452,194 @@ async fn token(State(s): State<Shared>, body: axum::body::Bytes) -> Response {
             {
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
             }
-            axum::Json(issue(&mut s, &client_id, &code.scope, &code.resource)).into_response()
+            axum::Json(issue(
+                &mut s,
+                &client_id,
+                &code.scope,
+                &code.resource,
+                false,
+            ))
+            .into_response()
         }
         "refresh_token" => {
             let Some(old) = s.refresh.remove(&field("refresh_token")) else {
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
             };
-            axum::Json(issue(&mut s, &client_id, &old.scope, &old.resource)).into_response()
+            axum::Json(issue(&mut s, &client_id, &old.scope, &old.resource, true)).into_response()
         }
         _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
+    }
+}
+
+/// What a [`ProtectedDemo`] publishes as its Protected Resource Metadata (RFC 9728).
+#[derive(Debug, Clone, Default)]
+pub struct Prm {
+    /// None at all: 404 at the well-known URLs, and no `resource_metadata` in the
+    /// challenges.
+    pub missing: bool,
+    /// This `resource` instead of the server's URL.
+    pub resource: Option<String>,
+    /// These `authorization_servers` instead of the authorization server's issuer.
+    pub authorization_servers: Option<Vec<String>>,
+}
+
+/// What the resource server's bearer check needs.
+#[derive(Debug)]
+struct Resource {
+    auth: Mutex<Arc<AuthorizationServer>>,
+    /// The MCP endpoint's URL.
+    server_url: String,
+    prm: Prm,
+    /// 401s sent.
+    unauthorized: std::sync::atomic::AtomicUsize,
+}
+
+impl Resource {
+    fn auth(&self) -> Arc<AuthorizationServer> {
+        Arc::clone(&self.auth.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// The demo MCP server (on 127.0.0.1:0) as a resource server of an
+/// [`AuthorizationServer`]: its requests need an opaque token that server issued for
+/// this resource (401 with `resource_metadata` and `scope="mcp:read"` otherwise), with
+/// `mcp:write` for `tools/call` and `mcp:read` for the rest (403 `insufficient_scope`);
+/// its Protected Resource Metadata is at `/.well-known/oauth-protected-resource/mcp`.
+#[derive(Debug)]
+pub struct ProtectedDemo {
+    /// The MCP endpoint (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+    resource: Arc<Resource>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProtectedDemo {
+    /// Starts it, trusting `auth`, publishing `prm`.
+    pub async fn start(auth: Arc<AuthorizationServer>, prm: Prm) -> ProtectedDemo {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        let resource = Arc::new(Resource {
+            auth: Mutex::new(auth),
+            server_url: url.clone(),
+            prm,
+            unauthorized: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let server = crate::server_harness::build_server(
+            crate::server_harness::demo_tools(),
+            mcp_server::RuntimeConfig::default(),
+        );
+        let mcp = mcp_server::http::router(&server, mcp_server::http::HttpConfig::default()).layer(
+            axum::middleware::from_fn_with_state(Arc::clone(&resource), bearer),
+        );
+        let routes = Router::new()
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(resource_metadata),
+            )
+            .with_state(Arc::clone(&resource))
+            .merge(mcp);
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, routes).await;
+        });
+        ProtectedDemo {
+            url,
+            resource,
+            task,
+        }
+    }
+
+    /// From now on the server trusts `auth` alone (its metadata names it, and only its
+    /// tokens are taken): the authorization server migrated.
+    pub fn migrate_to(&self, auth: Arc<AuthorizationServer>) {
+        *self.resource.auth.lock().unwrap_or_else(|e| e.into_inner()) = auth;
+    }
+
+    /// How many requests were answered 401.
+    pub fn unauthorized(&self) -> usize {
+        self.resource
+            .unauthorized
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for ProtectedDemo {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn resource_metadata(State(r): State<Arc<Resource>>) -> Response {
+    if r.prm.missing {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let servers = r
+        .prm
+        .authorization_servers
+        .clone()
+        .unwrap_or_else(|| vec![r.auth().issuer_url().to_owned()]);
+    axum::Json(json!({
+        "resource": r.prm.resource.clone().unwrap_or_else(|| r.server_url.clone()),
+        "authorization_servers": servers,
+        "scopes_supported": ["mcp:read"],
+    }))
+    .into_response()
+}
+
+/// The bearer check in front of the MCP endpoint.
+async fn bearer(
+    State(r): State<Arc<Resource>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use axum::http::{HeaderMap, HeaderValue, header};
+    let base = r.server_url.trim_end_matches("/mcp");
+    let needs = if request
+        .headers()
+        .get("mcp-method")
+        .and_then(|v| v.to_str().ok())
+        == Some("tools/call")
+    {
+        "mcp:write"
+    } else {
+        "mcp:read"
+    };
+    let issued = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|t| r.auth().issued(t));
+    let challenge = |status: StatusCode, extra: &str| {
+        let mut headers = HeaderMap::new();
+        let value = if r.prm.missing {
+            format!("Bearer realm=\"mcp\"{extra}")
+        } else {
+            format!(
+                r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"{extra}"#
+            )
+        };
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert(header::WWW_AUTHENTICATE, v);
+        }
+        (status, headers, "").into_response()
+    };
+    match issued {
+        Some(i) if i.resource == r.server_url => {
+            if i.scope.split(' ').any(|s| s == needs) {
+                next.run(request).await
+            } else {
+                challenge(
+                    StatusCode::FORBIDDEN,
+                    &format!(r#", error="insufficient_scope", scope="{needs}""#),
+                )
+            }
+        }
+        _ => {
+            r.unauthorized
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            challenge(StatusCode::UNAUTHORIZED, r#", scope="mcp:read""#)
+        }
     }
 }

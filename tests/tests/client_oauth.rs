@@ -8,110 +8,42 @@
 //!
 //! Each step is tested, and each bad input (a PRM for another resource, an issuer that
 //! does not match, no PKCE S256, a forged state, a wrong `iss`, a token endpoint error,
-//! an expired refresh token) is a typed error with no token stored.
+//! an expired refresh token) is a typed error with no token stored. So is each failure
+//! a user meets (no resource metadata, no authorization server named, no metadata at
+//! the issuer, registration refused, the user saying no), with a message that says
+//! what to do.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use mcp_client::auth::{
     AuthConfig, AuthError, FileTokenStore, FollowRedirect, MemoryTokenStore, TokenStore,
 };
 use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient};
-use mcp_server::RuntimeConfig;
-use mcp_server::http::HttpConfig;
-use mcp_tests::authorization_server::{AuthorizationServer, AuthorizationServerOptions, Knobs};
-use mcp_tests::server_harness::{WAIT, build_server, demo_tools};
+use mcp_tests::authorization_server::{
+    AuthorizationServer, AuthorizationServerOptions, Knobs, Prm, ProtectedDemo,
+};
+use mcp_tests::server_harness::WAIT;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 /// The redirect URI the client announces; nothing listens there, the redirect is read.
 const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
-
-/// What the resource server's bearer check needs.
-#[derive(Debug)]
-struct Resource {
-    auth: Arc<AuthorizationServer>,
-    /// The MCP endpoint's URL.
-    server_url: String,
-    /// Publish this `resource` in the PRM instead of the server's URL.
-    prm_resource: Option<String>,
-}
-
-async fn resource_metadata(State(r): State<Arc<Resource>>) -> Response {
-    axum::Json(json!({
-        "resource": r.prm_resource.clone().unwrap_or_else(|| r.server_url.clone()),
-        "authorization_servers": [r.auth.issuer_url()],
-        "scopes_supported": ["mcp:read"],
-    }))
-    .into_response()
-}
-
-/// The resource server's bearer check in front of the MCP endpoint: the opaque tokens
-/// the authorization server issued, for this resource (401 with `resource_metadata`),
-/// with `mcp:write` for `tools/call` and `mcp:read` otherwise (403 `insufficient_scope`).
-async fn bearer(State(r): State<Arc<Resource>>, request: Request, next: Next) -> Response {
-    let base = r.server_url.trim_end_matches("/mcp");
-    let prm = format!("{base}/.well-known/oauth-protected-resource/mcp");
-    let needs = if request
-        .headers()
-        .get("mcp-method")
-        .and_then(|v| v.to_str().ok())
-        == Some("tools/call")
-    {
-        "mcp:write"
-    } else {
-        "mcp:read"
-    };
-    let issued = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| r.auth.issued(t));
-    let challenge = |status: StatusCode, extra: &str| {
-        let mut headers = HeaderMap::new();
-        let value = format!(r#"Bearer resource_metadata="{prm}"{extra}"#);
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            headers.insert(header::WWW_AUTHENTICATE, v);
-        }
-        (status, headers, "").into_response()
-    };
-    match issued {
-        Some(i) if i.resource == r.server_url => {
-            if i.scope.split(' ').any(|s| s == needs) {
-                next.run(request).await
-            } else {
-                challenge(
-                    StatusCode::FORBIDDEN,
-                    &format!(r#", error="insufficient_scope", scope="{needs}""#),
-                )
-            }
-        }
-        _ => challenge(StatusCode::UNAUTHORIZED, r#", scope="mcp:read""#),
-    }
-}
 
 /// The authorization server (opaque tokens) and the protected demo server, each on
 /// 127.0.0.1:0.
 struct Fixture {
     auth: Arc<AuthorizationServer>,
     url: String,
-    _task: tokio::task::JoinHandle<()>,
+    _demo: ProtectedDemo,
 }
 
 impl Fixture {
     async fn start(knobs: Knobs) -> Fixture {
-        Self::start_with(knobs, None).await
+        Self::start_with(knobs, |_| Prm::default()).await
     }
 
-    /// With the PRM naming `prm_resource` instead of the server's URL, if given.
-    async fn start_with(knobs: Knobs, prm_resource: Option<String>) -> Fixture {
+    /// With the resource server publishing `prm(issuer)`.
+    async fn start_with(knobs: Knobs, prm: impl FnOnce(&str) -> Prm) -> Fixture {
         let auth = Arc::new(
             AuthorizationServer::start(AuthorizationServerOptions {
                 scopes_supported: ["mcp:read", "mcp:write", "offline_access"]
@@ -122,31 +54,12 @@ impl Fixture {
             })
             .await,
         );
-        let rs_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}/mcp", rs_listener.local_addr().expect("addr"));
-        let resource = Arc::new(Resource {
-            auth: Arc::clone(&auth),
-            server_url: url.clone(),
-            prm_resource,
-        });
-        let server = build_server(demo_tools(), RuntimeConfig::default());
-        let mcp = mcp_server::http::router(&server, HttpConfig::default()).layer(
-            middleware::from_fn_with_state(Arc::clone(&resource), bearer),
-        );
-        let resource_server = Router::new()
-            .route(
-                "/.well-known/oauth-protected-resource/mcp",
-                get(resource_metadata),
-            )
-            .with_state(resource)
-            .merge(mcp);
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(rs_listener, resource_server).await;
-        });
+        let prm = prm(auth.issuer_url());
+        let demo = ProtectedDemo::start(Arc::clone(&auth), prm).await;
         Fixture {
             auth,
-            url,
-            _task: task,
+            url: demo.url.clone(),
+            _demo: demo,
         }
     }
 
@@ -156,12 +69,6 @@ impl Fixture {
 
     fn grants(&self) -> Vec<String> {
         self.auth.grants()
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self._task.abort();
     }
 }
 
@@ -337,12 +244,12 @@ async fn without_a_browser_step_a_login_is_required() {
 /// Connects with a fresh store under `knobs`; the login must fail. Returns the error,
 /// having checked that no token was stored.
 async fn refused(knobs: Knobs) -> (Arc<AuthError>, Fixture) {
-    refused_with(knobs, None).await
+    refused_with(knobs, |_| Prm::default()).await
 }
 
-/// [`refused`] with the PRM naming `prm_resource`.
-async fn refused_with(knobs: Knobs, prm_resource: Option<String>) -> (Arc<AuthError>, Fixture) {
-    let f = Fixture::start_with(knobs, prm_resource).await;
+/// [`refused`] with the resource server publishing `prm(issuer)`.
+async fn refused_with(knobs: Knobs, prm: impl FnOnce(&str) -> Prm) -> (Arc<AuthError>, Fixture) {
+    let f = Fixture::start_with(knobs, prm).await;
     let store = Arc::new(MemoryTokenStore::new());
     let e = auth_error(connect(&f.url, auth(store.clone(), true)).await);
     nothing_stored(store.as_ref(), &f.url).await;
@@ -351,10 +258,10 @@ async fn refused_with(knobs: Knobs, prm_resource: Option<String>) -> (Arc<AuthEr
 
 #[tokio::test]
 async fn a_prm_for_another_resource_is_refused() {
-    let (e, f) = refused_with(
-        Knobs::default(),
-        Some("https://evil.example.com/mcp".into()),
-    )
+    let (e, f) = refused_with(Knobs::default(), |_| Prm {
+        resource: Some("https://evil.example.com/mcp".into()),
+        ..Prm::default()
+    })
     .await;
     assert!(
         matches!(&*e, AuthError::ResourceMismatch { found, .. } if found == "https://evil.example.com/mcp"),
@@ -465,4 +372,132 @@ async fn the_request_timeout_does_not_count_the_browser_step() {
     .expect("in time")
     .expect("connects after a slow login");
     assert_eq!(f.authorizations().len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_without_resource_metadata_says_to_ask_its_operator() {
+    let (e, f) = refused_with(Knobs::default(), |_| Prm {
+        missing: true,
+        ..Prm::default()
+    })
+    .await;
+    assert!(matches!(&*e, AuthError::NoResourceMetadata { .. }), "{e}");
+    let said = e.to_string();
+    assert!(
+        said.contains("/.well-known/oauth-protected-resource/mcp: HTTP 404"),
+        "{said}"
+    );
+    assert!(said.contains("ask the server's operator"), "{said}");
+    assert_eq!(f.auth.registrations(), 0);
+    assert!(f.authorizations().is_empty());
+}
+
+#[tokio::test]
+async fn resource_metadata_naming_no_authorization_server_says_to_ask_its_operator() {
+    let (e, f) = refused_with(Knobs::default(), |_| Prm {
+        authorization_servers: Some(Vec::new()),
+        ..Prm::default()
+    })
+    .await;
+    assert!(
+        matches!(&*e, AuthError::NoAuthorizationServer { server } if *server == f.url),
+        "{e}"
+    );
+    let said = e.to_string();
+    assert!(said.contains("lists no authorization server"), "{said}");
+    assert!(said.contains("ask the server's operator"), "{said}");
+    assert_eq!(f.auth.registrations(), 0);
+}
+
+#[tokio::test]
+async fn an_authorization_server_without_metadata_is_named_with_the_urls_tried() {
+    // The PRM names an issuer the authorization server is not (a path it has no
+    // metadata for).
+    let (e, f) = refused_with(Knobs::default(), |issuer| Prm {
+        authorization_servers: Some(vec![format!("{issuer}/tenant-gone")]),
+        ..Prm::default()
+    })
+    .await;
+    let issuer = format!("{}/tenant-gone", f.auth.issuer_url());
+    assert!(
+        matches!(&*e, AuthError::NoServerMetadata { issuer: i, .. } if *i == issuer),
+        "{e}"
+    );
+    let said = e.to_string();
+    assert!(
+        said.contains("/.well-known/oauth-authorization-server/tenant-gone: HTTP 404"),
+        "{said}"
+    );
+    assert!(
+        said.contains("check that the authorization server is up"),
+        "{said}"
+    );
+    assert!(said.contains("the server's operator"), "{said}");
+    assert_eq!(f.auth.registrations(), 0);
+}
+
+#[tokio::test]
+async fn a_refused_registration_points_to_a_pre_registered_client() {
+    let (e, f) = refused(Knobs {
+        registration_error: Some("invalid_client_metadata"),
+        ..Knobs::default()
+    })
+    .await;
+    assert!(
+        matches!(&*e, AuthError::RegistrationRefused { endpoint, reason }
+            if endpoint.ends_with("/register") && reason.contains("invalid_client_metadata")),
+        "{e}"
+    );
+    let said = e.to_string();
+    assert!(said.contains("HTTP 400"), "{said}");
+    assert!(said.contains("mcp-call --client-id"), "{said}");
+    assert!(said.contains("AuthConfig::with_pre_registered"), "{said}");
+    assert_eq!(f.auth.registrations(), 1);
+    assert!(f.authorizations().is_empty(), "no browser step");
+}
+
+#[tokio::test]
+async fn a_pre_registered_client_needs_no_registration() {
+    // What the refused registration's message points to: the client id given works
+    // where registration is refused. The authorization server knows a client only once
+    // registered, so register one out of band first.
+    let f = Fixture::start(Knobs::default()).await;
+    let registered: Value = reqwest::Client::new()
+        .post(format!("{}/register", f.auth.issuer_url()))
+        .json(&json!({ "redirect_uris": [REDIRECT_URI] }))
+        .send()
+        .await
+        .expect("register")
+        .json()
+        .await
+        .expect("JSON");
+    let id = registered["client_id"].as_str().expect("client_id");
+    let secret = registered["client_secret"].as_str().map(str::to_owned);
+    let store = Arc::new(MemoryTokenStore::new());
+    let config = auth(store, true).with_pre_registered(id, secret);
+    connect(&f.url, config).await.expect("logs in");
+    assert_eq!(f.auth.registrations(), 1, "only the out-of-band one");
+    assert_eq!(f.grants(), ["authorization_code"]);
+}
+
+#[tokio::test]
+async fn a_user_who_says_no_is_told_to_approve_and_run_again() {
+    let (e, f) = refused(Knobs {
+        denied: Some("access_denied"),
+        ..Knobs::default()
+    })
+    .await;
+    assert!(
+        matches!(&*e, AuthError::Denied { error, description }
+            if error == "access_denied" && description.as_deref() == Some("the user said no")),
+        "{e}"
+    );
+    let said = e.to_string();
+    assert!(said.contains("access_denied (the user said no)"), "{said}");
+    assert!(
+        said.contains("approve the request in the browser and run again"),
+        "{said}"
+    );
+    assert_eq!(f.authorizations().len(), 1);
+    assert!(f.grants().is_empty(), "nothing to exchange");
 }

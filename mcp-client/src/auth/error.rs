@@ -7,7 +7,7 @@ pub enum AuthError {
     /// The server asked for authorization but publishes no Protected Resource Metadata
     /// (RFC 9728) at the URL its challenge named or at the well-known paths.
     #[error(
-        "the server {server} asks for authorization but publishes no protected resource metadata (tried {tried}); ask its operator which authorization server to use"
+        "the server {server} asks for authorization but publishes no protected resource metadata (tried {tried}); ask the server's operator to publish it (RFC 9728), naming the authorization server to use"
     )]
     NoResourceMetadata {
         /// The MCP server's URL.
@@ -27,14 +27,16 @@ pub enum AuthError {
         found: String,
     },
     /// The Protected Resource Metadata lists no authorization server.
-    #[error("the protected resource metadata of {server} lists no authorization server")]
+    #[error(
+        "the protected resource metadata of {server} lists no authorization server; ask the server's operator to name one in its authorization_servers"
+    )]
     NoAuthorizationServer {
         /// The MCP server's URL.
         server: String,
     },
     /// No authorization server metadata (RFC 8414 or OpenID discovery) was found.
     #[error(
-        "no authorization server metadata for {issuer} (tried {tried}); check that the authorization server is up"
+        "no authorization server metadata for {issuer} (tried {tried}); check that the authorization server is up, or tell the server's operator if that is not its issuer"
     )]
     NoServerMetadata {
         /// The issuer.
@@ -64,14 +66,16 @@ pub enum AuthError {
     /// No way to get a client id: no pre-registered client, no client ID metadata
     /// document accepted, and no registration endpoint.
     #[error(
-        "the authorization server {issuer} offers no dynamic client registration; configure a pre-registered client id (and secret)"
+        "the authorization server {issuer} offers no dynamic client registration; register a client there yourself and give its id (mcp-call --client-id ID [--client-secret SECRET]; in code, AuthConfig::with_pre_registered)"
     )]
     NoRegistration {
         /// The issuer.
         issuer: String,
     },
     /// Dynamic client registration (RFC 7591) was refused.
-    #[error("client registration at {endpoint} was refused: {reason}")]
+    #[error(
+        "client registration at {endpoint} was refused: {reason}; register a client with that authorization server yourself and give its id (mcp-call --client-id ID [--client-secret SECRET]; in code, AuthConfig::with_pre_registered)"
+    )]
     RegistrationRefused {
         /// The registration endpoint.
         endpoint: String,
@@ -80,7 +84,10 @@ pub enum AuthError {
     },
     /// The authorization server answered the authorization request with an error (the
     /// user denied access, say).
-    #[error("authorization was refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    #[error(
+        "authorization was refused: {error}{}; approve the request in the browser and run again (if your account may not use this server, ask its operator for access)",
+        description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+    )]
     Denied {
         /// The OAuth error code (`access_denied`...).
         error: String,
