@@ -935,3 +935,61 @@ async fn another_principals_task_answers_as_an_unknown_one_and_streams_nothing()
         leaked.map(|e| e.json())
     );
 }
+
+/// The clock skew allowed on `exp` and `nbf` (the default leeway, 60 s): a token expired
+/// 30 s ago or valid only in 30 s passes; 90 s either way it is refused for its reason.
+#[tokio::test]
+async fn exp_and_nbf_are_checked_with_the_leeway() {
+    let (issuer, p) = start().await;
+    assert_eq!(p.resource, format!("{}/mcp", p.origin));
+    let s = &p.server;
+    let token = |exp: i64, nbf: i64| {
+        let mut c = issuer.claims("alice", &p.resource, &[SCOPE]);
+        c["iat"] = (now() - 120).into();
+        c["exp"] = (now() + exp).into();
+        c["nbf"] = (now() + nbf).into();
+        bearer(&issuer.key.sign(&c))
+    };
+    let greet = |auth: String| async move {
+        s.post(
+            &request(
+                s.id(),
+                "tools/call",
+                call_params("greet", json!({"name": "l"}), false),
+            ),
+            &[("authorization", &auth)],
+        )
+        .await
+    };
+    for (what, auth, refused_for) in [
+        ("expired 30 s ago", token(-30, -120), None),
+        ("valid in 30 s", token(300, 30), None),
+        (
+            "expired 90 s ago",
+            token(-90, -120),
+            Some("the token has expired"),
+        ),
+        (
+            "valid in 90 s",
+            token(300, 90),
+            Some("the token is not valid yet"),
+        ),
+    ] {
+        let reply = greet(auth).await;
+        match refused_for {
+            None => assert_eq!(reply.status, 200, "{what}: {}", reply.text),
+            Some(reason) => {
+                assert_eq!(reply.status, 401, "{what}: {}", reply.text);
+                assert!(
+                    reply.error_message().contains(reason),
+                    "{what}: {}",
+                    reply.text
+                );
+                assert!(
+                    challenge(&reply).contains("error=\"invalid_token\""),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
