@@ -169,3 +169,82 @@ async fn metadata_naming_another_issuer_is_refused() {
     );
     assert_eq!(issuer.jwks_fetches(), 0, "its keys were never fetched");
 }
+
+/// The JWKS down from the start (the keys were never fetched): a token is 503 with
+/// `Retry-After` and a message saying why and what to do, on 2026-07-28 and on a
+/// 2025-11-25 `initialize` alike; what needs no key goes on: the metadata is served, and
+/// a request without a token is told (401) where to get one.
+#[tokio::test]
+async fn a_jwks_down_at_the_first_fetch_is_503_and_the_metadata_is_served() {
+    let issuer = TestIssuer::start().await;
+    issuer.set_jwks_down(true);
+    let p = protect(&issuer, |c| c.jwks_refetch_interval = INTERVAL).await;
+    let token = issuer.token("alice", &p.resource, &[]);
+    let auth = format!("Bearer {token}");
+    let initialize = request(
+        p.server.id(),
+        "initialize",
+        mcp_tests::legacy::init_params(),
+    );
+    let legacy = p
+        .server
+        .post(&initialize, &[("authorization", &auth)])
+        .await;
+    for (what, reply) in [
+        ("tools/call", greet(&p, &token).await),
+        ("initialize", legacy),
+    ] {
+        assert_eq!(reply.status, 503, "{what}: {}", reply.text);
+        assert_eq!(
+            reply
+                .headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+            Some("1"),
+            "{what}: {:?}",
+            reply.headers
+        );
+        assert!(reply.headers.get("www-authenticate").is_none(), "{what}");
+        assert!(reply.headers.get("mcp-session-id").is_none(), "{what}");
+        let message = reply.error_message();
+        assert!(
+            message.starts_with(
+                "Service Unavailable: the authorization server's keys are out of reach"
+            ),
+            "{what}: {message}"
+        );
+        assert!(message.contains("/jwks: HTTP 503"), "{what}: {message}");
+        assert!(
+            message.ends_with("retry later with the same token"),
+            "{what}: {message}"
+        );
+    }
+    assert!(issuer.jwks_fetches() >= 1);
+    assert!(p.store.is_empty());
+    // The metadata needs no key.
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(mcp_tests::server_harness::WAIT)
+        .build()
+        .expect("client");
+    let doc: serde_json::Value = http
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            p.origin
+        ))
+        .send()
+        .await
+        .expect("GET metadata")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(doc["resource"], p.resource, "{doc}");
+    // Nor does telling a caller without a token where to get one.
+    let anonymous = p.server.call("greet", json!({"name": "k"}), false).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    assert!(challenge(&anonymous).contains("resource_metadata="));
+    // Back up: the same token passes after the interval.
+    issuer.set_jwks_down(false);
+    tokio::time::sleep(INTERVAL + Duration::from_millis(100)).await;
+    assert_eq!(greet(&p, &token).await.status, 200);
+}
