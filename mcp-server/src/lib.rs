@@ -98,6 +98,7 @@
 
 pub mod audit;
 pub mod auth;
+mod cache;
 mod call;
 mod caller;
 mod context;
@@ -123,6 +124,7 @@ mod v2026;
 mod views;
 mod worker;
 
+pub use cache::{CacheHint, Cacheable};
 pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
 pub use executor::{Executor, InProcess, Launch, Queue, Role};
@@ -157,6 +159,6 @@ pub use mcp_protocol::types::{
     ImageContent, ListRootsResult, LoggingLevel, ResourceLink, TextContent,
 };
 pub use mcp_protocol::v2026::{
-    CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
-    ElicitRequestParams,
+    CacheScope, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestFormParams, ElicitRequestParams,
 };

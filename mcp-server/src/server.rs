@@ -13,6 +13,7 @@ use mcp_protocol::types::Implementation;
 use mcp_tasks::TaskStore;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::{CacheHint, CacheHints, Cacheable};
 use crate::caller::RequestMetaLayer;
 use crate::dispatch::methods;
 use crate::executor::{Executor, Role};
@@ -40,6 +41,7 @@ pub struct ServerBuilder {
     stateless: bool,
     max_inflight_requests: usize,
     max_subscriptions: usize,
+    cache_hints: CacheHints,
 }
 
 /// The default of [`ServerBuilder::max_subscriptions_per_principal`].
@@ -60,6 +62,14 @@ impl ServerBuilder {
     /// (HTTP 200 with the JSON-RPC error, like any other refused request).
     pub fn max_subscriptions_per_principal(mut self, subscriptions: usize) -> Self {
         self.max_subscriptions = subscriptions;
+        self
+    }
+
+    /// How clients may cache one kind of MCP 2026-07-28 result (`cacheScope` and `ttlMs`,
+    /// SEP-2549); every kind not set is [`CacheHint::NONE`]: private, stale at once.
+    /// A public hint is only right for a result that holds nothing caller-specific.
+    pub fn cache_hint(mut self, result: Cacheable, hint: CacheHint) -> Self {
+        self.cache_hints.set(result, hint);
         self
     }
 
@@ -191,6 +201,7 @@ impl ServerBuilder {
                 max_inflight_requests: self.max_inflight_requests,
                 subscriptions: crate::limits::Subscriptions::new(self.max_subscriptions),
                 polls: crate::limits::PollMeter::default(),
+                cache_hints: self.cache_hints,
             }),
         }
     }
@@ -227,6 +238,7 @@ impl Server {
             stateless: true,
             max_inflight_requests: mcp_protocol::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+            cache_hints: CacheHints::default(),
         }
     }
 

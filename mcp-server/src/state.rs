@@ -42,6 +42,8 @@ pub(crate) struct State {
     pub(crate) subscriptions: crate::limits::Subscriptions,
     /// How fast each caller polls each task.
     pub(crate) polls: crate::limits::PollMeter,
+    /// `cacheScope` and `ttlMs` of each kind of 2026-07-28 result.
+    pub(crate) cache_hints: crate::cache::CacheHints,
 }
 
 impl State {

@@ -13,6 +13,7 @@ use mcp_protocol::v2026::{
 };
 
 use super::rounds;
+use crate::cache::Cacheable;
 use crate::caller::Caller;
 use crate::context::ToolContext;
 use crate::errors::ServerError;
@@ -53,6 +54,7 @@ pub(crate) fn resources_list(
     let page = paged(state, all, "resources", params, ext)?;
     let mut result = ListResourcesResult::new(page.items);
     result.next_cursor = page.next_cursor;
+    (result.cache_scope, result.ttl_ms) = state.cache_hints.members(Cacheable::Resources);
     Ok(result)
 }
 
@@ -71,6 +73,7 @@ pub(crate) fn resource_templates_list(
     let page = paged(state, all, "templates", params, ext)?;
     let mut result = ListResourceTemplatesResult::new(page.items);
     result.next_cursor = page.next_cursor;
+    (result.cache_scope, result.ttl_ms) = state.cache_hints.members(Cacheable::ResourceTemplates);
     Ok(result)
 }
 
@@ -82,7 +85,12 @@ pub(crate) async fn resources_read(
 ) -> Result<ReadResourceResult, ServerError> {
     let catalog = &state.catalog;
     match resources::read(&catalog.resources, &catalog.templates, &params.uri).await {
-        Ok(Some(contents)) => Ok(ReadResourceResult::new(contents)),
+        Ok(Some(contents)) => {
+            let mut result = ReadResourceResult::new(contents);
+            (result.cache_scope, result.ttl_ms) =
+                state.cache_hints.members(Cacheable::ResourceRead);
+            Ok(result)
+        }
         Ok(None) => Err(ServerError::ResourceNotFound(params.uri)),
         Err(message) => Err(ServerError::Internal(message)),
     }
@@ -103,6 +111,7 @@ pub(crate) fn prompts_list(
     let page = paged(state, all, "prompts", params, ext)?;
     let mut result = ListPromptsResult::new(page.items);
     result.next_cursor = page.next_cursor;
+    (result.cache_scope, result.ttl_ms) = state.cache_hints.members(Cacheable::Prompts);
     Ok(result)
 }
 

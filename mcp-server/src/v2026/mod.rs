@@ -23,6 +23,7 @@ use mcp_tasks::{Owner, StoreError, TaskId, WireRevision};
 use serde_json::Value;
 
 use crate::audit;
+use crate::cache::Cacheable;
 use crate::call::{Requester, call_error, find_tool, start_task};
 use crate::caller::{Caller, SUPPORTED_VERSIONS};
 use crate::context::{ToolContext, ToolError};
@@ -67,6 +68,7 @@ pub(crate) fn discover(state: &State) -> Result<DiscoverResult, ServerError> {
     let mut result = DiscoverResult::new(capabilities);
     result.supported_versions = SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect();
     result.instructions = state.instructions.clone();
+    (result.cache_scope, result.ttl_ms) = state.cache_hints.members(Cacheable::Discover);
     result.meta = Some(ResultMeta {
         server_info: Some(state.info.clone()),
         ..Default::default()
@@ -83,10 +85,11 @@ fn tool_listing(tool: &ToolDef) -> Tool {
     listed
 }
 
-/// `tools/list`: every tool, on one page (with the `cacheScope` and `ttlMs` the schema
-/// requires).
+/// `tools/list`: every tool, on one page, with the configured `cacheScope` and `ttlMs`.
 pub(crate) fn tools_list(state: &State) -> ListToolsResult {
-    ListToolsResult::new(state.tools.values().map(tool_listing).collect())
+    let mut result = ListToolsResult::new(state.tools.values().map(tool_listing).collect());
+    (result.cache_scope, result.ttl_ms) = state.cache_hints.members(Cacheable::Tools);
+    result
 }
 
 /// `tools/call`: a task when the request declares the extension and the tool wants one
