@@ -98,6 +98,7 @@ async fn malformed_meta_is_refused() {
     let mut params = call_params("greet", json!({"name": "Ann"}), false);
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(20260728);
     let reply = s.rpc("tools/call", params).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
     assert_rpc_error(&reply, error_codes::INVALID_PARAMS, "protocolVersion");
 
     // The code is right; the message is serde's and names the Rust type rather than
@@ -105,6 +106,7 @@ async fn malformed_meta_is_refused() {
     let mut params = call_params("greet", json!({"name": "Ann"}), false);
     params["_meta"] = json!("not an object");
     let reply = s.rpc("tools/call", params).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
     assert_rpc_error(&reply, error_codes::INVALID_PARAMS, "Invalid params");
     still_serving(&s).await;
 }

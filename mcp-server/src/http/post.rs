@@ -136,12 +136,24 @@ pub(super) async fn handle_post(
         }
         Ok(Incoming::Request(req)) => {
             // The request's `_meta` declarations, read once: for the header check here and
-            // for the handlers (`RequestMetaLayer` does not read them again). A `_meta` that
-            // does not parse is left to the layer, which answers it with its error.
+            // for the handlers (`RequestMetaLayer` does not read them again). A malformed
+            // `_meta` of a 2026-07-28 request is refused here with HTTP 400, like a missing
+            // one; any other refusal (an unsupported version) is left to the layer, which
+            // answers it with its own error and status.
             let declared = if legacy {
                 None
             } else {
-                crate::caller::declarations(req.params.as_deref().map(|p| p.get())).ok()
+                match crate::caller::declarations(req.params.as_deref().map(|p| p.get())) {
+                    Ok(declared) => Some(declared),
+                    Err(e)
+                        if e.code == error_codes::INVALID_PARAMS
+                            && app.methods.contains(&req.method)
+                            && !OWN_META_RULES.contains(&req.method.as_str()) =>
+                    {
+                        return rpc_error(StatusCode::BAD_REQUEST, Some(req.id), e.code, e.message);
+                    }
+                    Err(_) => None,
+                }
             };
             // The version the body names, even one this server does not speak: a header
             // that disagrees with it is a mismatch before any unsupported-version check.
