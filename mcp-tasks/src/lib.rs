@@ -75,7 +75,7 @@ pub use record::{
 };
 #[cfg(feature = "redis")]
 pub use redis::{RedisOptions, RedisStore};
-pub use session::{InputClaim, SessionChange, SessionRecord, SessionStore};
+pub use session::{InputClaim, ResourceUpdates, SessionChange, SessionRecord, SessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Recovered, SqliteStore};
 pub use store::TaskStore;

@@ -9,8 +9,10 @@ use async_trait::async_trait;
 use mcp_protocol::types::LoggingLevel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use crate::error::StoreError;
+use crate::event::EventError;
 use crate::limits::Limit;
 use crate::record::{Millis, Owner};
 
@@ -170,6 +172,16 @@ impl SessionChange {
 /// 7. **End.** After [`end_session`](Self::end_session) the session reads as absent on
 ///    every handle, for good; it says whether the session existed.
 /// 8. **Time** comes from the store's [`Clock`](crate::Clock) only.
+/// 9. **Resource announcements.** [`announce_resource_updated`] reaches every
+///    [`resource_updates`] feed opened before it was called, on every handle that
+///    shares the records (rule 1), the announcing handle's included, once each. It never
+///    waits for a subscriber; a feed that fell behind says so ([`EventError::Lagged`]).
+///    An announcement made while a handle could not hear the others (its notification
+///    connection was down) is missed by that handle: the notifications it leads to are
+///    best effort, as in MCP.
+///
+/// [`announce_resource_updated`]: Self::announce_resource_updated
+/// [`resource_updates`]: Self::resource_updates
 ///
 /// Who may use a session is the server's decision (it compares `principal`): a record
 /// is found by its unguessable id alone.
@@ -203,6 +215,39 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// How many unexpired sessions the store holds (rule 3 counts the same).
     async fn session_count(&self) -> Result<usize, StoreError>;
+
+    /// Tells every handle's [`resource_updates`](Self::resource_updates) that the
+    /// resource `uri` changed (rule 9), so the instance holding a subscribed session's
+    /// stream sends `notifications/resources/updated` whichever instance saw the change.
+    async fn announce_resource_updated(&self, uri: &str) -> Result<(), StoreError>;
+
+    /// The resource URIs announced from now on, by any handle (rule 9).
+    fn resource_updates(&self) -> ResourceUpdates;
+}
+
+/// How many announced URIs a [`ResourceUpdates`] feed may fall behind by.
+pub(crate) const RESOURCE_FEED: usize = 256;
+
+/// A feed of resource URIs announced as changed ([`SessionStore::resource_updates`]).
+#[derive(Debug)]
+pub struct ResourceUpdates {
+    rx: broadcast::Receiver<String>,
+}
+
+impl ResourceUpdates {
+    /// A feed reading `rx` (a backend's broadcast of announced URIs).
+    pub fn new(rx: broadcast::Receiver<String>) -> ResourceUpdates {
+        ResourceUpdates { rx }
+    }
+
+    /// The next URI announced; [`EventError::Lagged`] when this feed fell behind and
+    /// missed some, [`EventError::Closed`] when the store is gone.
+    pub async fn recv(&mut self) -> Result<String, EventError> {
+        self.rx.recv().await.map_err(|e| match e {
+            broadcast::error::RecvError::Lagged(n) => EventError::Lagged(n),
+            broadcast::error::RecvError::Closed => EventError::Closed,
+        })
+    }
 }
 
 /// The refusal of rule 3.
@@ -215,12 +260,32 @@ pub(crate) fn too_many_sessions(max: usize) -> StoreError {
 
 /// Session records in this process: the memory store's, and the SQLite store's (shared
 /// by the handles of one file). Every method takes the store's `now`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LocalSessions {
     map: Mutex<HashMap<String, SessionRecord>>,
+    /// The URIs announced by rule 9, to this process's feeds.
+    updates: broadcast::Sender<String>,
+}
+
+impl Default for LocalSessions {
+    fn default() -> Self {
+        LocalSessions {
+            map: Mutex::default(),
+            updates: broadcast::channel(RESOURCE_FEED).0,
+        }
+    }
 }
 
 impl LocalSessions {
+    pub(crate) fn announce(&self, uri: &str) {
+        // No feed open is no error: nobody listens right now.
+        let _ = self.updates.send(uri.to_owned());
+    }
+
+    pub(crate) fn updates(&self) -> ResourceUpdates {
+        ResourceUpdates::new(self.updates.subscribe())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionRecord>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -328,6 +393,17 @@ macro_rules! local_session_store {
             async fn session_count(&self) -> Result<usize, $crate::StoreError> {
                 let $s = self;
                 Ok($table.count($now))
+            }
+
+            async fn announce_resource_updated(&self, uri: &str) -> Result<(), $crate::StoreError> {
+                let $s = self;
+                $table.announce(uri);
+                Ok(())
+            }
+
+            fn resource_updates(&self) -> $crate::session::ResourceUpdates {
+                let $s = self;
+                $table.updates()
             }
         }
     };

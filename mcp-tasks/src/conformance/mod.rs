@@ -187,6 +187,7 @@ registry!($;
     session_end_is_seen_everywhere,
     session_limit_counts_every_handle,
     session_input_claims_have_one_holder,
+    session_resource_announcements_reach_every_handle,
 );
 
 /// How one behaviour went.

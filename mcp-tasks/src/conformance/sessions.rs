@@ -260,3 +260,41 @@ pub async fn session_limit_counts_every_handle<F: StoreFactory>(factory: &F) {
         .expect("an ended session frees its place");
     assert_eq!(sb.session_count().await.expect("count"), 2);
 }
+
+/// Rule 9: a resource announced on one handle reaches the feeds of every handle opened
+/// before it, the announcing one's included, once each, in order.
+pub async fn session_resource_announcements_reach_every_handle<F: StoreFactory>(factory: &F) {
+    let (a, env) = open(factory, "session_resources", roomy()).await;
+    let b = another(factory, &env).await;
+    let Some(sa) = sessions_of(&a, "session_resource_announcements_reach_every_handle") else {
+        return;
+    };
+    let sb = b.sessions().expect("the second handle keeps sessions too");
+    let mut on_a = sa.resource_updates();
+    let mut on_b = sb.resource_updates();
+    sa.announce_resource_updated("test://kit/one")
+        .await
+        .expect("announce");
+    sb.announce_resource_updated("test://kit/two")
+        .await
+        .expect("announce");
+    for (feed, name) in [(&mut on_a, "a"), (&mut on_b, "b")] {
+        let mut heard = Vec::new();
+        for _ in 0..2 {
+            let uri = tokio::time::timeout(ANNOUNCE_WAIT, feed.recv())
+                .await
+                .unwrap_or_else(|_| panic!("handle {name} heard {heard:?} only"))
+                .expect("the feed is open");
+            heard.push(uri);
+        }
+        heard.sort();
+        assert_eq!(heard, ["test://kit/one", "test://kit/two"], "handle {name}");
+        // Once each: nothing more arrives (a bounded look).
+        let more = tokio::time::timeout(std::time::Duration::from_millis(200), feed.recv()).await;
+        assert!(more.is_err(), "handle {name} heard more: {more:?}");
+    }
+}
+
+/// How long an announcement may take to reach another handle (across processes, through
+/// the backend's notifications).
+const ANNOUNCE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

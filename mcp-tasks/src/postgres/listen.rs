@@ -34,6 +34,8 @@ enum Kind {
     CancelRequested,
     /// Too large to send as it is: every listener tells its subscribers to re-read.
     Resync,
+    /// A resource changed (the session store's rule 9): `uri` says which.
+    ResourceUpdated,
 }
 
 /// The JSON of one notification: small by construction (keys, never values).
@@ -56,6 +58,23 @@ struct Payload {
     /// so a worker looks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     queued: Option<bool>,
+    /// The resource of a `resource_updated` notification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
+}
+
+/// The feeds a listener fills: task events, and announced resource URIs.
+#[derive(Debug, Clone)]
+pub(crate) struct Feeds {
+    pub tasks: broadcast::Sender<FeedItem>,
+    pub resources: broadcast::Sender<String>,
+}
+
+/// What one notification means to a handle.
+#[derive(Debug, PartialEq)]
+enum Heard {
+    Task(FeedItem),
+    Resource(String),
 }
 
 /// The notification payload of `event`, made by the handle `from`. One that would pass
@@ -71,6 +90,7 @@ pub(crate) fn payload(event: &TaskEvent, from: &str) -> String {
         revision: None,
         keys: None,
         queued: None,
+        uri: None,
     };
     match event {
         TaskEvent::Changed {
@@ -96,6 +116,25 @@ pub(crate) fn payload(event: &TaskEvent, from: &str) -> String {
     }
 }
 
+/// The notification payload announcing that `uri` changed, made by the handle `from`;
+/// `None` when it would pass PostgreSQL's limit.
+pub(crate) fn resource_payload(uri: &str, from: &str) -> Option<String> {
+    let p = Payload {
+        kind: Kind::ResourceUpdated,
+        from: from.to_owned(),
+        owner: None,
+        id: None,
+        status: None,
+        revision: None,
+        keys: None,
+        queued: None,
+        uri: Some(uri.to_owned()),
+    };
+    serde_json::to_string(&p)
+        .ok()
+        .filter(|json| json.len() <= MAX_PAYLOAD)
+}
+
 fn resync(from: &str) -> String {
     format!(
         r#"{{"kind":"resync","from":{}}}"#,
@@ -104,18 +143,27 @@ fn resync(from: &str) -> String {
 }
 
 /// What a notification means to the handle `me`: nothing (its own change, already
-/// published), an event, or a resync (also for a payload it cannot read).
-fn feed_item(payload: &str, me: &str) -> Option<FeedItem> {
+/// published), an event, a resync (also for a payload it cannot read), or a resource
+/// announcement.
+fn heard(payload: &str, me: &str) -> Option<Heard> {
     let Ok(p) = serde_json::from_str::<Payload>(payload) else {
         tracing::warn!(
             payload,
             "unreadable task notification; resyncing subscribers"
         );
-        return Some(FeedItem::Resync);
+        return Some(Heard::Task(FeedItem::Resync));
     };
     if p.from == me {
         return None;
     }
+    if p.kind == Kind::ResourceUpdated {
+        return p.uri.map(Heard::Resource);
+    }
+    feed_item(p).map(Heard::Task)
+}
+
+/// The task feed's item of a notification another handle sent.
+fn feed_item(p: Payload) -> Option<FeedItem> {
     let key = match (p.owner, p.id) {
         (Some(owner), Some(id)) => TaskKey { owner, id },
         _ => return Some(FeedItem::Resync),
@@ -140,10 +188,10 @@ pub(crate) async fn start(
     config: tokio_postgres::Config,
     channel: String,
     me: String,
-    feed: broadcast::Sender<FeedItem>,
+    feeds: Feeds,
 ) -> Result<JoinHandle<()>, StoreError> {
     let (ready, listening) = oneshot::channel();
-    let task = tokio::spawn(run(config, channel, me, feed, ready));
+    let task = tokio::spawn(run(config, channel, me, feeds, ready));
     match listening.await {
         Ok(Ok(())) => Ok(task),
         Ok(Err(e)) => Err(e),
@@ -161,13 +209,13 @@ async fn run(
     config: tokio_postgres::Config,
     channel: String,
     me: String,
-    feed: broadcast::Sender<FeedItem>,
+    feeds: Feeds,
     ready: Ready,
 ) {
     let mut ready = Some(ready);
     let mut delay = MIN_BACKOFF;
     loop {
-        let (listened, error) = session(&config, &channel, &me, &feed, &mut ready).await;
+        let (listened, error) = session(&config, &channel, &me, &feeds, &mut ready).await;
         if let Some(ready) = ready.take() {
             // The first connection failed: `connect` reports it, and the store is not made.
             let _ = ready.send(Err(error));
@@ -187,7 +235,7 @@ async fn session(
     config: &tokio_postgres::Config,
     channel: &str,
     me: &str,
-    feed: &broadcast::Sender<FeedItem>,
+    feeds: &Feeds,
     ready: &mut Option<Ready>,
 ) -> (bool, StoreError) {
     let (client, mut connection) = match config.connect(NoTls).await {
@@ -197,11 +245,15 @@ async fn session(
     let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
     let mut pump = |message: Option<Result<AsyncMessage, tokio_postgres::Error>>| match message {
         Some(Ok(AsyncMessage::Notification(n))) => {
-            if n.channel() == channel
-                && let Some(item) = feed_item(n.payload(), me)
-            {
-                // No subscriber is not an error.
-                let _ = feed.send(item);
+            // No subscriber is not an error.
+            match heard(n.payload(), me).filter(|_| n.channel() == channel) {
+                Some(Heard::Task(item)) => {
+                    let _ = feeds.tasks.send(item);
+                }
+                Some(Heard::Resource(uri)) => {
+                    let _ = feeds.resources.send(uri);
+                }
+                None => {}
             }
             Ok(())
         }
@@ -219,7 +271,7 @@ async fn session(
         }
         // Listening again: whatever was committed meanwhile went unheard.
         None => {
-            let _ = feed.send(FeedItem::Resync);
+            let _ = feeds.tasks.send(FeedItem::Resync);
         }
     }
     let mut ping = tokio::time::interval(PING_EVERY);
@@ -295,8 +347,11 @@ mod tests {
         ];
         for event in events {
             let json = payload(&event, "node-a");
-            assert_eq!(feed_item(&json, "node-b"), Some(FeedItem::Event(event)));
-            assert_eq!(feed_item(&json, "node-a"), None);
+            assert_eq!(
+                heard(&json, "node-b"),
+                Some(Heard::Task(FeedItem::Event(event)))
+            );
+            assert_eq!(heard(&json, "node-a"), None);
         }
     }
 
@@ -310,7 +365,21 @@ mod tests {
         };
         let json = payload(&event, "node-a");
         assert!(json.len() <= MAX_PAYLOAD);
-        assert_eq!(feed_item(&json, "node-b"), Some(FeedItem::Resync));
-        assert_eq!(feed_item("not json", "node-b"), Some(FeedItem::Resync));
+        assert_eq!(heard(&json, "node-b"), Some(Heard::Task(FeedItem::Resync)));
+        assert_eq!(
+            heard("not json", "node-b"),
+            Some(Heard::Task(FeedItem::Resync))
+        );
+    }
+
+    #[test]
+    fn resource_announcements_round_trip_and_oversized_ones_are_not_sent() {
+        let json = resource_payload("test://a b", "node-a").expect("small enough");
+        assert_eq!(
+            heard(&json, "node-b"),
+            Some(Heard::Resource("test://a b".into()))
+        );
+        assert_eq!(heard(&json, "node-a"), None);
+        assert_eq!(resource_payload(&"x".repeat(MAX_PAYLOAD), "node-a"), None);
     }
 }

@@ -122,6 +122,9 @@ struct Inner {
     /// This handle's random id, carried by its notifications.
     me: String,
     events: broadcast::Sender<FeedItem>,
+    /// The resource URIs announced (session store rule 9), by this handle or, through
+    /// the listener, by others.
+    resources: broadcast::Sender<String>,
     listener: JoinHandle<()>,
     /// Creates made through this handle (spreads them over the count shards).
     creates: std::sync::atomic::AtomicU32,
@@ -230,11 +233,15 @@ impl PostgresStore {
         let channel = schema::channel(&options.schema);
         let me = TaskId::random().map_err(backend)?.to_string();
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let (resources, _) = broadcast::channel(crate::session::RESOURCE_FEED);
         let listener = listen::start(
             pg_config(&options, "mcp-tasks listener")?,
             channel.clone(),
             me.clone(),
-            events.clone(),
+            listen::Feeds {
+                tasks: events.clone(),
+                resources: resources.clone(),
+            },
         )
         .await?;
         // Handles start at different shards.
@@ -248,6 +255,7 @@ impl PostgresStore {
                 channel,
                 me,
                 events,
+                resources,
                 listener,
                 creates,
             }),

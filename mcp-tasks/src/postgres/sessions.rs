@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::listen;
 use super::schema::{backend, fnv1a, pg};
 use super::{Inner, PostgresStore};
 use crate::error::StoreError;
 use crate::record::Millis;
-use crate::session::{SessionChange, SessionRecord, SessionStore, too_many_sessions};
+use crate::session::{
+    ResourceUpdates, SessionChange, SessionRecord, SessionStore, too_many_sessions,
+};
 
 fn decode(json: &str, last_seen: Millis) -> Result<SessionRecord, StoreError> {
     let mut record: SessionRecord =
@@ -186,5 +189,31 @@ impl SessionStore for PostgresStore {
             Ok(usize::try_from(n).unwrap_or(0))
         })
         .await
+    }
+
+    async fn announce_resource_updated(&self, uri: &str) -> Result<(), StoreError> {
+        // This handle's own feeds first (its listener skips its own notifications).
+        let _ = self.inner.resources.send(uri.to_owned());
+        let Some(payload) = listen::resource_payload(uri, &self.inner.me) else {
+            tracing::warn!(
+                uri,
+                "resource URI too long for a PostgreSQL notification; announced on this handle only"
+            );
+            return Ok(());
+        };
+        let inner = Arc::clone(&self.inner);
+        self.spawn(async move {
+            let client = inner.pool.get().await.map_err(backend)?;
+            client
+                .execute("SELECT pg_notify($1, $2)", &[&inner.channel, &payload])
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+        .await
+    }
+
+    fn resource_updates(&self) -> ResourceUpdates {
+        ResourceUpdates::new(self.inner.resources.subscribe())
     }
 }

@@ -97,6 +97,16 @@ impl Wire {
     }
 }
 
+/// The JSON payload announcing that a resource changed (the session store's rule 9),
+/// published on the same channel as task events.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ResourceWire {
+    /// The resource's URI.
+    pub resource: String,
+    /// The announcing handle (which delivered it to its own feed already).
+    pub node: String,
+}
+
 fn yes() -> bool {
     true
 }
@@ -109,6 +119,8 @@ fn is_true(b: &bool) -> bool {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub events: broadcast::Sender<TaskEvent>,
+    /// The resource URIs announced (rule 9 of the session store).
+    pub resources: broadcast::Sender<String>,
     pub resync: watch::Sender<u64>,
     /// This handle's name in payloads.
     node: String,
@@ -130,8 +142,10 @@ impl Shared {
     pub(crate) fn new() -> Result<Shared, getrandom::Error> {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let (resync, _) = watch::channel(0);
+        let (resources, _) = broadcast::channel(crate::session::RESOURCE_FEED);
         Ok(Shared {
             events,
+            resources,
             resync,
             node: format!("{:016x}", getrandom::u64()?),
             next_seq: AtomicU64::new(1),
@@ -181,7 +195,24 @@ impl Shared {
         }
     }
 
+    /// Announces `uri` to this handle's resource feed and returns the payload that
+    /// tells the others.
+    pub(crate) fn announce(&self, uri: &str) -> Result<String, serde_json::Error> {
+        // No subscriber is not an error.
+        let _ = self.resources.send(uri.to_owned());
+        serde_json::to_string(&ResourceWire {
+            resource: uri.to_owned(),
+            node: self.node.clone(),
+        })
+    }
+
     fn deliver(&self, payload: &[u8]) {
+        if let Ok(announced) = serde_json::from_slice::<ResourceWire>(payload) {
+            if announced.node != self.node {
+                let _ = self.resources.send(announced.resource);
+            }
+            return;
+        }
         let wire: Wire = match serde_json::from_slice(payload) {
             Ok(wire) => wire,
             Err(e) => {

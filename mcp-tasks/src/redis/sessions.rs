@@ -12,7 +12,9 @@ use super::db::{MAX_ATTEMPTS, backoff};
 use super::{Inner, RedisStore, store_error};
 use crate::error::StoreError;
 use crate::record::Millis;
-use crate::session::{SessionChange, SessionRecord, SessionStore, too_many_sessions};
+use crate::session::{
+    ResourceUpdates, SessionChange, SessionRecord, SessionStore, too_many_sessions,
+};
 
 /// Opens a session within the limit.
 ///
@@ -235,5 +237,21 @@ impl SessionStore for RedisStore {
             .await
             .map_err(store_error)?;
         Ok(n)
+    }
+
+    async fn announce_resource_updated(&self, uri: &str) -> Result<(), StoreError> {
+        let inner = &self.inner;
+        let payload = inner.shared.announce(uri).map_err(store_error)?;
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(inner.keys.channel())
+            .arg(payload)
+            .query_async(&mut inner.conn())
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    fn resource_updates(&self) -> ResourceUpdates {
+        ResourceUpdates::new(self.inner.shared.resources.subscribe())
     }
 }
