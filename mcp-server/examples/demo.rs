@@ -66,7 +66,10 @@
 //!   audience `--oauth-resource URL` (default: this server's own `http://ADDR/mcp`);
 //!   `--oauth-scope SCOPE` (repeatable) is required of every request. The protected
 //!   resource metadata is served at `/.well-known/oauth-protected-resource/mcp`.
-//!   `--bearer` and `--oauth-issuer` cannot be combined.
+//!   `--oauth-introspection-client-id ID` with `--oauth-introspection-client-secret
+//!   SECRET`: opaque (non-JWT) tokens are checked at the authorization server's RFC 7662
+//!   `introspection_endpoint`, as that client. `--bearer` and `--oauth-issuer` cannot be
+//!   combined.
 //!
 //! ```text
 //! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --oauth-scope mcp
@@ -78,7 +81,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mcp_server::auth::{BearerTokens, OAuthConfig, OAuthResourceServer};
+use mcp_server::auth::{BearerTokens, IntrospectionClient, OAuthConfig, OAuthResourceServer};
 use mcp_server::http::{HttpConfig, local_url};
 use mcp_server::store_url;
 use mcp_server::{RuntimeConfig, Server, demo};
@@ -130,6 +133,13 @@ struct Args {
     /// A scope every request needs (repeatable).
     #[arg(long = "oauth-scope", requires = "oauth_issuer")]
     oauth_scope: Vec<String>,
+    /// The client id this server introspects opaque access tokens as (RFC 7662, at the
+    /// metadata's `introspection_endpoint`, client_secret_basic).
+    #[arg(long, requires_all = ["oauth_issuer", "oauth_introspection_client_secret"])]
+    oauth_introspection_client_id: Option<String>,
+    /// That client's secret.
+    #[arg(long, requires = "oauth_introspection_client_id")]
+    oauth_introspection_client_secret: Option<String>,
 }
 
 async fn shutdown_signal() {
@@ -266,11 +276,18 @@ async fn main() -> std::process::ExitCode {
     }
     if let Some(issuer) = &args.oauth_issuer {
         let resource = args.oauth_resource.clone().unwrap_or_else(|| url.clone());
-        let config = OAuthConfig::new(issuer.clone(), resource.clone())
+        let mut config = OAuthConfig::new(issuer.clone(), resource.clone())
             .require_scopes(args.oauth_scope.clone());
+        if let (Some(id), Some(secret)) = (
+            &args.oauth_introspection_client_id,
+            &args.oauth_introspection_client_secret,
+        ) {
+            config.introspection = Some(IntrospectionClient::new(id.clone(), secret.clone()));
+        }
         match OAuthResourceServer::new(config) {
             Ok(auth) => {
-                tracing::info!(%issuer, %resource, scopes = ?args.oauth_scope, "OAuth resource server");
+                let introspection = args.oauth_introspection_client_id.as_deref();
+                tracing::info!(%issuer, %resource, scopes = ?args.oauth_scope, ?introspection, "OAuth resource server");
                 http.principal = Some(Arc::new(auth));
             }
             Err(e) => {

@@ -4,10 +4,14 @@
 //! ([`SigningKey`]: ECDSA P-256 or Ed25519, the JWK built from the public key).
 //!
 //! The test controls it: which keys are published ([`TestIssuer::publish`]), whether the
-//! JWKS answers ([`TestIssuer::set_jwks_down`]), and it counts JWKS fetches. Extra routes
+//! JWKS answers ([`TestIssuer::set_jwks_down`]), and it counts JWKS fetches. With
+//! [`IssuerOptions::introspection_client`] it also issues opaque tokens
+//! ([`TestIssuer::opaque_token`]) and answers RFC 7662 introspection for that client
+//! (`client_secret_basic`), counting the requests. Extra routes
 //! and metadata members ([`IssuerOptions`]) add the endpoints of an authorization server
 //! (`crate::authorization_server`, for the OAuth client's tests).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,7 +20,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -155,7 +159,13 @@ pub struct IssuerOptions {
     /// Serve on this listener (bound to 127.0.0.1 by the caller, who then knows the
     /// origin before the routes are made) instead of a new one on `127.0.0.1:0`.
     pub listener: Option<TcpListener>,
+    /// The client (id, secret) allowed to introspect tokens: then `/introspect` is served
+    /// and named as `introspection_endpoint` in the metadata.
+    pub introspection_client: Option<(String, String)>,
 }
+
+/// The introspection endpoint's path (after the issuer's path).
+pub const INTROSPECTION_PATH: &str = "/introspect";
 
 struct Shared {
     issuer: String,
@@ -163,6 +173,11 @@ struct Shared {
     published: Mutex<Vec<SigningKey>>,
     jwks_down: AtomicBool,
     jwks_fetches: AtomicUsize,
+    introspection_client: Option<(String, String)>,
+    /// Opaque tokens issued, and what introspection says of each.
+    opaque: Mutex<HashMap<String, Value>>,
+    introspection_down: AtomicBool,
+    introspections: AtomicUsize,
 }
 
 /// The authorization server: metadata, JWKS, and the keys that sign its tokens.
@@ -211,6 +226,10 @@ impl TestIssuer {
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["none"],
         });
+        let introspection_path = format!("{path}{INTROSPECTION_PATH}");
+        if options.introspection_client.is_some() {
+            metadata["introspection_endpoint"] = json!(format!("{origin}{introspection_path}"));
+        }
         if let Some(Value::Object(extra)) = options.extra_metadata {
             for (k, v) in extra {
                 if v.is_null() {
@@ -229,15 +248,22 @@ impl TestIssuer {
             published: Mutex::new(vec![key.clone()]),
             jwks_down: AtomicBool::new(false),
             jwks_fetches: AtomicUsize::new(0),
+            introspection_client: options.introspection_client,
+            opaque: Mutex::default(),
+            introspection_down: AtomicBool::new(false),
+            introspections: AtomicUsize::new(0),
         });
         let metadata_path = match options.discovery {
             Discovery::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
             Discovery::OpenId => format!("{path}/.well-known/openid-configuration"),
         };
-        let mut router = Router::new()
+        let mut routes = Router::new()
             .route(&metadata_path, get(serve_metadata))
-            .route(&jwks_path, get(serve_jwks))
-            .with_state(Arc::clone(&shared));
+            .route(&jwks_path, get(serve_jwks));
+        if shared.introspection_client.is_some() {
+            routes = routes.route(&introspection_path, post(serve_introspection));
+        }
+        let mut router = routes.with_state(Arc::clone(&shared));
         if let Some(extra) = options.extra_routes {
             router = router.merge(extra);
         }
@@ -288,6 +314,39 @@ impl TestIssuer {
     pub fn jwks_fetches(&self) -> usize {
         self.shared.jwks_fetches.load(Ordering::SeqCst)
     }
+
+    /// A new opaque access token (random, not a JWT) that introspection describes with
+    /// `answer` (e.g. `{"active": true, ...}` from [`introspection_answer`]).
+    pub fn opaque_token(&self, answer: Value) -> String {
+        let mut bytes = [0u8; 24];
+        ring::rand::SecureRandom::fill(&SystemRandom::new(), &mut bytes).expect("random bytes");
+        let token = format!("opaque-{}", URL_SAFE_NO_PAD.encode(bytes));
+        self.shared
+            .opaque
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token.clone(), answer);
+        token
+    }
+
+    /// An active answer for `sub` at `audience` granting `scopes`: the claims of
+    /// [`claims`](Self::claims) with `active: true`.
+    pub fn introspection_answer(&self, sub: &str, audience: &str, scopes: &[&str]) -> Value {
+        let mut answer = self.claims(sub, audience, scopes);
+        answer["active"] = true.into();
+        answer["token_type"] = "Bearer".into();
+        answer
+    }
+
+    /// The introspection endpoint answers 503 while `down`.
+    pub fn set_introspection_down(&self, down: bool) {
+        self.shared.introspection_down.store(down, Ordering::SeqCst);
+    }
+
+    /// How many introspection requests arrived (answered or not).
+    pub fn introspections(&self) -> usize {
+        self.shared.introspections.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for TestIssuer {
@@ -315,6 +374,63 @@ async fn serve_jwks(State(shared): State<Arc<Shared>>) -> Response {
         .map(|k| k.jwk.clone())
         .collect();
     axum::Json(json!({ "keys": keys })).into_response()
+}
+
+/// The client id and secret of `client_secret_basic` (RFC 6749 2.3.1: each
+/// form-urlencoded, then `id:secret` in base64), if the request has them.
+pub fn basic_credentials(headers: &axum::http::HeaderMap) -> Option<(String, String)> {
+    let encoded = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (id, secret) = decoded.split_once(':')?;
+    let unescape = |v: &str| {
+        url::form_urlencoded::parse(format!("v={v}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+    };
+    Some((unescape(id)?, unescape(secret)?))
+}
+
+/// RFC 7662: the registered client (401 `invalid_client` otherwise) asks about `token`;
+/// an opaque token issued here gets its answer, anything else `{"active": false}`.
+async fn serve_introspection(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    shared.introspections.fetch_add(1, Ordering::SeqCst);
+    if shared.introspection_down.load(Ordering::SeqCst) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    if basic_credentials(&headers) != shared.introspection_client {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "invalid_client"})),
+        )
+            .into_response();
+    }
+    let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+    let Some(token) = form.get("token") else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "invalid_request"})),
+        )
+            .into_response();
+    };
+    let answer = shared
+        .opaque
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(token)
+        .cloned()
+        .unwrap_or_else(|| json!({"active": false}));
+    axum::Json(answer).into_response()
 }
 
 /// The scope the [`whoami`] tool requires.

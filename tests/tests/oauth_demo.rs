@@ -1,10 +1,11 @@
 //! The demo binary's OAuth flags against an issuer in the test (`mcp_tests::issuer`):
 //! `--oauth-resource` sets the audience tokens must name and the metadata's `resource`
-//! (a token for the demo's own URL is then refused).
+//! (a token for the demo's own URL is then refused); `--oauth-introspection-client-id` /
+//! `-secret` let opaque tokens in through the issuer's introspection endpoint.
 
 use std::process::Stdio;
 
-use mcp_tests::issuer::TestIssuer;
+use mcp_tests::issuer::{IssuerOptions, TestIssuer};
 use mcp_tests::server_harness::{WAIT, call_params, request, standard_headers};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
@@ -139,4 +140,33 @@ async fn oauth_resource_sets_the_audience_and_the_metadata() {
         ),
         "{challenge}"
     );
+}
+
+/// With the introspection client flags, an opaque token the issuer says is active for
+/// the demo passes; one it does not know is 401 `invalid_token`.
+#[tokio::test]
+async fn introspection_client_flags_let_opaque_tokens_in() {
+    let (id, secret) = ("demo-resource", "demo-secret");
+    let issuer = TestIssuer::start_with(IssuerOptions {
+        introspection_client: Some((id.into(), secret.into())),
+        ..IssuerOptions::default()
+    })
+    .await;
+    let demo = Demo::start(&[
+        "--oauth-issuer",
+        &issuer.issuer,
+        "--oauth-introspection-client-id",
+        id,
+        "--oauth-introspection-client-secret",
+        secret,
+    ])
+    .await;
+    let token = issuer.opaque_token(issuer.introspection_answer("olga", &demo.url, &[]));
+    let (status, _, body) = demo.greet(&token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(issuer.introspections(), 1);
+    let (status, challenge, body) = demo.greet("opaque-never-issued").await;
+    assert_eq!(status, 401, "{body}");
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+    assert!(challenge.contains("not active"), "{challenge}");
 }

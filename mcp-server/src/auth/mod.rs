@@ -2,16 +2,17 @@
 //! what it answers ([`Identity`] or a [`Refusal`] carrying its `WWW-Authenticate`
 //! challenge), and two authenticators: [`BearerTokens`], a static token table (the demo's
 //! `--bearer NAME:TOKEN`), and [`OAuthResourceServer`], an OAuth 2.1 resource server that
-//! validates JWT access tokens against its authorization server's keys (the demo's
-//! `--oauth-issuer`).
+//! validates JWT access tokens against its authorization server's keys, and opaque ones
+//! by RFC 7662 introspection when configured (the demo's `--oauth-issuer`).
 //!
 //! Without an authenticator every HTTP caller is one anonymous principal (task ids then
 //! act as bearer tokens); stdio has one principal, the process on the other end, and no
 //! scopes: a tool that requires a scope is refused there.
 //!
 //! Modules: `challenge.rs` ([`Refusal`], [`Challenge`]), `bearer.rs` ([`BearerTokens`]),
-//! `oauth/` (the resource server: `mod.rs` its configuration and metadata, `keys.rs`
-//! discovery and the key cache, `token.rs` JWT validation).
+//! `oauth/` (the resource server: `mod.rs` its configuration and metadata, `metadata.rs`
+//! the authorization server's metadata, `keys.rs` the key cache, `token.rs` JWT
+//! validation, `introspect.rs` introspection).
 
 mod bearer;
 mod challenge;
@@ -25,7 +26,8 @@ use futures::future::BoxFuture;
 pub use bearer::BearerTokens;
 pub use challenge::{Challenge, Refusal};
 pub use oauth::{
-    OAuthConfig, OAuthConfigError, OAuthResourceServer, ProtectedResource, TokenError,
+    IntrospectionClient, OAuthConfig, OAuthConfigError, OAuthResourceServer, ProtectedResource,
+    TokenError,
 };
 
 /// An authenticated caller: the principal that owns its tasks, and the scopes its

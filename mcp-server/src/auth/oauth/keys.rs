@@ -1,6 +1,5 @@
-//! The authorization server's signing keys: its metadata found from the issuer (RFC 8414
-//! `/.well-known/oauth-authorization-server[/path]`, then OpenID discovery), its JWKS
-//! fetched from `jwks_uri`, and [`KeyCache`], which keeps them.
+//! The authorization server's signing keys: its JWKS fetched from the configured URL or
+//! the metadata's `jwks_uri` (`metadata.rs`), and [`KeyCache`], which keeps them.
 //!
 //! **Invariants.** At most one fetch at a time (others wait for it and use its result),
 //! and at most one per refetch interval, failed ones included: a flood of tokens with
@@ -17,8 +16,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use reqwest::Url;
 use serde::Deserialize;
 
-/// Metadata and JWKS documents larger than this are refused.
-const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+use super::metadata::{ServerMetadata, get_json};
 
 /// A verification key of the JWKS.
 pub(super) struct VerifyKey {
@@ -109,9 +107,7 @@ pub(super) enum Lookup {
 /// The JWKS of one issuer, fetched when needed.
 #[derive(Debug)]
 pub(super) struct KeyCache {
-    client: reqwest::Client,
-    issuer: String,
-    issuer_url: Url,
+    metadata: Arc<ServerMetadata>,
     configured_jwks: Option<Url>,
     interval: Duration,
     state: Mutex<KeyState>,
@@ -131,16 +127,12 @@ struct KeyState {
 
 impl KeyCache {
     pub(super) fn new(
-        client: reqwest::Client,
-        issuer: String,
-        issuer_url: Url,
+        metadata: Arc<ServerMetadata>,
         configured_jwks: Option<Url>,
         interval: Duration,
     ) -> KeyCache {
         KeyCache {
-            client,
-            issuer,
-            issuer_url,
+            metadata,
             configured_jwks,
             interval,
             state: Mutex::default(),
@@ -227,9 +219,9 @@ impl KeyCache {
             .or_else(|| self.state().jwks_uri.clone());
         let jwks_uri = match known {
             Some(u) => u,
-            None => self.discover().await?,
+            None => self.metadata.get().await?.jwks_uri()?,
         };
-        let body = get_json::<JwkSetDoc>(&self.client, &jwks_uri).await?;
+        let body = get_json::<JwkSetDoc>(self.metadata.client(), &jwks_uri).await?;
         // Each key parsed alone: one key of a kind we do not know spoils nothing.
         let keys = body
             .keys
@@ -240,62 +232,6 @@ impl KeyCache {
             .collect();
         Ok((jwks_uri, keys))
     }
-
-    /// `jwks_uri` from the first metadata document that answers: RFC 8414 (path
-    /// inserted), OpenID discovery (path inserted, then appended). Its `issuer` must be
-    /// ours (RFC 8414, 3.3), or the document is refused.
-    async fn discover(&self) -> Result<Url, String> {
-        let mut errors = Vec::new();
-        for url in metadata_urls(&self.issuer_url) {
-            match get_json::<AsMetadata>(&self.client, &url).await {
-                Ok(meta) if meta.issuer != self.issuer => {
-                    return Err(format!(
-                        "the metadata at {url} names issuer {:?}, not {:?}",
-                        meta.issuer, self.issuer
-                    ));
-                }
-                Ok(meta) => {
-                    let Some(jwks) = meta.jwks_uri else {
-                        return Err(format!("the metadata at {url} has no jwks_uri"));
-                    };
-                    return Url::parse(&jwks)
-                        .ok()
-                        .filter(|u| matches!(u.scheme(), "http" | "https"))
-                        .ok_or_else(|| format!("the metadata at {url} has a bad jwks_uri"));
-                }
-                Err(e) => errors.push(e),
-            }
-        }
-        Err(format!(
-            "no authorization server metadata found: {}",
-            errors.join("; ")
-        ))
-    }
-}
-
-/// Where an issuer's metadata may be, in the order tried.
-pub(super) fn metadata_urls(issuer: &Url) -> Vec<Url> {
-    let path = issuer.path().trim_end_matches('/');
-    let origin = issuer.origin().ascii_serialization();
-    [
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{origin}/.well-known/openid-configuration{path}"),
-        format!("{origin}{path}/.well-known/openid-configuration"),
-    ]
-    .iter()
-    .filter_map(|u| Url::parse(u).ok())
-    .fold(Vec::new(), |mut all, u| {
-        if !all.contains(&u) {
-            all.push(u);
-        }
-        all
-    })
-}
-
-#[derive(Deserialize)]
-struct AsMetadata {
-    issuer: String,
-    jwks_uri: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -303,58 +239,9 @@ struct JwkSetDoc {
     keys: Vec<serde_json::Value>,
 }
 
-/// GETs `url` and reads its JSON body (at most [`MAX_DOCUMENT_BYTES`]).
-async fn get_json<T: serde::de::DeserializeOwned>(
-    client: &reqwest::Client,
-    url: &Url,
-) -> Result<T, String> {
-    let mut response = client
-        .get(url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("{url}: HTTP {}", response.status()));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
-        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("{url}: larger than {MAX_DOCUMENT_BYTES} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    serde_json::from_slice(&body).map_err(|e| format!("{url}: not the expected JSON: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn metadata_locations() {
-        let urls = |issuer: &str| -> Vec<String> {
-            metadata_urls(&Url::parse(issuer).expect("url"))
-                .into_iter()
-                .map(String::from)
-                .collect()
-        };
-        assert_eq!(
-            urls("https://as.example.com"),
-            [
-                "https://as.example.com/.well-known/oauth-authorization-server",
-                "https://as.example.com/.well-known/openid-configuration",
-            ]
-        );
-        assert_eq!(
-            urls("https://as.example.com/tenant1"),
-            [
-                "https://as.example.com/.well-known/oauth-authorization-server/tenant1",
-                "https://as.example.com/.well-known/openid-configuration/tenant1",
-                "https://as.example.com/tenant1/.well-known/openid-configuration",
-            ]
-        );
-    }
 
     #[test]
     fn only_public_signing_keys_are_kept() {

@@ -1,6 +1,7 @@
 //! An OAuth 2.1 resource server (the MCP authorization spec's role for an MCP server):
-//! [`OAuthResourceServer`] validates JWT access tokens issued by one authorization server
-//! and publishes the RFC 9728 metadata that tells clients where to get them.
+//! [`OAuthResourceServer`] validates access tokens issued by one authorization server (JWTs,
+//! and opaque ones by RFC 7662 introspection when configured) and publishes the RFC 9728
+//! metadata that tells clients where to get them.
 //!
 //! A request passes when its `Authorization: Bearer` token is a JWT that
 //! - names an algorithm of the allowlist (asymmetric only: RS*, PS*, ES256/384, EdDSA;
@@ -20,10 +21,23 @@
 //! `session:<id>` owner, nor a [`BearerTokens`](super::BearerTokens) name (which has no
 //! `:`).
 //!
-//! Opaque tokens (RFC 7662 introspection) are not supported: a token that is not a JWT
-//! is `invalid_token`.
+//! A token that is not a JWT (not three parts with a JSON header naming `alg`) is
+//! `invalid_token`, unless [`OAuthConfig::introspection`] names the client this server
+//! introspects as: the token is then POSTed to the authorization server metadata's
+//! `introspection_endpoint` (RFC 7662, `client_secret_basic`). `active: false` is
+//! `invalid_token`; an active token passes when its `iss` (if given) is the issuer, its
+//! `aud` contains the resource, its `exp` and `nbf` (if given) hold with the leeway and
+//! it has a `sub`; its scopes are `scope`'s, its principal `"{issuer}#{sub}"` as for a
+//! JWT. Outcomes are kept until the token's `exp`, at most
+//! [`OAuthConfig::introspection_cache_max`], keyed by the token's SHA-256. An endpoint
+//! that cannot be asked is 503, like keys out of reach.
+//!
+//! Modules: `metadata.rs` (the authorization server's metadata, discovered once),
+//! `keys.rs` (the JWKS cache), `token.rs` (JWT validation), `introspect.rs` (RFC 7662).
 
+mod introspect;
 mod keys;
+mod metadata;
 mod token;
 
 use std::collections::BTreeSet;
@@ -37,7 +51,9 @@ use reqwest::Url;
 use serde_json::{Value, json};
 
 use super::{Authenticator, Challenge, Credentials, Identity, Refusal, bearer_credentials};
+use introspect::Introspector;
 use keys::KeyCache;
+use metadata::ServerMetadata;
 pub use token::TokenError;
 
 /// The path of the RFC 9728 metadata document; the MCP endpoint's own path follows it in
@@ -84,6 +100,44 @@ pub struct OAuthConfig {
     pub jwks_uri: Option<String>,
     /// Bound of each request to the authorization server. Default: 10 seconds.
     pub http_timeout: Duration,
+    /// The client this server introspects opaque tokens as (RFC 7662); `None` (the
+    /// default): a token that is not a JWT is refused.
+    pub introspection: Option<IntrospectionClient>,
+    /// How long an introspection outcome is kept at most (an active token's no longer
+    /// than its `exp`). Default: 60 seconds.
+    pub introspection_cache_max: Duration,
+}
+
+/// The credentials a resource server introspects tokens with (`client_secret_basic`).
+/// Its `Debug` hides the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct IntrospectionClient {
+    /// The client id the authorization server registered for this resource server.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: String,
+}
+
+impl IntrospectionClient {
+    /// `client_id` with `client_secret`.
+    pub fn new(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> IntrospectionClient {
+        IntrospectionClient {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for IntrospectionClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntrospectionClient")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"(hidden)")
+            .finish()
+    }
 }
 
 impl OAuthConfig {
@@ -99,6 +153,8 @@ impl OAuthConfig {
             jwks_refetch_interval: Duration::from_secs(60),
             jwks_uri: None,
             http_timeout: Duration::from_secs(10),
+            introspection: None,
+            introspection_cache_max: Duration::from_secs(60),
         }
     }
 
@@ -135,6 +191,9 @@ pub enum OAuthConfigError {
         "scope {0:?} is not a valid scope token (printable ASCII, no space, quote or backslash)"
     )]
     Scope(String),
+    /// The introspection client has an empty id or secret.
+    #[error("the introspection client needs a client id and a secret")]
+    IntrospectionClient,
     /// The HTTP client for metadata and JWKS fetches could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(#[source] reqwest::Error),
@@ -211,6 +270,7 @@ struct Inner {
     config: OAuthConfig,
     metadata: ProtectedResource,
     keys: KeyCache,
+    introspector: Option<Introspector>,
 }
 
 impl OAuthResourceServer {
@@ -245,6 +305,13 @@ impl OAuthResourceServer {
         {
             return Err(OAuthConfigError::Scope(bad.clone()));
         }
+        if config
+            .introspection
+            .as_ref()
+            .is_some_and(|c| c.client_id.is_empty() || c.client_secret.is_empty())
+        {
+            return Err(OAuthConfigError::IntrospectionClient);
+        }
         let client = reqwest::Client::builder()
             .timeout(config.http_timeout)
             .build()
@@ -261,18 +328,27 @@ impl OAuthResourceServer {
             scopes_supported,
             metadata_url: metadata_url(&resource),
         };
-        let keys = KeyCache::new(
+        let server_metadata = Arc::new(ServerMetadata::new(
             client,
             config.issuer.clone(),
             issuer,
+            config.jwks_refetch_interval,
+        ));
+        let keys = KeyCache::new(
+            Arc::clone(&server_metadata),
             jwks_uri,
             config.jwks_refetch_interval,
         );
+        let introspector = config
+            .introspection
+            .as_ref()
+            .map(|client| Introspector::new(server_metadata, client));
         Ok(OAuthResourceServer {
             inner: Arc::new(Inner {
                 config,
                 metadata,
                 keys,
+                introspector,
             }),
         })
     }
@@ -285,7 +361,14 @@ impl OAuthResourceServer {
     /// Validates `token` (see the [module](self) documentation) into the identity it
     /// stands for; required scopes are not checked here.
     pub async fn validate(&self, token: &str) -> Result<Identity, TokenError> {
-        token::validate(&self.inner.config, &self.inner.keys, token).await
+        let inner = &self.inner;
+        token::validate(
+            &inner.config,
+            &inner.keys,
+            inner.introspector.as_ref(),
+            token,
+        )
+        .await
     }
 
     fn challenge(&self) -> Challenge {
@@ -313,6 +396,18 @@ impl OAuthResourceServer {
                 return Err(Refusal::unavailable(
                     format!(
                         "Service Unavailable: the authorization server's keys are out of reach ({reason}); retry later with the same token"
+                    ),
+                    self.inner
+                        .config
+                        .jwks_refetch_interval
+                        .max(Duration::from_secs(1)),
+                ));
+            }
+            Err(TokenError::IntrospectionUnavailable(reason)) => {
+                tracing::warn!(%reason, "cannot check a token: the introspection endpoint is out of reach");
+                return Err(Refusal::unavailable(
+                    format!(
+                        "Service Unavailable: the authorization server's introspection endpoint is out of reach ({reason}); retry later with the same token"
                     ),
                     self.inner
                         .config

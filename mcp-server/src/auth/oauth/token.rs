@@ -1,5 +1,6 @@
-//! JWT access token validation: header and algorithm, the signing key, the signature,
-//! then the claims (`iss`, `aud`, `exp`, `nbf`, `sub`), into an [`Identity`].
+//! Access token validation: a JWT's header and algorithm, the signing key, the signature,
+//! then the claims (`iss`, `aud`, `exp`, `nbf`, `sub`), into an [`Identity`]; a token that
+//! is not a JWT goes to introspection (`introspect.rs`) when it is configured.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -8,6 +9,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
 use super::OAuthConfig;
+use super::introspect::Introspector;
 use super::keys::{KeyCache, Lookup};
 use crate::auth::Identity;
 
@@ -15,8 +17,9 @@ use crate::auth::Identity;
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// Why a token was refused. Each is `invalid_token` (401) except
-/// [`KeysUnavailable`](TokenError::KeysUnavailable), which says nothing about the token
-/// (503).
+/// [`KeysUnavailable`](TokenError::KeysUnavailable) and
+/// [`IntrospectionUnavailable`](TokenError::IntrospectionUnavailable), which say nothing
+/// about the token (503).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
     /// Not three base64url parts with a JSON header.
@@ -52,6 +55,13 @@ pub enum TokenError {
     /// The JWKS could not be fetched; nothing is known about the token (503).
     #[error("the authorization server's keys are out of reach: {0}")]
     KeysUnavailable(String),
+    /// The introspection endpoint answered `active: false` (revoked, expired, unknown).
+    #[error("the token is not active (introspection)")]
+    Inactive,
+    /// The introspection endpoint could not be asked, or did not answer as RFC 7662
+    /// says; nothing is known about the token (503).
+    #[error("the authorization server's introspection endpoint is out of reach: {0}")]
+    IntrospectionUnavailable(String),
 }
 
 impl From<jsonwebtoken::errors::Error> for TokenError {
@@ -85,10 +95,27 @@ struct Claims {
     scp: Option<Scp>,
 }
 
+/// `aud`: one audience or several.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Audience {
+    pub(super) fn contains(&self, resource: &str) -> bool {
+        match self {
+            Audience::One(a) => a == resource,
+            Audience::Many(all) => all.iter().any(|a| a == resource),
+        }
+    }
+}
+
 /// `scp`: an array of scopes (or, from some servers, a space-separated string).
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Scp {
+pub(super) enum Scp {
     List(Vec<String>),
     Text(String),
 }
@@ -108,12 +135,35 @@ fn header_alg(token: &str) -> Result<String, TokenError> {
         .map_err(|_| TokenError::Malformed)
 }
 
+/// Whether `token` is meant as a JWT: three parts, the first a JSON object naming `alg`.
+/// Whatever else is an opaque token.
+fn looks_like_jwt(token: &str) -> bool {
+    token.split('.').count() == 3 && header_alg(token).is_ok()
+}
+
+/// `token` checked as a JWT, or, when it is not one and `introspector` is there, by
+/// introspection.
 pub(super) async fn validate(
+    config: &OAuthConfig,
+    keys: &KeyCache,
+    introspector: Option<&Introspector>,
+    token: &str,
+) -> Result<Identity, TokenError> {
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(TokenError::Malformed);
+    }
+    match introspector {
+        Some(introspector) if !looks_like_jwt(token) => introspector.validate(config, token).await,
+        _ => validate_jwt(config, keys, token).await,
+    }
+}
+
+async fn validate_jwt(
     config: &OAuthConfig,
     keys: &KeyCache,
     token: &str,
 ) -> Result<Identity, TokenError> {
-    if token.len() > MAX_TOKEN_BYTES || token.split('.').count() != 3 {
+    if token.split('.').count() != 3 {
         return Err(TokenError::Malformed);
     }
     let named = header_alg(token)?;
@@ -138,7 +188,10 @@ pub(super) async fn validate(
     let mut last = TokenError::Signature;
     for key in candidates {
         match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
-            Ok(data) => return identity(data.claims),
+            Ok(data) => {
+                let c = data.claims;
+                return identity(&c.iss, c.sub, c.scope.as_deref(), c.scp);
+            }
             // Without a `kid` several keys may fit: try the next.
             Err(e) if matches!(e.kind(), ErrorKind::InvalidSignature) => {
                 last = TokenError::Signature;
@@ -149,20 +202,26 @@ pub(super) async fn validate(
     Err(last)
 }
 
-fn identity(claims: Claims) -> Result<Identity, TokenError> {
-    let sub = match claims.sub {
+/// The identity of `sub` at `iss` (checked to be the configured issuer, or the
+/// configured issuer itself) granted `scope` (space-separated) and `scp`.
+pub(super) fn identity(
+    iss: &str,
+    sub: Option<String>,
+    scope: Option<&str>,
+    scp: Option<Scp>,
+) -> Result<Identity, TokenError> {
+    let sub = match sub {
         None => return Err(TokenError::MissingClaim("sub".into())),
         Some(sub) if sub.is_empty() => return Err(TokenError::Claims("sub is empty".into())),
         Some(sub) => sub,
     };
-    let mut scopes: Vec<String> = claims
-        .scope
+    let mut scopes: Vec<String> = scope
         .iter()
         .flat_map(|s| s.split(' '))
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect();
-    match claims.scp {
+    match scp {
         Some(Scp::List(list)) => scopes.extend(list),
         Some(Scp::Text(text)) => {
             scopes.extend(text.split(' ').filter(|s| !s.is_empty()).map(str::to_owned))
@@ -171,7 +230,7 @@ fn identity(claims: Claims) -> Result<Identity, TokenError> {
     }
     // `iss` was checked against the configured issuer, an URL without fragment: the
     // first `#` of the principal ends it.
-    Ok(Identity::new(format!("{}#{sub}", claims.iss)).with_scopes(scopes))
+    Ok(Identity::new(format!("{iss}#{sub}")).with_scopes(scopes))
 }
 
 #[cfg(test)]
@@ -191,7 +250,8 @@ mod tests {
             "iss": "https://as", "sub": "u1", "scope": "a  b", "scp": ["c"]
         }))
         .expect("claims");
-        let id = identity(claims).expect("identity");
+        let id = identity(&claims.iss, claims.sub, claims.scope.as_deref(), claims.scp)
+            .expect("identity");
         assert_eq!(id.principal, "https://as#u1");
         assert_eq!(
             id.scopes.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -200,6 +260,6 @@ mod tests {
         let empty: Claims =
             serde_json::from_value(serde_json::json!({"iss": "https://as", "sub": ""}))
                 .expect("claims");
-        assert!(identity(empty).is_err());
+        assert!(identity(&empty.iss, empty.sub, None, None).is_err());
     }
 }
