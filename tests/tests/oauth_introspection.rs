@@ -244,8 +244,13 @@ async fn an_introspection_endpoint_that_cannot_be_asked_is_503() {
     for _ in 0..2 {
         let reply = call(&p, "greet", &token).await;
         assert_eq!(reply.status, 503, "{}", reply.text);
-        assert!(
-            reply.headers.get("retry-after").is_some(),
+        // The default refetch interval, in the header and the message alike.
+        assert_eq!(
+            reply
+                .headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+            Some("60"),
             "{:?}",
             reply.headers
         );
@@ -256,7 +261,7 @@ async fn an_introspection_endpoint_that_cannot_be_asked_is_503() {
         );
         assert!(message.contains("/introspect: HTTP 503"), "{message}");
         assert!(
-            message.ends_with("retry later with the same token"),
+            message.ends_with("retry in 60 s with the same token"),
             "{message}"
         );
     }

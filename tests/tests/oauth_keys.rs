@@ -215,7 +215,7 @@ async fn a_jwks_down_at_the_first_fetch_is_503_and_the_metadata_is_served() {
         );
         assert!(message.contains("/jwks: HTTP 503"), "{what}: {message}");
         assert!(
-            message.ends_with("retry later with the same token"),
+            message.ends_with("retry in 1 s with the same token"),
             "{what}: {message}"
         );
     }

@@ -375,6 +375,23 @@ impl OAuthResourceServer {
         Challenge::new().resource_metadata(Some(self.inner.metadata.metadata_url.clone()))
     }
 
+    /// 503: the token cannot be checked now because `what` (of the authorization server)
+    /// out of reach for `reason`. `Retry-After` and the message name the same wait: the
+    /// refetch interval in whole seconds, rounded up, at least one.
+    fn unavailable(&self, what: &str, reason: &str) -> Refusal {
+        let interval = self.inner.config.jwks_refetch_interval;
+        let secs = interval
+            .as_secs()
+            .saturating_add(u64::from(interval.subsec_nanos() > 0))
+            .max(1);
+        Refusal::unavailable(
+            format!(
+                "Service Unavailable: the authorization server's {what} out of reach ({reason}); retry in {secs} s with the same token"
+            ),
+            Duration::from_secs(secs),
+        )
+    }
+
     async fn check(&self, headers: &HeaderMap) -> Result<Option<Identity>, Refusal> {
         let required = &self.inner.config.required_scopes;
         let token = match bearer_credentials(headers) {
@@ -393,27 +410,11 @@ impl OAuthResourceServer {
             Ok(identity) => identity,
             Err(TokenError::KeysUnavailable(reason)) => {
                 tracing::warn!(%reason, "cannot check a token: the authorization server's keys are out of reach");
-                return Err(Refusal::unavailable(
-                    format!(
-                        "Service Unavailable: the authorization server's keys are out of reach ({reason}); retry later with the same token"
-                    ),
-                    self.inner
-                        .config
-                        .jwks_refetch_interval
-                        .max(Duration::from_secs(1)),
-                ));
+                return Err(self.unavailable("keys are", &reason));
             }
             Err(TokenError::IntrospectionUnavailable(reason)) => {
                 tracing::warn!(%reason, "cannot check a token: the introspection endpoint is out of reach");
-                return Err(Refusal::unavailable(
-                    format!(
-                        "Service Unavailable: the authorization server's introspection endpoint is out of reach ({reason}); retry later with the same token"
-                    ),
-                    self.inner
-                        .config
-                        .jwks_refetch_interval
-                        .max(Duration::from_secs(1)),
-                ));
+                return Err(self.unavailable("introspection endpoint is", &reason));
             }
             Err(e) => {
                 tracing::debug!(error = %e, "token refused");
