@@ -309,9 +309,7 @@ fn register_features(
             return Err(subscribe_in_2026(v2025::Subscribe::METHOD).into());
         };
         let params = parse_params::<v2025::Subscribe>(&params)?;
-        json(legacy::features::resources_subscribe(
-            &state, &session, params,
-        )?)
+        json(legacy::features::resources_subscribe(&state, &session, params).await?)
     })?;
 
     module.register_async_method(
@@ -324,9 +322,7 @@ fn register_features(
                 return Err(subscribe_in_2026(v2025::Unsubscribe::METHOD).into());
             };
             let params = parse_params::<v2025::Unsubscribe>(&params)?;
-            json(legacy::features::resources_unsubscribe(
-                &state, &session, params,
-            ))
+            json(legacy::features::resources_unsubscribe(&state, &session, params).await?)
         },
     )?;
 

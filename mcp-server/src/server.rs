@@ -306,6 +306,7 @@ impl Server {
         let mut extensions = Extensions::new();
         extensions.insert(slot.clone());
         extensions.insert(StandaloneIsRequestPeer);
+        crate::v2025::listen_for_resource_updates(&self.state);
         let (peer, served) = self.endpoint().serve_with(conn, extensions);
         // When the connection ends, so does its session: its watcher stops and lets go of
         // the connection's sender, so the transport can finish writing and close.
@@ -322,7 +323,9 @@ impl Server {
     /// Announces that the resource at `uri` changed: `notifications/resources/updated`
     /// goes to every MCP 2025-11-25 session subscribed to `uri` (on its standalone
     /// stream; a session without one open misses it), and to every MCP 2026-07-28
-    /// `subscriptions/listen` stream whose `resourceSubscriptions` names `uri`.
+    /// `subscriptions/listen` stream whose `resourceSubscriptions` names `uri`. On a
+    /// shared store (PostgreSQL, Redis) the change is announced through the store, so it
+    /// reaches those sessions and streams on every instance, whichever one saw it.
     pub async fn notify_resource_updated(&self, uri: &str) {
         crate::v2025::notify_resource_updated(&self.state, uri).await;
     }

@@ -2,6 +2,12 @@
 //! each URI (`resources/subscribe`), and a feed of changed URIs for MCP 2026-07-28
 //! `subscriptions/listen` streams. [`Server::notify_resource_updated`] feeds both.
 //!
+//! On a shared store the subscriptions live in each session's record too, and a change
+//! seen by any instance is announced through the store (its rule 9): every instance
+//! hears it and notifies the sessions whose standalone stream it holds, asking their
+//! records whether they are subscribed (a subscription made on another instance is
+//! known here only that way). [`ResourceWatch::held`] lists those sessions.
+//!
 //! **Invariant.** Holds sessions weakly: a subscription never keeps a session alive, and
 //! a session that ended (dropped or closed) is forgotten the next time its URI changes.
 //!
@@ -23,6 +29,10 @@ const FEED_CAPACITY: usize = 256;
 pub(crate) struct ResourceWatch {
     by_uri: Mutex<HashMap<String, Vec<Weak<LegacySession>>>>,
     feed: broadcast::Sender<String>,
+    /// Every session this process serves (opened or restored here).
+    sessions: Mutex<Vec<Weak<LegacySession>>>,
+    /// Whether the store's announcements are being listened to (started once).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 impl Default for ResourceWatch {
@@ -30,11 +40,51 @@ impl Default for ResourceWatch {
         ResourceWatch {
             by_uri: Mutex::default(),
             feed: broadcast::channel(FEED_CAPACITY).0,
+            sessions: Mutex::default(),
+            listening: Default::default(),
         }
     }
 }
 
 impl ResourceWatch {
+    /// `session` is served by this process from now on (see [`held`](Self::held)).
+    pub(crate) fn hold(&self, session: &Arc<LegacySession>) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|s| s.upgrade().is_some_and(|s| !s.is_closed()));
+        sessions.push(Arc::downgrade(session));
+    }
+
+    /// The live sessions this process serves.
+    pub(crate) fn held(&self) -> Vec<Arc<LegacySession>> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|s| s.upgrade().is_some_and(|s| !s.is_closed()));
+        sessions.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Whether `session` subscribed to `uri` through this process.
+    pub(crate) fn is_subscribed(&self, uri: &str, session: &LegacySession) -> bool {
+        let by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
+        by_uri.get(uri).is_some_and(|sessions| {
+            sessions
+                .iter()
+                .any(|s| s.upgrade().is_some_and(|s| s.id == session.id))
+        })
+    }
+
+    /// Tells the 2026-07-28 `subscriptions/listen` streams that `uri` changed.
+    pub(crate) fn tell_listeners(&self, uri: &str) {
+        // No receiver is no error: nobody listens right now.
+        let _ = self.feed.send(uri.to_owned());
+    }
+
+    /// True the first time only: the caller starts listening to the store's
+    /// announcements.
+    pub(crate) fn start_listening(&self) -> bool {
+        !self
+            .listening
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+
     /// `session` wants `notifications/resources/updated` for `uri` (once, however often
     /// it asks).
     pub(crate) fn subscribe(&self, uri: &str, session: &Arc<LegacySession>) {
@@ -63,8 +113,7 @@ impl ResourceWatch {
     /// `uri` changed: the live sessions subscribed to it (ended ones are forgotten), after
     /// telling the 2026-07-28 streams.
     pub(crate) fn changed(&self, uri: &str) -> Vec<Arc<LegacySession>> {
-        // No receiver is no error: nobody listens right now.
-        let _ = self.feed.send(uri.to_owned());
+        self.tell_listeners(uri);
         let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
         let Some(sessions) = by_uri.get_mut(uri) else {
             return Vec::new();

@@ -143,6 +143,8 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
     let tool_scopes = server.tool_scopes();
     let state = server.state();
     let shared_sessions = state.store.sessions().is_some_and(|s| s.is_shared());
+    // Resource changes other instances saw reach this one's sessions and listen streams.
+    crate::v2025::listen_for_resource_updates(&state);
     let app = Arc::new(App {
         endpoint,
         state,

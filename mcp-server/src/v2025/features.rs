@@ -26,6 +26,7 @@ use crate::features::completion::{self, CompletionInput, Target};
 use crate::features::{Page, page, resources};
 use crate::report::{self, Report};
 use crate::state::State;
+use mcp_tasks::SessionChange;
 
 fn paged<T>(
     state: &State,
@@ -97,9 +98,15 @@ pub(crate) async fn resources_read(
     }
 }
 
+/// The session records of a shared store (PostgreSQL, Redis), where subscriptions are
+/// kept so that every instance knows them.
+fn shared_sessions(state: &State) -> Option<&dyn mcp_tasks::SessionStore> {
+    state.store.sessions().filter(|s| s.is_shared())
+}
+
 /// `resources/subscribe`: the session hears of `uri`'s changes until it unsubscribes or
 /// ends. A URI no resource has is refused like a read of it.
-pub(crate) fn resources_subscribe(
+pub(crate) async fn resources_subscribe(
     state: &State,
     session: &Arc<LegacySession>,
     params: ResourceRequestParams,
@@ -107,29 +114,112 @@ pub(crate) fn resources_subscribe(
     if !state.catalog.knows(&params.uri) {
         return Err(ServerError::LegacyResourceNotFound(params.uri));
     }
+    if let Some(sessions) = shared_sessions(state) {
+        let change = SessionChange::Subscribe(params.uri.clone());
+        sessions.change_session(&session.id, change).await?;
+    }
     state.resource_watch.subscribe(&params.uri, session);
     Ok(EmptyResult::default())
 }
 
 /// `resources/unsubscribe` (of a URI not subscribed to: nothing to do).
-pub(crate) fn resources_unsubscribe(
+pub(crate) async fn resources_unsubscribe(
     state: &State,
     session: &LegacySession,
     params: ResourceRequestParams,
-) -> EmptyResult {
+) -> Result<EmptyResult, ServerError> {
+    if let Some(sessions) = shared_sessions(state) {
+        let change = SessionChange::Unsubscribe(params.uri.clone());
+        sessions.change_session(&session.id, change).await?;
+    }
     state.resource_watch.unsubscribe(&params.uri, session);
-    EmptyResult::default()
+    Ok(EmptyResult::default())
 }
 
-/// Sends `notifications/resources/updated` for `uri` to every session subscribed to it
-/// that has a standalone stream open (and feeds the 2026-07-28 listen streams).
-pub(crate) async fn notify_resource_updated(state: &State, uri: &str) {
+/// The resource `uri` changed, as this instance saw it. On a shared store it is
+/// announced through the store, and every instance (this one included, see
+/// [`listen_for_resource_updates`]) notifies the sessions whose streams it holds; else
+/// it is delivered here at once. An announcement the store refuses is delivered here.
+pub(crate) async fn notify_resource_updated(state: &Arc<State>, uri: &str) {
+    if let Some(sessions) = shared_sessions(state) {
+        listen_for_resource_updates(state);
+        match sessions.announce_resource_updated(uri).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(uri, error = %e, "resource update not announced to other instances")
+            }
+        }
+    }
+    deliver_resource_updated(state, uri).await;
+}
+
+/// On a shared store, starts (once per server) the task that hears the store's resource
+/// announcements and delivers each here; it ends with the server.
+pub(crate) fn listen_for_resource_updates(state: &Arc<State>) {
+    let Some(sessions) = shared_sessions(state) else {
+        return;
+    };
+    if !state.resource_watch.start_listening() {
+        return;
+    }
+    let mut updates = sessions.resource_updates();
+    let state = Arc::downgrade(state);
+    let shutdown = state.upgrade().map(|s| s.shutdown_token());
+    let Some(shutdown) = shutdown else { return };
+    tokio::spawn(async move {
+        loop {
+            let uri = tokio::select! {
+                () = shutdown.cancelled() => return,
+                uri = updates.recv() => uri,
+            };
+            let Some(state) = state.upgrade() else { return };
+            match uri {
+                Ok(uri) => deliver_resource_updated(&state, &uri).await,
+                Err(mcp_tasks::EventError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "resource announcements missed")
+                }
+                Err(mcp_tasks::EventError::Closed) => return,
+            }
+        }
+    });
+}
+
+/// Sends `notifications/resources/updated` for `uri` to every session served here that
+/// is subscribed to it and has a standalone stream open, and feeds the 2026-07-28 listen
+/// streams. On a shared store a session's record says whether it is subscribed (it may
+/// have subscribed through another instance); a session without a record (stdio), or
+/// whose record cannot be read now, goes by what this instance knows.
+async fn deliver_resource_updated(state: &State, uri: &str) {
+    let subscribed = match shared_sessions(state) {
+        None => state.resource_watch.changed(uri),
+        Some(sessions) => {
+            state.resource_watch.tell_listeners(uri);
+            let mut subscribed = Vec::new();
+            for session in state.resource_watch.held() {
+                if session.standalone_peer().is_none() {
+                    continue;
+                }
+                let wants = match sessions.session(&session.id).await {
+                    Ok(Some(record)) => record.subscriptions.contains(uri),
+                    Ok(None) => state.resource_watch.is_subscribed(uri, &session),
+                    Err(e) => {
+                        tracing::debug!(session = %session.id, error = %e, "session record unreadable; going by this instance's subscriptions");
+                        state.resource_watch.is_subscribed(uri, &session)
+                    }
+                };
+                if wants {
+                    subscribed.push(session);
+                }
+            }
+            subscribed
+        }
+    };
     let params = ResourceUpdatedNotificationParams {
         uri: uri.to_owned(),
         meta: None,
         extra: JsonObject::new(),
     };
-    for session in state.resource_watch.changed(uri) {
+    for session in subscribed {
         let Some(peer) = session.standalone_peer() else {
             continue;
         };

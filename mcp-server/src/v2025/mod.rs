@@ -43,7 +43,7 @@ use crate::runtime::CANCELLED_MESSAGE;
 use crate::state::State;
 use crate::tool::TaskPolicy;
 use crate::views::{result_2025, task_2025};
-pub(crate) use features::notify_resource_updated;
+pub(crate) use features::{listen_for_resource_updates, notify_resource_updated};
 pub(crate) use input::answer_input;
 use input::{ask_pending, watch};
 use session::Standalone;
@@ -110,6 +110,7 @@ pub(crate) async fn initialize(
     if slot.0.set(Arc::clone(&session)).is_err() {
         return Err(already_initialized());
     }
+    state.resource_watch.hold(&session);
     if session.has_tasks() {
         tokio::spawn(watch(
             state.store_arc(),
@@ -146,6 +147,7 @@ pub(crate) async fn initialize(
 /// A session another instance opened, from its record in the shared store: served here
 /// from now on, as if `initialize` had run here (its watcher started).
 pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<LegacySession> {
+    let subscriptions = record.subscriptions;
     let session = Arc::new(LegacySession::new(
         record.id,
         record.owner,
@@ -154,6 +156,10 @@ pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<Le
         (record.client_capabilities, record.client_info),
         record.log_level,
     ));
+    state.resource_watch.hold(&session);
+    for uri in &subscriptions {
+        state.resource_watch.subscribe(uri, &session);
+    }
     if session.has_tasks() {
         tokio::spawn(watch(
             state.store_arc(),
