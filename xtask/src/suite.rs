@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The scenarios run, in order.
@@ -166,7 +166,9 @@ pub struct RequirementsReport {
 
 /// The suite's requirement set of `revision` (`2026-07-28`, `2025-11-25`) against the
 /// conformance fixture server (`mcp-server/examples/conformance.rs`) on SQLite: the
-/// suite's own `Total` line and the scored scenarios that failed.
+/// suite's own `Total` line and the scored scenarios that failed. The suite's exit
+/// status decides (it exits non-zero when a scored scenario fails): a failing status is
+/// an error, whatever its printed lines say.
 pub fn run_requirements(
     root: &Path,
     cargo: &str,
@@ -194,7 +196,33 @@ pub fn run_requirements(
         report.failed,
         started.elapsed().as_secs_f64()
     );
+    require_success(output.status, "server", &report)?;
     Ok(report)
+}
+
+/// Fails unless the suite exited successfully: it exits non-zero when a scored scenario
+/// of the requirement set failed (or it could not run one), so its status, not only the
+/// lines it printed, decides. The error names the status and the scored scenarios the
+/// printed lines show failing.
+fn require_success(
+    status: ExitStatus,
+    leg: &str,
+    report: &RequirementsReport,
+) -> Result<(), String> {
+    if status.success() {
+        return Ok(());
+    }
+    let failing = if report.scenarios_failed.is_empty() {
+        "none shown in its output".to_owned()
+    } else {
+        report.scenarios_failed.join(", ")
+    };
+    Err(format!(
+        "the conformance suite exited with {status} on the {leg} requirement set {} \
+         (a scored scenario failed or could not run; {} checks passed, {} failed; \
+         scored scenarios failing: {failing})",
+        report.revision, report.passed, report.failed
+    ))
 }
 
 /// Reads a requirement-set run: the suite's own `Total` line, the scenarios it scored
@@ -288,6 +316,7 @@ pub fn run_client_requirements(
         report.failed,
         started.elapsed().as_secs_f64()
     );
+    require_success(output.status, "client", &report)?;
     Ok(report)
 }
 
@@ -335,5 +364,33 @@ mod tests {
         let r = super::requirements_report("2026-07-28", run).expect("report");
         assert_eq!((r.passed, r.failed, r.scored), (12, 4, 2));
         assert_eq!(r.scenarios_failed, ["auth/x"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failing_suite_exit_status_fails_the_requirement_set() {
+        use std::os::unix::process::ExitStatusExt;
+        let clean = "✓ tools_call: 2 passed, 0 failed\n\nTotal: 2 passed, 0 failed, 0 warnings\n";
+        let r = super::requirements_report("2025-11-25", clean).expect("report");
+        assert_eq!(
+            super::require_success(std::process::ExitStatus::from_raw(0), "server", &r),
+            Ok(())
+        );
+        // Exit code 1 (wait status 256) with output that shows no scored failure.
+        let failed = std::process::ExitStatus::from_raw(1 << 8);
+        let error = super::require_success(failed, "server", &r).expect_err("non-zero");
+        assert!(error.contains("exit status: 1"), "{error}");
+        assert!(
+            error.contains("server requirement set 2025-11-25"),
+            "{error}"
+        );
+        assert!(error.contains("none shown in its output"), "{error}");
+        let run = "✗ auth/x: 1 passed, 1 failed\n\nTotal: 1 passed, 1 failed, 0 warnings\n";
+        let r = super::requirements_report("2026-07-28", run).expect("report");
+        let error = super::require_success(failed, "client", &r).expect_err("non-zero");
+        assert!(
+            error.contains("scored scenarios failing: auth/x"),
+            "{error}"
+        );
     }
 }
