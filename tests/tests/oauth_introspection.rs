@@ -315,3 +315,23 @@ async fn without_an_introspection_endpoint_opaque_tokens_cannot_be_checked() {
     let jwt = issuer.token("jay", &p.resource, &[SCOPE]);
     assert_eq!(call(&p, "greet", &jwt).await.status, 200);
 }
+
+/// Requests arriving together with one new token share one introspection.
+#[tokio::test]
+async fn concurrent_requests_with_one_token_introspect_it_once() {
+    let issuer = issuer().await;
+    let p = standard_server(&issuer).await;
+    let token = issuer.opaque_token(issuer.introspection_answer("olga", &p.resource, &[SCOPE]));
+    let replies = futures::future::join_all((0..8).map(|_| call(&p, "greet", &token))).await;
+    for reply in &replies {
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    assert_eq!(issuer.introspections(), 1);
+    // And so do refusals: eight requests with a token never issued, one introspection.
+    let replies =
+        futures::future::join_all((0..8).map(|_| call(&p, "greet", "opaque-never-issued-1"))).await;
+    for reply in &replies {
+        assert_eq!(reply.status, 401, "{}", reply.text);
+    }
+    assert_eq!(issuer.introspections(), 2);
+}

@@ -6,7 +6,9 @@
 //!
 //! **Invariants.** The cache is keyed by the SHA-256 of the token, never the token; an
 //! entry lasts until the token's `exp` or [`OAuthConfig::introspection_cache_max`],
-//! whichever comes first, and the cache holds at most [`MAX_CACHED`] entries. An endpoint
+//! whichever comes first, and the cache holds at most [`MAX_CACHED`] entries. Concurrent
+//! requests with one token share one introspection (a flight, keyed the same way; left
+//! by whoever ends or drops last, so a cancelled request leaves nothing behind). An endpoint
 //! that cannot be reached (or answers something else than an introspection response) says
 //! nothing about the token: 503, never cached.
 
@@ -51,12 +53,38 @@ struct Cached {
     until: Instant,
 }
 
+/// One introspection in progress, awaited by every request with its token.
+type Flight = Arc<tokio::sync::OnceCell<Result<Identity, TokenError>>>;
+
+type Flights = Mutex<HashMap<[u8; 32], Flight>>;
+
+/// Takes a flight off the map when its holder is done with it (finished or dropped), if
+/// it is still the one there.
+struct Boarded<'a> {
+    flights: &'a Flights,
+    key: [u8; 32],
+    flight: Flight,
+}
+
+impl Drop for Boarded<'_> {
+    fn drop(&mut self) {
+        let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+        if flights
+            .get(&self.key)
+            .is_some_and(|f| Arc::ptr_eq(f, &self.flight))
+        {
+            flights.remove(&self.key);
+        }
+    }
+}
+
 /// Introspects opaque tokens for one resource server, keeping the outcomes briefly.
 pub(super) struct Introspector {
     metadata: Arc<ServerMetadata>,
     /// `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749, 2.3.1).
     authorization: String,
     cache: Mutex<HashMap<[u8; 32], Cached>>,
+    flights: Flights,
 }
 
 impl std::fmt::Debug for Introspector {
@@ -77,6 +105,7 @@ impl Introspector {
             metadata,
             authorization: format!("Basic {}", STANDARD.encode(pair)),
             cache: Mutex::default(),
+            flights: Mutex::default(),
         }
     }
 
@@ -84,18 +113,53 @@ impl Introspector {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What the authorization server says of `token`: from the cache, else asked now.
+    /// What the authorization server says of `token`: from the cache, else from the
+    /// introspection in progress for it, else asked now.
     pub(super) async fn validate(
         &self,
         config: &OAuthConfig,
         token: &str,
     ) -> Result<Identity, TokenError> {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(hit) = self.cache().get(&key)
-            && hit.until > Instant::now()
-        {
-            return hit.outcome.clone();
+        if let Some(hit) = self.cached(&key) {
+            return hit;
         }
+        let flight = {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(flights.entry(key).or_default())
+        };
+        let boarded = Boarded {
+            flights: &self.flights,
+            key,
+            flight,
+        };
+        boarded
+            .flight
+            .get_or_init(|| async {
+                // A flight that just landed may have left its outcome.
+                match self.cached(&key) {
+                    Some(hit) => hit,
+                    None => self.introspect(config, token, key).await,
+                }
+            })
+            .await
+            .clone()
+    }
+
+    fn cached(&self, key: &[u8; 32]) -> Option<Result<Identity, TokenError>> {
+        self.cache()
+            .get(key)
+            .filter(|hit| hit.until > Instant::now())
+            .map(|hit| hit.outcome.clone())
+    }
+
+    /// Asks the endpoint about `token` and keeps the outcome (unless it is a 503).
+    async fn introspect(
+        &self,
+        config: &OAuthConfig,
+        token: &str,
+        key: [u8; 32],
+    ) -> Result<Identity, TokenError> {
         let response = self.ask(token).await?;
         let now = unix_now();
         let outcome = check(config, response.as_ref(), now);
@@ -103,7 +167,7 @@ impl Introspector {
         let lifetime = match (&outcome, response.as_ref().and_then(|r| r.exp)) {
             // An active token's outcome lasts no longer than the token.
             (Ok(_), Some(exp)) => {
-                Duration::from_secs(u64::try_from(exp - now).unwrap_or(0)).min(max)
+                Duration::from_secs(u64::try_from(exp.saturating_sub(now)).unwrap_or(0)).min(max)
             }
             _ => max,
         };
