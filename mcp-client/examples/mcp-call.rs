@@ -30,16 +30,19 @@
 //! tokens are kept in `--token-file` (default `~/.config/mcp-call/tokens.json`, mode
 //! 0600) for next time, refreshed when they expire. The URL is printed on stderr alone
 //! on its line, indented by two spaces, so a script (or a test playing the browser) can
-//! read it.
+//! read it. Each step of a login is one short line on stderr (discovering the
+//! authorization server, registering, the URL and the redirect awaited, token received,
+//! refreshed, saved to the token file); `--login` ends saying whether it logged in, only
+//! refreshed, or found the stored login good.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use clap::Parser;
-use mcp_client::auth::{AuthConfig, FileTokenStore, LoopbackRedirect};
+use mcp_client::auth::{AuthConfig, AuthEvent, Authorize, FileTokenStore, LoopbackRedirect};
 use mcp_client::{
     ClientConfig, ClientError, ClientHandler, Endpoint, McpClient, Revision, Started, TaskHandle,
     TaskRef, TaskStatusView,
@@ -354,21 +357,22 @@ fn default_token_file() -> Result<std::path::PathBuf, String> {
 }
 
 /// Shows the authorization URL (alone on its line, indented by two spaces) and, if
-/// `open`, tries to open it in a browser.
-fn show_login(url: &str, open: bool) {
+/// `open`, tries to open it in a browser; says where the redirect is awaited.
+fn show_login(url: &str, open: bool, redirect_uri: &str) {
+    let waiting = format!("Waiting for the browser's redirect to {redirect_uri} ...");
     if !open {
         eprintln!(
             "{}The server asks you to log in. Visit this URL in a browser:\n\n  {url}\n",
             clear_line()
         );
-        eprintln!("Waiting for the authorization...");
+        eprintln!("{waiting}");
         return;
     }
     eprintln!(
         "{}The server asks you to log in. Opening your browser at:\n\n  {url}\n",
         clear_line()
     );
-    eprintln!("If it does not open, visit that URL yourself. Waiting for the authorization...");
+    eprintln!("If it does not open, visit that URL yourself. {waiting}");
     for opener in ["xdg-open", "open"] {
         let started = std::process::Command::new(opener)
             .arg(url)
@@ -382,19 +386,89 @@ fn show_login(url: &str, open: bool) {
     }
 }
 
-/// How mcp-call logs in to a server that asks for OAuth.
-async fn auth_config(args: &Args) -> Result<AuthConfig, String> {
+/// What the login did during this run, counted from its [`AuthEvent`]s.
+#[derive(Debug, Default)]
+struct LoginSteps {
+    /// Tokens received from a browser login.
+    logins: AtomicU32,
+    /// Access tokens refreshed.
+    refreshes: AtomicU32,
+}
+
+/// The line mcp-call prints for a step of the login, if any (the browser step's URL is
+/// printed by [`show_login`]).
+fn progress(event: &AuthEvent, token_file: &std::path::Path) -> Option<String> {
+    let scope = |s: &Option<String>| s.as_deref().unwrap_or("none").to_owned();
+    Some(match event {
+        AuthEvent::Discovering { server } => {
+            format!("{server} asks for authorization: discovering its authorization server...")
+        }
+        AuthEvent::Discovered { issuer } => format!("Authorization server: {issuer}"),
+        AuthEvent::Migrated { from, to } => format!(
+            "The stored login was made at {from}, but the server now uses {to}: dropped, registering again."
+        ),
+        AuthEvent::Refreshing { .. } => "Refreshing the access token...".to_owned(),
+        AuthEvent::Refreshed { expires_in } => match expires_in {
+            Some(secs) => format!("Access token refreshed (valid for {secs} s)."),
+            None => "Access token refreshed.".to_owned(),
+        },
+        AuthEvent::RefreshRefused { error } => {
+            format!("The stored refresh token was refused ({error}): the login is dropped.")
+        }
+        AuthEvent::Registering { endpoint } => format!("Registering mcp-call at {endpoint}..."),
+        AuthEvent::Registered { client_id } => format!("Registered as client {client_id}."),
+        AuthEvent::Authorizing { scope: s, .. } => {
+            format!("Logging in, asking for scope: {}", scope(s))
+        }
+        AuthEvent::TokenReceived {
+            scope: s,
+            refresh_token,
+        } => format!(
+            "Token received (scope: {}{}).",
+            scope(s),
+            if *refresh_token {
+                ", with a refresh token"
+            } else {
+                ", no refresh token"
+            }
+        ),
+        AuthEvent::Saved => format!("Saved to {}", token_file.display()),
+        _ => return None,
+    })
+}
+
+/// How mcp-call logs in to a server that asks for OAuth: the config, the token file,
+/// and what the login does as it goes.
+async fn auth_config(
+    args: &Args,
+) -> Result<(AuthConfig, std::path::PathBuf, Arc<LoginSteps>), String> {
     let path = match &args.token_file {
         Some(p) => p.clone(),
         None => default_token_file()?,
     };
     let store = Arc::new(FileTokenStore::new(&path));
-    let mut auth = AuthConfig::new(store, "mcp-call");
+    let steps = Arc::new(LoginSteps::default());
+    let (seen, file) = (Arc::clone(&steps), path.clone());
+    let mut auth = AuthConfig::new(store, "mcp-call").on_event(move |event| {
+        match event {
+            AuthEvent::TokenReceived { .. } => seen.logins.fetch_add(1, Ordering::SeqCst),
+            AuthEvent::Refreshed { .. } => seen.refreshes.fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
+        if let Some(line) = progress(event, &file) {
+            eprintln!("{}{line}", clear_line());
+        }
+    });
     if !args.no_browser {
         let open = !args.no_open;
-        let loopback = LoopbackRedirect::bind(args.redirect_port, move |url| show_login(url, open))
-            .await
-            .map_err(|e| e.to_string())?;
+        let redirect_uri: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
+        let uri = Arc::clone(&redirect_uri);
+        let loopback = LoopbackRedirect::bind(args.redirect_port, move |url| {
+            show_login(url, open, uri.get().map_or("", String::as_str))
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let _ = redirect_uri.set(loopback.redirect_uri());
         auth = auth.with_authorize(Arc::new(loopback));
     }
     if let Some(id) = &args.client_id {
@@ -403,7 +477,26 @@ async fn auth_config(args: &Args) -> Result<AuthConfig, String> {
     if let Some(url) = &args.client_metadata_url {
         auth = auth.with_client_metadata_url(url.clone());
     }
-    Ok(auth)
+    Ok((auth, path, steps))
+}
+
+/// What `--login` says once connected: whether a login happened.
+fn login_report(
+    url: &str,
+    token_file: &std::path::Path,
+    steps: &LoginSteps,
+    had_login: bool,
+) -> String {
+    let file = token_file.display();
+    if steps.logins.load(Ordering::SeqCst) > 0 {
+        format!("Logged in to {url}; the login is kept in {file}.")
+    } else if steps.refreshes.load(Ordering::SeqCst) > 0 {
+        format!("The stored login for {url} was refreshed; kept in {file}. No new login needed.")
+    } else if had_login {
+        format!("Already logged in to {url} (the token in {file} was accepted); nothing to do.")
+    } else {
+        format!("{url} did not ask for authorization; nothing to do.")
+    }
 }
 
 /// Starts the `--stdio` server with its stderr piped: each line it logs is printed by
@@ -505,8 +598,19 @@ async fn run(args: Args) -> Result<Outcome, String> {
             }
         }
     }
-    if args.http.is_some() && args.bearer.is_none() {
-        config.auth = Some(auth_config(&args).await?);
+    // With OAuth: the token file, what the login did, and whether a login was stored.
+    let mut login = None;
+    if let Some(url) = args.http.as_deref().filter(|_| args.bearer.is_none()) {
+        let (auth, token_file, steps) = auth_config(&args).await?;
+        let had_login = auth
+            .store
+            .load(url)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.tokens.is_some());
+        config.auth = Some(auth);
+        login = Some((token_file, steps, had_login));
     }
     if let Some(token) = &args.bearer {
         config
@@ -531,7 +635,12 @@ async fn run(args: Args) -> Result<Outcome, String> {
     }
     .map_err(|e| e.to_string())?;
     if args.login {
-        eprintln!("Connected; the login (if one was needed) is kept for next time.");
+        match (&login, &args.http) {
+            (Some((token_file, steps, had_login)), Some(url)) => {
+                eprintln!("{}", login_report(url, token_file, steps, *had_login));
+            }
+            _ => eprintln!("Connected with the bearer token given; nothing stored."),
+        }
         return Ok(Outcome::Done);
     }
 

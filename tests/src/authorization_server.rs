@@ -643,3 +643,39 @@ async fn bearer(
         }
     }
 }
+
+/// The user's browser for a CLI that logs in through a loopback redirect (mcp-call):
+/// GETs `authorization_url` without following the redirect, checks that it goes to a
+/// `127.0.0.1` callback, and GETs that (the CLI's listener), which must answer 200.
+pub async fn visit_as_browser(authorization_url: &str) {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(crate::server_harness::WAIT)
+        .build()
+        .expect("client");
+    let approved = http
+        .get(authorization_url)
+        .send()
+        .await
+        .expect("GET the authorization URL");
+    assert!(
+        approved.status().is_redirection(),
+        "the authorization endpoint answered {}",
+        approved.status()
+    );
+    let location = approved.headers()["location"]
+        .to_str()
+        .expect("an ASCII Location")
+        .to_owned();
+    assert!(
+        location.starts_with("http://127.0.0.1:") && location.contains("/callback?"),
+        "redirected to {location}"
+    );
+    let callback = http
+        .get(&location)
+        .send()
+        .await
+        .expect("GET the loopback redirect");
+    assert_eq!(callback.status(), 200, "the loopback listener answered");
+}

@@ -11,6 +11,7 @@ use super::browser::Authorize;
 use super::challenge::Challenge;
 use super::discovery::{self, ServerMetadata};
 use super::error::AuthError;
+use super::event::{AuthEvent, AuthObserver};
 use super::flow;
 use super::registration::{self, ClientIdentity};
 use super::store::{Credentials, TokenStore};
@@ -30,6 +31,8 @@ pub struct AuthConfig {
     pub max_step_ups: u32,
     /// Ask for `offline_access` (a refresh token) when the authorization server lists it.
     pub offline_access: bool,
+    /// Told each step of a login as it happens ([`on_event`](AuthConfig::on_event)).
+    pub observer: Option<AuthObserver>,
 }
 
 impl AuthConfig {
@@ -46,7 +49,15 @@ impl AuthConfig {
             store,
             max_step_ups: 2,
             offline_access: true,
+            observer: None,
         }
+    }
+
+    /// Calls `f` with each step of a login ([`AuthEvent`]): to tell the user what is
+    /// going on (discovery, registration, the browser step, a refresh, saving).
+    pub fn on_event(mut self, f: impl Fn(&AuthEvent) + Send + Sync + 'static) -> AuthConfig {
+        self.observer = Some(AuthObserver::new(f));
+        self
     }
 
     /// The browser step to run when a login is needed.
@@ -130,6 +141,14 @@ impl Authorizer {
     /// The MCP server this login is for.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// Logs `event` and tells the observer.
+    fn emit(&self, event: AuthEvent) {
+        tracing::info!(?event, "login step");
+        if let Some(observer) = &self.config.observer {
+            (observer.0)(&event);
+        }
     }
 
     async fn loaded<'a>(&self, state: &'a mut State) -> Result<&'a mut State, AuthError> {
@@ -216,6 +235,9 @@ impl Authorizer {
         challenge: &Challenge,
         refresh_first: bool,
     ) -> Result<(), AuthError> {
+        self.emit(AuthEvent::Discovering {
+            server: self.server.clone(),
+        });
         let prm = discovery::resource_metadata(
             &self.http,
             &self.server,
@@ -235,12 +257,18 @@ impl Authorizer {
         {
             return Err(AuthError::PkceUnsupported { issuer });
         }
+        self.emit(AuthEvent::Discovered {
+            issuer: issuer.clone(),
+        });
         // Credentials of another authorization server or resource are never presented
         // here (the server migrated, say): forget them.
         if let Some(old) = &state.credentials
             && (old.issuer != issuer || old.resource != prm.resource)
         {
-            tracing::info!(old = %old.issuer, new = %issuer, "the authorization server changed; registering anew");
+            self.emit(AuthEvent::Migrated {
+                from: old.issuer.clone(),
+                to: issuer.clone(),
+            });
             self.config.store.remove(&old.server, &old.resource).await?;
             state.credentials = None;
             state.scope = None;
@@ -263,6 +291,9 @@ impl Authorizer {
                 .as_ref()
                 .and_then(|t| t.refresh_token.clone())
         {
+            self.emit(AuthEvent::Refreshing {
+                issuer: issuer.clone(),
+            });
             match flow::refresh(
                 &self.http,
                 &metadata,
@@ -274,17 +305,24 @@ impl Authorizer {
             .await
             {
                 Ok(tokens) => {
-                    tracing::info!(issuer = %issuer, "refreshed the access token");
+                    self.emit(AuthEvent::Refreshed {
+                        expires_in: tokens
+                            .expires_at
+                            .map(|at| at.saturating_sub(super::store::now_secs())),
+                    });
                     let credentials = Credentials {
                         tokens: Some(tokens),
                         ..credentials.clone()
                     };
                     self.config.store.save(&credentials).await?;
+                    self.emit(AuthEvent::Saved);
                     state.credentials = Some(credentials);
                     return Ok(());
                 }
                 Err(AuthError::TokenRefused { error, .. }) => {
-                    tracing::info!(%error, "the refresh token was refused");
+                    self.emit(AuthEvent::RefreshRefused {
+                        error: error.clone(),
+                    });
                     self.config
                         .store
                         .remove(&credentials.server, &credentials.resource)
@@ -319,8 +357,15 @@ impl Authorizer {
                 c.client.clone()
             }
             _ => {
-                registration::client_for(&self.http, metadata, &self.config.identity, &redirect_uri)
-                    .await?
+                let emit = |event| self.emit(event);
+                registration::client_for(
+                    &self.http,
+                    metadata,
+                    &self.config.identity,
+                    &redirect_uri,
+                    &emit,
+                )
+                .await?
             }
         };
         let pending = flow::authorization_request(
@@ -331,7 +376,10 @@ impl Authorizer {
             resource,
         )?;
         state.authorizations += 1;
-        tracing::info!(issuer = %metadata.issuer, scope = ?scope, "authorizing");
+        self.emit(AuthEvent::Authorizing {
+            url: pending.url.clone(),
+            scope: scope.clone(),
+        });
         self.in_browser
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let response = authorize.authorize(&pending.url).await;
@@ -349,6 +397,10 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
+        self.emit(AuthEvent::TokenReceived {
+            scope: tokens.scope.clone(),
+            refresh_token: tokens.refresh_token.is_some(),
+        });
         let credentials = Credentials {
             server: self.server.clone(),
             resource: resource.to_owned(),
@@ -357,6 +409,7 @@ impl Authorizer {
             tokens: Some(tokens),
         };
         self.config.store.save(&credentials).await?;
+        self.emit(AuthEvent::Saved);
         state.credentials = Some(credentials);
         state.scope = scope;
         Ok(())

@@ -12,6 +12,8 @@
 //! the [`TokenStore`]; then the request is sent again. A 403 `insufficient_scope` asks
 //! for the union of the scopes so far and the challenge's, a bounded number of times.
 //! Every failure is an [`AuthError`] that says what to do; nothing is stored then.
+//! Each step is an [`AuthEvent`], handed to [`AuthConfig::on_event`] for a program that
+//! tells its user what it is doing.
 //!
 //! The OAuth mechanics (PKCE, the authorization URL, the code exchange and the refresh
 //! with client authentication) are the `oauth2` crate's; discovery, registration and
@@ -21,6 +23,7 @@ mod browser;
 mod challenge;
 mod discovery;
 mod error;
+mod event;
 mod flow;
 mod manager;
 mod registration;
@@ -33,6 +36,7 @@ pub use discovery::{
     server_metadata_urls,
 };
 pub use error::AuthError;
+pub use event::{AuthEvent, AuthObserver};
 pub use manager::{AuthConfig, Authorizer};
 pub use registration::ClientIdentity;
 pub use store::{

@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::discovery::ServerMetadata;
 use super::error::AuthError;
+use super::event::AuthEvent;
 use super::store::RegisteredClient;
 
 /// `client_secret_basic`: HTTP Basic with the client id and secret.
@@ -80,12 +81,13 @@ struct RegistrationResponse {
 
 /// The client to use at `metadata`'s server, in the spec's order of preference: the
 /// pre-registered one, a Client ID Metadata Document when the server supports them and
-/// one is configured, dynamic registration when offered.
+/// one is configured, dynamic registration when offered (told to `emit`).
 pub async fn client_for(
     http: &reqwest::Client,
     metadata: &ServerMetadata,
     identity: &ClientIdentity,
     redirect_uri: &str,
+    emit: &(dyn Fn(AuthEvent) + Send + Sync),
 ) -> Result<RegisteredClient, AuthError> {
     if let Some(client) = &identity.pre_registered {
         return Ok(RegisteredClient {
@@ -121,6 +123,9 @@ pub async fn client_for(
         endpoint: endpoint.clone(),
         reason,
     };
+    emit(AuthEvent::Registering {
+        endpoint: endpoint.clone(),
+    });
     let response = http
         .post(endpoint)
         .json(&body)
@@ -135,7 +140,9 @@ pub async fn client_for(
     }
     let registered: RegistrationResponse = serde_json::from_str(&text)
         .map_err(|e| refused(format!("unreadable registration response: {e}")))?;
-    tracing::debug!(client_id = %registered.client_id, "registered a client");
+    emit(AuthEvent::Registered {
+        client_id: registered.client_id.clone(),
+    });
     Ok(RegisteredClient {
         client_id: registered.client_id,
         token_endpoint_auth_method: registered
