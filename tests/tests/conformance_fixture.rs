@@ -13,7 +13,9 @@ use mcp_protocol::error_codes;
 use mcp_server::http::HttpConfig;
 use mcp_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef, demo};
 use mcp_tests::legacy::init_params;
-use mcp_tests::server_harness::{Reply, SseStream, TestServer, WAIT, meta, request};
+use mcp_tests::server_harness::{
+    Reply, SseStream, TestServer, WAIT, meta, open_legacy_session, request,
+};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -329,25 +331,13 @@ async fn a_2026_task_sends_no_progress_on_its_reply_nor_on_listen() {
     no_reports_within_quiet(&mut stream).await;
 }
 
-/// A 2025-11-25 session over HTTP: its id.
+/// A 2025-11-25 session over HTTP (logging declared): its id.
 async fn open_session(s: &TestServer) -> String {
-    let reply = s
-        .post(&request(s.id(), "initialize", init_params()), &[])
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let (id, result) = open_legacy_session(s, init_params()).await;
     assert!(
-        reply.body["result"]["capabilities"]["logging"].is_object(),
-        "logging declared: {}",
-        reply.text
+        result["capabilities"]["logging"].is_object(),
+        "logging declared: {result}"
     );
-    let id = reply
-        .headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    s.post(&initialized, &[("mcp-session-id", &id)]).await;
     id
 }
 

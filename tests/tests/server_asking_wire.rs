@@ -12,7 +12,7 @@ use mcp_server::http::HttpConfig;
 use mcp_server::{RuntimeConfig, demo};
 use mcp_tests::legacy::LEGACY_VERSION;
 use mcp_tests::schema_check::{Schema, spec_dir};
-use mcp_tests::server_harness::{SseStream, TestServer, WAIT, request};
+use mcp_tests::server_harness::{SseStream, TestServer, WAIT, open_legacy_session, request};
 use serde_json::{Value, json};
 
 /// The fixture tools over HTTP.
@@ -34,23 +34,8 @@ impl<'a> Session<'a> {
             "capabilities": capabilities,
             "clientInfo": {"name": "mcp-tests-asking", "version": "0"},
         });
-        let reply = s.post(&request(s.id(), "initialize", params), &[]).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        let id = reply
-            .headers
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_else(|| panic!("a session id: {reply:?}"))
-            .to_owned();
-        let session = Session { s, id };
-        let ack = s
-            .post(
-                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                &session.headers(),
-            )
-            .await;
-        assert_eq!(ack.status, 202, "{}", ack.text);
-        session
+        let (id, _) = open_legacy_session(s, params).await;
+        Session { s, id }
     }
 
     fn headers(&self) -> [(&str, &str); 2] {
@@ -85,6 +70,29 @@ impl<'a> Session<'a> {
         let message = json!({"jsonrpc": "2.0", "id": asked["id"], "result": result});
         let reply = self.s.post(&message, &self.headers()).await;
         assert_eq!(reply.status, 202, "{}", reply.text);
+    }
+
+    /// Calls `name`, whose first message on its stream must be a `method` request to the
+    /// client (checked by [`assert_request`]): the call's id, its stream and the request.
+    async fn ask(&self, name: &str, arguments: Value, method: &str) -> (i64, SseStream, Value) {
+        let (id, mut stream) = self.call(name, arguments).await;
+        let asked = next(&mut stream).await;
+        assert_request(&asked, method);
+        (id, stream, asked)
+    }
+
+    /// Accepts the elicitation `asked` with `content`; the tool (one of the fixtures that
+    /// report `Elicitation completed: ...`) must report that content.
+    async fn accept(&self, mut stream: SseStream, id: i64, asked: &Value, content: Value) {
+        self.answer(asked, json!({"action": "accept", "content": content}))
+            .await;
+        let result = result_of(&mut stream, id).await;
+        let said = text(&result);
+        let shown = said
+            .strip_prefix("Elicitation completed: action=accept, content=")
+            .unwrap_or_else(|| panic!("{said}"));
+        let shown: Value = serde_json::from_str(shown).expect("the content as JSON");
+        assert_eq!(shown, content, "{said}");
     }
 }
 
@@ -145,11 +153,13 @@ async fn sampling_is_asked_and_answered_on_the_calls_own_stream() {
     let schema = schema_2025("sampling_is_asked_and_answered_on_the_calls_own_stream");
     let s = fixture_server().await;
     let session = Session::open(&s, asking_client()).await;
-    let (id, mut stream) = session
-        .call("test_sampling", json!({"prompt": "What is 2+2?"}))
+    let (id, mut stream, asked) = session
+        .ask(
+            "test_sampling",
+            json!({"prompt": "What is 2+2?"}),
+            "sampling/createMessage",
+        )
         .await;
-    let asked = next(&mut stream).await;
-    assert_request(&asked, "sampling/createMessage");
     let params = &asked["params"];
     assert_eq!(params["maxTokens"], 100, "{asked}");
     assert_eq!(params["messages"][0]["role"], "user", "{asked}");
@@ -174,11 +184,13 @@ async fn elicitation_is_asked_and_answered_on_the_calls_own_stream() {
     let schema = schema_2025("elicitation_is_asked_and_answered_on_the_calls_own_stream");
     let s = fixture_server().await;
     let session = Session::open(&s, asking_client()).await;
-    let (id, mut stream) = session
-        .call("test_elicitation", json!({"message": "Who are you?"}))
+    let (id, mut stream, asked) = session
+        .ask(
+            "test_elicitation",
+            json!({"message": "Who are you?"}),
+            "elicitation/create",
+        )
         .await;
-    let asked = next(&mut stream).await;
-    assert_request(&asked, "elicitation/create");
     let params = &asked["params"];
     assert_eq!(params["message"], "Who are you?", "{asked}");
     let requested = &params["requestedSchema"];
@@ -204,11 +216,13 @@ async fn elicitation_is_asked_and_answered_on_the_calls_own_stream() {
     assert!(said.contains("\"email\":\"ada@example.com\""), "{said}");
 
     // Declined: the tool reports the action, no content.
-    let (id, mut stream) = session
-        .call("test_elicitation", json!({"message": "Again?"}))
+    let (id, mut stream, asked) = session
+        .ask(
+            "test_elicitation",
+            json!({"message": "Again?"}),
+            "elicitation/create",
+        )
         .await;
-    let asked = next(&mut stream).await;
-    assert_request(&asked, "elicitation/create");
     session.answer(&asked, json!({"action": "decline"})).await;
     let result = result_of(&mut stream, id).await;
     assert_eq!(
@@ -223,11 +237,13 @@ async fn sep1034_defaults_reach_the_client_and_the_answer_reaches_the_tool() {
     let schema = schema_2025("sep1034_defaults_reach_the_client_and_the_answer_reaches_the_tool");
     let s = fixture_server().await;
     let session = Session::open(&s, asking_client()).await;
-    let (id, mut stream) = session
-        .call("test_elicitation_sep1034_defaults", json!({}))
+    let (id, stream, asked) = session
+        .ask(
+            "test_elicitation_sep1034_defaults",
+            json!({}),
+            "elicitation/create",
+        )
         .await;
-    let asked = next(&mut stream).await;
-    assert_request(&asked, "elicitation/create");
     let properties = &asked["params"]["requestedSchema"]["properties"];
     // Every field carries its default, with its type (numbers compared as numbers: see
     // `an_integer_default_is_sent_as_an_integer` for 30 against 30.0).
@@ -264,16 +280,7 @@ async fn sep1034_defaults_reach_the_client_and_the_answer_reaches_the_tool() {
     // The client accepts the defaults as shown, changing one.
     let content = json!({"name": "John Doe", "age": 31, "score": 95.5,
         "status": "pending", "verified": true});
-    session
-        .answer(&asked, json!({"action": "accept", "content": content}))
-        .await;
-    let result = result_of(&mut stream, id).await;
-    let said = text(&result);
-    let shown = said
-        .strip_prefix("Elicitation completed: action=accept, content=")
-        .unwrap_or_else(|| panic!("{said}"));
-    let shown: Value = serde_json::from_str(shown).expect("the content as JSON");
-    assert_eq!(shown, content, "{said}");
+    session.accept(stream, id, &asked, content).await;
 }
 
 /// The SEP-1034 form's `age` is `{"type": "integer", "default": 30}` as the fixture
@@ -300,11 +307,13 @@ async fn sep1330_enum_shapes_reach_the_client_and_the_choices_reach_the_tool() {
     let schema = schema_2025("sep1330_enum_shapes_reach_the_client_and_the_choices_reach_the_tool");
     let s = fixture_server().await;
     let session = Session::open(&s, asking_client()).await;
-    let (id, mut stream) = session
-        .call("test_elicitation_sep1330_enums", json!({}))
+    let (id, stream, asked) = session
+        .ask(
+            "test_elicitation_sep1330_enums",
+            json!({}),
+            "elicitation/create",
+        )
         .await;
-    let asked = next(&mut stream).await;
-    assert_request(&asked, "elicitation/create");
     let p = &asked["params"]["requestedSchema"]["properties"];
     // Untitled single: a plain enum.
     assert_eq!(p["untitledSingle"]["type"], "string");
@@ -367,16 +376,7 @@ async fn sep1330_enum_shapes_reach_the_client_and_the_choices_reach_the_tool() {
     let content = json!({"untitledSingle": "option2", "titledSingle": "value3",
         "legacyEnum": "opt1", "untitledMulti": ["option1", "option3"],
         "titledMulti": ["value2"]});
-    session
-        .answer(&asked, json!({"action": "accept", "content": content}))
-        .await;
-    let result = result_of(&mut stream, id).await;
-    let said = text(&result);
-    let shown = said
-        .strip_prefix("Elicitation completed: action=accept, content=")
-        .unwrap_or_else(|| panic!("{said}"));
-    let shown: Value = serde_json::from_str(shown).expect("the content as JSON");
-    assert_eq!(shown, content, "{said}");
+    session.accept(stream, id, &asked, content).await;
 }
 
 /// The session knows the client's capabilities from `initialize`, but a tool's
@@ -410,9 +410,13 @@ async fn a_tool_needing_an_undeclared_capability_is_32021() {
 async fn a_tool_needing_a_declared_capability_uses_it() {
     let s = fixture_server().await;
     let session = Session::open(&s, asking_client()).await;
-    let (id, mut stream) = session.call("test_missing_capability", json!({})).await;
-    let asked = next(&mut stream).await;
-    assert_request(&asked, "sampling/createMessage");
+    let (id, mut stream, asked) = session
+        .ask(
+            "test_missing_capability",
+            json!({}),
+            "sampling/createMessage",
+        )
+        .await;
     session
         .answer(
             &asked,
