@@ -92,8 +92,10 @@ pub struct OAuthConfig {
     pub algorithms: Vec<Algorithm>,
     /// Clock skew allowed on `exp` and `nbf`. Default: 60 seconds.
     pub leeway: Duration,
-    /// The keys are fetched again, on a token whose `kid` is unknown, at most this often.
-    /// Default: 60 seconds.
+    /// The keys are fetched again, on a token whose `kid` is unknown, at most this often;
+    /// a failed metadata discovery is tried again no sooner either, and a 503 for an
+    /// authorization server out of reach says to retry after it (`Retry-After`, whole
+    /// seconds rounded up). Default: 60 seconds.
     pub jwks_refetch_interval: Duration,
     /// The JWKS URL, when the authorization server publishes no metadata (discovery is
     /// then skipped). Default: discovered.
