@@ -6,8 +6,9 @@
 //!
 //! The suite appends the scenario server's URL and sets `MCP_CONFORMANCE_SCENARIO`,
 //! `MCP_CONFORMANCE_PROTOCOL_VERSION` and (for some scenarios) `MCP_CONFORMANCE_CONTEXT`.
-//! This program only chooses what to do per scenario, as the suite's reference clients
-//! do; every behaviour checked (negotiation, `_meta`, headers, MRTR, SSE resumption,
+//! This program only chooses what to do per scenario, by name, as the suite's reference
+//! clients do ([`plan`]: one arm for each client scenario of both requirement sets,
+//! scored or not; a name it does not know is an error, exit 1); every behaviour checked (negotiation, `_meta`, headers, MRTR, SSE resumption,
 //! elicitation defaults, the whole OAuth flow) is the mcp-client library's.
 
 use std::sync::Arc;
@@ -101,7 +102,84 @@ fn arguments_for(tool: &Tool) -> JsonObject {
     out
 }
 
-fn config(scenario: &str, context: &Context) -> Result<ClientConfig, String> {
+/// What the program does in a scenario, once connected (every plan lists the tools
+/// first, as a client would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Nothing more: what is checked is the connection itself (negotiation, `_meta`,
+    /// the listing).
+    Connect,
+    /// Call every tool listed, with arguments from its schema (the library leaves out a
+    /// tool whose header annotations are invalid).
+    EveryTool,
+    /// Call the tools `MCP_CONFORMANCE_CONTEXT` lists, with its arguments.
+    ContextCalls,
+    /// Call this tool, without arguments.
+    Call(&'static str),
+    /// Log in with OAuth (the whole flow is the library's), then call `test-tool`.
+    Auth,
+    /// Echo the `inputSchema` of `json_schema_2020_12_tool`, as listed, to
+    /// `json_schema_echo`: what the library kept of it.
+    EchoSchema,
+    /// A scenario of an extension this client does not implement: said, exit non-zero.
+    Unsupported(&'static str),
+}
+
+/// The plan of each client scenario of the 2026-07-28 and 2025-11-25 requirement sets,
+/// scored or not; `None` for a name this program does not know.
+fn plan(scenario: &str) -> Option<Plan> {
+    Some(match scenario {
+        "initialize" | "request-metadata" | "json-schema-ref-no-deref" => Plan::Connect,
+        "tools_call"
+        | "sep-2322-client-request-state"
+        | "http-standard-headers"
+        | "http-invalid-tool-headers" => Plan::EveryTool,
+        "http-custom-headers" => Plan::ContextCalls,
+        "elicitation-sep1034-client-defaults" => Plan::Call("test_client_elicitation_defaults"),
+        "sse-retry" => Plan::Call("test_reconnection"),
+        "json-schema-2020-12-preservation" => Plan::EchoSchema,
+        "auth/metadata-default"
+        | "auth/metadata-var1"
+        | "auth/metadata-var2"
+        | "auth/metadata-var3"
+        | "auth/basic-cimd"
+        | "auth/scope-from-www-authenticate"
+        | "auth/scope-from-scopes-supported"
+        | "auth/scope-omitted-when-undefined"
+        | "auth/scope-step-up"
+        | "auth/scope-retry-limit"
+        | "auth/token-endpoint-auth-basic"
+        | "auth/token-endpoint-auth-post"
+        | "auth/token-endpoint-auth-none"
+        | "auth/pre-registration"
+        | "auth/resource-mismatch"
+        | "auth/offline-access-scope"
+        | "auth/offline-access-not-supported"
+        | "auth/authorization-server-migration"
+        | "auth/iss-supported"
+        | "auth/iss-not-advertised"
+        | "auth/iss-supported-missing"
+        | "auth/iss-wrong-issuer"
+        | "auth/iss-unexpected"
+        | "auth/iss-normalized"
+        | "auth/metadata-issuer-mismatch" => Plan::Auth,
+        "auth/client-credentials-jwt" | "auth/client-credentials-basic" => Plan::Unsupported(
+            "the client credentials grant (an extension) is not implemented by mcp-client",
+        ),
+        "auth/enterprise-managed-authorization" => Plan::Unsupported(
+            "enterprise-managed authorization (an extension) is not implemented by mcp-client",
+        ),
+        "auth/dpop" | "auth/dpop-nonce" => {
+            Plan::Unsupported("DPoP (an extension) is not implemented by mcp-client")
+        }
+        "auth/wif-jwt-bearer" => Plan::Unsupported(
+            "the workload identity JWT bearer grant (an extension) is not implemented by mcp-client",
+        ),
+        _ => return None,
+    })
+}
+
+fn config(scenario: &str, plan: Plan, context: &Context) -> Result<ClientConfig, String> {
     let mut config = ClientConfig {
         revision: match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
             Ok("2026-07-28") => Revision::V2026_07_28,
@@ -111,7 +189,7 @@ fn config(scenario: &str, context: &Context) -> Result<ClientConfig, String> {
         request_timeout: Duration::from_secs(20),
         ..ClientConfig::default()
     };
-    if scenario.starts_with("auth/") {
+    if plan == Plan::Auth {
         let browser = FollowRedirect::new(REDIRECT_URI).map_err(|e| e.to_string())?;
         let mut auth = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "mcp-client conformance")
             .with_authorize(Arc::new(browser))
@@ -128,8 +206,11 @@ fn config(scenario: &str, context: &Context) -> Result<ClientConfig, String> {
     Ok(config)
 }
 
-async fn run(scenario: &str, url: &str, context: &Context) -> Result<(), String> {
-    let config = config(scenario, context)?;
+async fn run(scenario: &str, plan: Plan, url: &str, context: &Context) -> Result<(), String> {
+    if let Plan::Unsupported(why) = plan {
+        return Err(format!("scenario {scenario}: {why}"));
+    }
+    let config = config(scenario, plan, context)?;
     let client = McpClient::connect_http(url, Arc::new(Approve), config)
         .await
         .map_err(|e| format!("connect: {e}"))?;
@@ -149,24 +230,32 @@ async fn run(scenario: &str, url: &str, context: &Context) -> Result<(), String>
             Ok::<(), String>(())
         }
     };
-    match scenario {
-        "request-metadata" | "json-schema-ref-no-deref" => {}
-        "elicitation-sep1034-client-defaults" => {
-            call("test_client_elicitation_defaults".into(), JsonObject::new()).await?;
-        }
-        "sse-retry" => call("test_reconnection".into(), JsonObject::new()).await?,
-        s if s.starts_with("auth/") => call("test-tool".into(), JsonObject::new()).await?,
-        _ if !context.tool_calls.is_empty() => {
+    match plan {
+        Plan::Connect | Plan::Unsupported(_) => {}
+        Plan::Call(tool) => call(tool.into(), JsonObject::new()).await?,
+        Plan::Auth => call("test-tool".into(), JsonObject::new()).await?,
+        Plan::ContextCalls => {
+            if context.tool_calls.is_empty() {
+                return Err("MCP_CONFORMANCE_CONTEXT lists no toolCalls".into());
+            }
             for c in &context.tool_calls {
                 call(c.name.clone(), c.arguments.clone()).await?;
             }
         }
-        // tools_call, initialize, the MRTR and header scenarios: every tool listed (the
-        // library left out those with invalid header annotations).
-        _ => {
+        Plan::EveryTool => {
             for tool in &tools {
                 call(tool.name.clone(), arguments_for(tool)).await?;
             }
+        }
+        Plan::EchoSchema => {
+            let focal = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .ok_or("no json_schema_2020_12_tool listed")?;
+            let schema = serde_json::to_value(&focal.input_schema)
+                .map_err(|e| format!("the listed inputSchema: {e}"))?;
+            let arguments = JsonObject::from_iter([("schema".to_owned(), schema)]);
+            call("json_schema_echo".into(), arguments).await?;
         }
     }
     Ok(())
@@ -186,6 +275,12 @@ async fn main() -> std::process::ExitCode {
         eprintln!("usage: MCP_CONFORMANCE_SCENARIO=NAME conformance-client URL");
         return std::process::ExitCode::FAILURE;
     };
+    let Some(plan) = plan(&scenario) else {
+        eprintln!(
+            "conformance-client: unknown scenario {scenario:?} (MCP_CONFORMANCE_SCENARIO): add an arm for it in plan()"
+        );
+        return std::process::ExitCode::FAILURE;
+    };
     let context: Context = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
         Ok(raw) => match serde_json::from_str(&raw) {
             Ok(c) => c,
@@ -198,7 +293,12 @@ async fn main() -> std::process::ExitCode {
     };
     eprintln!("scenario {scenario:?} against {url}");
     // Within the suite's 30 s limit, so it never has to kill us.
-    match tokio::time::timeout(Duration::from_secs(25), run(&scenario, &url, &context)).await {
+    match tokio::time::timeout(
+        Duration::from_secs(25),
+        run(&scenario, plan, &url, &context),
+    )
+    .await
+    {
         Ok(Ok(())) => std::process::ExitCode::SUCCESS,
         Ok(Err(e)) => {
             eprintln!("conformance-client: {e}");
@@ -208,5 +308,64 @@ async fn main() -> std::process::ExitCode {
             eprintln!("conformance-client: scenario {scenario} took over 25 s");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The client scenarios of the installed suite's requirement set `revision`
+    /// (`requirements/REVISION.yaml`): the `client:` list and the `not_scored` entries of
+    /// the client leg. `None` when the suite is not installed.
+    fn client_scenarios(revision: &str) -> Option<Vec<String>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tests/conformance-suite/node_modules/@modelcontextprotocol/conformance/requirements/{revision}.yaml"
+        ));
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut out = Vec::new();
+        let mut section = "";
+        let mut pending: Option<String> = None;
+        for line in text.lines() {
+            if !line.starts_with(' ') && !line.starts_with('#') && line.ends_with(':') {
+                section = line.trim_end_matches(':');
+                continue;
+            }
+            let item = line.trim();
+            match section {
+                "client" => {
+                    if let Some(name) = item.strip_prefix("- ") {
+                        out.push(name.trim().to_owned());
+                    }
+                }
+                "not_scored" => {
+                    if let Some(name) = item.strip_prefix("- scenario: ") {
+                        pending = Some(name.trim().to_owned());
+                    } else if item == "leg: client"
+                        && let Some(name) = pending.take()
+                    {
+                        out.push(name);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn every_client_scenario_of_both_sets_has_an_arm() {
+        for revision in ["2026-07-28", "2025-11-25"] {
+            let Some(scenarios) = client_scenarios(revision) else {
+                eprintln!("the conformance suite is not installed: skipped");
+                return;
+            };
+            assert!(scenarios.len() > 15, "{revision}: read {scenarios:?}");
+            let unknown: Vec<&String> = scenarios
+                .iter()
+                .filter(|s| super::plan(s).is_none())
+                .collect();
+            assert!(unknown.is_empty(), "{revision}: no arm for {unknown:?}");
+        }
+        assert_eq!(super::plan("auth/not-a-scenario"), None);
+        assert_eq!(super::plan(""), None);
     }
 }
