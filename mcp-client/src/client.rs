@@ -168,7 +168,7 @@ impl McpClient {
         config: ClientConfig,
         endpoint: Option<Endpoint>,
     ) -> Result<McpClient, ClientError> {
-        let session = Session::open(conn, guard, http, handler, config, endpoint);
+        let session = Session::open(conn, guard, http, handler, config, endpoint)?;
         session.set_protocol_version(PROTOCOL_VERSION_2026_07_28);
         let client = McpClient {
             session: Arc::new(session),

@@ -1,9 +1,11 @@
 //! [`ClientConfig`] and [`DriverConfig`]: the tunables of a client and of the task driver,
 //! with the bounds every wait derives from.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::types::Implementation;
+use mcp_tasks::TaskStore;
 
 use crate::auth::AuthConfig;
 
@@ -41,6 +43,23 @@ pub struct ClientConfig {
     pub auth: Option<AuthConfig>,
     /// Which revision to speak.
     pub revision: Revision,
+    /// Where the client keeps the tasks it hosts (MCP 2025-11-25): with a store, the
+    /// client declares `capabilities.tasks` at `initialize` (`list`, `cancel`, and
+    /// `requests.sampling.createMessage` / `requests.elicitation.create` for what the
+    /// handler declares), runs a server's task-augmented sampling and elicitation
+    /// requests as tasks in it, and answers `tasks/get`, `tasks/result`, `tasks/list`
+    /// and `tasks/cancel` from it, scoped to the connection. `None`: no client-hosted
+    /// tasks (a request with `params.task` is answered as a plain one).
+    pub client_tasks: Option<Arc<dyn TaskStore>>,
+}
+
+impl ClientConfig {
+    /// This configuration, hosting the server's task-augmented requests in `store`
+    /// (see [`client_tasks`](ClientConfig::client_tasks)).
+    pub fn with_client_tasks(mut self, store: Arc<dyn TaskStore>) -> ClientConfig {
+        self.client_tasks = Some(store);
+        self
+    }
 }
 
 impl Default for ClientConfig {
@@ -53,6 +72,7 @@ impl Default for ClientConfig {
             http_headers: Vec::new(),
             auth: None,
             revision: Revision::Negotiate,
+            client_tasks: None,
         }
     }
 }

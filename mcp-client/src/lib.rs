@@ -84,6 +84,7 @@ mod config;
 mod driver;
 mod error;
 mod handler;
+mod hosted;
 mod reference;
 mod session;
 pub mod sse;

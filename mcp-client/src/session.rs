@@ -22,6 +22,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::config::ClientConfig;
 use crate::error::ClientError;
 use crate::handler::{ClientHandler, Routes, client_methods};
+use crate::hosted::Hosted;
 use crate::reference::Endpoint;
 use crate::transport::{ExchangeError, ExchangeFailure, HttpState, TransportGuard};
 
@@ -73,6 +74,8 @@ pub(crate) struct Session {
     auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>>,
     /// The login of an HTTP connection, if configured.
     authorizer: Option<Arc<crate::auth::Authorizer>>,
+    /// The tasks this connection hosts (MCP 2025-11-25), with a store configured.
+    hosted: Option<Arc<Hosted>>,
     _guard: TransportGuard,
     _forward: Option<AbortOnDrop>,
 }
@@ -98,8 +101,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The handler's capabilities in the 2025-11-25 shape.
+fn declared_2025(handler: &dyn ClientHandler) -> Result<v2025::ClientCapabilities, ClientError> {
+    serde_json::to_value(handler.capabilities())
+        .and_then(serde_json::from_value::<v2025::ClientCapabilities>)
+        .map_err(|e| ClientError::Protocol(format!("capabilities: {e}")))
+}
+
 impl Session {
-    /// Serves `conn` with the client's methods (answered by `handler`) and the
+    /// Serves `conn` with the client's methods (answered by `handler`; with
+    /// [`ClientConfig::client_tasks`], the hosted tasks' too) and the
     /// `notifications/tasks` push channel. Not negotiated yet.
     pub(crate) fn open(
         conn: Connection,
@@ -108,11 +119,20 @@ impl Session {
         handler: Arc<dyn ClientHandler>,
         config: ClientConfig,
         reached_at: Option<Endpoint>,
-    ) -> Session {
+    ) -> Result<Session, ClientError> {
         let (pushed, _) = broadcast::channel(256);
         let (pushed_2025, _) = broadcast::channel(256);
+        let hosted = match &config.client_tasks {
+            Some(store) => {
+                let declared = declared_2025(handler.as_ref())?;
+                let hosted =
+                    Hosted::new(Arc::clone(store), &declared).map_err(ClientError::Protocol)?;
+                Some(Arc::new(hosted))
+            }
+            None => None,
+        };
         let routes = Arc::new(Routes::new(handler, config.max_input_rounds));
-        let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&routes)))
+        let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&routes), hosted.clone()))
             .on_notification(tasks::methods::NOTIFICATIONS_TASKS, {
                 let pushed = pushed.clone();
                 move |n| {
@@ -150,6 +170,9 @@ impl Session {
             })
             .build();
         let (peer, _session) = endpoint.serve(conn);
+        if let Some(hosted) = &hosted {
+            hosted.serve(peer.clone());
+        }
         // A 2025-11-25 task asking for input past the bound is cancelled.
         routes.on_exceeded(Box::new({
             let peer = peer.clone();
@@ -181,7 +204,7 @@ impl Session {
                 }
             }))
         });
-        Session {
+        Ok(Session {
             peer,
             routes,
             config,
@@ -192,9 +215,18 @@ impl Session {
             http,
             auth_failure,
             authorizer,
+            hosted,
             _guard: guard,
             _forward: forward,
-        }
+        })
+    }
+
+    /// The capabilities `initialize` declares (MCP 2025-11-25): the handler's, with
+    /// `tasks` when the connection hosts tasks.
+    pub(crate) fn capabilities_2025(&self) -> Result<v2025::ClientCapabilities, ClientError> {
+        let mut declared = declared_2025(self.handler())?;
+        declared.tasks = self.hosted.as_ref().map(|h| h.capability());
+        Ok(declared)
     }
 
     /// What the server said about itself, once negotiated.

@@ -33,9 +33,7 @@ const STATEFUL_VERSIONS: [&str; 3] = [PROTOCOL_VERSION_2025_11_25, "2025-06-18",
 /// `initialize` + `notifications/initialized`: starts a 2025-11-25 session (after
 /// `server/discover` was answered -32601) and records what the server said.
 pub(crate) async fn initialize(session: &Session) -> Result<(), ClientError> {
-    let capabilities = serde_json::to_value(session.handler().capabilities())
-        .and_then(serde_json::from_value::<v2025::ClientCapabilities>)
-        .map_err(|e| ClientError::Protocol(format!("capabilities: {e}")))?;
+    let capabilities = session.capabilities_2025()?;
     let params = InitializeRequestParams {
         protocol_version: PROTOCOL_VERSION_2025_11_25.to_owned(),
         capabilities,
