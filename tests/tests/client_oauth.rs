@@ -34,7 +34,7 @@ const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
 struct Fixture {
     auth: Arc<AuthorizationServer>,
     url: String,
-    _demo: ProtectedDemo,
+    demo: ProtectedDemo,
 }
 
 impl Fixture {
@@ -59,7 +59,7 @@ impl Fixture {
         Fixture {
             auth,
             url: demo.url.clone(),
-            _demo: demo,
+            demo,
         }
     }
 
@@ -500,4 +500,48 @@ async fn a_user_who_says_no_is_told_to_approve_and_run_again() {
     );
     assert_eq!(f.authorizations().len(), 1);
     assert!(f.grants().is_empty(), "nothing to exchange");
+}
+
+#[tokio::test]
+async fn a_login_of_another_authorization_server_is_dropped_and_the_client_registers_again() {
+    let f = Fixture::start(Knobs::default()).await;
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryTokenStore::new());
+    connect(&f.url, auth(store.clone(), true))
+        .await
+        .expect("logs in");
+    let before = store.load(&f.url).await.expect("load").expect("stored");
+    assert_eq!(before.issuer, f.auth.issuer_url());
+
+    // The server now trusts another authorization server only.
+    let moved = Arc::new(
+        AuthorizationServer::start(AuthorizationServerOptions {
+            scopes_supported: ["mcp:read", "mcp:write", "offline_access"]
+                .map(str::to_owned)
+                .to_vec(),
+            ..AuthorizationServerOptions::default()
+        })
+        .await,
+    );
+    f.demo.migrate_to(Arc::clone(&moved));
+    let client = connect(&f.url, auth(store.clone(), true))
+        .await
+        .expect("logs in at the new authorization server");
+    assert_eq!(greet(&client).await.expect("greets"), "Hello, Ada!");
+
+    // Registered anew there; the old refresh token was never sent anywhere.
+    assert_eq!(moved.registrations(), 1);
+    assert_eq!(moved.grants(), ["authorization_code", "authorization_code"]);
+    assert_eq!(
+        f.grants(),
+        ["authorization_code"],
+        "nothing more asked of the old one"
+    );
+    let after = store.load(&f.url).await.expect("load").expect("stored");
+    assert_eq!(after.issuer, moved.issuer_url());
+    assert!(
+        moved
+            .issued(&after.tokens.expect("tokens").access_token)
+            .is_some(),
+        "the stored token is the new server's"
+    );
 }
