@@ -28,7 +28,7 @@
 //! opened with `xdg-open`/`open` when there is one, unless `--no-open`), the redirect
 //! comes back to a loopback port (`--redirect-port`, default any free one), and the
 //! tokens are kept in `--token-file` (default `~/.config/mcp-call/tokens.json`, mode
-//! 0600) for next time, refreshed when they expire. The URL is printed on stderr alone
+//! 0600) for next time, refreshed shortly before they expire. The URL is printed on stderr alone
 //! on its line, indented by two spaces, so a script (or a test playing the browser) can
 //! read it. Each step of a login is one short line on stderr (discovering the
 //! authorization server, registering, the URL and the redirect awaited, token received,

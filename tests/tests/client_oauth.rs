@@ -545,3 +545,61 @@ async fn a_login_of_another_authorization_server_is_dropped_and_the_client_regis
         "the stored token is the new server's"
     );
 }
+
+#[tokio::test]
+async fn a_token_near_its_expiry_is_refreshed_before_the_server_refuses_it() {
+    // Tokens announced as valid for 6 s: a refresh is due in their last 3 s.
+    let f = Fixture::start(Knobs {
+        token_lifetime_secs: Some(6),
+        ..Knobs::default()
+    })
+    .await;
+    let store = Arc::new(MemoryTokenStore::new());
+    let client = connect(&f.url, auth(store.clone(), true))
+        .await
+        .expect("logs in");
+    assert_eq!(f.grants(), ["authorization_code"]);
+    let refused = f.demo.unauthorized();
+    tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
+    tokio::time::timeout(WAIT, client.list_tools())
+        .await
+        .expect("in time")
+        .expect("lists");
+    assert_eq!(f.grants(), ["authorization_code", "refresh_token"]);
+    assert_eq!(
+        f.demo.unauthorized(),
+        refused,
+        "refreshed ahead: the server never had to refuse the old token"
+    );
+    // The new token is fresh: no refresh for the next request.
+    tokio::time::timeout(WAIT, client.list_tools())
+        .await
+        .expect("in time")
+        .expect("lists");
+    assert_eq!(f.grants().len(), 2);
+    let stored = store.load(&f.url).await.expect("load").expect("stored");
+    let tokens = stored.tokens.expect("tokens");
+    assert!(f.auth.issued(&tokens.access_token).is_some());
+}
+
+#[tokio::test]
+async fn a_refresh_that_omits_the_scope_keeps_the_scope_granted() {
+    let f = Fixture::start(Knobs {
+        refresh_omits_scope: true,
+        ..Knobs::default()
+    })
+    .await;
+    let store = Arc::new(MemoryTokenStore::new());
+    let client = connect(&f.url, auth(store.clone(), true))
+        .await
+        .expect("logs in");
+    f.auth.expire_access_tokens();
+    client.list_tools().await.expect("lists after a refresh");
+    assert_eq!(f.grants(), ["authorization_code", "refresh_token"]);
+    let stored = store.load(&f.url).await.expect("load").expect("stored");
+    assert_eq!(
+        stored.tokens.expect("tokens").scope.as_deref(),
+        Some("mcp:read offline_access"),
+        "the refresh answer said no scope: the same as before (RFC 6749 §5.1)"
+    );
+}

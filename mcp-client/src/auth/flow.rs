@@ -176,6 +176,7 @@ fn token_set(
             .expires_in()
             .map(|d| now_secs().saturating_add(d.as_secs())),
         scope: granted.or_else(|| asked_scope.map(str::to_owned)),
+        received_at: Some(now_secs()),
     }
 }
 
@@ -200,7 +201,8 @@ pub async fn exchange_code(
     Ok(token_set(&response, scope, None))
 }
 
-/// Trades `refresh_token` for new tokens (with the `resource`).
+/// Trades `refresh_token` for new tokens (with the `resource`); `scope`, the scope
+/// granted before, stands when the answer names none (RFC 6749 §5.1: unchanged).
 pub async fn refresh(
     http: &reqwest::Client,
     metadata: &ServerMetadata,

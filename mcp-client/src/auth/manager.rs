@@ -14,7 +14,7 @@ use super::error::AuthError;
 use super::event::{AuthEvent, AuthObserver};
 use super::flow;
 use super::registration::{self, ClientIdentity};
-use super::store::{Credentials, TokenStore};
+use super::store::{Credentials, TokenSet, TokenStore};
 
 /// How a client logs in to servers that ask for OAuth.
 #[derive(Debug, Clone)]
@@ -96,6 +96,9 @@ struct State {
     scope: Option<String>,
     step_ups: u32,
     authorizations: u32,
+    /// A refresh ahead of the expiry failed: not tried again on this connection (the
+    /// server's 401 decides).
+    ahead_failed: bool,
 }
 
 /// The login of one connection to the MCP server `server`.
@@ -165,14 +168,75 @@ impl Authorizer {
     }
 
     /// The access token to send, if there is one (read from the store the first time).
+    /// A token in the last part of its lifetime ([`TokenSet::refresh_due`]) is refreshed
+    /// first, so that the request does not meet a 401; when that refresh fails, the
+    /// token is sent as it is and the server's answer decides.
     pub async fn bearer(&self) -> Result<Option<String>, AuthError> {
-        let mut state = self.state.lock().await;
-        let state = self.loaded(&mut state).await?;
-        Ok(state
-            .credentials
-            .as_ref()
-            .and_then(|c| c.tokens.as_ref())
-            .map(|t| t.access_token.clone()))
+        let mut guard = self.state.lock().await;
+        let state = self.loaded(&mut guard).await?;
+        if !state.ahead_failed
+            && let Some(credentials) = state.credentials.clone()
+            && credentials
+                .tokens
+                .as_ref()
+                .is_some_and(TokenSet::refresh_due)
+            && let Err(e) = self.refresh_ahead(state, &credentials).await
+        {
+            tracing::info!(error = %e, "refreshing ahead of the expiry failed; the token is sent as it is");
+            state.ahead_failed = true;
+        }
+        Ok(current(state).map(str::to_owned))
+    }
+
+    /// Refreshes `credentials` before their access token expires (no challenge to go
+    /// by: the authorization server is the one they were issued by).
+    async fn refresh_ahead(
+        &self,
+        state: &mut State,
+        credentials: &Credentials,
+    ) -> Result<(), AuthError> {
+        let Some(tokens) = &credentials.tokens else {
+            return Ok(());
+        };
+        let Some(refresh_token) = &tokens.refresh_token else {
+            return Ok(());
+        };
+        let metadata = discovery::server_metadata(&self.http, &credentials.issuer).await?;
+        self.emit(AuthEvent::Refreshing {
+            issuer: credentials.issuer.clone(),
+        });
+        let refreshed = flow::refresh(
+            &self.http,
+            &metadata,
+            &credentials.client,
+            refresh_token,
+            &credentials.resource,
+            tokens.scope.as_deref(),
+        )
+        .await?;
+        self.keep_refreshed(state, credentials, refreshed).await
+    }
+
+    /// Saves the tokens a refresh of `credentials` gave and uses them from now on.
+    async fn keep_refreshed(
+        &self,
+        state: &mut State,
+        credentials: &Credentials,
+        tokens: TokenSet,
+    ) -> Result<(), AuthError> {
+        self.emit(AuthEvent::Refreshed {
+            expires_in: tokens
+                .expires_at
+                .map(|at| at.saturating_sub(super::store::now_secs())),
+        });
+        let credentials = Credentials {
+            tokens: Some(tokens),
+            ..credentials.clone()
+        };
+        self.config.store.save(&credentials).await?;
+        self.emit(AuthEvent::Saved);
+        state.credentials = Some(credentials);
+        Ok(())
     }
 
     /// Whether the browser step is running: requests waiting on it are not timed out
@@ -294,30 +358,20 @@ impl Authorizer {
             self.emit(AuthEvent::Refreshing {
                 issuer: issuer.clone(),
             });
+            let scope = credentials.tokens.as_ref().and_then(|t| t.scope.as_deref());
             match flow::refresh(
                 &self.http,
                 &metadata,
                 &credentials.client,
                 &refresh_token,
                 &prm.resource,
-                None,
+                scope,
             )
             .await
             {
                 Ok(tokens) => {
-                    self.emit(AuthEvent::Refreshed {
-                        expires_in: tokens
-                            .expires_at
-                            .map(|at| at.saturating_sub(super::store::now_secs())),
-                    });
-                    let credentials = Credentials {
-                        tokens: Some(tokens),
-                        ..credentials.clone()
-                    };
-                    self.config.store.save(&credentials).await?;
-                    self.emit(AuthEvent::Saved);
-                    state.credentials = Some(credentials);
-                    return Ok(());
+                    let credentials = credentials.clone();
+                    return self.keep_refreshed(state, &credentials, tokens).await;
                 }
                 Err(AuthError::TokenRefused { error, .. }) => {
                     self.emit(AuthEvent::RefreshRefused {
@@ -412,6 +466,7 @@ impl Authorizer {
         self.emit(AuthEvent::Saved);
         state.credentials = Some(credentials);
         state.scope = scope;
+        state.ahead_failed = false;
         Ok(())
     }
 }

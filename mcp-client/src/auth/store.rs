@@ -55,6 +55,9 @@ pub struct TokenSet {
     /// The scope granted (or asked for, when the server did not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// When the token endpoint gave them (seconds since the Unix epoch), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_at: Option<u64>,
 }
 
 impl std::fmt::Debug for TokenSet {
@@ -72,6 +75,19 @@ impl TokenSet {
     pub fn expires_within(&self, margin_secs: u64) -> bool {
         self.expires_at
             .is_some_and(|at| at <= now_secs().saturating_add(margin_secs))
+    }
+
+    /// Whether to refresh before using the access token: it has a refresh token and
+    /// is in the last half of its lifetime (at most the last minute of it). A token
+    /// whose lifetime is unknown or under 2 s is used until the server refuses it.
+    pub fn refresh_due(&self) -> bool {
+        let (Some(received), Some(expires), Some(_)) =
+            (self.received_at, self.expires_at, &self.refresh_token)
+        else {
+            return false;
+        };
+        let lifetime = expires.saturating_sub(received);
+        lifetime >= 2 && self.expires_within((lifetime / 2).min(60))
     }
 }
 
@@ -175,8 +191,9 @@ impl TokenStore for MemoryTokenStore {
 }
 
 /// Credentials in a JSON file, created with mode 0600 (owner only) and replaced
-/// atomically (written beside it, then renamed). Writes within one process are
-/// serialized.
+/// atomically (written beside it, then renamed). Each change reads, changes and
+/// writes the file holding an exclusive lock of `FILE.lock` beside it, so two processes
+/// saving at once keep both entries.
 #[derive(Debug)]
 pub struct FileTokenStore {
     path: PathBuf,
@@ -213,13 +230,46 @@ impl FileTokenStore {
         }
     }
 
-    fn write(&self, entries: &Entries) -> Result<(), AuthError> {
+    /// The lock file beside the token file (`tokens.json.lock`).
+    fn lock_path(&self) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        self.path.with_file_name(name)
+    }
+
+    /// Reads, changes and writes the entries holding an exclusive lock of the lock file,
+    /// so that processes sharing the file never lose each other's entries.
+    fn change(&self, f: impl FnOnce(&mut Entries)) -> Result<(), AuthError> {
         let fail = |what: &str, e: std::io::Error| {
             AuthError::Store(format!("cannot {what} {}: {e}", self.path.display()))
         };
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
         }
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let lock_path = self.lock_path();
+        let lock = options
+            .open(&lock_path)
+            .map_err(|e| AuthError::Store(format!("cannot open {}: {e}", lock_path.display())))?;
+        // Held by another process for one read and one write at most.
+        lock.lock()
+            .map_err(|e| AuthError::Store(format!("cannot lock {}: {e}", lock_path.display())))?;
+        let mut entries = self.read()?;
+        f(&mut entries);
+        self.write(&entries)
+        // The lock goes with the file handle.
+    }
+
+    fn write(&self, entries: &Entries) -> Result<(), AuthError> {
+        let fail = |what: &str, e: std::io::Error| {
+            AuthError::Store(format!("cannot {what} {}: {e}", self.path.display()))
+        };
         let bytes = serde_json::to_vec_pretty(entries)
             .map_err(|e| AuthError::Store(format!("cannot encode the tokens: {e}")))?;
         let tmp = self
@@ -260,15 +310,78 @@ impl TokenStore for FileTokenStore {
 
     async fn save(&self, credentials: &Credentials) -> Result<(), AuthError> {
         let _guard = self.write.lock().await;
-        let mut entries = self.read()?;
-        entries.save(credentials);
-        self.write(&entries)
+        self.change(|entries| entries.save(credentials))
     }
 
     async fn remove(&self, server: &str, resource: &str) -> Result<(), AuthError> {
         let _guard = self.write.lock().await;
-        let mut entries = self.read()?;
-        entries.remove(server, resource);
-        self.write(&entries)
+        self.change(|entries| entries.remove(server, resource))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn credentials(server: &str) -> Credentials {
+        Credentials {
+            server: server.to_owned(),
+            resource: server.to_owned(),
+            issuer: "http://as".to_owned(),
+            client: RegisteredClient {
+                client_id: "c".to_owned(),
+                client_secret: None,
+                token_endpoint_auth_method: None,
+                redirect_uri: None,
+            },
+            tokens: None,
+        }
+    }
+
+    #[test]
+    fn two_stores_on_one_file_saving_at_once_keep_every_entry() {
+        let dir = std::env::temp_dir().join(format!("mcp-token-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("tokens.json");
+        // Two stores on one file, as two processes have: each its own in-process guard.
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let store = FileTokenStore::new(&path);
+                    for i in 0..25 {
+                        store
+                            .change(|e| e.save(&credentials(&format!("http://s{w}-{i}"))))
+                            .expect("saved");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer ran");
+        }
+        let entries = FileTokenStore::new(&path).read().expect("readable");
+        assert_eq!(entries.entries.len(), 50, "an entry was lost");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_refresh_is_due_in_the_last_half_of_the_lifetime() {
+        let now = now_secs();
+        let tokens = |received: u64, expires: u64, refresh: bool| TokenSet {
+            access_token: "a".to_owned(),
+            refresh_token: refresh.then(|| "r".to_owned()),
+            expires_at: Some(expires),
+            scope: None,
+            received_at: Some(received),
+        };
+        assert!(!tokens(now, now + 300, true).refresh_due());
+        assert!(tokens(now - 250, now + 50, true).refresh_due());
+        // At most the last minute of a long lifetime.
+        assert!(!tokens(now - 3000, now + 600, true).refresh_due());
+        assert!(tokens(now - 3000, now + 30, true).refresh_due());
+        // Without a refresh token, or too short-lived: wait for the server's 401.
+        assert!(!tokens(now - 200, now + 100, false).refresh_due());
+        assert!(!tokens(now, now + 1, true).refresh_due());
     }
 }
