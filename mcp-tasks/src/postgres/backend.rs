@@ -1,8 +1,8 @@
 //! [`Backend`] for [`PostgresStore`]: a create is one statement (`create_task`), a change
 //! a read then one compare-and-set statement on the row's revision (`save_task`), a claim
-//! one transaction (`FOR UPDATE SKIP LOCKED`); each queues its events with `pg_notify` in
-//! the same transaction and publishes them to this handle's feed right after the commit;
-//! each operation a spawned task.
+//! one transaction (`FOR UPDATE SKIP LOCKED`); each publishes its events to this
+//! handle's feed right after the commit and hands them to the notifier (`notify.rs`),
+//! which tells the other handles; each operation a spawned task.
 
 use std::sync::Arc;
 
@@ -40,14 +40,7 @@ impl Backend for PostgresStore {
             let record = make(&inner.limits, inner.clock.now_ms());
             let events: Vec<_> = announce(&(), &record).into_iter().collect();
             let start = inner.next_shard();
-            db::create(
-                &client,
-                &record,
-                &inner.limits,
-                start,
-                &inner.notices(&events),
-            )
-            .await?;
+            db::create(&client, &record, &inner.limits, start).await?;
             inner.publish(events);
             Ok(record)
         })
@@ -81,7 +74,7 @@ impl Backend for PostgresStore {
                     return Ok((value, rec));
                 }
                 let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-                if db::save(&client, &rec, revision, was_live, &inner.notices(&events)).await? {
+                if db::save(&client, &rec, revision, was_live).await? {
                     inner.publish(events);
                     return Ok((value, rec));
                 }
@@ -120,7 +113,7 @@ impl Backend for PostgresStore {
             let value = f(&mut rec, now, &inner.limits)?;
             let events: Vec<_> = announce(&value, &rec).into_iter().collect();
             // The row is locked: the revision read is the row's.
-            if !db::save(&tx, &rec, revision, was_live, &inner.notices(&events)).await? {
+            if !db::save(&tx, &rec, revision, was_live).await? {
                 return Err(backend("a claimed task changed under its row lock"));
             }
             tx.commit().await.map_err(pg)?;

@@ -77,11 +77,11 @@ pub(crate) async fn load<C: GenericClient>(
     rows.first().map(decode).transpose()
 }
 
-/// The notifications a write queues: their channel and payloads.
-pub(crate) struct Notices<'a> {
-    pub channel: &'a str,
-    pub payloads: Vec<String>,
-}
+/// What the write functions' notification parameters get: nothing. Their in-transaction
+/// `pg_notify` is kept for the schema's older builds; this build notifies after the
+/// commit (`notify.rs`).
+const NO_CHANNEL: &str = "";
+const NO_PAYLOADS: &[String] = &[];
 
 /// A limit as the SQL functions take it (`usize::MAX` and beyond: `i64::MAX`).
 fn limit(n: usize) -> i64 {
@@ -90,14 +90,12 @@ fn limit(n: usize) -> i64 {
 
 /// Writes a changed record if its row's revision is still `was` (`false` otherwise:
 /// another write came first, read again), giving back its live count units when it just
-/// finished (`was_live`), and queues `notices`. One statement (`save_task`, schema
-/// version 4).
+/// finished (`was_live`). One statement (`save_task`, schema version 4).
 pub(crate) async fn save<C: GenericClient>(
     c: &C,
     rec: &TaskRecord,
     was: u64,
     was_live: bool,
-    notices: &Notices<'_>,
 ) -> Result<bool, StoreError> {
     let json = encode(rec)?;
     let rows = query(
@@ -112,8 +110,8 @@ pub(crate) async fn save<C: GenericClient>(
             &json,
             &rec.queued_tool(),
             &(was_live && rec.is_terminal()),
-            &notices.channel,
-            &notices.payloads,
+            &NO_CHANNEL,
+            &NO_PAYLOADS,
         ],
     )
     .await?;
@@ -128,7 +126,7 @@ fn revision(r: u64) -> i64 {
 }
 
 /// Stores a new task and counts it for its owner and in total, in one statement
-/// (`create_task`, schema version 4), queuing `notices`; over a limit, refused with
+/// (`create_task`, schema version 4); over a limit, refused with
 /// [`StoreError::LimitExceeded`] and nothing stored. `start` is the count shard to try
 /// first.
 pub(crate) async fn create<C: GenericClient>(
@@ -136,7 +134,6 @@ pub(crate) async fn create<C: GenericClient>(
     rec: &TaskRecord,
     limits: &Limits,
     start: i32,
-    notices: &Notices<'_>,
 ) -> Result<(), StoreError> {
     let json = encode(rec)?;
     let st = c
@@ -166,8 +163,8 @@ pub(crate) async fn create<C: GenericClient>(
                     &owner_max,
                     &total_max,
                     &start,
-                    &notices.channel,
-                    &notices.payloads,
+                    &NO_CHANNEL,
+                    &NO_PAYLOADS,
                 ],
             )
             .await;

@@ -135,7 +135,7 @@ pub(crate) fn resource_payload(uri: &str, from: &str) -> Option<String> {
         .filter(|json| json.len() <= MAX_PAYLOAD)
 }
 
-fn resync(from: &str) -> String {
+pub(crate) fn resync(from: &str) -> String {
     format!(
         r#"{{"kind":"resync","from":{}}}"#,
         serde_json::Value::String(from.to_owned())

@@ -3,6 +3,7 @@
 mod backend;
 mod db;
 mod listen;
+mod notify;
 mod schema;
 mod sessions;
 
@@ -85,9 +86,14 @@ impl PostgresOptions {
 ///   create never waits for a row another write holds, and sweeps (serialized by a
 ///   transaction-scoped advisory lock) pass over locked rows when they remove empty
 ///   shards, so none can deadlock.
-/// - **Events.** Each write queues `pg_notify` for its events *inside* its transaction;
-///   PostgreSQL delivers notifications on commit only, so listeners hear of committed
-///   changes only. Payloads are small JSON (kind, owner, id, status, revision, input
+/// - **Events.** Each write's events are sent with `pg_notify` right after its commit,
+///   by the handle's notifier: a connection of its own with `synchronous_commit` off
+///   that sends the payloads of many writes in one statement (in the write's
+///   transaction, `pg_notify` would serialize every notifying commit of the schema
+///   behind the previous one's flush; see `notify.rs`). Listeners hear of committed
+///   changes only. A writer that dies between its commit and the send loses those
+///   notifications; a notifier that could not send (connection lost, or writers outran
+///   it) sends a resync once it can. Payloads are small JSON (kind, owner, id, status, revision, input
 ///   keys, never values; one that would pass the 8000-byte limit becomes a "resync").
 ///   Every handle runs a listener: a dedicated connection (not from the pool) that
 ///   `LISTEN`s on the schema's channel and forwards each notification into the handle's
@@ -126,6 +132,8 @@ struct Inner {
     /// the listener, by others.
     resources: broadcast::Sender<String>,
     listener: JoinHandle<()>,
+    /// Sends the notifications of this handle's committed writes (`notify.rs`).
+    notifier: notify::Notifier,
     /// Creates made through this handle (spreads them over the count shards).
     creates: std::sync::atomic::AtomicU32,
 }
@@ -244,6 +252,12 @@ impl PostgresStore {
             },
         )
         .await?;
+        let notifier = notify::Notifier::start(
+            pg_config(&options, "mcp-tasks notifier")?,
+            channel.clone(),
+            me.clone(),
+        )
+        .await?;
         // Handles start at different shards.
         let creates = std::sync::atomic::AtomicU32::new(schema::fnv1a(&me) as u32);
         Ok(PostgresStore {
@@ -257,6 +271,7 @@ impl PostgresStore {
                 events,
                 resources,
                 listener,
+                notifier,
                 creates,
             }),
         })
@@ -297,24 +312,18 @@ impl PostgresStore {
 }
 
 impl Inner {
-    /// The notifications of `events`, for a write to queue.
-    fn notices(&self, events: &[TaskEvent]) -> db::Notices<'_> {
-        db::Notices {
-            channel: &self.channel,
-            payloads: events
-                .iter()
-                .map(|event| listen::payload(event, &self.me))
-                .collect(),
-        }
-    }
-
-    /// Publishes committed `events` to this handle's feed (the listener skips their
-    /// echo).
+    /// Publishes committed `events` to this handle's feed, and has the notifier tell
+    /// the other handles (the listener skips their echo).
     fn publish(&self, events: Vec<TaskEvent>) {
+        let payloads = events
+            .iter()
+            .map(|event| listen::payload(event, &self.me))
+            .collect();
         for event in events {
             // No subscriber is not an error.
             let _ = self.events.send(FeedItem::Event(event));
         }
+        self.notifier.send(payloads);
     }
 
     /// The count shard a create tries first: each handle goes round them in turn.

@@ -194,23 +194,14 @@ impl SessionStore for PostgresStore {
     async fn announce_resource_updated(&self, uri: &str) -> Result<(), StoreError> {
         // This handle's own feeds first (its listener skips its own notifications).
         let _ = self.inner.resources.send(uri.to_owned());
-        let Some(payload) = listen::resource_payload(uri, &self.inner.me) else {
-            tracing::warn!(
+        match listen::resource_payload(uri, &self.inner.me) {
+            Some(payload) => self.inner.notifier.send(vec![payload]),
+            None => tracing::warn!(
                 uri,
                 "resource URI too long for a PostgreSQL notification; announced on this handle only"
-            );
-            return Ok(());
-        };
-        let inner = Arc::clone(&self.inner);
-        self.spawn(async move {
-            let client = inner.pool.get().await.map_err(backend)?;
-            client
-                .execute("SELECT pg_notify($1, $2)", &[&inner.channel, &payload])
-                .await
-                .map_err(pg)?;
-            Ok(())
-        })
-        .await
+            ),
+        }
+        Ok(())
     }
 
     fn resource_updates(&self) -> ResourceUpdates {
