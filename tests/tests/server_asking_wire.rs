@@ -4,8 +4,8 @@
 //! with a POST (202), and the tool's result follows on the same stream. The requests are
 //! checked against the official 2025-11-25 schema (the SEP-1034 defaults and the SEP-1330
 //! enum shapes field by field). A tool that needs a capability the client declared uses
-//! it; one the client did not declare should be -32021 (ignored: the 2025-11-25 path does
-//! not hand the session's capabilities to the tool, see the test).
+//! it; one the client did not declare is -32021 (the session's `initialize` capabilities
+//! reach the tool).
 
 use mcp_protocol::error_codes;
 use mcp_server::http::HttpConfig;
@@ -287,7 +287,6 @@ async fn sep1034_defaults_reach_the_client_and_the_answer_reaches_the_tool() {
 /// writes it; the server sends `30.0`, which a client reading the default as an integer
 /// (serde's `i64`, for one) refuses.
 #[tokio::test]
-#[ignore = "server bug: mcp-protocol NumberSchema keeps default/minimum/maximum as f64, so an integer default 30 goes out as 30.0"]
 async fn an_integer_default_is_sent_as_an_integer() {
     let s = fixture_server().await;
     let session = Session::open(&s, asking_client()).await;
@@ -379,11 +378,10 @@ async fn sep1330_enum_shapes_reach_the_client_and_the_choices_reach_the_tool() {
     session.accept(stream, id, &asked, content).await;
 }
 
-/// The session knows the client's capabilities from `initialize`, but a tool's
-/// `ToolContext::client_capabilities` is `None` in a 2025-11-25 session: the fixture
-/// cannot tell that sampling was not declared and sends `sampling/createMessage` anyway.
+/// A tool's `ToolContext::client_capabilities` in a 2025-11-25 session is what its
+/// `initialize` declared, so the fixture refuses to sample for a client that did not
+/// declare sampling.
 #[tokio::test]
-#[ignore = "server bug: v2025 tools/call builds CallScope with client_capabilities: None; the session's initialize capabilities never reach the tool, so sampling/createMessage goes to a client that did not declare sampling"]
 async fn a_tool_needing_an_undeclared_capability_is_32021() {
     let s = fixture_server().await;
     // Elicitation only: no sampling.

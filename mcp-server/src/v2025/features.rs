@@ -275,7 +275,7 @@ pub(crate) async fn prompts_get(
             progress_token: report::progress_token(params.meta.as_ref()),
             log_level: Some(session.log_level()),
         },
-        client_capabilities: None,
+        client_capabilities: session.declared.clone(),
         identity: ext.get::<Identity>().cloned(),
         related_tasks: Vec::new(),
     };

@@ -246,7 +246,7 @@ pub(crate) async fn tools_call(
             progress_token: report::progress_token(params.meta.as_ref()),
             log_level: Some(session.log_level()),
         },
-        client_capabilities: None,
+        client_capabilities: session.declared.clone(),
         identity: identity.clone(),
         related_tasks: Vec::new(),
     };

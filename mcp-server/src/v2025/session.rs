@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jsonrpsee::Extensions;
 use mcp_protocol::engine::Peer;
 use mcp_protocol::types::LoggingLevel;
+use mcp_protocol::v2026::ClientCapabilities;
 use mcp_tasks::{Owner, SessionRecord, TaskId};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -46,6 +47,11 @@ pub struct LegacySession {
     pub protocol_version: String,
     /// The client's `capabilities` and `clientInfo` of `initialize`, as sent.
     pub client: (serde_json::Value, serde_json::Value),
+    /// The same capabilities as the tools see them ([`ToolContext::client_capabilities`]);
+    /// `None` when they do not read as capabilities.
+    ///
+    /// [`ToolContext::client_capabilities`]: crate::ToolContext::client_capabilities
+    pub(crate) declared: Option<ClientCapabilities>,
 }
 
 /// A session's standalone stream: where to send, and a token cancelled once the stream
@@ -80,6 +86,7 @@ impl LegacySession {
             taken_over: Notify::new(),
             log_level: Mutex::new(log_level),
             protocol_version,
+            declared: serde_json::from_value(client.0.clone()).ok(),
             client,
         }
     }
