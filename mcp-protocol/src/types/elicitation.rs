@@ -93,15 +93,16 @@ pub struct NumberSchema {
     /// Help text for the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The smallest allowed value.
+    /// The smallest allowed value (a JSON number as written: `1` stays an integer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minimum: Option<f64>,
+    pub minimum: Option<serde_json::Number>,
     /// The largest allowed value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub maximum: Option<f64>,
-    /// The initial value.
+    pub maximum: Option<serde_json::Number>,
+    /// The initial value (an `integer` field's default goes out as an integer: `30`, not
+    /// `30.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<f64>,
+    pub default: Option<serde_json::Number>,
     /// Members this crate does not know about, kept as they came.
     #[serde(flatten)]
     pub extra: JsonObject,
