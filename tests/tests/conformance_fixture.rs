@@ -601,7 +601,6 @@ async fn a_json_schema_2020_12_input_schema_is_listed_as_registered_in_a_2025_se
 /// (`logs_reach_2026_callers_only_at_their_level`), so `server/discover` must declare it,
 /// as `initialize` does in a 2025-11-25 session (`open_session`).
 #[tokio::test]
-#[ignore = "server bug: v2026::discover builds ServerCapabilities without logging, though ToolContext::log sends notifications/message to a 2026-07-28 request carrying io.modelcontextprotocol/logLevel"]
 async fn a_2026_server_that_logs_declares_logging() {
     let (s, _) = fixture_server().await;
     let discover = s

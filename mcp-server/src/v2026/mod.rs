@@ -56,6 +56,8 @@ pub(crate) fn discover(state: &State) -> Result<DiscoverResult, ServerError> {
     let catalog = &state.catalog;
     let capabilities = ServerCapabilities {
         tools: Some(Default::default()),
+        // Any tool may log (`ToolContext::log`) to a request that asks for it.
+        logging: Some(Default::default()),
         resources: catalog.has_resources().then(|| v2026::ResourcesCapability {
             subscribe: Some(true),
             ..Default::default()
