@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use base64::Engine;
 use mcp_protocol::error_codes;
 use mcp_protocol::v2026::CallToolResult;
 use mcp_server::http::HttpConfig;
@@ -213,4 +214,35 @@ async fn a_tool_with_broken_annotations_cannot_be_registered() {
             "a": { "type": "string", "x-mcp-header": "A" } } }))
         .is_ok()
     );
+}
+
+#[tokio::test]
+async fn a_raw_non_ascii_header_value_is_refused() {
+    let (s, runs) = start().await;
+    // The body names a region outside ASCII: its header must come Base64-encoded
+    // (`=?base64?...?=`); the raw UTF-8 bytes are refused.
+    let body = query(json!({ "region": "zürich-1", "sql": "x", "limit": 5 }));
+    let raw = s
+        .post(
+            &body,
+            &[("mcp-param-region", "zürich-1"), ("mcp-param-limit", "5")],
+        )
+        .await;
+    assert_refused(&raw, "Mcp-Param-Region");
+    let encoded = format!(
+        "=?base64?{}?=",
+        base64::engine::general_purpose::STANDARD.encode("zürich-1")
+    );
+    let ok = s
+        .post(
+            &body,
+            &[
+                ("mcp-param-region", encoded.as_str()),
+                ("mcp-param-limit", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(ok.status, 200, "{}", ok.text);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only the encoded call ran");
+    s.stop().await;
 }
