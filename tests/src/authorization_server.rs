@@ -33,7 +33,9 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use tokio::net::TcpListener;
 
-use crate::issuer::{IssuerOptions, SigningKey, TOKEN_LIFETIME_SECS, TestIssuer, access_claims};
+use crate::issuer::{
+    IssuerOptions, SigningKey, TOKEN_LIFETIME_SECS, TestIssuer, access_claims, basic_credentials,
+};
 
 /// What kind of access tokens the server issues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,6 +89,22 @@ pub struct AuthorizationServerOptions {
     pub subject: String,
     /// The misbehaviours switched on.
     pub knobs: Knobs,
+}
+
+impl AuthorizationServerOptions {
+    /// Opaque tokens, `scopes_supported` the scopes a [`ProtectedDemo`] checks
+    /// ([`ProtectedDemo::SCOPES`]) and `offline_access`, with `knobs`.
+    pub fn for_protected_demo(knobs: Knobs) -> AuthorizationServerOptions {
+        AuthorizationServerOptions {
+            scopes_supported: ProtectedDemo::SCOPES
+                .iter()
+                .chain(&["offline_access"])
+                .map(|s| (*s).to_owned())
+                .collect(),
+            knobs,
+            ..AuthorizationServerOptions::default()
+        }
+    }
 }
 
 impl Default for AuthorizationServerOptions {
@@ -401,27 +419,6 @@ fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str, refreshed:
     answer
 }
 
-/// The client id and secret of `client_secret_basic` (RFC 6749 §2.3.1: each
-/// form-urlencoded, then `id:secret` in base64), if the request has them.
-fn basic_credentials(headers: &axum::http::HeaderMap) -> Option<(String, String)> {
-    let encoded = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Basic ")?;
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .ok()?;
-    let decoded = String::from_utf8(decoded).ok()?;
-    let (id, secret) = decoded.split_once(':')?;
-    let unescape = |v: &str| {
-        url::form_urlencoded::parse(format!("v={v}").as_bytes())
-            .next()
-            .map(|(_, v)| v.into_owned())
-    };
-    Some((unescape(id)?, unescape(secret)?))
-}
-
 async fn token(
     State(s): State<Shared>,
     headers: axum::http::HeaderMap,
@@ -514,6 +511,9 @@ pub struct ProtectedDemo {
 }
 
 impl ProtectedDemo {
+    /// The scopes it checks: `mcp:read` for every request, `mcp:write` for `tools/call`.
+    pub const SCOPES: [&'static str; 2] = ["mcp:read", "mcp:write"];
+
     /// Starts it, trusting `auth`, publishing `prm`.
     pub async fn start(auth: Arc<AuthorizationServer>, prm: Prm) -> ProtectedDemo {
         let listener = TcpListener::bind("127.0.0.1:0")

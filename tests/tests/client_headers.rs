@@ -238,6 +238,21 @@ async fn scripted_session() -> (McpClient, Arc<Calls>, tokio::task::JoinHandle<(
     (client, calls, task)
 }
 
+/// Calls `tool` with `arguments` (an object); the text of the result's first block.
+async fn call_text(client: &McpClient, tool: &str, arguments: Value) -> String {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object: {arguments}")
+    };
+    let result = tokio::time::timeout(WAIT, client.call_tool(tool, arguments))
+        .await
+        .expect("in time")
+        .expect("the call completes");
+    serde_json::to_value(&result.content[0]).expect("json")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -253,17 +268,7 @@ async fn annotated_arguments_go_in_mcp_param_headers_and_invalid_tools_are_left_
     assert_eq!(names, ["query", "plain"], "the invalid ones are left out");
 
     let arguments = json!({ "region": "Ümeå", "limit": 42, "note": "not a header" });
-    let Value::Object(arguments) = arguments else {
-        unreachable!()
-    };
-    let result = tokio::time::timeout(WAIT, client.call_tool("query", arguments))
-        .await
-        .expect("in time")
-        .expect("the call completes");
-    assert_eq!(
-        serde_json::to_value(&result.content[0]).expect("json")["text"],
-        "done"
-    );
+    assert_eq!(call_text(&client, "query", arguments).await, "done");
     let seen = calls.all();
     assert_eq!(seen.len(), 2, "the call and its retry");
     for (headers, _) in &seen {
@@ -288,13 +293,7 @@ async fn annotated_arguments_go_in_mcp_param_headers_and_invalid_tools_are_left_
     }
 
     // An argument left out has no header.
-    let Value::Object(arguments) = json!({ "region": "eu" }) else {
-        unreachable!()
-    };
-    tokio::time::timeout(WAIT, client.call_tool("query", arguments))
-        .await
-        .expect("in time")
-        .expect("the call completes");
+    call_text(&client, "query", json!({ "region": "eu" })).await;
     let seen = calls.all();
     let (headers, _) = &seen[2];
     assert_eq!(header(headers, "mcp-param-region"), Some("eu"));
@@ -305,14 +304,7 @@ async fn annotated_arguments_go_in_mcp_param_headers_and_invalid_tools_are_left_
 #[tokio::test]
 async fn an_input_round_sends_the_request_state_back_unchanged() {
     let (client, calls, task) = scripted_session().await;
-    let result = tokio::time::timeout(WAIT, client.call_tool("plain", serde_json::Map::new()))
-        .await
-        .expect("in time")
-        .expect("the call completes");
-    assert_eq!(
-        serde_json::to_value(&result.content[0]).expect("json")["text"],
-        "done"
-    );
+    assert_eq!(call_text(&client, "plain", json!({})).await, "done");
     let seen = calls.all();
     assert_eq!(seen.len(), 2, "the call and one retry");
     let (_, first) = &seen[0];

@@ -45,14 +45,7 @@ impl Fixture {
     /// With the resource server publishing `prm(issuer)`.
     async fn start_with(knobs: Knobs, prm: impl FnOnce(&str) -> Prm) -> Fixture {
         let auth = Arc::new(
-            AuthorizationServer::start(AuthorizationServerOptions {
-                scopes_supported: ["mcp:read", "mcp:write", "offline_access"]
-                    .map(str::to_owned)
-                    .to_vec(),
-                knobs,
-                ..AuthorizationServerOptions::default()
-            })
-            .await,
+            AuthorizationServer::start(AuthorizationServerOptions::for_protected_demo(knobs)).await,
         );
         let prm = prm(auth.issuer_url());
         let demo = ProtectedDemo::start(Arc::clone(&auth), prm).await;
@@ -514,12 +507,9 @@ async fn a_login_of_another_authorization_server_is_dropped_and_the_client_regis
 
     // The server now trusts another authorization server only.
     let moved = Arc::new(
-        AuthorizationServer::start(AuthorizationServerOptions {
-            scopes_supported: ["mcp:read", "mcp:write", "offline_access"]
-                .map(str::to_owned)
-                .to_vec(),
-            ..AuthorizationServerOptions::default()
-        })
+        AuthorizationServer::start(AuthorizationServerOptions::for_protected_demo(
+            Knobs::default(),
+        ))
         .await,
     );
     f.demo.migrate_to(Arc::clone(&moved));

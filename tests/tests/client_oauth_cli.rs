@@ -19,14 +19,7 @@ const MCP_CALL: &str = env!("CARGO_BIN_EXE_mcp-call");
 
 async fn authorization_server(knobs: Knobs) -> Arc<AuthorizationServer> {
     Arc::new(
-        AuthorizationServer::start(AuthorizationServerOptions {
-            scopes_supported: ["mcp:read", "mcp:write", "offline_access"]
-                .map(str::to_owned)
-                .to_vec(),
-            knobs,
-            ..AuthorizationServerOptions::default()
-        })
-        .await,
+        AuthorizationServer::start(AuthorizationServerOptions::for_protected_demo(knobs)).await,
     )
 }
 
