@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::Identity;
 use crate::report::Report;
 use crate::retry::{Backoff, while_transient};
+use crate::runtime::asking::{ClientHosts, ask_as_task};
 
 /// How a tool call ended other than with a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -258,8 +259,9 @@ impl ToolContext {
     }
 
     /// The capabilities the client declared on this request (MCP 2026-07-28; for a task,
-    /// on the request that created it, wherever the task runs); `None` when unknown (a
-    /// 2025-11-25 session). A tool that needs one the client did not declare answers
+    /// on the request that created it, wherever the task runs; in a 2025-11-25 session,
+    /// what its `initialize` declared); `None` when unknown. A tool that needs one the
+    /// client did not declare answers
     /// [`ToolError::missing_capability`].
     pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
         self.inner.client_capabilities.as_ref()
@@ -448,14 +450,36 @@ impl ToolContext {
                 got
             }
             Mode::Direct { peer } => {
+                // A client that hosts this kind of request as a task (its `initialize`
+                // declared `tasks.requests`) is asked as one; the call's cancellation
+                // cancels the client's task.
+                let hosts = self
+                    .inner
+                    .client_capabilities
+                    .as_ref()
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .map(|c| ClientHosts::of(&c))
+                    .unwrap_or_default();
                 let mut got = Vec::with_capacity(calls.len());
                 for (_, _, call) in calls {
                     let params = call.get("params").cloned().unwrap_or(Value::Null);
                     let raw = serde_json::value::to_raw_value(&params)
                         .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;
-                    let answer = tokio::select! {
-                        _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
-                        r = peer.request_raw(M::METHOD, Some(&raw)) => r.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
+                    let answer = if hosts.hosts(M::METHOD) {
+                        let params = match params {
+                            Value::Object(params) => params,
+                            _ => JsonObject::new(),
+                        };
+                        let cancel = &self.inner.cancel;
+                        match ask_as_task(peer, M::METHOD, params, hosts, cancel).await {
+                            Err(_) if cancel.is_cancelled() => return Err(ToolError::Cancelled),
+                            other => other.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
+                        }
+                    } else {
+                        tokio::select! {
+                            _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
+                            r = peer.request_raw(M::METHOD, Some(&raw)) => r.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
+                        }
                     };
                     let answer = serde_json::from_str(answer.get())
                         .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;

@@ -14,8 +14,10 @@
 //! The other fixtures of the suite's server scenarios, for the conformance fixture server
 //! (`examples/conformance.rs`): [`fixtures::tools`] (content, progress, logging, asking,
 //! and the input-required fixtures of `mrtr.rs`) and [`catalog::catalog`] (resources,
-//! templates, prompts, completion).
+//! templates, prompts, completion). [`asking::tools`]: `ask_name` and `ask_model`, which
+//! ask the client (as a task of the client when it hosts them).
 
+pub mod asking;
 pub mod catalog;
 pub mod fixtures;
 mod mrtr;

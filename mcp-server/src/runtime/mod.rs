@@ -27,6 +27,7 @@ use crate::context::{TaskCaller, ToolContext, ToolError};
 use crate::retry::{Backoff, while_transient};
 use crate::tool::ToolDef;
 
+pub(crate) mod asking;
 mod config;
 
 pub use config::{

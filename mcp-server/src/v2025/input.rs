@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::session::{LegacySession, Standalone};
 use crate::retry::{Backoff, while_transient};
+use crate::runtime::asking::{ClientHosts, ask_as_task};
 use crate::views;
 
 /// The JSON-RPC id of every input request starts so: `mcp-input:{n}:{task}:{key}`, `n`
@@ -233,7 +234,20 @@ impl Asking {
         let id = input_request_id(self.peer.next_id(), &self.marker.0, &self.key);
         let mut events = self.store.events();
         let mut events_open = true;
-        let request = self.peer.request_raw_as(id.clone(), method, raw.as_deref());
+        // A client that hosts this kind of request as a task is asked as one, and its
+        // task followed to the answer; stopping it cancels the client's task.
+        let hosts = ClientHosts::of(&self.session.client.0);
+        let as_task = hosts.hosts(method);
+        let stop_client_task = CancellationToken::new();
+        let request = async {
+            if as_task {
+                ask_as_task(&self.peer, method, params, hosts, &stop_client_task).await
+            } else {
+                self.peer
+                    .request_raw_as(id.clone(), method, raw.as_deref())
+                    .await
+            }
+        };
         let mut request = std::pin::pin!(request);
         let mut renew = tokio::time::interval(CLAIM_LEASE / 3);
         renew.tick().await;
@@ -261,10 +275,15 @@ impl Asking {
                         }
                     };
                     if ours && self.settled().await {
-                        // Answered through another instance: nobody waits here any more.
-                        self.peer.fail(&id, mcp_protocol::engine::PeerError::Transport(
-                            "answered through another instance".to_owned(),
-                        ));
+                        // Answered through another instance, or the task ended: nobody
+                        // waits here any more.
+                        if as_task {
+                            stop_client_task.cancel();
+                        } else {
+                            self.peer.fail(&id, mcp_protocol::engine::PeerError::Transport(
+                                "answered through another instance".to_owned(),
+                            ));
+                        }
                     }
                 }
             }
