@@ -593,3 +593,29 @@ async fn a_refresh_that_omits_the_scope_keeps_the_scope_granted() {
         "the refresh answer said no scope: the same as before (RFC 6749 §5.1)"
     );
 }
+
+#[tokio::test]
+async fn a_scope_never_granted_ends_the_step_ups_and_says_so() {
+    // The user may read but never write: tools/call meets insufficient_scope each time.
+    let f = Fixture::start(Knobs {
+        withheld_scope: Some("mcp:write".into()),
+        ..Knobs::default()
+    })
+    .await;
+    let client = connect(&f.url, auth(Arc::new(MemoryTokenStore::new()), true))
+        .await
+        .expect("logs in for mcp:read");
+    let e = auth_error(greet(&client).await);
+    assert!(
+        matches!(&*e, AuthError::ScopeNeverGranted { attempts: 3, scope: Some(scope) }
+            if scope == "mcp:read offline_access mcp:write"),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("your account may lack that permission: ask the server's operator"),
+        "{e}"
+    );
+    // The login, then max_step_ups (2) authorizations asking for the union.
+    assert_eq!(f.authorizations().len(), 3);
+}

@@ -145,7 +145,7 @@ pub enum AuthError {
     TokenRequest(String),
     /// The server keeps asking for more scope after `attempts` authorizations.
     #[error(
-        "the server still refuses with insufficient_scope after {attempts} authorizations (last asked for: {}); your account may lack that permission",
+        "the server still refuses with insufficient_scope after {attempts} authorizations (last asked for: {}); your account may lack that permission: ask the server's operator to grant it",
         scope.as_deref().unwrap_or("no scope")
     )]
     ScopeNeverGranted {
