@@ -486,3 +486,68 @@ async fn racing_creates_stop_exactly_at_the_limits() {
     assert_eq!(refused_by(&third, Limit::LiveTasksTotal), 1);
     assert_eq!(b.live_tasks(&bob).await.expect("counts"), (21, 53));
 }
+
+/// Schema version 5: after the per-owner limit is lowered, shards filled under the old
+/// limit do not let the others admit past the new one. 32 tasks under a limit of 32 (two
+/// per shard); all but shard 0's two finish; under a new limit of 4 exactly two more
+/// creates fit (shards 1 to 3 alone would have taken three).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lowered_limit_holds_over_shards_filled_under_the_old_one() {
+    let Some(factory) = PostgresFactory::from_env() else {
+        return;
+    };
+    let wide = Limits {
+        max_live_tasks_per_owner: 32,
+        ..Limits::default()
+    };
+    let env = Env::new("pg_lowered_limit", wide);
+    let a = factory.open(&env).await.expect("a");
+    let alice = Owner::new("alice");
+    for _ in 0..32 {
+        a.create(new_task(&alice)).await.expect("within 32");
+    }
+    let schema = PostgresFactory::schema_for(&env.namespace);
+    let raw = raw().await;
+    let rows = raw
+        .query(
+            &format!("SELECT id FROM {schema}.tasks WHERE owner_slot <> 0"),
+            &[],
+        )
+        .await
+        .expect("the tasks outside shard 0");
+    assert_eq!(rows.len(), 30, "two tasks per shard");
+    for row in rows {
+        let id = TaskId::from_wire(row.get::<_, String>(0));
+        assert!(
+            a.complete(&alice, &id, Default::default())
+                .await
+                .expect("complete")
+                .won
+        );
+    }
+    assert_eq!(a.live_tasks(&alice).await.expect("counts").0, 2);
+    let narrow = Env {
+        limits: Limits {
+            max_live_tasks_per_owner: 4,
+            ..Limits::default()
+        },
+        ..env.clone()
+    };
+    let b = factory
+        .open(&narrow)
+        .await
+        .expect("b, with the lower limit");
+    let mut made = 0;
+    for _ in 0..6 {
+        match b.create(new_task(&alice)).await {
+            Ok(_) => made += 1,
+            Err(StoreError::LimitExceeded {
+                limit: Limit::LiveTasksPerOwner,
+                max: 4,
+            }) => {}
+            Err(e) => panic!("unexpected: {e}"),
+        }
+    }
+    assert_eq!(made, 2, "4 live in all under the new limit");
+    assert_eq!(b.live_tasks(&alice).await.expect("counts").0, 4);
+}

@@ -77,9 +77,9 @@ pub(crate) async fn load<C: GenericClient>(
     rows.first().map(decode).transpose()
 }
 
-/// What the write functions' notification parameters get: nothing. Their in-transaction
-/// `pg_notify` is kept for the schema's older builds; this build notifies after the
-/// commit (`notify.rs`).
+/// What the write functions' notification parameters get: nothing. The functions of
+/// schema version 4 still take payloads to `pg_notify` in the transaction; this build
+/// notifies after the commit instead (`notify.rs`).
 const NO_CHANNEL: &str = "";
 const NO_PAYLOADS: &[String] = &[];
 

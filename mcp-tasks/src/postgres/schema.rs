@@ -79,7 +79,7 @@ pub(crate) const SHARDS: i32 = 16;
 /// machine. Now an owner's count, and the total (owner `\xff`, which no UTF-8 owner can
 /// be), is kept in up to 16 rows, shard `i` holding at most `max / 16` (plus one for the
 /// first `max % 16` shards): a create takes one unit in a shard with room that no other
-/// create holds (`FOR UPDATE SKIP LOCKED`), waits for one when all are held, and is
+/// create holds (`FOR UPDATE SKIP LOCKED`), runs again shortly when all are held, and is
 /// refused only when every shard is full, that is when the count is at the limit. So the
 /// limits stay exact while 16 writers flush at once. The task row names its shards
 /// (`owner_slot`, `total_slot`) so its terminal write gives back the same units.
@@ -222,6 +222,53 @@ END
 $$;
 "#;
 
+/// Version 5: a create is refused also when the scope's committed units already reach
+/// the limit. Each shard's share comes from the limit the writer has now; after the limit
+/// was lowered (or while instances of a rolling change disagree on it), shards filled
+/// under the old limit while others stayed empty would let the empty ones take more: with
+/// 2 live tasks in one shard and a new limit of 4, three more creates fit, not two. The
+/// sum is a read of at most 16 rows; concurrent creates may each pass it, but no shard
+/// ever goes past its share, so an unchanged limit stays exact as before.
+const V5: &str = r#"
+CREATE OR REPLACE FUNCTION take_slot(p_scope BYTEA, p_max BIGINT, p_start INT) RETURNS SMALLINT
+LANGUAGE plpgsql AS $$
+DECLARE
+    taken SMALLINT;
+BEGIN
+    IF (SELECT coalesce(sum(live), 0) FROM live_counts WHERE owner = p_scope) >= p_max THEN
+        RETURN NULL;
+    END IF;
+    UPDATE live_counts c SET live = c.live + 1
+     WHERE (c.owner, c.shard) = (
+            SELECT owner, shard FROM live_counts
+             WHERE owner = p_scope AND live < p_max / 16 + (shard < p_max % 16)::int
+             ORDER BY (shard - p_start + 16) % 16
+             LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING c.shard INTO taken;
+    IF FOUND THEN RETURN taken; END IF;
+    INSERT INTO live_counts (owner, shard, live)
+    SELECT p_scope, g, 1 FROM generate_series(0, 15) g
+     WHERE p_max / 16 + (g < p_max % 16)::int > 0
+       AND NOT EXISTS (SELECT 1 FROM live_counts WHERE owner = p_scope AND shard = g)
+     ORDER BY (g - p_start + 16) % 16
+     LIMIT 1
+    ON CONFLICT DO NOTHING
+    RETURNING shard INTO taken;
+    IF FOUND THEN RETURN taken; END IF;
+    IF EXISTS (SELECT 1 FROM live_counts
+                WHERE owner = p_scope AND live < p_max / 16 + (shard < p_max % 16)::int)
+       OR EXISTS (SELECT 1 FROM generate_series(0, 15) g
+                   WHERE p_max / 16 + (g < p_max % 16)::int > 0
+                     AND NOT EXISTS (SELECT 1 FROM live_counts
+                                      WHERE owner = p_scope AND shard = g)) THEN
+        RAISE EXCEPTION 'every live count shard with room is being written'
+            USING ERRCODE = 'MT003';
+    END IF;
+    RETURN NULL;
+END
+$$;
+"#;
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -239,10 +286,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 4,
         sql: V4,
     },
+    Migration {
+        version: 5,
+        sql: V5,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 4;
+pub(crate) const SCHEMA_VERSION: i32 = 5;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()
