@@ -471,7 +471,7 @@ impl ToolContext {
                             _ => JsonObject::new(),
                         };
                         let cancel = &self.inner.cancel;
-                        match ask_as_task(peer, M::METHOD, params, hosts, cancel).await {
+                        match ask_as_task(peer, M::METHOD, params, hosts, cancel, None).await {
                             Err(_) if cancel.is_cancelled() => return Err(ToolError::Cancelled),
                             other => other.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
                         }

@@ -198,3 +198,86 @@ pub fn check_report(stdout: &str, stderr: &str, status: std::process::ExitStatus
     assert_eq!(report["sdkVersion"], "1.32.2", "the pinned SDK");
     report
 }
+
+impl Sdk {
+    /// The pinned Node.js binary.
+    pub fn node(&self) -> &std::path::Path {
+        &self.node
+    }
+
+    /// A script of `tests/ts-sdk/` by file name (e.g. `hosted-server.mjs`).
+    pub fn script(&self, name: &str) -> PathBuf {
+        self.script.with_file_name(name)
+    }
+
+    /// Starts `script` with `args` (stderr inherited, killed when dropped) and reads the
+    /// first line it prints on stdout, within [`RUN_BOUND`]: e.g. the URL it listens on.
+    pub async fn spawn_listening(&self, script: &str, args: &[&str]) -> (Child, String) {
+        let mut child = tokio::process::Command::new(&self.node)
+            .arg(self.script(script))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start node");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(RUN_BOUND, lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("{script} printed nothing in {RUN_BOUND:?}"))
+            .expect("read the script's stdout")
+            .unwrap_or_else(|| panic!("{script} ended before printing a line"));
+        // Whatever else it prints is drained, so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        (child, line)
+    }
+}
+
+impl Sdk {
+    /// Runs `script` with `args` to its end (within [`RUN_BOUND`]) and returns its JSON
+    /// report (`{ok, sdkVersion, steps: [{step, ok, details}]}`), after checking that it
+    /// exited well, that every step passed and each of `steps` is among them, and that
+    /// the SDK is the pinned one. Panics with the report and stderr otherwise.
+    pub async fn run_script(&self, script: &str, args: &[&str], steps: &[&str]) -> Value {
+        let run = tokio::process::Command::new(&self.node)
+            .arg(self.script(script))
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(RUN_BOUND, run)
+            .await
+            .unwrap_or_else(|_| panic!("{script} {args:?} did not finish within {RUN_BOUND:?}"))
+            .expect("run node");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "{script}: no JSON report ({e}); {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                out.status
+            )
+        });
+        let reported = report["steps"].as_array().cloned().unwrap_or_default();
+        let passed = |name: &str| {
+            reported
+                .iter()
+                .any(|s| s["step"] == name && s["ok"] == true)
+        };
+        assert!(
+            report["ok"] == true
+                && out.status.success()
+                && reported.iter().all(|s| s["ok"] == true)
+                && steps.iter().all(|s| passed(s)),
+            "{script} {args:?} failed ({}), expected steps {steps:?}:\n{}\nstderr:\n{stderr}",
+            out.status,
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+        assert_eq!(report["sdkVersion"], "1.32.2", "the pinned SDK");
+        report
+    }
+}

@@ -61,7 +61,9 @@ impl ClientHosts {
 /// Asks `method` with `params` through `peer` as a task of the client and follows it to
 /// its answer (the client's related-task `_meta` taken out of it). A client that answers
 /// at once (no `task` in its reply) has answered. `stop` ends the wait and cancels the
-/// client's task (when it declared `tasks.cancel`); the error is then
+/// client's task (when it declared `tasks.cancel`) through `cancel_via` when given (a
+/// stream that outlives this question's, e.g. the session's standalone stream: the
+/// question's own may end with the task that asked), else `peer`; the error is then
 /// [`PeerError::Transport`] "cancelled".
 pub(crate) async fn ask_as_task(
     peer: &Peer,
@@ -69,6 +71,7 @@ pub(crate) async fn ask_as_task(
     mut params: JsonObject,
     hosts: ClientHosts,
     stop: &CancellationToken,
+    cancel_via: Option<&Peer>,
 ) -> Result<Box<RawValue>, PeerError> {
     params.insert("task".to_owned(), Value::Object(JsonObject::new()));
     let raw = serde_json::value::to_raw_value(&params)?;
@@ -97,8 +100,9 @@ pub(crate) async fn ask_as_task(
     };
     let payload = tokio::select! {
         _ = stop.cancelled() => {
+            let via = cancel_via.unwrap_or(peer);
             if hosts.cancel
-                && let Err(e) = peer.request::<v2025::CancelTask>(&TaskIdParams::new(&id)).await
+                && let Err(e) = via.request::<v2025::CancelTask>(&TaskIdParams::new(&id)).await
             {
                 tracing::debug!(task_id = %id, error = %e, "cancelling the client's task failed");
             }

@@ -239,9 +239,13 @@ impl Asking {
         let hosts = ClientHosts::of(&self.session.client.0);
         let as_task = hosts.hosts(method);
         let stop_client_task = CancellationToken::new();
+        // The client's task is cancelled on the standalone stream when there is one: this
+        // question's stream (a `tasks/result`) ends with the task that asked.
+        let standalone = self.session.standalone().map(|s| s.peer);
         let request = async {
             if as_task {
-                ask_as_task(&self.peer, method, params, hosts, &stop_client_task).await
+                let via = standalone.as_ref();
+                ask_as_task(&self.peer, method, params, hosts, &stop_client_task, via).await
             } else {
                 self.peer
                     .request_raw_as(id.clone(), method, raw.as_deref())
