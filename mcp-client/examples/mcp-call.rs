@@ -11,7 +11,10 @@
 //! Elicitation requests are asked at the terminal, one field at a time: a `[y/n]` or
 //! number question is asked again on an answer it cannot read, at most three times (then
 //! a yes/no is taken as no, a number declines the form); end of input declines it too.
-//! Ctrl-C cancels the task.
+//! Ctrl-C cancels the task. With `--client-tasks` the session is MCP 2025-11-25 and
+//! declares client-hosted tasks (kept in memory): a server that asks for an elicitation
+//! as a task of the client gets its task at once, and the question is asked at the
+//! terminal all the same, its answer the task's result.
 //!
 //! The status line is drawn in place (a spinner) only when stderr is a terminal;
 //! otherwise each change of status is one plain line, without escape codes. Under
@@ -101,6 +104,11 @@ struct Args {
     /// Print the task's reference (JSON, one line) and exit, leaving the task running.
     #[arg(long)]
     detach: bool,
+    /// Speak MCP 2025-11-25 and host the server's task-based elicitation requests as
+    /// tasks of this client (`capabilities.tasks`, kept in memory); each is still asked
+    /// at the terminal.
+    #[arg(long)]
+    client_tasks: bool,
     /// Follow an existing task instead of calling a tool: its reference as `--detach`
     /// printed it (the JSON, or `@FILE` holding it; a bare task id also works, with
     /// `--http`/`--stdio`). Without `--http`/`--stdio`, the reference's endpoint is used.
@@ -492,6 +500,14 @@ async fn run(args: Args) -> Result<Outcome, String> {
                 }
             }
         }
+    }
+    if args.client_tasks {
+        // Client-hosted tasks exist in MCP 2025-11-25 sessions (a task reference keeps
+        // its own revision).
+        if !matches!(resume, Some(Resume::Reference(_))) {
+            config.revision = Revision::V2025_11_25;
+        }
+        config = config.with_client_tasks(Arc::new(mcp_tasks::MemoryStore::default()));
     }
     // With OAuth: the token file, what the login did, and whether a login was stored.
     let mut login = None;

@@ -68,6 +68,33 @@
 //! }
 //! ```
 //!
+//! - [`ClientConfig::client_tasks`]: client-hosted tasks (MCP 2025-11-25, the client as
+//!   the receiver). Give the client a [`TaskStore`](mcp_tasks::TaskStore) (any backend)
+//!   and it declares `capabilities.tasks` at `initialize`; a server's `elicitation/create`
+//!   or `sampling/createMessage` with `params.task` (of a kind your handler declares) is
+//!   answered at once with the task, your [`ClientHandler`] runs in the background, and
+//!   the server follows it with `tasks/get`, `tasks/result`, `tasks/list` and
+//!   `tasks/cancel`, each scoped to the connection, and hears `notifications/tasks/status`.
+//!   The store's limits hold (the TTL clamped, live tasks bounded):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcp_client::{ClientConfig, ClientError, DeclineAll, McpClient, Revision};
+//! use mcp_tasks::{Limits, MemoryStore};
+//!
+//! async fn hosting(url: &str) -> Result<McpClient, ClientError> {
+//!     let store = Arc::new(MemoryStore::new(Limits::default()));
+//!     let config = ClientConfig {
+//!         revision: Revision::V2025_11_25,
+//!         ..ClientConfig::default()
+//!     }
+//!     .with_client_tasks(store);
+//!     // DeclineAll declares form elicitation: the server may ask it as a task.
+//!     McpClient::connect_http(url, Arc::new(DeclineAll), config).await
+//! }
+//! ```
+//!
 //! - [`auth`]: OAuth 2.1 as the MCP authorization spec has a client do it; set
 //!   [`ClientConfig::auth`] and a Streamable HTTP server that answers 401 gets a login
 //!   (discovery, registration, PKCE, refresh, step-up), kept in a [`auth::TokenStore`].

@@ -8,8 +8,9 @@
 //
 // Tools:
 // - ask_both: a task-based elicitation (form, ttl 60000) and a task-based sampling
-//   request, each followed by the SDK to its result; then tasks/list and tasks/get of
-//   both. Returns one JSON text: {elicitation, sampling, created, listed, got}.
+//   request, each followed by the SDK to its result; then tasks/list (its error, from a
+//   client without tasks) and tasks/get of both. Returns one JSON text:
+//   {elicitation, sampling, listed, got}.
 // - cancel_one: a task-based elicitation whose message is "hold" (the client's handler
 //   never answers it), cancelled with tasks/cancel once created; then tasks/get and
 //   tasks/cancel again. Returns {created, cancelled, got, again}.
@@ -63,7 +64,8 @@ async function askBoth(extra) {
       { ...opts, task: {} },
     ),
   );
-  const listed = await tasks.listTasks(undefined, opts);
+  // A client without tasks has no tasks/list: reported, not thrown.
+  const listed = await tasks.listTasks(undefined, opts).catch((e) => ({ error: errorInfo(e) }));
   const got = [];
   for (const id of [elicitation.created?.taskId, sampling.created?.taskId]) {
     if (id) got.push(await tasks.getTask(id, opts));
