@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, UNIX_EPOCH};
 
+use futures::FutureExt;
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::Peer;
 use mcp_protocol::error_codes;
@@ -46,6 +47,9 @@ const RESULT_RECHECK: Duration = Duration::from_secs(5);
 /// The status message of a task cancelled by `tasks/cancel`.
 pub(crate) const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
 
+/// The status message of a task whose connection ended before it did.
+const CLOSED_MESSAGE: &str = "The client's connection ended before the task did.";
+
 /// The tasks one connection hosts.
 pub(crate) struct Hosted {
     store: Arc<dyn TaskStore>,
@@ -60,6 +64,8 @@ pub(crate) struct Hosted {
     running: Mutex<HashMap<TaskId, tokio::task::AbortHandle>>,
     /// The status notifier and the sweeper.
     background: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// Set by [`close`](Hosted::close).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Hosted {
@@ -73,11 +79,40 @@ impl std::fmt::Debug for Hosted {
 
 impl Drop for Hosted {
     fn drop(&mut self) {
-        for handle in lock(&self.running).values() {
-            handle.abort();
-        }
+        self.close();
+    }
+}
+
+impl Hosted {
+    /// The client is gone (its last handle dropped) or the connection ended: the
+    /// handlers stop, their tasks end `cancelled` (in the background, when a runtime is
+    /// there to run it) so that none stays `working` in a shared store until its TTL, and
+    /// no task is started any more. Idempotent.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let running: Vec<TaskId> = lock(&self.running)
+            .drain()
+            .map(|(id, handle)| {
+                handle.abort();
+                id
+            })
+            .collect();
         for handle in lock(&self.background).iter() {
             handle.abort();
+        }
+        if running.is_empty() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (store, owner) = (Arc::clone(&self.store), self.owner.clone());
+            runtime.spawn(async move {
+                for id in running {
+                    let message = Some(CLOSED_MESSAGE.to_owned());
+                    if let Err(e) = store.cancel(&owner, &id, message).await {
+                        tracing::debug!(task_id = %id, error = %e, "a hosted task was left unfinished");
+                    }
+                }
+            });
         }
     }
 }
@@ -151,6 +186,7 @@ impl Hosted {
             peer: OnceLock::new(),
             running: Mutex::default(),
             background: Mutex::default(),
+            closed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -211,6 +247,9 @@ impl Hosted {
     {
         let task: v2025::TaskMetadata = serde_json::from_value(task)
             .map_err(|e| invalid(format!("malformed params.task: {e}")))?;
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(internal("the client is closing: it starts no task"));
+        }
         let new = NewTask {
             owner: self.owner.clone(),
             ttl_ms: task.ttl.and_then(|t| u64::try_from(t).ok()),
@@ -230,7 +269,11 @@ impl Hosted {
         // Registered before it can finish, so it is never left in the table.
         let mut running = lock(&self.running);
         let run = tokio::spawn(async move {
-            let written = match run.await {
+            // A handler that panics fails its task (-32603), never the connection.
+            let outcome = std::panic::AssertUnwindSafe(run).catch_unwind().await;
+            let outcome =
+                outcome.unwrap_or_else(|_| Err(internal("the client's handler panicked")));
+            let written = match outcome {
                 Ok(Value::Object(result)) => store.complete(&owner, &task_id, result).await,
                 Ok(other) => {
                     let error = internal(format!("the handler answered {other}, not an object"));

@@ -88,6 +88,16 @@ impl std::fmt::Debug for Session {
     }
 }
 
+impl Drop for Session {
+    /// The client is gone: the tasks it hosts end with it (the endpoint, which keeps
+    /// answering until the connection closes, holds them too).
+    fn drop(&mut self) {
+        if let Some(hosted) = &self.hosted {
+            hosted.close();
+        }
+    }
+}
+
 /// A task that ends with its owner.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 

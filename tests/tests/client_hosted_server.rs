@@ -5,83 +5,23 @@
 //! cancelling the tool's task cancels the client's. Over an in-process connection and
 //! over Streamable HTTP, for a tool running as a task and for a synchronous call.
 
+mod client_hosted_common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcp_client::{ClientConfig, ClientHandler, DriverConfig, McpClient, Revision, Started};
+use client_hosted_common::{Answers, wait_for};
+use mcp_client::{ClientConfig, DriverConfig, McpClient, Revision, Started};
 use mcp_protocol::JsonObject;
 use mcp_protocol::engine::Connection;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitResult, ElicitValue};
 use mcp_protocol::v2025;
-use mcp_protocol::v2026::{
-    CallToolResult, ClientCapabilities, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitationCapability, SamplingCapability,
-};
+use mcp_protocol::v2026::CallToolResult;
 use mcp_server::http::HttpConfig;
 use mcp_server::{RuntimeConfig, ToolDef, demo};
 use mcp_tasks::{MemoryStore, TaskStore};
 use mcp_tests::server_harness::{TestServer, build_server};
-use serde_json::json;
-use tokio::sync::Notify;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Accepts elicitations with the name Ada and samples "42"; with `hold`, an elicitation
-/// waits until its future is dropped (`dropped` set then).
-#[derive(Default)]
-struct Answers {
-    hold: bool,
-    asked: Notify,
-    dropped: Arc<AtomicBool>,
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl ClientHandler for Answers {
-    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        if self.hold {
-            let _flag = DropFlag(Arc::clone(&self.dropped));
-            self.asked.notify_one();
-            std::future::pending::<()>().await;
-        }
-        let mut content = indexmap::IndexMap::new();
-        content.insert("name".to_owned(), ElicitValue::String("Ada".into()));
-        Ok(ElicitResult::accept(content))
-    }
-
-    async fn sample(
-        &self,
-        _params: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, ErrorObject> {
-        Ok(serde_json::from_value(json!({
-            "role": "assistant",
-            "content": {"type": "text", "text": "42"},
-            "model": "test-model"
-        }))
-        .expect("a sampling result"))
-    }
-
-    fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            elicitation: Some(ElicitationCapability {
-                form: Some(JsonObject::new()),
-                ..Default::default()
-            }),
-            sampling: Some(SamplingCapability::default()),
-            ..Default::default()
-        }
-    }
-}
 
 fn tools() -> Vec<ToolDef> {
     demo::asking::tools().expect("asking tools")
@@ -214,7 +154,7 @@ async fn a_client_without_tasks_is_asked_plainly() {
 async fn cancelling_the_tool_cancels_the_clients_task() {
     let store = Arc::new(MemoryStore::default());
     let handler = Arc::new(Answers {
-        hold: true,
+        hold_all: true,
         ..Answers::default()
     });
     let client = in_process(Arc::clone(&handler), &store).await;
@@ -230,11 +170,5 @@ async fn cancelling_the_tool_cancels_the_clients_task() {
         .expect("the client was asked");
     assert_eq!(store.len(), 1);
     task.cancel().await.expect("tasks/cancel");
-    tokio::time::timeout(WAIT, async {
-        while !handler.dropped.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the client's handler was stopped");
+    wait_for(&handler.dropped, WAIT, "the client's handler was stopped").await;
 }

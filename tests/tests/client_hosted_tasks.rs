@@ -6,21 +6,23 @@
 //! connection, and sends `notifications/tasks/status`. What it sends is checked against
 //! the official 2025-11-25 schema.
 
+mod client_hosted_common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use client_hosted_common::{DropFlag, elicit_and_sample, wait_for};
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
 use mcp_client::{ClientConfig, ClientHandler, McpClient, Revision};
-use mcp_protocol::JsonObject;
 use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
 use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_protocol::tasks::TaskStatus;
 use mcp_protocol::types::{ElicitResult, ElicitValue};
 use mcp_protocol::v2026::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitationCapability, SamplingCapability,
 };
 use mcp_tasks::{Limits, MemoryStore, TaskStore};
 use mcp_tests::schema_check::{Schema, spec_dir};
@@ -36,16 +38,6 @@ const WAIT: Duration = Duration::from_secs(20);
 struct Gated {
     gate: Notify,
     dropped: Arc<AtomicBool>,
-}
-
-struct DropFlag(Arc<AtomicBool>, bool);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        if !self.1 {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
 }
 
 #[async_trait]
@@ -67,14 +59,7 @@ impl ClientHandler for Gated {
     }
 
     fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            elicitation: Some(ElicitationCapability {
-                form: Some(JsonObject::new()),
-                ..Default::default()
-            }),
-            sampling: Some(SamplingCapability::default()),
-            ..Default::default()
-        }
+        elicit_and_sample()
     }
 }
 
@@ -345,13 +330,7 @@ async fn tasks_cancel_stops_the_handler_and_refuses_a_finished_task() {
     check(&mut schema, "tasks/cancel", "CancelTaskResult", &cancelled);
     assert_eq!(cancelled["status"], "cancelled");
     raw.status(&id, "cancelled").await;
-    tokio::time::timeout(WAIT, async {
-        while !handler.dropped.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the handler was stopped");
+    wait_for(&handler.dropped, WAIT, "the handler was stopped").await;
     let again = raw
         .request("tasks/cancel", json!({ "taskId": id }))
         .await
@@ -499,4 +478,64 @@ async fn only_declared_requests_become_tasks() {
         .await
         .expect("a task");
     assert_eq!(declined["task"]["status"], "working");
+}
+
+/// A handler that panics.
+struct Panics;
+
+#[async_trait]
+impl ClientHandler for Panics {
+    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        panic!("the handler broke")
+    }
+}
+
+/// A handler that panics fails its task with -32603; the connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_fails_its_task() {
+    let (_client, mut raw) = connect(Arc::new(Panics), Some(store())).await;
+    let created = raw
+        .request("elicitation/create", form(None))
+        .await
+        .expect("CreateTaskResult");
+    let id = created["task"]["taskId"].as_str().expect("id").to_owned();
+    raw.status(&id, "failed").await;
+    let e = raw
+        .request("tasks/result", json!({ "taskId": id }))
+        .await
+        .expect_err("the task failed");
+    assert_eq!(e.code, -32603, "{e:?}");
+    let listed = raw.request("tasks/list", json!({})).await.expect("alive");
+    assert_eq!(listed["tasks"][0]["status"], "failed");
+}
+
+/// When the connection ends, the tasks it was still running end `cancelled` in the
+/// store (a shared store keeps no task `working` until its TTL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_connection_cancels_its_running_tasks() {
+    let shared = store();
+    let (client, raw) = connect(Arc::new(Gated::default()), Some(Arc::clone(&shared))).await;
+    let created = raw
+        .request("elicitation/create", form(None))
+        .await
+        .expect("CreateTaskResult");
+    let id = created["task"]["taskId"].as_str().expect("id").to_owned();
+    let mut events = shared.events();
+    drop(client);
+    drop(raw);
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match events.recv().await {
+                Ok(mcp_tasks::TaskEvent::Changed { key, status, .. })
+                    if key.id.as_str() == id && status == TaskStatus::Cancelled =>
+                {
+                    return;
+                }
+                Ok(_) => continue,
+                Err(e) => panic!("store events: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the task was cancelled when its connection ended");
 }

@@ -11,79 +11,23 @@
 //! Over stdio and Streamable HTTP. Skipped when `npm ci --prefix tests/ts-sdk` has not
 //! run, unless `MCP_REQUIRE_SERVICES=1`.
 
+mod client_hosted_common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcp_client::{ClientConfig, ClientHandler, McpClient, Revision};
+use client_hosted_common::{Answers, wait_for};
+use mcp_client::{ClientConfig, McpClient, Revision};
 use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitResult, ElicitValue};
-use mcp_protocol::v2026::{
-    CallToolResult, ClientCapabilities, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitationCapability, SamplingCapability,
-};
+use mcp_protocol::v2026::CallToolResult;
 use mcp_server::RuntimeConfig;
 use mcp_server::http::HttpConfig;
 use mcp_tasks::{MemoryStore, TaskStore};
 use mcp_tests::server_harness::TestServer;
 use mcp_tests::ts_sdk::{RUN_BOUND, Sdk};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Accepts elicitations with the name Ada (one whose message is "hold" is never
-/// answered: `dropped` is set when its future is dropped) and samples "42".
-#[derive(Default)]
-struct Answers {
-    dropped: Arc<AtomicBool>,
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl ClientHandler for Answers {
-    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        let message = serde_json::to_value(&params).expect("json")["message"].clone();
-        if message == "hold" {
-            let _flag = DropFlag(Arc::clone(&self.dropped));
-            std::future::pending::<()>().await;
-        }
-        let mut content = indexmap::IndexMap::new();
-        content.insert("name".to_owned(), ElicitValue::String("Ada".into()));
-        Ok(ElicitResult::accept(content))
-    }
-
-    async fn sample(
-        &self,
-        _params: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, ErrorObject> {
-        Ok(serde_json::from_value(json!({
-            "role": "assistant",
-            "content": {"type": "text", "text": "42"},
-            "model": "test-model"
-        }))
-        .expect("a sampling result"))
-    }
-
-    fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            elicitation: Some(ElicitationCapability {
-                form: Some(JsonObject::new()),
-                ..Default::default()
-            }),
-            sampling: Some(SamplingCapability::default()),
-            ..Default::default()
-        }
-    }
-}
 
 fn config(store: &Arc<MemoryStore>) -> ClientConfig {
     ClientConfig {
@@ -148,13 +92,12 @@ async fn the_sdk_server_follows_our_tasks(
     assert_eq!(cancelled["cancelled"]["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["got"]["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["again"]["error"]["code"], -32602, "{cancelled}");
-    tokio::time::timeout(WAIT, async {
-        while !answers.dropped.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("our handler was stopped by the SDK's tasks/cancel");
+    wait_for(
+        &answers.dropped,
+        WAIT,
+        "our handler was stopped by the SDK's tasks/cancel",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

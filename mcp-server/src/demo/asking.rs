@@ -9,10 +9,9 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::fixtures::{sampled_text, sampling};
-use super::{NoArgs, answer_str, form, text};
+use super::{NoArgs, ask_name, text};
 use crate::context::ToolContext;
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 
@@ -26,20 +25,22 @@ pub struct AskModelArgs {
 /// `ask_name` and `ask_model`.
 pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
     Ok(vec![
-        ToolDef::new("ask_name", TaskPolicy::Optional, |ctx: ToolContext, _args: NoArgs| async move {
-            let question = form(
-                "What is your name?",
-                json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-            )?;
-            let answer = ctx.elicit(question).await?;
-            let name = answer_str(&answer, "name").unwrap_or_else(|| "stranger".into());
-            Ok(text(format!("Hello, {name}!")))
-        })?
+        ToolDef::new(
+            "ask_name",
+            TaskPolicy::Optional,
+            |ctx: ToolContext, _args: NoArgs| async move {
+                Ok(text(format!("Hello, {}!", ask_name(&ctx).await?)))
+            },
+        )?
         .description("Asks your name (elicitation), then greets you."),
-        ToolDef::new("ask_model", TaskPolicy::Optional, |ctx: ToolContext, args: AskModelArgs| async move {
-            let answer = ctx.sample(sampling(&args.prompt, 100)?).await?;
-            Ok(text(format!("LLM response: {}", sampled_text(&answer))))
-        })?
+        ToolDef::new(
+            "ask_model",
+            TaskPolicy::Optional,
+            |ctx: ToolContext, args: AskModelArgs| async move {
+                let answer = ctx.sample(sampling(&args.prompt, 100)?).await?;
+                Ok(text(format!("LLM response: {}", sampled_text(&answer))))
+            },
+        )?
         .description("Asks the client's model (sampling), then returns its answer."),
     ])
 }

@@ -52,6 +52,16 @@ pub(crate) fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, 
         })
 }
 
+/// Asks the user's name (a required string field); "stranger" when none is given.
+pub(crate) async fn ask_name(ctx: &ToolContext) -> Result<String, ToolError> {
+    let question = form(
+        "What is your name?",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+    )?;
+    let answer = ctx.elicit(question).await?;
+    Ok(answer_str(&answer, "name").unwrap_or_else(|| "stranger".into()))
+}
+
 pub(crate) fn answer_str(answer: &ElicitResult, field: &str) -> Option<String> {
     match answer.content.as_ref()?.get(field)? {
         ElicitValue::String(s) => Some(s.clone()),
@@ -164,12 +174,7 @@ pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
         })?
         .description("Asks your name before the task starts (MRTR), then greets you from a task.")
         .preflight(|ctx: ToolContext, mut args: JsonObject| async move {
-            let question = form(
-                "What is your name?",
-                json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-            )?;
-            let answer = ctx.elicit(question).await?;
-            let name = answer_str(&answer, "name").unwrap_or_else(|| "stranger".into());
+            let name = ask_name(&ctx).await?;
             args.insert("user_name".into(), Value::String(name));
             Ok(args)
         }),
