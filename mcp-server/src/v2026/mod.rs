@@ -20,6 +20,7 @@ use mcp_protocol::v2026::{
     ToolInputSchema,
 };
 use mcp_tasks::{Owner, StoreError, TaskId, WireRevision};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::audit;
@@ -190,7 +191,7 @@ async fn related_tasks(
     let Some(value) = meta.extra.get(RELATED_TASK_IDS) else {
         return Ok(Vec::new());
     };
-    let ids: Vec<String> = serde_json::from_value(value.clone()).map_err(|_| {
+    let mut ids = Vec::<String>::deserialize(value).map_err(|_| {
         ServerError::InvalidParams(format!("{RELATED_TASK_IDS} must be a list of task ids"))
     })?;
     if ids.len() > MAX_RELATED_TASKS {
@@ -199,21 +200,23 @@ async fn related_tasks(
             ids.len()
         )));
     }
-    for id in &ids {
+    // Each id once, in the order named; all looked up at once.
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(id.clone()));
+    let lookups = ids.iter().map(|id| async move {
         match state
             .store()
             .get(owner, &TaskId::from_wire(id.as_str()))
             .await
         {
-            Ok(_) => {}
-            Err(StoreError::NotFound) => {
-                return Err(ServerError::InvalidParams(format!(
-                    "{RELATED_TASK_IDS}: no task {id:?}"
-                )));
-            }
-            Err(e) => return Err(e.into()),
+            Ok(_) => Ok(()),
+            Err(StoreError::NotFound) => Err(ServerError::InvalidParams(format!(
+                "{RELATED_TASK_IDS}: no task {id:?}"
+            ))),
+            Err(e) => Err(e.into()),
         }
-    }
+    });
+    futures::future::try_join_all(lookups).await?;
     Ok(ids)
 }
 
