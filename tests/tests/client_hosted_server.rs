@@ -3,7 +3,9 @@
 //! `ask_name` (elicitation) and `ask_model` (sampling) ask with `params.task`, follow the
 //! client's task with `tasks/get` and `tasks/result`, and hand its answer to the tool;
 //! cancelling the tool's task cancels the client's. Over an in-process connection and
-//! over Streamable HTTP, for a tool running as a task and for a synchronous call.
+//! over Streamable HTTP, for a tool running as a task and for a synchronous call; and
+//! what the server sends a raw hosting client (the task-augmented question, `tasks/get`,
+//! `tasks/result`, `tasks/cancel`) checked against the official 2025-11-25 schema.
 
 mod client_hosted_common;
 
@@ -171,4 +173,244 @@ async fn cancelling_the_tool_cancels_the_clients_task() {
     assert_eq!(store.len(), 1);
     task.cancel().await.expect("tasks/cancel");
     wait_for(&handler.dropped, WAIT, "the client's handler was stopped").await;
+}
+
+/// What a raw client records of the server's requests, and whether it holds its tasks
+/// `working` (never finishing them).
+#[derive(Default)]
+struct Recorded {
+    requests: std::sync::Mutex<Vec<(String, serde_json::Value)>>,
+    hold: std::sync::atomic::AtomicBool,
+}
+
+impl Recorded {
+    fn push(&self, method: &str, params: serde_json::Value) {
+        self.requests
+            .lock()
+            .expect("record")
+            .push((method.to_owned(), params));
+    }
+
+    fn all(&self) -> Vec<(String, serde_json::Value)> {
+        self.requests.lock().expect("record").clone()
+    }
+}
+
+fn raw_task(id: &str, status: &str) -> serde_json::Value {
+    serde_json::json!({"taskId": id, "status": status, "createdAt": "2025-11-25T10:00:00Z",
+        "lastUpdatedAt": "2025-11-25T10:00:00Z", "ttl": 60000, "pollInterval": 50})
+}
+
+/// A raw 2025-11-25 client hosting tasks: every request the server sends it (the
+/// task-augmented question, `tasks/get`, `tasks/result`, `tasks/cancel`) is valid against
+/// the official schema, and the answer it gives through its task reaches the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_server_sends_a_hosting_client_is_valid() {
+    use jsonrpsee::RpcModule;
+    use jsonrpsee::types::ErrorObjectOwned;
+    use mcp_protocol::engine::EndpointBuilder;
+    use mcp_tests::schema_check::{Schema, spec_dir};
+    use serde_json::{Value, json};
+    use std::sync::atomic::Ordering;
+
+    let recorded = Arc::new(Recorded::default());
+    let mut module = RpcModule::new(Arc::clone(&recorded));
+    for method in ["elicitation/create", "sampling/createMessage"] {
+        module
+            .register_method(method, move |params, rec, _| {
+                let params: Value = params.parse().unwrap_or(Value::Null);
+                rec.push(method, params);
+                let id = format!("client-task-{}", rec.all().len());
+                Ok::<_, ErrorObjectOwned>(json!({ "task": raw_task(&id, "working") }))
+            })
+            .expect("fresh module");
+    }
+    module
+        .register_method("tasks/get", |params, rec, _| {
+            let params: Value = params.parse().unwrap_or(Value::Null);
+            rec.push("tasks/get", params.clone());
+            let status = if rec.hold.load(Ordering::SeqCst) {
+                "working"
+            } else {
+                "completed"
+            };
+            let id = params["taskId"].as_str().unwrap_or_default().to_owned();
+            Ok::<_, ErrorObjectOwned>(raw_task(&id, status))
+        })
+        .expect("fresh module");
+    module
+        .register_method("tasks/result", |params, rec, _| {
+            let params: Value = params.parse().unwrap_or(Value::Null);
+            rec.push("tasks/result", params.clone());
+            let related =
+                json!({"io.modelcontextprotocol/related-task": {"taskId": params["taskId"]}});
+            // The task's id says which request made it, so which answer it gives.
+            let made_by = params["taskId"]
+                .as_str()
+                .and_then(|id| id.strip_prefix("client-task-"))
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| rec.all().get(n - 1).map(|(m, _)| m.clone()))
+                .unwrap_or_default();
+            Ok::<_, ErrorObjectOwned>(if made_by == "sampling/createMessage" {
+                json!({"role": "assistant", "content": {"type": "text", "text": "42"},
+                    "model": "raw", "_meta": related})
+            } else {
+                json!({"action": "accept", "content": {"name": "Ada"}, "_meta": related})
+            })
+        })
+        .expect("fresh module");
+    module
+        .register_method("tasks/cancel", |params, rec, _| {
+            let params: Value = params.parse().unwrap_or(Value::Null);
+            rec.push("tasks/cancel", params.clone());
+            let id = params["taskId"].as_str().unwrap_or_default().to_owned();
+            Ok::<_, ErrorObjectOwned>(raw_task(&id, "cancelled"))
+        })
+        .expect("fresh module");
+    let endpoint = EndpointBuilder::new(module)
+        .on_notification("notifications/tasks/status", |_| async {})
+        .build();
+    let server = build_server(tools(), RuntimeConfig::default());
+    let (server_end, client_end) = Connection::memory();
+    let _ = server.serve_connection(server_end);
+    let (peer, _session) = endpoint.serve(client_end);
+    let call = |method: &'static str, params: Value| {
+        let peer = peer.clone();
+        async move {
+            let raw = serde_json::value::to_raw_value(&params).expect("params");
+            let answer = tokio::time::timeout(WAIT, peer.request_raw(method, Some(&raw)))
+                .await
+                .unwrap_or_else(|_| panic!("{method} in time"))
+                .unwrap_or_else(|e| panic!("{method}: {e}"));
+            serde_json::from_str::<Value>(answer.get()).expect("json")
+        }
+    };
+    call(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
+            "capabilities": {"elicitation": {"form": {}}, "sampling": {}, "tasks": {"cancel": {},
+                "requests": {"elicitation": {"create": {}}, "sampling": {"createMessage": {}}}}}}),
+    )
+    .await;
+    peer.notify_raw("notifications/initialized", None)
+        .await
+        .expect("initialized");
+
+    let greeted = call("tools/call", json!({"name": "ask_name", "arguments": {}})).await;
+    assert_eq!(greeted["content"][0]["text"], "Hello, Ada!", "{greeted}");
+    let sampled = call(
+        "tools/call",
+        json!({"name": "ask_model", "arguments": {"prompt": "The answer?"}}),
+    )
+    .await;
+    assert_eq!(
+        sampled["content"][0]["text"], "LLM response: 42",
+        "{sampled}"
+    );
+
+    // A tool's task, its question held working by the client, then cancelled.
+    recorded.hold.store(true, Ordering::SeqCst);
+    let created = call(
+        "tools/call",
+        json!({"name": "ask_name", "arguments": {}, "task": {}}),
+    )
+    .await;
+    let server_task = created["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let asked = |method: &str| {
+        let method = method.to_owned();
+        let recorded = Arc::clone(&recorded);
+        async move {
+            tokio::time::timeout(WAIT, async {
+                loop {
+                    let n = recorded.all().iter().filter(|(m, _)| *m == method).count();
+                    if n > 0 {
+                        return n;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("the server sent {method}"))
+        }
+    };
+    let before = recorded.all().len();
+    tokio::time::timeout(WAIT, async {
+        while recorded.all()[before..]
+            .iter()
+            .all(|(m, _)| m != "tasks/get")
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the server follows the held task");
+    call("tasks/cancel", json!({ "taskId": server_task })).await;
+    asked("tasks/cancel").await;
+
+    let all = recorded.all();
+    let names: Vec<&str> = all.iter().map(|(m, _)| m.as_str()).collect();
+    for method in [
+        "elicitation/create",
+        "sampling/createMessage",
+        "tasks/get",
+        "tasks/result",
+        "tasks/cancel",
+    ] {
+        assert!(names.contains(&method), "{method} never sent: {names:?}");
+    }
+    for (method, params) in &all {
+        if method == "elicitation/create" || method == "sampling/createMessage" {
+            assert_eq!(
+                params["task"],
+                json!({}),
+                "{method} asks as a task: {params}"
+            );
+        }
+        if method.starts_with("tasks/") {
+            assert!(
+                params["taskId"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("client-task-")),
+                "{params}"
+            );
+        }
+    }
+    let cancelled = &all
+        .iter()
+        .find(|(m, _)| m == "tasks/cancel")
+        .expect("tasks/cancel")
+        .1;
+    let held_at = all
+        .iter()
+        .rposition(|(m, _)| m == "elicitation/create")
+        .expect("asked");
+    let held = &all[held_at].1;
+    assert_eq!(
+        held["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(server_task),
+        "{held}"
+    );
+    let held_id = format!("client-task-{}", held_at + 1);
+    assert_eq!(
+        cancelled["taskId"],
+        json!(held_id),
+        "the held task is cancelled"
+    );
+    if let Some(dir) = spec_dir("what_the_server_sends_a_hosting_client_is_valid") {
+        let mut schema = Schema::load(dir.join("core-2025-11-25/schema.json"));
+        for (method, params) in &all {
+            let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            let type_name = match method.as_str() {
+                "elicitation/create" => "ElicitRequest",
+                "sampling/createMessage" => "CreateMessageRequest",
+                "tasks/get" => "GetTaskRequest",
+                "tasks/result" => "GetTaskPayloadRequest",
+                _ => "CancelTaskRequest",
+            };
+            schema.check(method, type_name, &request);
+        }
+    }
 }
