@@ -290,6 +290,10 @@ impl Hosted {
         });
         running.insert(id, run.abort_handle());
         drop(running);
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            // Closed while the task was being made: it ends with the others.
+            self.close();
+        }
         serde_json::to_value(CreateTaskResult::new(task_view(&record)))
             .map_err(|e| internal(e.to_string()))
     }
