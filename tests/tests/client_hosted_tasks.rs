@@ -13,14 +13,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use client_hosted_common::{DropFlag, elicit_and_sample, wait_for};
+use client_hosted_common::{DropFlag, ada, elicit_and_sample, wait_for};
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
 use mcp_client::{ClientConfig, ClientHandler, McpClient, Revision};
 use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::{ElicitResult, ElicitValue};
+use mcp_protocol::types::ElicitResult;
 use mcp_protocol::v2026::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
 };
@@ -46,9 +46,7 @@ impl ClientHandler for Gated {
         let mut flag = DropFlag(Arc::clone(&self.dropped), false);
         self.gate.notified().await;
         flag.1 = true;
-        let mut content = indexmap::IndexMap::new();
-        content.insert("name".to_owned(), ElicitValue::String("Ada".into()));
-        Ok(ElicitResult::accept(content))
+        Ok(ada())
     }
 
     async fn sample(

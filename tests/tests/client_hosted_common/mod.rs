@@ -32,6 +32,13 @@ pub fn elicit_and_sample() -> ClientCapabilities {
     }
 }
 
+/// The form answer every test gives: accept, with the name Ada.
+pub fn ada() -> ElicitResult {
+    let mut content = indexmap::IndexMap::new();
+    content.insert("name".to_owned(), ElicitValue::String("Ada".into()));
+    ElicitResult::accept(content)
+}
+
 /// Sets its flag when dropped unless disarmed: a handler's future stopped unfinished.
 pub struct DropFlag(pub Arc<AtomicBool>, pub bool);
 
@@ -73,9 +80,7 @@ impl ClientHandler for Answers {
             self.asked.notify_one();
             std::future::pending::<()>().await;
         }
-        let mut content = indexmap::IndexMap::new();
-        content.insert("name".to_owned(), ElicitValue::String("Ada".into()));
-        Ok(ElicitResult::accept(content))
+        Ok(ada())
     }
 
     async fn sample(
