@@ -731,6 +731,31 @@ pub fn is_iso_timestamp(s: &str) -> bool {
         && b[17..19].iter().all(u8::is_ascii_digit)
 }
 
+/// Opens an MCP 2025-11-25 (or earlier) session over HTTP: `initialize` with `params`
+/// (HTTP 200 and a session id checked), then `notifications/initialized` (202 checked).
+/// Returns the session id and the `initialize` result.
+pub async fn open_legacy_session(s: &TestServer, params: Value) -> (String, Value) {
+    let reply = s.post(&request(s.id(), "initialize", params), &[]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let result = reply.result().clone();
+    let id = reply
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("initialize returns Mcp-Session-Id: {reply:?}"))
+        .to_owned();
+    let version = result["protocolVersion"].as_str().unwrap_or_default();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ack = s
+        .post(
+            &initialized,
+            &[("mcp-session-id", &id), ("mcp-protocol-version", version)],
+        )
+        .await;
+    assert_eq!(ack.status, 202, "{}", ack.text);
+    (id, result)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,29 +790,4 @@ mod tests {
         assert!(!is_iso_timestamp("1785000000000"));
         assert!(!is_iso_timestamp("2026-07-28 10:30:00"));
     }
-}
-
-/// Opens an MCP 2025-11-25 (or earlier) session over HTTP: `initialize` with `params`
-/// (HTTP 200 and a session id checked), then `notifications/initialized` (202 checked).
-/// Returns the session id and the `initialize` result.
-pub async fn open_legacy_session(s: &TestServer, params: Value) -> (String, Value) {
-    let reply = s.post(&request(s.id(), "initialize", params), &[]).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let result = reply.result().clone();
-    let id = reply
-        .headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_else(|| panic!("initialize returns Mcp-Session-Id: {reply:?}"))
-        .to_owned();
-    let version = result["protocolVersion"].as_str().unwrap_or_default();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ack = s
-        .post(
-            &initialized,
-            &[("mcp-session-id", &id), ("mcp-protocol-version", version)],
-        )
-        .await;
-    assert_eq!(ack.status, 202, "{}", ack.text);
-    (id, result)
 }
