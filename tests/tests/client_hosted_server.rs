@@ -414,3 +414,93 @@ async fn what_the_server_sends_a_hosting_client_is_valid() {
         }
     }
 }
+
+/// A raw 2025-11-25 client that hosts no tasks (it declares elicitation and sampling,
+/// no `tasks`): the server's questions, from a synchronous call and from a tool's task,
+/// carry no `params.task`, and the plain answers reach the tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_declaring_no_tasks_is_never_asked_as_a_task() {
+    use jsonrpsee::RpcModule;
+    use jsonrpsee::types::ErrorObjectOwned;
+    use mcp_protocol::engine::EndpointBuilder;
+    use serde_json::{Value, json};
+
+    let recorded = Arc::new(Recorded::default());
+    let mut module = RpcModule::new(Arc::clone(&recorded));
+    module
+        .register_method("elicitation/create", |params, rec, _| {
+            rec.push("elicitation/create", params.parse().unwrap_or(Value::Null));
+            Ok::<_, ErrorObjectOwned>(json!({"action": "accept", "content": {"name": "Ada"}}))
+        })
+        .expect("fresh module");
+    module
+        .register_method("sampling/createMessage", |params, rec, _| {
+            rec.push(
+                "sampling/createMessage",
+                params.parse().unwrap_or(Value::Null),
+            );
+            Ok::<_, ErrorObjectOwned>(json!({"role": "assistant",
+                "content": {"type": "text", "text": "42"}, "model": "raw"}))
+        })
+        .expect("fresh module");
+    let endpoint = EndpointBuilder::new(module)
+        .on_notification("notifications/tasks/status", |_| async {})
+        .build();
+    let server = build_server(tools(), RuntimeConfig::default());
+    let (server_end, client_end) = Connection::memory();
+    let _ = server.serve_connection(server_end);
+    let (peer, _session) = endpoint.serve(client_end);
+    let call = |method: &'static str, params: Value| {
+        let peer = peer.clone();
+        async move {
+            let raw = serde_json::value::to_raw_value(&params).expect("params");
+            let answer = tokio::time::timeout(WAIT, peer.request_raw(method, Some(&raw)))
+                .await
+                .unwrap_or_else(|_| panic!("{method} in time"))
+                .unwrap_or_else(|e| panic!("{method}: {e}"));
+            serde_json::from_str::<Value>(answer.get()).expect("json")
+        }
+    };
+    call(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
+            "capabilities": {"elicitation": {"form": {}}, "sampling": {}}}),
+    )
+    .await;
+    peer.notify_raw("notifications/initialized", None)
+        .await
+        .expect("initialized");
+
+    let greeted = call("tools/call", json!({"name": "ask_name", "arguments": {}})).await;
+    assert_eq!(greeted["content"][0]["text"], "Hello, Ada!", "{greeted}");
+    let sampled = call(
+        "tools/call",
+        json!({"name": "ask_model", "arguments": {"prompt": "The answer?"}}),
+    )
+    .await;
+    assert_eq!(
+        sampled["content"][0]["text"], "LLM response: 42",
+        "{sampled}"
+    );
+    // The same question from a tool running as the server's task.
+    let created = call(
+        "tools/call",
+        json!({"name": "ask_name", "arguments": {}, "task": {}}),
+    )
+    .await;
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let result = call("tasks/result", json!({"taskId": task_id})).await;
+    assert_eq!(result["content"][0]["text"], "Hello, Ada!", "{result}");
+
+    let asked = recorded.all();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    for (method, params) in asked {
+        assert!(
+            params.get("task").is_none(),
+            "{method} asked as a task: {params}"
+        );
+    }
+}
