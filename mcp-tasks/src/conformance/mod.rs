@@ -14,6 +14,56 @@
 //! # }
 //! ```
 //!
+//! # Running the kit on your own backend
+//!
+//! A backend crate's tests need these dependencies (nothing else is assumed):
+//!
+//! ```toml
+//! [dev-dependencies]
+//! mcp-tasks = { version = "0.1", features = ["conformance"] }
+//! async-trait = "0.1"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! Then one file, e.g. `tests/conformance.rs`, with a [`StoreFactory`] for the backend
+//! (handles opened with the same [`Env::namespace`] must share data: they play two nodes)
+//! and one line declaring a `#[tokio::test]` per behaviour. Here the backend is
+//! [`MemoryStore`](crate::MemoryStore) so that the example compiles; yours goes in its
+//! place (any [`Backend`](crate::Backend) is a [`TaskStore`]; a complete third-party
+//! backend, a `Mutex<HashMap>`, is `tests/tests/third_party_backend.rs` in the repository):
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use std::sync::Mutex;
+//!
+//! use mcp_tasks::conformance::{Env, StoreFactory};
+//! use mcp_tasks::{MemoryStore, StoreError};
+//!
+//! /// Opens handles on the backend under test: one store per namespace, shared.
+//! #[derive(Default)]
+//! struct MyFactory {
+//!     stores: Mutex<HashMap<String, MemoryStore>>,
+//! }
+//!
+//! #[async_trait::async_trait]
+//! impl StoreFactory for MyFactory {
+//!     type Store = MemoryStore;
+//!
+//!     async fn open(&self, env: &Env) -> Result<MemoryStore, StoreError> {
+//!         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+//!         Ok(stores
+//!             .entry(env.namespace.clone())
+//!             // The kit moves time with `env.clock()` and sets `env.limits`.
+//!             .or_insert_with(|| MemoryStore::with_clock(env.limits.clone(), env.clock()))
+//!             .clone())
+//!     }
+//! }
+//!
+//! // One `#[tokio::test]` per behaviour of the kit.
+//! mcp_tasks::conformance_tests!(MyFactory::default());
+//! # fn main() {}
+//! ```
+//!
 //! [`TaskStore`]: crate::TaskStore
 
 use std::future::Future;
