@@ -316,7 +316,7 @@ impl TestIssuer {
     }
 
     /// A new opaque access token (random, not a JWT) that introspection describes with
-    /// `answer` (e.g. `{"active": true, ...}` from [`introspection_answer`]).
+    /// `answer` (e.g. `{"active": true, ...}` from [`introspection_answer`](Self::introspection_answer)).
     pub fn opaque_token(&self, answer: Value) -> String {
         let mut bytes = [0u8; 24];
         ring::rand::SecureRandom::fill(&SystemRandom::new(), &mut bytes).expect("random bytes");
