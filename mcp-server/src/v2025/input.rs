@@ -4,7 +4,7 @@
 //! per-session watcher that sends `notifications/tasks/status`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::JsonObject;
@@ -21,18 +21,24 @@ use crate::retry::{Backoff, while_transient};
 use crate::runtime::asking::{ClientHosts, ask_as_task};
 use crate::views;
 
-/// The JSON-RPC id of every input request starts so: `mcp-input:{n}:{task}:{key}`, `n`
-/// unique in the session. So whichever instance the answer reaches knows which task and
-/// key it answers (`answer_input`), not only the one that asked.
+/// The JSON-RPC id of every input request starts so: `mcp-input:{n}.{node}:{task}:{key}`,
+/// `n` unique on the asking instance's connection and `node` a tag of that instance, so
+/// that two instances asking the same question (one after the other's claim was given up)
+/// do not use one id. Whichever instance the answer reaches knows which task and key it
+/// answers (`answer_input`), not only the one that asked.
 const INPUT_ID: &str = "mcp-input:";
 
 /// How long a claim to ask a question holds on a shared store without a renewal: when
 /// the asking instance dies, another asks it after this.
 const CLAIM_LEASE: Duration = Duration::from_secs(15);
 
-/// The id of an input request for `key` of `task`.
-fn input_request_id(n: i64, task: &TaskId, key: &str) -> RequestId {
-    RequestId::String(format!("{INPUT_ID}{n}:{}:{key}", task.as_str()))
+/// The id of an input request for `key` of `task`, asked by the instance `node`.
+fn input_request_id(n: i64, node: &str, task: &TaskId, key: &str) -> RequestId {
+    use std::hash::{Hash, Hasher};
+    let mut tag = std::collections::hash_map::DefaultHasher::new();
+    node.hash(&mut tag);
+    let tag = tag.finish() as u32;
+    RequestId::String(format!("{INPUT_ID}{n}.{tag:08x}:{}:{key}", task.as_str()))
 }
 
 /// The task and key an input request's id names, if it is one.
@@ -42,19 +48,11 @@ fn parse_input_request_id(id: &RequestId) -> Option<(TaskId, String)> {
     };
     let rest = id.strip_prefix(INPUT_ID)?;
     let (n, rest) = rest.split_once(':')?;
+    // `{n}.{node}`; `{n}` alone from builds before the node tag.
+    let n = n.split_once('.').map_or(n, |(n, _)| n);
     let (task, key) = rest.split_once(':')?;
     (n.parse::<i64>().is_ok() && !task.is_empty())
         .then(|| (TaskId::from_wire(task), key.to_owned()))
-}
-
-/// This process as the holder of input claims: random, once per process.
-fn instance() -> &'static str {
-    static INSTANCE: OnceLock<String> = OnceLock::new();
-    INSTANCE.get_or_init(|| {
-        TaskId::random()
-            .map(|id| id.as_str().to_owned())
-            .unwrap_or_else(|_| format!("pid-{}", std::process::id()))
-    })
 }
 
 /// The session record's name for the question `key` of `task`.
@@ -66,7 +64,12 @@ fn claim_marker(task: &TaskId, key: &str) -> String {
 /// store, another instance asked it (the client's answer reached this one through a load
 /// balancer). An answer to an input request of one of `session`'s tasks goes into the
 /// store, which wakes the tool and the asker wherever they run. Returns whether the
-/// response was such an answer (an error response answers nothing: the asker asks again).
+/// response was such an answer.
+///
+/// An error response answers nothing: as on one instance, the question is asked again.
+/// Its asker is elsewhere and still waits, so its claim in the session's record is given
+/// up here on its behalf; the asker sees its claim gone at its next renewal and stops
+/// (see [`Asking::ask`]), and the question is asked again.
 pub(crate) async fn answer_input(
     store: &Arc<dyn mcp_tasks::TaskStore>,
     session: &LegacySession,
@@ -77,7 +80,18 @@ pub(crate) async fn answer_input(
         return Ok(false);
     };
     let Ok(answer) = outcome else {
-        tracing::debug!(%id, "an input request asked elsewhere was answered with an error");
+        tracing::debug!(%id, "an input request asked elsewhere was answered with an error; it is asked again");
+        if let Some(sessions) = store.sessions().filter(|s| s.is_shared()) {
+            let marker = claim_marker(&task, &key);
+            let holder = sessions
+                .session(&session.id)
+                .await?
+                .and_then(|record| record.asking.get(&marker).map(|c| c.by.clone()));
+            if let Some(by) = holder {
+                let change = SessionChange::ReleaseInput { marker, by };
+                sessions.change_session(&session.id, change).await?;
+            }
+        }
         return Ok(true);
     };
     let Ok(answer) = serde_json::from_str::<Value>(answer.get()) else {
@@ -178,19 +192,39 @@ impl Asking {
         let marker = claim_marker(&self.marker.0, &self.key);
         let change = SessionChange::ClaimInput {
             marker: marker.clone(),
-            by: instance().to_owned(),
+            by: self.session.node.clone(),
             lease_ms: u64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(u64::MAX),
         };
         match sessions.change_session(&self.session.id, change).await {
             Ok(Some(record)) => record
                 .asking
                 .get(&marker)
-                .is_some_and(|c| c.by == instance()),
+                .is_some_and(|c| c.by == self.session.node),
             Ok(None) => false,
             Err(e) => {
                 tracing::debug!(error = %e, "could not claim an input request; asked later");
                 false
             }
+        }
+    }
+
+    /// Whether this instance still holds its claim (shared stores; always otherwise):
+    /// `false` once another instance gave it up on its behalf (the client answered it
+    /// with an error there) or it lapsed and another took it. A record it cannot read
+    /// says yes (the claim is renewed, or lapses, as before).
+    async fn still_claimed(&self) -> bool {
+        let Some(sessions) = self.shared() else {
+            return true;
+        };
+        let marker = claim_marker(&self.marker.0, &self.key);
+        match sessions.session(&self.session.id).await {
+            Ok(Some(record)) => record
+                .asking
+                .get(&marker)
+                .is_some_and(|c| c.by == self.session.node),
+            // The session ended: nobody to ask.
+            Ok(None) => false,
+            Err(_) => true,
         }
     }
 
@@ -201,7 +235,7 @@ impl Asking {
         };
         let change = SessionChange::ReleaseInput {
             marker: claim_marker(&self.marker.0, &self.key),
-            by: instance().to_owned(),
+            by: self.session.node.clone(),
         };
         if let Err(e) = sessions.change_session(&self.session.id, change).await {
             tracing::debug!(error = %e, "could not release an input claim; it lapses");
@@ -231,7 +265,12 @@ impl Asking {
             return;
         }
         let raw = serde_json::value::to_raw_value(&params).ok();
-        let id = input_request_id(self.peer.next_id(), &self.marker.0, &self.key);
+        let id = input_request_id(
+            self.peer.next_id(),
+            &self.session.node,
+            &self.marker.0,
+            &self.key,
+        );
         let mut events = self.store.events();
         let mut events_open = true;
         // A client that hosts this kind of request as a task is asked as one, and its
@@ -265,8 +304,17 @@ impl Asking {
                     return;
                 }
                 _ = renew.tick(), if self.shared().is_some() => {
-                    if !self.claim().await {
-                        tracing::debug!("lost the claim on an input request");
+                    // Claim lost (answered with an error through another instance, or
+                    // lapsed and taken): stop waiting here; the question is asked again.
+                    if !self.still_claimed().await || !self.claim().await {
+                        tracing::debug!("lost the claim on an input request; it is asked again");
+                        if as_task {
+                            stop_client_task.cancel();
+                        } else {
+                            self.peer.fail(&id, mcp_protocol::engine::PeerError::Transport(
+                                "the input request's claim was lost".to_owned(),
+                            ));
+                        }
                     }
                 }
                 event = events.recv(), if events_open => {

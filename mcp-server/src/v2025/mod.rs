@@ -96,6 +96,7 @@ pub(crate) async fn initialize(
         version.to_owned(),
         client,
         None,
+        state.runtime.config().node_id.clone(),
     );
     if let Some(peer) = ext
         .get::<StandaloneIsRequestPeer>()
@@ -155,6 +156,7 @@ pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<Le
         record.protocol_version,
         (record.client_capabilities, record.client_info),
         record.log_level,
+        state.runtime.config().node_id.clone(),
     ));
     state.resource_watch.hold(&session);
     for uri in &subscriptions {

@@ -52,6 +52,9 @@ pub struct LegacySession {
     ///
     /// [`ToolContext::client_capabilities`]: crate::ToolContext::client_capabilities
     pub(crate) declared: Option<ClientCapabilities>,
+    /// The server instance serving the session here (its runtime's node id): who claims
+    /// the session's questions in its record on a shared store.
+    pub(crate) node: String,
 }
 
 /// A session's standalone stream: where to send, and a token cancelled once the stream
@@ -74,6 +77,7 @@ impl LegacySession {
         protocol_version: String,
         client: (serde_json::Value, serde_json::Value),
         log_level: Option<LoggingLevel>,
+        node: String,
     ) -> LegacySession {
         LegacySession {
             id,
@@ -88,6 +92,7 @@ impl LegacySession {
             protocol_version,
             declared: serde_json::from_value(client.0.clone()).ok(),
             client,
+            node,
         }
     }
 
