@@ -756,6 +756,54 @@ pub async fn open_legacy_session(s: &TestServer, params: Value) -> (String, Valu
     (id, result)
 }
 
+/// Two servers in this process on two handles of one fresh namespace of `factory`'s
+/// backend (so their events travel through the backend, as between processes), each made
+/// by `server` and behind its own HTTP listener: two instances of one deployment.
+pub async fn two_instances<F: mcp_tasks::conformance::StoreFactory>(
+    factory: &F,
+    test: &str,
+    server: impl Fn(Arc<dyn mcp_tasks::TaskStore>) -> Server,
+) -> (TestServer, TestServer) {
+    let env = mcp_tasks::conformance::Env::new(test, mcp_tasks::Limits::default());
+    let a = factory.open(&env).await.expect("first handle");
+    let b = factory.open(&env).await.expect("second handle");
+    tokio::join!(
+        TestServer::start_server(server(Arc::new(a)), HttpConfig::default()),
+        TestServer::start_server(server(Arc::new(b)), HttpConfig::default()),
+    )
+}
+
+/// One `#[tokio::test]` per backend that shares sessions across instances, in modules
+/// `postgres` and `redis`, each calling `$scenario(&factory)` (skipped as the factory's
+/// `from_env` says when its service is not there).
+#[macro_export]
+macro_rules! shared_store_tests {
+    ($($name:ident => $scenario:path),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(factory) = mcp_tasks::conformance::PostgresFactory::from_env() else {
+                        return;
+                    };
+                    $scenario(&factory).await;
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(factory) = mcp_tasks::conformance::RedisFactory::from_env() else {
+                        return;
+                    };
+                    $scenario(&factory).await;
+                }
+            )*
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -196,6 +196,53 @@ impl Recorded {
     }
 }
 
+/// A raw 2025-11-25 client answering the server's requests with `module`, connected to a
+/// server with [`tools`] over an in-process connection and initialized with `capabilities`.
+struct RawClient {
+    peer: mcp_protocol::engine::Peer,
+    _session: tokio::task::JoinHandle<()>,
+}
+
+impl RawClient {
+    async fn open(
+        module: jsonrpsee::RpcModule<Arc<Recorded>>,
+        capabilities: serde_json::Value,
+    ) -> RawClient {
+        let endpoint = mcp_protocol::engine::EndpointBuilder::new(module)
+            .on_notification("notifications/tasks/status", |_| async {})
+            .build();
+        let server = build_server(tools(), RuntimeConfig::default());
+        let (server_end, client_end) = Connection::memory();
+        let _ = server.serve_connection(server_end);
+        let (peer, session) = endpoint.serve(client_end);
+        let raw = RawClient {
+            peer,
+            _session: session,
+        };
+        raw.call(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-11-25",
+                "clientInfo": {"name": "raw", "version": "1"}, "capabilities": capabilities}),
+        )
+        .await;
+        raw.peer
+            .notify_raw("notifications/initialized", None)
+            .await
+            .expect("initialized");
+        raw
+    }
+
+    /// `method` with `params`, answered in time; the result.
+    async fn call(&self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let raw = serde_json::value::to_raw_value(&params).expect("params");
+        let answer = tokio::time::timeout(WAIT, self.peer.request_raw(method, Some(&raw)))
+            .await
+            .unwrap_or_else(|_| panic!("{method} in time"))
+            .unwrap_or_else(|e| panic!("{method}: {e}"));
+        serde_json::from_str(answer.get()).expect("json")
+    }
+}
+
 fn raw_task(id: &str, status: &str) -> serde_json::Value {
     serde_json::json!({"taskId": id, "status": status, "createdAt": "2025-11-25T10:00:00Z",
         "lastUpdatedAt": "2025-11-25T10:00:00Z", "ttl": 60000, "pollInterval": 50})
@@ -208,7 +255,6 @@ fn raw_task(id: &str, status: &str) -> serde_json::Value {
 async fn what_the_server_sends_a_hosting_client_is_valid() {
     use jsonrpsee::RpcModule;
     use jsonrpsee::types::ErrorObjectOwned;
-    use mcp_protocol::engine::EndpointBuilder;
     use mcp_tests::schema_check::{Schema, spec_dir};
     use serde_json::{Value, json};
     use std::sync::atomic::Ordering;
@@ -267,34 +313,13 @@ async fn what_the_server_sends_a_hosting_client_is_valid() {
             Ok::<_, ErrorObjectOwned>(raw_task(&id, "cancelled"))
         })
         .expect("fresh module");
-    let endpoint = EndpointBuilder::new(module)
-        .on_notification("notifications/tasks/status", |_| async {})
-        .build();
-    let server = build_server(tools(), RuntimeConfig::default());
-    let (server_end, client_end) = Connection::memory();
-    let _ = server.serve_connection(server_end);
-    let (peer, _session) = endpoint.serve(client_end);
-    let call = |method: &'static str, params: Value| {
-        let peer = peer.clone();
-        async move {
-            let raw = serde_json::value::to_raw_value(&params).expect("params");
-            let answer = tokio::time::timeout(WAIT, peer.request_raw(method, Some(&raw)))
-                .await
-                .unwrap_or_else(|_| panic!("{method} in time"))
-                .unwrap_or_else(|e| panic!("{method}: {e}"));
-            serde_json::from_str::<Value>(answer.get()).expect("json")
-        }
-    };
-    call(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
-            "capabilities": {"elicitation": {"form": {}}, "sampling": {}, "tasks": {"cancel": {},
-                "requests": {"elicitation": {"create": {}}, "sampling": {"createMessage": {}}}}}}),
+    let raw = RawClient::open(
+        module,
+        json!({"elicitation": {"form": {}}, "sampling": {}, "tasks": {"cancel": {},
+                "requests": {"elicitation": {"create": {}}, "sampling": {"createMessage": {}}}}}),
     )
     .await;
-    peer.notify_raw("notifications/initialized", None)
-        .await
-        .expect("initialized");
+    let call = |method: &'static str, params: Value| raw.call(method, params);
 
     let greeted = call("tools/call", json!({"name": "ask_name", "arguments": {}})).await;
     assert_eq!(greeted["content"][0]["text"], "Hello, Ada!", "{greeted}");
@@ -422,7 +447,6 @@ async fn what_the_server_sends_a_hosting_client_is_valid() {
 async fn a_client_declaring_no_tasks_is_never_asked_as_a_task() {
     use jsonrpsee::RpcModule;
     use jsonrpsee::types::ErrorObjectOwned;
-    use mcp_protocol::engine::EndpointBuilder;
     use serde_json::{Value, json};
 
     let recorded = Arc::new(Recorded::default());
@@ -443,33 +467,8 @@ async fn a_client_declaring_no_tasks_is_never_asked_as_a_task() {
                 "content": {"type": "text", "text": "42"}, "model": "raw"}))
         })
         .expect("fresh module");
-    let endpoint = EndpointBuilder::new(module)
-        .on_notification("notifications/tasks/status", |_| async {})
-        .build();
-    let server = build_server(tools(), RuntimeConfig::default());
-    let (server_end, client_end) = Connection::memory();
-    let _ = server.serve_connection(server_end);
-    let (peer, _session) = endpoint.serve(client_end);
-    let call = |method: &'static str, params: Value| {
-        let peer = peer.clone();
-        async move {
-            let raw = serde_json::value::to_raw_value(&params).expect("params");
-            let answer = tokio::time::timeout(WAIT, peer.request_raw(method, Some(&raw)))
-                .await
-                .unwrap_or_else(|_| panic!("{method} in time"))
-                .unwrap_or_else(|e| panic!("{method}: {e}"));
-            serde_json::from_str::<Value>(answer.get()).expect("json")
-        }
-    };
-    call(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
-            "capabilities": {"elicitation": {"form": {}}, "sampling": {}}}),
-    )
-    .await;
-    peer.notify_raw("notifications/initialized", None)
-        .await
-        .expect("initialized");
+    let raw = RawClient::open(module, json!({"elicitation": {"form": {}}, "sampling": {}})).await;
+    let call = |method: &'static str, params: Value| raw.call(method, params);
 
     let greeted = call("tools/call", json!({"name": "ask_name", "arguments": {}})).await;
     assert_eq!(greeted["content"][0]["text"], "Hello, Ada!", "{greeted}");

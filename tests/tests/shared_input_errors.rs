@@ -16,12 +16,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server::http::HttpConfig;
 use mcp_server::{RuntimeConfig, Server};
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tasks::{Limits, TaskStore};
+use mcp_tasks::TaskStore;
+use mcp_tasks::conformance::StoreFactory;
 use mcp_tests::legacy::init_params;
-use mcp_tests::server_harness::{SseStream, TestServer, demo_tools, request};
+use mcp_tests::server_harness::{
+    SseStream, demo_tools, open_legacy_session, request, two_instances,
+};
 use serde_json::{Value, json};
 
 /// Long enough for an asker's claim renewal (every 5 s) to notice, with room.
@@ -60,31 +61,10 @@ async fn next_question(streams: &mut [SseStream; 2], within: Duration) -> (usize
 }
 
 async fn an_error_answer_through_another_instance_asks_again<F: StoreFactory>(factory: &F) {
-    let env = Env::new("shared_input_errors", Limits::default());
-    let a: Arc<dyn TaskStore> = Arc::new(factory.open(&env).await.expect("first handle"));
-    let b: Arc<dyn TaskStore> = Arc::new(factory.open(&env).await.expect("second handle"));
-    let (a, b) = tokio::join!(
-        TestServer::start_server(server(a), HttpConfig::default()),
-        TestServer::start_server(server(b), HttpConfig::default()),
-    );
+    let (a, b) = two_instances(factory, "shared_input_errors", server).await;
     let servers = [&a, &b];
-
-    let init = a
-        .post(
-            &request(a.id(), "initialize", init_params()),
-            &[("accept", "application/json")],
-        )
-        .await;
-    assert_eq!(init.status, 200, "{}", init.text);
-    let sid = init.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (sid, _) = open_legacy_session(&a, init_params()).await;
     let sid = sid.as_str();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(
-        a.post(&initialized, &[("mcp-session-id", sid)])
-            .await
-            .status,
-        202
-    );
     let standalone = a.get_stream(&[("mcp-session-id", sid)]).await;
     let created = a
         .post(
@@ -149,18 +129,7 @@ async fn an_error_answer_through_another_instance_asks_again<F: StoreFactory>(fa
     b.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_error_answer_through_another_instance_asks_again_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    an_error_answer_through_another_instance_asks_again(&factory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_error_answer_through_another_instance_asks_again_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    an_error_answer_through_another_instance_asks_again(&factory).await;
-}
+mcp_tests::shared_store_tests!(
+    an_error_answer_through_another_instance_asks_again =>
+        super::an_error_answer_through_another_instance_asks_again,
+);

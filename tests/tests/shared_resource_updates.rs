@@ -12,12 +12,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server::http::HttpConfig;
 use mcp_server::{ResourceData, ResourceDef, Server};
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tasks::{Limits, TaskStore};
+use mcp_tasks::TaskStore;
+use mcp_tasks::conformance::StoreFactory;
 use mcp_tests::legacy::init_params;
-use mcp_tests::server_harness::{Reply, SseStream, TestServer, WAIT, meta, request};
+use mcp_tests::server_harness::{
+    Reply, SseStream, TestServer, WAIT, meta, open_legacy_session, request, two_instances,
+};
 use serde_json::{Value, json};
 
 const WATCHED: &str = "test://shared/watched";
@@ -34,22 +35,6 @@ fn server(store: Arc<dyn TaskStore>) -> Server {
         }));
     }
     builder.build()
-}
-
-/// Two instances on two handles of one fresh namespace of `factory`'s backend.
-async fn two_instances<F: StoreFactory>(factory: &F, test: &str) -> (TestServer, TestServer) {
-    let env = Env::new(test, Limits::default());
-    let a: Arc<dyn TaskStore> = Arc::new(factory.open(&env).await.expect("first handle"));
-    let b: Arc<dyn TaskStore> = Arc::new(factory.open(&env).await.expect("second handle"));
-    assert!(
-        a.sessions().is_some_and(|s| s.is_shared()),
-        "the backend shares sessions"
-    );
-    let (a, b) = tokio::join!(
-        TestServer::start_server(server(a), HttpConfig::default()),
-        TestServer::start_server(server(b), HttpConfig::default()),
-    );
-    (a, b)
 }
 
 /// A request of the 2025-11-25 session `id`, sent to `s` (JSON reply).
@@ -77,20 +62,8 @@ async fn next_update(stream: &mut SseStream, within: Duration) -> Option<String>
 async fn a_session_subscribed_through_one_instance_hears_changes_seen_by_any<F: StoreFactory>(
     factory: &F,
 ) {
-    let (a, b) = two_instances(factory, "shared_resources_2025").await;
-    let init = a
-        .post(
-            &request(a.id(), "initialize", init_params()),
-            &[("accept", "application/json")],
-        )
-        .await;
-    assert_eq!(init.status, 200, "{}", init.text);
-    let id = init.headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ack = a
-        .post(&initialized, &[("mcp-session-id", id.as_str())])
-        .await;
-    assert_eq!(ack.status, 202, "{}", ack.text);
+    let (a, b) = two_instances(factory, "shared_resources_2025", server).await;
+    let (id, _) = open_legacy_session(&a, init_params()).await;
     let mut stream = a.get_stream(&[("mcp-session-id", id.as_str())]).await;
 
     // Subscribed through B: B serves the session from its record and writes it there.
@@ -122,7 +95,7 @@ async fn a_session_subscribed_through_one_instance_hears_changes_seen_by_any<F: 
 }
 
 async fn a_listen_stream_hears_changes_another_instance_saw<F: StoreFactory>(factory: &F) {
-    let (a, b) = two_instances(factory, "shared_resources_2026").await;
+    let (a, b) = two_instances(factory, "shared_resources_2026", server).await;
     let listen = request(
         a.id(),
         "subscriptions/listen",
@@ -147,34 +120,8 @@ async fn a_listen_stream_hears_changes_another_instance_saw<F: StoreFactory>(fac
     b.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_subscriptions_cross_instances_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    a_session_subscribed_through_one_instance_hears_changes_seen_by_any(&factory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_subscriptions_cross_instances_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    a_session_subscribed_through_one_instance_hears_changes_seen_by_any(&factory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn listen_streams_hear_other_instances_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    a_listen_stream_hears_changes_another_instance_saw(&factory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn listen_streams_hear_other_instances_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    a_listen_stream_hears_changes_another_instance_saw(&factory).await;
-}
+mcp_tests::shared_store_tests!(
+    session_subscriptions_cross_instances =>
+        super::a_session_subscribed_through_one_instance_hears_changes_seen_by_any,
+    listen_streams_hear_other_instances => super::a_listen_stream_hears_changes_another_instance_saw,
+);
