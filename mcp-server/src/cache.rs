@@ -29,17 +29,6 @@ pub enum Cacheable {
 
 impl Cacheable {
     const COUNT: usize = 6;
-
-    fn index(self) -> usize {
-        match self {
-            Cacheable::Discover => 0,
-            Cacheable::Tools => 1,
-            Cacheable::Resources => 2,
-            Cacheable::ResourceTemplates => 3,
-            Cacheable::Prompts => 4,
-            Cacheable::ResourceRead => 5,
-        }
-    }
 }
 
 /// How a client may cache one kind of result: who may reuse it, and for how long it
@@ -94,12 +83,12 @@ pub(crate) struct CacheHints([CacheHint; Cacheable::COUNT]);
 
 impl CacheHints {
     pub(crate) fn set(&mut self, result: Cacheable, hint: CacheHint) {
-        self.0[result.index()] = hint;
+        self.0[result as usize] = hint;
     }
 
     /// `(cacheScope, ttlMs)` for `result`, as the wire types hold them.
     pub(crate) fn members(&self, result: Cacheable) -> (Option<CacheScope>, Option<u64>) {
-        let hint = self.0[result.index()];
+        let hint = self.0[result as usize];
         (Some(hint.scope), Some(hint.ttl_ms()))
     }
 }

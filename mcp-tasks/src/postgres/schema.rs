@@ -228,43 +228,17 @@ $$;
 /// under the old limit while others stayed empty would let the empty ones take more: with
 /// 2 live tasks in one shard and a new limit of 4, three more creates fit, not two. The
 /// sum is a read of at most 16 rows; concurrent creates may each pass it, but no shard
-/// ever goes past its share, so an unchanged limit stays exact as before.
+/// ever goes past its share, so an unchanged limit stays exact as before. Version 4's
+/// `take_slot` is kept as `take_shard`, behind the check.
 const V5: &str = r#"
-CREATE OR REPLACE FUNCTION take_slot(p_scope BYTEA, p_max BIGINT, p_start INT) RETURNS SMALLINT
+ALTER FUNCTION take_slot(BYTEA, BIGINT, INT) RENAME TO take_shard;
+CREATE FUNCTION take_slot(p_scope BYTEA, p_max BIGINT, p_start INT) RETURNS SMALLINT
 LANGUAGE plpgsql AS $$
-DECLARE
-    taken SMALLINT;
 BEGIN
     IF (SELECT coalesce(sum(live), 0) FROM live_counts WHERE owner = p_scope) >= p_max THEN
         RETURN NULL;
     END IF;
-    UPDATE live_counts c SET live = c.live + 1
-     WHERE (c.owner, c.shard) = (
-            SELECT owner, shard FROM live_counts
-             WHERE owner = p_scope AND live < p_max / 16 + (shard < p_max % 16)::int
-             ORDER BY (shard - p_start + 16) % 16
-             LIMIT 1 FOR UPDATE SKIP LOCKED)
-    RETURNING c.shard INTO taken;
-    IF FOUND THEN RETURN taken; END IF;
-    INSERT INTO live_counts (owner, shard, live)
-    SELECT p_scope, g, 1 FROM generate_series(0, 15) g
-     WHERE p_max / 16 + (g < p_max % 16)::int > 0
-       AND NOT EXISTS (SELECT 1 FROM live_counts WHERE owner = p_scope AND shard = g)
-     ORDER BY (g - p_start + 16) % 16
-     LIMIT 1
-    ON CONFLICT DO NOTHING
-    RETURNING shard INTO taken;
-    IF FOUND THEN RETURN taken; END IF;
-    IF EXISTS (SELECT 1 FROM live_counts
-                WHERE owner = p_scope AND live < p_max / 16 + (shard < p_max % 16)::int)
-       OR EXISTS (SELECT 1 FROM generate_series(0, 15) g
-                   WHERE p_max / 16 + (g < p_max % 16)::int > 0
-                     AND NOT EXISTS (SELECT 1 FROM live_counts
-                                      WHERE owner = p_scope AND shard = g)) THEN
-        RAISE EXCEPTION 'every live count shard with room is being written'
-            USING ERRCODE = 'MT003';
-    END IF;
-    RETURN NULL;
+    RETURN take_shard(p_scope, p_max, p_start);
 END
 $$;
 "#;
