@@ -1,8 +1,9 @@
-//! [`Backend`] for [`PostgresStore`]: a create is one statement (`create_task`), a change
-//! a read then one compare-and-set statement on the row's revision (`save_task`), a claim
-//! one transaction (`FOR UPDATE SKIP LOCKED`); each publishes its events to this
-//! handle's feed right after the commit and hands them to the notifier (`notify.rs`),
-//! which tells the other handles; each operation a spawned task.
+//! [`Backend`] for [`PostgresStore`]: a create goes out in a batch of creates
+//! (`create_tasks`), a change is a read then a compare-and-set on the row's revision,
+//! each in a batch of its kind (`save_tasks`; see `batch.rs`), a claim one transaction
+//! (`FOR UPDATE SKIP LOCKED`); each publishes its events to this handle's feed right
+//! after the commit and hands them to the notifier (`notify.rs`), which tells the other
+//! handles; each operation a spawned task.
 
 use std::sync::Arc;
 
@@ -25,7 +26,9 @@ impl Backend for PostgresStore {
         &self.inner.limits
     }
 
-    /// One statement (`create_task`): counted, stored and announced, or refused.
+    /// In a batch of creates (`create_tasks`): counted, stored and announced, or refused;
+    /// run again while the count shards with room are all held, or after making missing
+    /// shard rows.
     async fn insert_task<M>(
         &self,
         make: M,
@@ -36,19 +39,44 @@ impl Backend for PostgresStore {
     {
         let inner = Arc::clone(&self.inner);
         self.spawn(async move {
-            let client = inner.pool.get().await.map_err(backend)?;
             let record = make(&inner.limits, inner.clock.now_ms());
             let events: Vec<_> = announce(&(), &record).into_iter().collect();
             let start = inner.next_shard();
-            db::create(&client, &record, &inner.limits, start).await?;
-            inner.publish(events);
-            Ok(record)
+            let mut pause = db::BUSY_PAUSE;
+            for _ in 0..db::BUSY_ATTEMPTS {
+                let row = db::NewRow::of(&record, start)?;
+                let outcome = inner.batches.create.call(row).await?;
+                if db::created(outcome, &inner.limits)? {
+                    inner.publish(events);
+                    return Ok(record);
+                }
+                let limits = &inner.limits;
+                let missing = match outcome {
+                    db::Created::OwnerShardsMissing => {
+                        Some((Some(&record.owner), limits.max_live_tasks_per_owner))
+                    }
+                    db::Created::TotalShardsMissing => Some((None, limits.max_live_tasks_total)),
+                    _ => None,
+                };
+                if let Some((owner, max)) = missing {
+                    let client = inner.pool.get().await.map_err(backend)?;
+                    db::make_shards(&client, owner, max).await?;
+                    continue;
+                }
+                // Every shard with room is held by another create: again, shortly.
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(db::BUSY_PAUSE_MAX);
+            }
+            Err(StoreError::Unavailable(BackendError::new(
+                "PostgreSQL: the live task counts stayed busy; try again",
+            )))
         })
         .await
     }
 
-    /// Read, change, then one statement (`save_task`) that writes only if the revision
-    /// read is still the row's; otherwise again, up to 100 times (`MAX_ATTEMPTS`).
+    /// Read, change, then a write (in a batch, `save_tasks`) that lands only if the
+    /// revision read is still the row's; otherwise again, up to 100 times
+    /// (`MAX_ATTEMPTS`).
     async fn update_task<R, F>(
         &self,
         owner: &Owner,
@@ -62,10 +90,17 @@ impl Backend for PostgresStore {
     {
         let (owner, id, inner) = (owner.clone(), id.clone(), Arc::clone(&self.inner));
         self.spawn(async move {
-            let client = inner.pool.get().await.map_err(backend)?;
             for _ in 0..MAX_ATTEMPTS {
                 let now = inner.clock.now_ms();
-                let mut rec = db::load(&client, &owner, &id, now, false)
+                let key = db::ReadKey {
+                    owner: owner.clone(),
+                    id: id.clone(),
+                    now,
+                };
+                let mut rec = inner
+                    .batches
+                    .read
+                    .call(key)
                     .await?
                     .ok_or(StoreError::NotFound)?;
                 let (revision, was_live) = (rec.revision, !rec.is_terminal());
@@ -74,7 +109,8 @@ impl Backend for PostgresStore {
                     return Ok((value, rec));
                 }
                 let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-                if db::save(&client, &rec, revision, was_live).await? {
+                let row = db::SavedRow::of(&rec, revision, was_live)?;
+                if inner.batches.save.call(row).await? {
                     inner.publish(events);
                     return Ok((value, rec));
                 }
@@ -124,9 +160,15 @@ impl Backend for PostgresStore {
     }
 
     async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        let client = self.inner.pool.get().await.map_err(backend)?;
-        let now = self.inner.clock.now_ms();
-        db::load(&client, owner, id, now, false)
+        let key = db::ReadKey {
+            owner: owner.clone(),
+            id: id.clone(),
+            now: self.inner.clock.now_ms(),
+        };
+        self.inner
+            .batches
+            .read
+            .call(key)
             .await?
             .ok_or(StoreError::NotFound)
     }

@@ -30,7 +30,11 @@ fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
 }
 
 fn decode(row: &Row) -> Result<TaskRecord, StoreError> {
-    let json: &str = row.try_get(0).map_err(backend)?;
+    decode_at(row, 0)
+}
+
+fn decode_at(row: &Row, column: usize) -> Result<TaskRecord, StoreError> {
+    let json: &str = row.try_get(column).map_err(backend)?;
     serde_json::from_str(json).map_err(|e| backend(format!("corrupt task record: {e}")))
 }
 
@@ -54,27 +58,6 @@ async fn execute<C: GenericClient>(
 ) -> Result<u64, StoreError> {
     let st = c.prepare_cached(sql).await.map_err(pg)?;
     c.execute(&st, params).await.map_err(pg)
-}
-
-/// The owner's task `id` unless it is unknown, another owner's or expired at `now`; with
-/// `for_update`, its row stays locked until the transaction ends.
-pub(crate) async fn load<C: GenericClient>(
-    c: &C,
-    owner: &Owner,
-    id: &TaskId,
-    now: Millis,
-    for_update: bool,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let sql = if for_update {
-        "SELECT record FROM tasks
-         WHERE id = $1 AND owner = $2 AND (expires_at IS NULL OR expires_at > $3)
-         FOR UPDATE"
-    } else {
-        "SELECT record FROM tasks
-         WHERE id = $1 AND owner = $2 AND (expires_at IS NULL OR expires_at > $3)"
-    };
-    let rows = query(c, sql, &[&id.as_str(), &owner.as_str().as_bytes(), &now]).await?;
-    rows.first().map(decode).transpose()
 }
 
 /// What the write functions' notification parameters get: nothing. The functions of
@@ -125,81 +108,54 @@ fn revision(r: u64) -> i64 {
     i64::try_from(r).unwrap_or(i64::MAX)
 }
 
-/// Stores a new task and counts it for its owner and in total, in one statement
-/// (`create_task`, schema version 4); over a limit, refused with
-/// [`StoreError::LimitExceeded`] and nothing stored. `start` is the count shard to try
-/// first.
-pub(crate) async fn create<C: GenericClient>(
-    c: &C,
-    rec: &TaskRecord,
-    limits: &Limits,
-    start: i32,
-) -> Result<(), StoreError> {
-    let json = encode(rec)?;
-    let st = c
-        .prepare_cached(
-            "SELECT create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .await
-        .map_err(pg)?;
-    let (owner_max, total_max) = (
-        limit(limits.max_live_tasks_per_owner),
-        limit(limits.max_live_tasks_total),
-    );
-    let mut pause = BUSY_PAUSE;
-    for _ in 0..BUSY_ATTEMPTS {
-        let done = c
-            .execute(
-                &st,
-                &[
-                    &rec.id.as_str(),
-                    &rec.owner.as_str().as_bytes(),
-                    &rec.created_at,
-                    &rec.expires_at(),
-                    &lease_column(rec),
-                    &json,
-                    &rec.queued_tool(),
-                    &revision(rec.revision),
-                    &owner_max,
-                    &total_max,
-                    &start,
-                    &NO_CHANNEL,
-                    &NO_PAYLOADS,
-                ],
-            )
-            .await;
-        let Err(e) = done else {
-            return Ok(());
-        };
-        let code = e.as_db_error().map(|d| d.code().code());
-        if code == Some("MT003") {
-            // Every shard with room is held by another create: again, shortly.
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(BUSY_PAUSE_MAX);
-            continue;
-        }
-        return Err(match code {
-            Some("MT001") => StoreError::LimitExceeded {
-                limit: Limit::LiveTasksPerOwner,
-                max: limits.max_live_tasks_per_owner as u64,
-            },
-            Some("MT002") => StoreError::LimitExceeded {
-                limit: Limit::LiveTasksTotal,
-                max: limits.max_live_tasks_total as u64,
-            },
-            _ => pg(e),
-        });
-    }
-    Err(StoreError::Unavailable(crate::error::BackendError::new(
-        "PostgreSQL: the live task counts stayed busy; try again",
-    )))
-}
-
 /// How often a create runs again while every live count shard with room is held by
 /// other creates, and the pauses between (doubling).
-const BUSY_ATTEMPTS: u32 = 100;
-const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
-const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
+pub(crate) const BUSY_ATTEMPTS: u32 = 100;
+pub(crate) const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
+pub(crate) const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Makes the missing count shard rows of `owner`'s count (`None`: the total's) under
+/// `max`, one statement (one transaction, holding nothing else) per row, so that no two
+/// writers inserting them can wait for each other.
+pub(crate) async fn make_shards<C: GenericClient>(
+    c: &C,
+    owner: Option<&Owner>,
+    max: usize,
+) -> Result<(), StoreError> {
+    let scope = owner.map_or(TOTAL_SCOPE, |o| o.as_str().as_bytes());
+    let max = limit(max);
+    for shard in 0..super::schema::SHARDS {
+        let share = max / 16 + i64::from(i64::from(shard) < max % 16);
+        if share > 0 {
+            execute(
+                c,
+                "INSERT INTO live_counts (owner, shard, live) VALUES ($1, $2, 0)
+                 ON CONFLICT DO NOTHING",
+                &[&scope, &(shard as i16)],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// What a create's outcome means for its caller: stored (`Ok(true)`), to run again
+/// (`Ok(false)`: busy, after a pause; or after making the shard rows), or refused by a
+/// limit.
+pub(crate) fn created(outcome: Created, limits: &Limits) -> Result<bool, StoreError> {
+    match outcome {
+        Created::Stored => Ok(true),
+        Created::Busy | Created::OwnerShardsMissing | Created::TotalShardsMissing => Ok(false),
+        Created::OwnerFull => Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksPerOwner,
+            max: limits.max_live_tasks_per_owner as u64,
+        }),
+        Created::TotalFull => Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksTotal,
+            max: limits.max_live_tasks_total as u64,
+        }),
+    }
+}
 
 /// The oldest task waiting for a worker among `tools`, unexpired at `now`, its row
 /// locked until the transaction ends; rows other claims hold locked are skipped
@@ -268,7 +224,10 @@ pub(crate) async fn sweep<C: GenericClient>(c: &C, now: Millis) -> Result<SweepR
     let mut report = SweepReport::default();
     let rows = query(
         c,
-        "DELETE FROM tasks WHERE expires_at <= $1
+        // Rows another write holds are passed over (swept next time), never waited for:
+        // a batch of changes may hold some of them while it waits for others.
+        "DELETE FROM tasks WHERE ctid = ANY(ARRAY(
+           SELECT ctid FROM tasks WHERE expires_at <= $1 FOR UPDATE SKIP LOCKED))
          RETURNING owner, id, live, owner_slot, total_slot",
         &[&now],
     )
@@ -361,4 +320,204 @@ pub(crate) async fn live_counts<C: GenericClient>(
     let owner_live: i64 = row.try_get(0).map_err(backend)?;
     let total: i64 = row.try_get(1).map_err(backend)?;
     Ok((count(owner_live), count(total)))
+}
+
+/// A new task as `create_tasks` (schema version 6) stores it.
+pub(crate) struct NewRow {
+    id: String,
+    owner: Vec<u8>,
+    created_at: Millis,
+    expires_at: Option<Millis>,
+    lease: Option<Millis>,
+    record: String,
+    queued: Option<String>,
+    revision: i64,
+    /// The count shard to try first.
+    pub(crate) start: i32,
+}
+
+impl NewRow {
+    pub(crate) fn of(rec: &TaskRecord, start: i32) -> Result<NewRow, StoreError> {
+        Ok(NewRow {
+            id: rec.id.as_str().to_owned(),
+            owner: rec.owner.as_str().as_bytes().to_vec(),
+            created_at: rec.created_at,
+            expires_at: rec.expires_at(),
+            lease: lease_column(rec),
+            record: encode(rec)?,
+            queued: rec.queued_tool().map(str::to_owned),
+            revision: revision(rec.revision),
+            start,
+        })
+    }
+}
+
+/// What `create_tasks` did with one new task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Created {
+    Stored,
+    /// Refused: its owner's live tasks are at the limit.
+    OwnerFull,
+    /// Refused: the live tasks of all owners are at the limit.
+    TotalFull,
+    /// Every count shard with room is held by another writer: run it again shortly.
+    Busy,
+    /// The owner's count lacks shard rows: make them ([`make_shards`]), then again.
+    OwnerShardsMissing,
+    /// The count of all owners lacks shard rows: the same.
+    TotalShardsMissing,
+}
+
+/// Stores and counts `rows` in one statement (`create_tasks`, schema version 6); each
+/// row's outcome in its place. The first row's `start` is the batch's.
+pub(crate) async fn create_batch<C: GenericClient>(
+    c: &C,
+    rows: &[NewRow],
+    limits: &Limits,
+) -> Result<Vec<Created>, StoreError> {
+    let column = |f: fn(&NewRow) -> &str| rows.iter().map(f).collect::<Vec<_>>();
+    let ids = column(|r| &r.id);
+    let records = column(|r| &r.record);
+    let owners: Vec<&[u8]> = rows.iter().map(|r| r.owner.as_slice()).collect();
+    let created: Vec<Millis> = rows.iter().map(|r| r.created_at).collect();
+    let expires: Vec<Option<Millis>> = rows.iter().map(|r| r.expires_at).collect();
+    let leases: Vec<Option<Millis>> = rows.iter().map(|r| r.lease).collect();
+    let queued: Vec<Option<&str>> = rows.iter().map(|r| r.queued.as_deref()).collect();
+    let revisions: Vec<i64> = rows.iter().map(|r| r.revision).collect();
+    let start = rows.first().map_or(0, |r| r.start);
+    let found = query(
+        c,
+        "SELECT create_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        &[
+            &ids,
+            &owners,
+            &created,
+            &expires,
+            &leases,
+            &records,
+            &queued,
+            &revisions,
+            &limit(limits.max_live_tasks_per_owner),
+            &limit(limits.max_live_tasks_total),
+            &start,
+        ],
+    )
+    .await?;
+    let outcomes: Vec<i16> = found
+        .first()
+        .ok_or_else(|| backend("create_tasks returned nothing"))?
+        .try_get(0)
+        .map_err(backend)?;
+    outcomes
+        .into_iter()
+        .map(|o| match o {
+            0 => Ok(Created::Stored),
+            1 => Ok(Created::OwnerFull),
+            2 => Ok(Created::TotalFull),
+            3 => Ok(Created::Busy),
+            4 => Ok(Created::OwnerShardsMissing),
+            5 => Ok(Created::TotalShardsMissing),
+            other => Err(backend(format!("create_tasks: unknown outcome {other}"))),
+        })
+        .collect()
+}
+
+/// A changed task as `save_tasks` (schema version 6) writes it: only if its row's
+/// revision is still `was`, giving back its live count units when it just finished.
+pub(crate) struct SavedRow {
+    id: String,
+    was: i64,
+    revision: i64,
+    live: bool,
+    lease: Option<Millis>,
+    record: String,
+    queued: Option<String>,
+    release: bool,
+}
+
+impl SavedRow {
+    pub(crate) fn of(rec: &TaskRecord, was: u64, was_live: bool) -> Result<SavedRow, StoreError> {
+        Ok(SavedRow {
+            id: rec.id.as_str().to_owned(),
+            was: revision(was),
+            revision: revision(rec.revision),
+            live: !rec.is_terminal(),
+            lease: lease_column(rec),
+            record: encode(rec)?,
+            queued: rec.queued_tool().map(str::to_owned),
+            release: was_live && rec.is_terminal(),
+        })
+    }
+}
+
+/// Writes `rows` in one statement (`save_tasks`): for each, whether it was written
+/// (`false`: another write came first, read again).
+pub(crate) async fn save_batch<C: GenericClient>(
+    c: &C,
+    rows: &[SavedRow],
+) -> Result<Vec<bool>, StoreError> {
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let was: Vec<i64> = rows.iter().map(|r| r.was).collect();
+    let revisions: Vec<i64> = rows.iter().map(|r| r.revision).collect();
+    let live: Vec<bool> = rows.iter().map(|r| r.live).collect();
+    let leases: Vec<Option<Millis>> = rows.iter().map(|r| r.lease).collect();
+    let records: Vec<&str> = rows.iter().map(|r| r.record.as_str()).collect();
+    let queued: Vec<Option<&str>> = rows.iter().map(|r| r.queued.as_deref()).collect();
+    let release: Vec<bool> = rows.iter().map(|r| r.release).collect();
+    let found = query(
+        c,
+        "SELECT save_tasks($1, $2, $3, $4, $5, $6, $7, $8)",
+        &[
+            &ids, &was, &revisions, &live, &leases, &records, &queued, &release,
+        ],
+    )
+    .await?;
+    let saved: Vec<bool> = found
+        .first()
+        .ok_or_else(|| backend("save_tasks returned nothing"))?
+        .try_get(0)
+        .map_err(backend)?;
+    if saved.len() != rows.len() {
+        return Err(backend("save_tasks returned a wrong number of outcomes"));
+    }
+    Ok(saved)
+}
+
+/// A read of one task: its owner's, unexpired at `now`.
+pub(crate) struct ReadKey {
+    pub(crate) owner: Owner,
+    pub(crate) id: TaskId,
+    pub(crate) now: Millis,
+}
+
+/// Reads every key in one statement; each record in its key's place (`None`: unknown,
+/// another owner's or expired at the key's `now`).
+pub(crate) async fn load_batch<C: GenericClient>(
+    c: &C,
+    keys: &[ReadKey],
+) -> Result<Vec<Option<TaskRecord>>, StoreError> {
+    let ids: Vec<&str> = keys.iter().map(|k| k.id.as_str()).collect();
+    let owners: Vec<&[u8]> = keys.iter().map(|k| k.owner.as_str().as_bytes()).collect();
+    let nows: Vec<Millis> = keys.iter().map(|k| k.now).collect();
+    let rows = query(
+        c,
+        "SELECT u.i, t.record
+           FROM unnest($1::text[], $2::bytea[], $3::bigint[]) WITH ORDINALITY
+                AS u(id, owner, now, i)
+           JOIN tasks t ON t.id = u.id AND t.owner = u.owner
+                       AND (t.expires_at IS NULL OR t.expires_at > u.now)",
+        &[&ids, &owners, &nows],
+    )
+    .await?;
+    let mut found: Vec<Option<TaskRecord>> = (0..keys.len()).map(|_| None).collect();
+    for row in &rows {
+        let i: i64 = row.try_get(0).map_err(backend)?;
+        let rec = decode_at(row, 1)?;
+        let slot = usize::try_from(i - 1)
+            .ok()
+            .and_then(|i| found.get_mut(i))
+            .ok_or_else(|| backend("a batched read came back out of range"))?;
+        *slot = Some(rec);
+    }
+    Ok(found)
 }

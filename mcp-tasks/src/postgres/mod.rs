@@ -1,6 +1,7 @@
 //! [`PostgresStore`]: the shared durable backend, one PostgreSQL schema per deployment.
 
 mod backend;
+mod batch;
 mod db;
 mod listen;
 mod notify;
@@ -64,28 +65,38 @@ impl PostgresOptions {
 /// instances (each with its own handles, pools and listeners).
 ///
 /// - **Writes.** A change reads the owner's unexpired row ([`StoreError::NotFound`]
-///   otherwise), applies the [`rules`](crate::rules) function, and writes it back with one
-///   statement (`save_task`) that updates the row only if its revision is still the one
-///   read (compare-and-set); one that lost reads again and applies the rule again
+///   otherwise), applies the [`rules`](crate::rules) function, and writes it back only
+///   if the row's revision is still the one read (compare-and-set); one that lost reads
+///   again and applies the rule again
 ///   ([`RERUNS_UPDATES`](crate::backend::Backend::RERUNS_UPDATES)), at most 100 times
 ///   before [`StoreError::Unavailable`]. So a terminal transition is *first writer wins*
 ///   atomically across all instances: every later `complete`/`fail`/`cancel` re-reads the
 ///   committed terminal record, where [`rules::finish`](crate::rules::finish) changes
-///   nothing (`won: false`). `create` is one statement (`create_task`) and commits before
-///   it returns. A claim is one transaction (`FOR UPDATE SKIP LOCKED`). No lock is held
-///   across a round trip to the client.
+///   nothing (`won: false`). A create commits before it returns. A claim is one
+///   transaction (`FOR UPDATE SKIP LOCKED`). No lock is held across a round trip to the
+///   client.
+/// - **Group commit.** The reads, creates and changes that a handle's callers make at
+///   once go out together: one statement per batch (`create_tasks`, `save_tasks`, one
+///   `SELECT` of many rows), each batch its own transaction and commit, one batch of
+///   each kind in flight per handle; what arrives meanwhile waits for it and forms the
+///   next (`batch.rs`). Each request keeps its own outcome (stored, refused by a limit,
+///   lost its compare-and-set); a batch that fails as a whole fails each of its requests.
+///   A batch's changes lock their task rows in id order and then the count shards in
+///   (scope, shard) order, and creates never wait for a row, so batches cannot deadlock.
 /// - **Limits.** The unfinished tasks per owner, and in total, are counted in
 ///   `live_counts`, each count spread over 16 rows ("shards", each allowed a sixteenth of
 ///   the limit), updated in the same statement as the task: a create takes a unit in a
 ///   shard with room that no other write holds (`SKIP LOCKED`), and is refused only when
 ///   every shard is full as committed, that is at the limit exactly; when the shards with
-///   room are all being written it runs again after a short pause. The task row names its
+///   room are all being written it runs again after a short pause. A batch of creates
+///   takes as many units from one shard as it has room for; missing shard rows are
+///   made one per statement, outside any batch. The task row names its
 ///   shards, and its terminal write gives the units back. Shards let 16 writers commit at
 ///   once where one row serialized every create and finish of the deployment behind its
 ///   commit's flush. Locks are taken in one order (task row, owner shard, total shard), a
 ///   create never waits for a row another write holds, and sweeps (serialized by a
-///   transaction-scoped advisory lock) pass over locked rows when they remove empty
-///   shards, so none can deadlock.
+///   transaction-scoped advisory lock) pass over locked rows, tasks and shards alike, so
+///   none can deadlock.
 /// - **Events.** Each write's events are sent with `pg_notify` right after its commit,
 ///   by the handle's notifier: a connection of its own with `synchronous_commit` off
 ///   that sends the payloads of many writes in one statement (in the write's
@@ -136,6 +147,42 @@ struct Inner {
     notifier: notify::Notifier,
     /// Creates made through this handle (spreads them over the count shards).
     creates: std::sync::atomic::AtomicU32,
+    /// Group commit (`batch.rs`): the creates, the changes and the reads of this
+    /// handle's callers, gathered into one statement per batch.
+    batches: Batches,
+}
+
+/// The batchers of one handle, each with its own share of the pool.
+struct Batches {
+    create: batch::Batcher<db::NewRow, db::Created>,
+    save: batch::Batcher<db::SavedRow, bool>,
+    read: batch::Batcher<db::ReadKey, Option<crate::TaskRecord>>,
+}
+
+impl Batches {
+    /// One batch of each kind in flight at a time ([`batch::LANES`]), on connections of
+    /// the pool; the rest of the pool serves claims, lists, sweeps and sessions.
+    fn start(pool: &Pool, limits: &Limits) -> Batches {
+        let lanes = batch::LANES;
+        let create_limits = limits.clone();
+        Batches {
+            create: batch::Batcher::start(pool.clone(), lanes, move |client, rows| {
+                let limits = create_limits.clone();
+                async move {
+                    let outcomes = db::create_batch(&client, &rows, &limits).await?;
+                    Ok(outcomes.into_iter().map(Ok).collect())
+                }
+            }),
+            save: batch::Batcher::start(pool.clone(), lanes, |client, rows| async move {
+                let saved = db::save_batch(&client, &rows).await?;
+                Ok(saved.into_iter().map(Ok).collect())
+            }),
+            read: batch::Batcher::start(pool.clone(), lanes, |client, keys| async move {
+                let found = db::load_batch(&client, &keys).await?;
+                Ok(found.into_iter().map(Ok).collect())
+            }),
+        }
+    }
 }
 
 impl Drop for Inner {
@@ -260,6 +307,7 @@ impl PostgresStore {
         .await?;
         // Handles start at different shards.
         let creates = std::sync::atomic::AtomicU32::new(schema::fnv1a(&me) as u32);
+        let batches = Batches::start(&pool, &options.limits);
         Ok(PostgresStore {
             inner: Arc::new(Inner {
                 pool,
@@ -273,6 +321,7 @@ impl PostgresStore {
                 listener,
                 notifier,
                 creates,
+                batches,
             }),
         })
     }
