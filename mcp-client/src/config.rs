@@ -154,4 +154,20 @@ mod tests {
         assert_eq!(config.wait_limit(Some(-1)), config.max_wait);
         assert_eq!(config.wait_limit(Some(i64::MAX)), config.max_wait);
     }
+
+    #[test]
+    fn default_poll_is_used_when_the_server_suggests_no_usable_interval() {
+        let config = DriverConfig {
+            default_poll: Duration::from_secs(2),
+            ..DriverConfig::default()
+        };
+        let within =
+            |p: Duration, around: Duration| p >= around.mul_f64(0.8) && p <= around.mul_f64(1.2);
+        for suggested in [None, Some(-5)] {
+            let p = config.poll_interval(suggested);
+            assert!(within(p, Duration::from_secs(2)), "{suggested:?}: {p:?}");
+        }
+        let p = config.poll_interval(Some(500));
+        assert!(within(p, Duration::from_millis(500)), "{p:?}");
+    }
 }

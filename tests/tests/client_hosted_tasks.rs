@@ -24,7 +24,7 @@ use mcp_protocol::types::ElicitResult;
 use mcp_protocol::v2026::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
 };
-use mcp_tasks::{Limits, MemoryStore, TaskStore};
+use mcp_tasks::{Limits, ManualClock, MemoryStore, TaskStore};
 use mcp_tests::schema_check::{Schema, spec_dir};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -32,12 +32,14 @@ use tokio::sync::{Notify, mpsc};
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Elicitation waits for `gate` (so a test sees the task `working`), then accepts with
-/// the name Ada; sampling fails with -32001 "model offline". A handler future dropped
-/// unfinished sets `dropped`.
+/// the name Ada and sets `finished`; sampling fails with -32001 "model offline". A
+/// handler future dropped unfinished sets `dropped`.
 #[derive(Default)]
 struct Gated {
     gate: Notify,
     dropped: Arc<AtomicBool>,
+    /// Set once an elicitation was answered.
+    finished: AtomicBool,
 }
 
 #[async_trait]
@@ -46,6 +48,8 @@ impl ClientHandler for Gated {
         let mut flag = DropFlag(Arc::clone(&self.dropped), false);
         self.gate.notified().await;
         flag.1 = true;
+        self.finished
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(ada())
     }
 
@@ -431,6 +435,51 @@ async fn ttls_are_clamped_and_limits_refuse() {
         .await
         .expect_err("over the limit");
     assert_eq!(e.code, -32600, "{e:?}");
+}
+
+/// A hosted task past its TTL is gone for the server, as an unknown task is:
+/// `tasks/get`, `tasks/result` and `tasks/cancel` are -32602 and `tasks/list` leaves it
+/// out (the store's clock decides); its handler answering afterwards brings nothing back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_hosted_task_is_gone() {
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let store = Arc::new(MemoryStore::with_clock(Limits::default(), clock.clone()));
+    let handler = Arc::new(Gated::default());
+    let (_client, raw) = connect(handler.clone(), Some(store)).await;
+    let created = raw
+        .request("elicitation/create", form(Some(2_000)))
+        .await
+        .expect("CreateTaskResult");
+    assert_eq!(created["task"]["ttl"], 2_000, "{created}");
+    let id = created["task"]["taskId"].as_str().expect("id").to_owned();
+    let live = raw
+        .request("tasks/get", json!({ "taskId": id }))
+        .await
+        .expect("live");
+    assert_eq!(live["status"], "working");
+
+    clock.advance(2_001);
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let e = raw
+            .request(method, json!({ "taskId": id }))
+            .await
+            .expect_err("expired");
+        assert_eq!(e.code, -32602, "{method}: {e:?}");
+    }
+    let listed = raw
+        .request("tasks/list", json!({}))
+        .await
+        .expect("tasks/list");
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
+
+    // The handler answers late: its outcome is not written back to the expired task.
+    handler.gate.notify_one();
+    wait_for(&handler.finished, WAIT, "the handler answered").await;
+    let e = raw
+        .request("tasks/get", json!({ "taskId": id }))
+        .await
+        .expect_err("still gone");
+    assert_eq!(e.code, -32602, "{e:?}");
 }
 
 /// Without a store the client declares no tasks, answers `params.task` as a plain
