@@ -252,6 +252,7 @@ async fn version_1_data_loads_after_the_queue_migration() {
              DROP FUNCTION {schema}.create_tasks;
              DROP FUNCTION {schema}.save_tasks;
              DROP FUNCTION {schema}.take_units;
+             DROP FUNCTION {schema}.sweep_expired;
              DROP TABLE {schema}.live_counts;
              CREATE TABLE {schema}.live_counts (owner BYTEA PRIMARY KEY, live BIGINT NOT NULL);
              CREATE TABLE {schema}.counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);

@@ -184,22 +184,17 @@ impl Backend for PostgresStore {
         db::list(&client, owner, after, limit, now).await
     }
 
+    /// One statement (`sweep_expired`): its locks last that statement only.
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {
         let inner = Arc::clone(&self.inner);
         self.spawn(async move {
-            let mut client = inner.pool.get().await.map_err(backend)?;
-            let tx = client.transaction().await.map_err(pg)?;
+            let client = inner.pool.get().await.map_err(backend)?;
             // One sweep at a time per schema: concurrent DELETEs of the same expired rows
             // could lock them in different orders.
             let key = i64::from_ne_bytes(
                 schema::fnv1a(&format!("mcp_tasks.sweep.{}", inner.schema)).to_ne_bytes(),
             );
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
-                .await
-                .map_err(pg)?;
-            let report = db::sweep(&tx, inner.clock.now_ms()).await?;
-            tx.commit().await.map_err(pg)?;
-            Ok(report)
+            db::sweep(&client, inner.clock.now_ms(), key).await
         })
         .await
     }

@@ -1,8 +1,6 @@
 //! The SQL of each operation, on a pooled connection or inside the caller's transaction.
 //! Every connection's `search_path` is the store's schema, so names are unqualified.
 
-use std::collections::BTreeMap;
-
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -218,62 +216,35 @@ pub(crate) async fn list<C: GenericClient>(
     Ok(TaskPage { tasks, next_cursor })
 }
 
-/// Deletes tasks expired at `now`, fixes the live counts (owners in order, then the
-/// total), and finds lapsed leases. The caller serializes sweeps.
-pub(crate) async fn sweep<C: GenericClient>(c: &C, now: Millis) -> Result<SweepReport, StoreError> {
+/// Deletes tasks expired at `now` and fixes the live counts in one statement
+/// (`sweep_expired`, schema version 7, serialized by the advisory lock `lock`), then
+/// finds lapsed leases.
+pub(crate) async fn sweep<C: GenericClient>(
+    c: &C,
+    now: Millis,
+    lock: i64,
+) -> Result<SweepReport, StoreError> {
     let mut report = SweepReport::default();
     let rows = query(
         c,
-        // Rows another write holds are passed over (swept next time), never waited for:
-        // a batch of changes may hold some of them while it waits for others.
-        "DELETE FROM tasks WHERE ctid = ANY(ARRAY(
-           SELECT ctid FROM tasks WHERE expires_at <= $1 FOR UPDATE SKIP LOCKED))
-         RETURNING owner, id, live, owner_slot, total_slot",
-        &[&now],
+        "SELECT purged, owners, ids FROM sweep_expired($1, $2)",
+        &[&now, &lock],
     )
     .await?;
-    report.purged = rows.len();
-    // Units to give back per (scope, shard), in key order.
-    let mut released: BTreeMap<(Vec<u8>, i16), i64> = BTreeMap::new();
-    for row in &rows {
-        let owner: Vec<u8> = row.try_get(0).map_err(backend)?;
-        let id: String = row.try_get(1).map_err(backend)?;
-        let live: bool = row.try_get(2).map_err(backend)?;
-        if !live {
-            continue;
-        }
-        let owner_slot: i16 = row.try_get(3).map_err(backend)?;
-        let total_slot: i16 = row.try_get(4).map_err(backend)?;
-        *released.entry((owner.clone(), owner_slot)).or_default() += 1;
-        *released
-            .entry((TOTAL_SCOPE.to_vec(), total_slot))
-            .or_default() += 1;
+    let row = rows
+        .first()
+        .ok_or_else(|| backend("sweep_expired returned nothing"))?;
+    let purged: i64 = row.try_get(0).map_err(backend)?;
+    let owners: Vec<Vec<u8>> = row.try_get(1).map_err(backend)?;
+    let ids: Vec<String> = row.try_get(2).map_err(backend)?;
+    report.purged = count(purged);
+    for (owner, id) in owners.into_iter().zip(ids) {
         let owner = String::from_utf8(owner).map_err(|e| backend(format!("corrupt owner: {e}")))?;
         report.expired_unfinished.push(TaskKey {
             owner: Owner::new(owner),
             id: TaskId::from_wire(id),
         });
     }
-    // Owners' shards first, then the total's (`\xff` sorts last): the order every
-    // write takes them in.
-    for ((scope, shard), n) in &released {
-        execute(
-            c,
-            "UPDATE live_counts SET live = greatest(live - $3, 0) WHERE owner = $1 AND shard = $2",
-            &[scope, shard, n],
-        )
-        .await?;
-    }
-    // Shards at zero go (a create recreates them). Rows another write holds are passed
-    // over, never waited for: this statement locks many rows in no set order, and a
-    // write holding one of them may wait for another.
-    execute(
-        c,
-        "DELETE FROM live_counts WHERE ctid = ANY(ARRAY(
-           SELECT ctid FROM live_counts WHERE live <= 0 FOR UPDATE SKIP LOCKED))",
-        &[],
-    )
-    .await?;
     let rows = query(
         c,
         "SELECT record FROM tasks WHERE live AND lease_expires_at <= $1

@@ -94,9 +94,10 @@ impl PostgresOptions {
 ///   shards, and its terminal write gives the units back. Shards let 16 writers commit at
 ///   once where one row serialized every create and finish of the deployment behind its
 ///   commit's flush. Locks are taken in one order (task row, owner shard, total shard), a
-///   create never waits for a row another write holds, and sweeps (serialized by a
-///   transaction-scoped advisory lock) pass over locked rows, tasks and shards alike, so
-///   none can deadlock.
+///   create never waits for a row another write holds, and sweeps (one statement,
+///   `sweep_expired`, serialized by a transaction-scoped advisory lock) pass over locked
+///   rows, tasks and shards alike, so none can deadlock, and a sweep holds what it locks
+///   for that one statement.
 /// - **Events.** Each write's events are sent with `pg_notify` right after its commit,
 ///   by the handle's notifier: a connection of its own with `synchronous_commit` off
 ///   that sends the payloads of many writes in one statement (in the write's

@@ -421,6 +421,52 @@ END
 $$;
 "#;
 
+/// Version 7: a sweep is one statement (`sweep_expired`), so it holds its locks (the
+/// expired task rows, the count shards it gives units back to) for that statement only.
+/// It was a transaction of many round trips (the delete, one update per shard, the
+/// removal of empty shards), and a batch of changes waiting for one of those shards
+/// waited for all of them. The advisory lock that serializes sweeps is taken inside, for
+/// the statement's transaction. Task rows other writes hold are passed over (swept next
+/// time); shards are given back in (scope, shard) order, as every write takes them; empty
+/// shards that no write holds go. The unfinished tasks it removed come back (owners and
+/// ids), with the count of all removed.
+const V7: &str = r#"
+CREATE FUNCTION sweep_expired(p_now BIGINT, p_lock BIGINT,
+                              OUT purged BIGINT, OUT owners BYTEA[], OUT ids TEXT[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    oslots SMALLINT[];
+    tslots SMALLINT[];
+    r RECORD;
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock);
+    WITH gone AS (
+        DELETE FROM tasks WHERE ctid = ANY(ARRAY(
+            SELECT ctid FROM tasks WHERE expires_at <= p_now FOR UPDATE SKIP LOCKED))
+        RETURNING tasks.owner, tasks.id, tasks.live, tasks.owner_slot, tasks.total_slot)
+    SELECT count(*),
+           coalesce(array_agg(g.owner) FILTER (WHERE g.live), '{}'),
+           coalesce(array_agg(g.id) FILTER (WHERE g.live), '{}'),
+           coalesce(array_agg(g.owner_slot) FILTER (WHERE g.live), '{}'),
+           coalesce(array_agg(g.total_slot) FILTER (WHERE g.live), '{}')
+      INTO purged, owners, ids, oslots, tslots
+      FROM gone g;
+    FOR r IN
+        SELECT u.scope, u.shard, count(*) AS n FROM (
+            SELECT o.scope, o.shard FROM unnest(owners, oslots) AS o(scope, shard)
+            UNION ALL
+            SELECT '\xff'::bytea, t.shard FROM unnest(tslots) AS t(shard)) u
+         GROUP BY u.scope, u.shard ORDER BY u.scope, u.shard
+    LOOP
+        UPDATE live_counts SET live = greatest(live - r.n, 0)
+         WHERE owner = r.scope AND shard = r.shard;
+    END LOOP;
+    DELETE FROM live_counts WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM live_counts WHERE live <= 0 FOR UPDATE SKIP LOCKED));
+END
+$$;
+"#;
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -446,10 +492,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 6,
         sql: V6,
     },
+    Migration {
+        version: 7,
+        sql: V7,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 6;
+pub(crate) const SCHEMA_VERSION: i32 = 7;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()
