@@ -18,6 +18,12 @@ use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 /// How often a write reads again after losing its compare-and-set.
 const MAX_ATTEMPTS: u32 = 100;
 
+/// How often a create runs again while every live count shard with room is held by
+/// other creates (or its shard rows were missing), and the pauses between (doubling).
+const BUSY_ATTEMPTS: u32 = 100;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
+const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
+
 impl Backend for PostgresStore {
     /// Writes are compare-and-set on the row's revision: one that lost reads again.
     const RERUNS_UPDATES: bool = true;
@@ -42,30 +48,28 @@ impl Backend for PostgresStore {
             let record = make(&inner.limits, inner.clock.now_ms());
             let events: Vec<_> = announce(&(), &record).into_iter().collect();
             let start = inner.next_shard();
-            let mut pause = db::BUSY_PAUSE;
-            for _ in 0..db::BUSY_ATTEMPTS {
+            let limits = &inner.limits;
+            let mut pause = BUSY_PAUSE;
+            for _ in 0..BUSY_ATTEMPTS {
                 let row = db::NewRow::of(&record, start)?;
-                let outcome = inner.batches.create.call(row).await?;
-                if db::created(outcome, &inner.limits)? {
-                    inner.publish(events);
-                    return Ok(record);
-                }
-                let limits = &inner.limits;
-                let missing = match outcome {
-                    db::Created::OwnerShardsMissing => {
-                        Some((Some(&record.owner), limits.max_live_tasks_per_owner))
+                let (owner, max) = match inner.batches.create.call(row).await? {
+                    db::Created::Stored => {
+                        inner.publish(events);
+                        return Ok(record);
                     }
-                    db::Created::TotalShardsMissing => Some((None, limits.max_live_tasks_total)),
-                    _ => None,
+                    db::Created::Busy => {
+                        // Every shard with room is held by another create: again, shortly.
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(BUSY_PAUSE_MAX);
+                        continue;
+                    }
+                    db::Created::OwnerShardsMissing => {
+                        (Some(&record.owner), limits.max_live_tasks_per_owner)
+                    }
+                    db::Created::TotalShardsMissing => (None, limits.max_live_tasks_total),
                 };
-                if let Some((owner, max)) = missing {
-                    let client = inner.pool.get().await.map_err(backend)?;
-                    db::make_shards(&client, owner, max).await?;
-                    continue;
-                }
-                // Every shard with room is held by another create: again, shortly.
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(db::BUSY_PAUSE_MAX);
+                let client = inner.pool.get().await.map_err(backend)?;
+                db::make_shards(&client, owner, max).await?;
             }
             Err(StoreError::Unavailable(BackendError::new(
                 "PostgreSQL: the live task counts stayed busy; try again",

@@ -106,12 +106,6 @@ fn revision(r: u64) -> i64 {
     i64::try_from(r).unwrap_or(i64::MAX)
 }
 
-/// How often a create runs again while every live count shard with room is held by
-/// other creates, and the pauses between (doubling).
-pub(crate) const BUSY_ATTEMPTS: u32 = 100;
-pub(crate) const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
-pub(crate) const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
-
 /// Makes the missing count shard rows of `owner`'s count (`None`: the total's) under
 /// `max`, one statement (one transaction, holding nothing else) per row, so that no two
 /// writers inserting them can wait for each other.
@@ -122,8 +116,9 @@ pub(crate) async fn make_shards<C: GenericClient>(
 ) -> Result<(), StoreError> {
     let scope = owner.map_or(TOTAL_SCOPE, |o| o.as_str().as_bytes());
     let max = limit(max);
+    let shards = i64::from(super::schema::SHARDS);
     for shard in 0..super::schema::SHARDS {
-        let share = max / 16 + i64::from(i64::from(shard) < max % 16);
+        let share = max / shards + i64::from(i64::from(shard) < max % shards);
         if share > 0 {
             execute(
                 c,
@@ -135,24 +130,6 @@ pub(crate) async fn make_shards<C: GenericClient>(
         }
     }
     Ok(())
-}
-
-/// What a create's outcome means for its caller: stored (`Ok(true)`), to run again
-/// (`Ok(false)`: busy, after a pause; or after making the shard rows), or refused by a
-/// limit.
-pub(crate) fn created(outcome: Created, limits: &Limits) -> Result<bool, StoreError> {
-    match outcome {
-        Created::Stored => Ok(true),
-        Created::Busy | Created::OwnerShardsMissing | Created::TotalShardsMissing => Ok(false),
-        Created::OwnerFull => Err(StoreError::LimitExceeded {
-            limit: Limit::LiveTasksPerOwner,
-            max: limits.max_live_tasks_per_owner as u64,
-        }),
-        Created::TotalFull => Err(StoreError::LimitExceeded {
-            limit: Limit::LiveTasksTotal,
-            max: limits.max_live_tasks_total as u64,
-        }),
-    }
 }
 
 /// The oldest task waiting for a worker among `tools`, unexpired at `now`, its row
@@ -323,14 +300,11 @@ impl NewRow {
     }
 }
 
-/// What `create_tasks` did with one new task.
+/// What `create_tasks` did with one new task it did not refuse (a refusal is
+/// [`StoreError::LimitExceeded`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Created {
     Stored,
-    /// Refused: its owner's live tasks are at the limit.
-    OwnerFull,
-    /// Refused: the live tasks of all owners are at the limit.
-    TotalFull,
     /// Every count shard with room is held by another writer: run it again shortly.
     Busy,
     /// The owner's count lacks shard rows: make them ([`make_shards`]), then again.
@@ -340,12 +314,13 @@ pub(crate) enum Created {
 }
 
 /// Stores and counts `rows` in one statement (`create_tasks`, schema version 6); each
-/// row's outcome in its place. The first row's `start` is the batch's.
+/// row's outcome in its place, a refusal by a limit as its error. The first row's
+/// `start` is the batch's.
 pub(crate) async fn create_batch<C: GenericClient>(
     c: &C,
     rows: &[NewRow],
     limits: &Limits,
-) -> Result<Vec<Created>, StoreError> {
+) -> Result<Vec<Result<Created, StoreError>>, StoreError> {
     let column = |f: fn(&NewRow) -> &str| rows.iter().map(f).collect::<Vec<_>>();
     let ids = column(|r| &r.id);
     let records = column(|r| &r.record);
@@ -379,18 +354,22 @@ pub(crate) async fn create_batch<C: GenericClient>(
         .ok_or_else(|| backend("create_tasks returned nothing"))?
         .try_get(0)
         .map_err(backend)?;
-    outcomes
-        .into_iter()
-        .map(|o| match o {
-            0 => Ok(Created::Stored),
-            1 => Ok(Created::OwnerFull),
-            2 => Ok(Created::TotalFull),
-            3 => Ok(Created::Busy),
-            4 => Ok(Created::OwnerShardsMissing),
-            5 => Ok(Created::TotalShardsMissing),
-            other => Err(backend(format!("create_tasks: unknown outcome {other}"))),
-        })
-        .collect()
+    let outcome = |code| match code {
+        0 => Ok(Created::Stored),
+        1 => Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksPerOwner,
+            max: limits.max_live_tasks_per_owner as u64,
+        }),
+        2 => Err(StoreError::LimitExceeded {
+            limit: Limit::LiveTasksTotal,
+            max: limits.max_live_tasks_total as u64,
+        }),
+        3 => Ok(Created::Busy),
+        4 => Ok(Created::OwnerShardsMissing),
+        5 => Ok(Created::TotalShardsMissing),
+        other => Err(backend(format!("create_tasks: unknown outcome {other}"))),
+    };
+    Ok(outcomes.into_iter().map(outcome).collect())
 }
 
 /// A changed task as `save_tasks` (schema version 6) writes it: only if its row's
@@ -448,9 +427,6 @@ pub(crate) async fn save_batch<C: GenericClient>(
         .ok_or_else(|| backend("save_tasks returned nothing"))?
         .try_get(0)
         .map_err(backend)?;
-    if saved.len() != rows.len() {
-        return Err(backend("save_tasks returned a wrong number of outcomes"));
-    }
     Ok(saved)
 }
 

@@ -169,10 +169,7 @@ impl Batches {
         Batches {
             create: batch::Batcher::start(pool.clone(), lanes, move |client, rows| {
                 let limits = create_limits.clone();
-                async move {
-                    let outcomes = db::create_batch(&client, &rows, &limits).await?;
-                    Ok(outcomes.into_iter().map(Ok).collect())
-                }
+                async move { db::create_batch(&client, &rows, &limits).await }
             }),
             save: batch::Batcher::start(pool.clone(), lanes, |client, rows| async move {
                 let saved = db::save_batch(&client, &rows).await?;
