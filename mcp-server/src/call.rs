@@ -5,6 +5,7 @@
 //! returns into their own views.
 
 use mcp_protocol::JsonObject;
+use mcp_protocol::engine::ReplyWritten;
 use mcp_protocol::method::Request;
 use mcp_protocol::v2026::CallTool;
 use mcp_tasks::{Job, NewTask, Origin, Owner, TaskRecord, WireRevision};
@@ -47,6 +48,9 @@ pub(crate) struct Requester {
     pub(crate) declarations: Option<serde_json::Value>,
     /// The earlier tasks it named as related, checked.
     pub(crate) related_tasks: Vec<String>,
+    /// Fired once the response announcing the task is written: the tool waits for it
+    /// (MCP 2025-11-25, where a task's messages must not precede its `CreateTaskResult`).
+    pub(crate) announced: Option<ReplyWritten>,
 }
 
 /// Creates a task of `owner` running `tool` with `args` (asked on the `revision` wire,
@@ -67,6 +71,7 @@ pub(crate) async fn start_task(
         identity,
         declarations,
         related_tasks,
+        announced,
     } = requester;
     if !state.runtime.is_accepting() {
         return Err(ServerError::ShuttingDown);
@@ -100,6 +105,7 @@ pub(crate) async fn start_task(
         new,
         tool: tool.clone(),
         identity,
+        start_after: announced,
     };
     let created = state
         .executor

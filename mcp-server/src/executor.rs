@@ -15,6 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use mcp_protocol::engine::ReplyWritten;
 use mcp_tasks::{Job, NewTask, StoreError, TaskRecord, TaskStore};
 
 use crate::auth::Identity;
@@ -72,6 +73,9 @@ pub struct Launch {
     pub(crate) new: NewTask,
     pub(crate) tool: ToolDef,
     pub(crate) identity: Option<Identity>,
+    /// Fired once the response announcing the task is written (MCP 2025-11-25): the
+    /// tool starts only then, so nothing about the task reaches the client before it.
+    pub(crate) start_after: Option<ReplyWritten>,
 }
 
 impl Launch {
@@ -90,7 +94,8 @@ impl Launch {
         self.runtime.store()
     }
 
-    /// Creates the task leased to this node and runs the tool here now.
+    /// Creates the task leased to this node and runs the tool here: at once, or (MCP
+    /// 2025-11-25) once the response announcing the task is written.
     pub async fn run_here(self) -> Result<TaskRecord, StoreError> {
         let args = self
             .new
@@ -99,7 +104,7 @@ impl Launch {
             .map(|job| job.arguments.clone())
             .unwrap_or_default();
         self.runtime
-            .create_and_launch(self.new, self.tool, args, self.identity)
+            .create_and_launch_after(self.new, self.tool, args, self.identity, self.start_after)
             .await
     }
 

@@ -138,5 +138,6 @@ fn launch(
         crate::runtime::task_caller(&record, identity),
         record.attempt(),
         Some(slot),
+        None,
     );
 }

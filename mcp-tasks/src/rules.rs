@@ -191,13 +191,12 @@ pub fn finish(rec: &mut TaskRecord, finish: Finish, now: Millis) -> bool {
     match finish {
         Finish::Complete(result) => {
             rec.status = TaskStatus::Completed;
+            rec.status_message = tool_error_message(&result);
             rec.outcome = Some(Outcome::Result(result));
         }
         Finish::Fail(error) => {
             rec.status = TaskStatus::Failed;
-            if rec.status_message.is_none() {
-                rec.status_message = Some(error.message.clone());
-            }
+            rec.status_message = Some(error.message.clone());
             rec.outcome = Some(Outcome::Error(error));
         }
         Finish::Cancel(message) => {
@@ -209,6 +208,29 @@ pub fn finish(rec: &mut TaskRecord, finish: Finish, now: Millis) -> bool {
     rec.lease = None;
     touch(rec, now);
     true
+}
+
+/// What a result's tool error says (its first text content), when the result is one
+/// (`isError: true`): the status message of a task that completed with it.
+fn tool_error_message(result: &JsonObject) -> Option<String> {
+    if result.get("isError") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let text = result
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|content| {
+            content
+                .iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+        })
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .filter(|t| !t.trim().is_empty());
+    Some(match text {
+        Some(text) => format!("Tool error: {text}"),
+        None => "Tool error".to_owned(),
+    })
 }
 
 /// Raises the cancel flag of an unfinished task. A task waiting for a worker
@@ -301,14 +323,16 @@ pub fn recover_lost(rec: &mut TaskRecord, lost: ErrorObject, now: Millis) -> Rec
             Recovery::Requeued { attempt }
         }
         job => {
-            if let Some(job) = job.as_ref().filter(|j| j.attempts > 1) {
-                rec.status_message = Some(format!(
-                    "{} ({})",
-                    lost.message,
-                    attempt_message(job.attempts, job.delivery)
-                ));
-            }
+            let attempts = job
+                .as_ref()
+                .filter(|j| j.attempts > 1)
+                .map(|j| attempt_message(j.attempts, j.delivery));
+            let message = match attempts {
+                Some(attempts) => format!("{} ({attempts})", lost.message),
+                None => lost.message.clone(),
+            };
             finish(rec, Finish::Fail(lost), now);
+            rec.status_message = Some(message);
             Recovery::Failed
         }
     }

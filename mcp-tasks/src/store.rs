@@ -33,7 +33,11 @@ use crate::record::{
 ///    and return the winner's record. Nothing ever leaves a terminal state, and a terminal
 ///    record never changes again (operations that would change it return
 ///    [`StoreError::Terminal`] or, for `complete`/`fail`/`cancel`, `won: false`).
-/// 7. **Outcome.** `completed` carries the result, `failed` the JSON-RPC error.
+/// 7. **Outcome.** `completed` carries the result, `failed` the JSON-RPC error. The
+///    terminal write also sets the status message to what the outcome says, never the
+///    progress text of the run that ended: `fail` to the error's message; `complete` to
+///    the tool error's first text when the result says `isError: true`, else none;
+///    `cancel` to the message given (the previous one when none is).
 /// 8. **Input requests** merge into the pending set and make the task `input_required`.
 ///    Keys are unique for the task's whole life: requesting a key used before (pending or
 ///    answered) is [`StoreError::InputKeyReused`], and nothing changes.

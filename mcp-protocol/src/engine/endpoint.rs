@@ -42,6 +42,45 @@ impl RequestContext {
     }
 }
 
+/// Fired by the transport once a request's response has been handed to the connection
+/// (written to stdio's output in order with everything sent after it, or taken by the
+/// HTTP connection as its body's last bytes), or once it never will be (the request was
+/// cancelled, the connection went). A handler that starts work whose messages must not
+/// reach the peer before its response (a 2025-11-25 task's questions and statuses) waits
+/// for it; a transport that does not fire it puts none in the extensions.
+///
+/// Transports put one into a request's [`Extensions`] and keep a [`ReplyWritten::guard`]
+/// beside the response, so it fires when they are done with it whatever happens.
+#[derive(Debug, Clone, Default)]
+pub struct ReplyWritten(CancellationToken);
+
+impl ReplyWritten {
+    /// A signal not fired yet.
+    pub fn new() -> ReplyWritten {
+        ReplyWritten::default()
+    }
+
+    /// Fires the signal: the response is written, or never will be.
+    pub fn fire(&self) {
+        self.0.cancel();
+    }
+
+    /// Fires the signal when dropped.
+    pub fn guard(&self) -> tokio_util::sync::DropGuard {
+        self.0.clone().drop_guard()
+    }
+
+    /// Whether it fired.
+    pub fn is_fired(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Returns once it fired.
+    pub async fn wait(&self) {
+        self.0.cancelled().await
+    }
+}
+
 /// One classified inbound frame.
 #[derive(Debug)]
 pub enum Incoming {
@@ -471,8 +510,13 @@ where
                     let this = Arc::clone(&self);
                     let session = session.clone();
                     tokio::spawn(async move {
-                        if let Some(reply) =
-                            this.serve_registered(&session, req, registration).await
+                        // Fired once the response is queued on the connection, ahead of
+                        // anything sent after it (or when there is none).
+                        let written = ReplyWritten::new();
+                        let _fire = written.guard();
+                        if let Some(reply) = this
+                            .serve_registered(&session, req, registration, Some(written))
+                            .await
                         {
                             let _ = session.peer.send_frame(reply.frame).await;
                         }
@@ -633,7 +677,8 @@ where
             tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
             return Some(Reply::error(Some(req.id), self.too_many()));
         };
-        self.serve_registered(session, req, registration).await
+        self.serve_registered(session, req, registration, None)
+            .await
     }
 
     fn too_many(&self) -> ErrorObject {
@@ -653,6 +698,7 @@ where
         session: &Session,
         req: InboundRequest,
         registration: Registration,
+        written: Option<ReplyWritten>,
     ) -> Option<Reply> {
         let cancel = registration.cancel.clone();
         let InboundRequest { id, method, params } = req;
@@ -672,6 +718,9 @@ where
             id: id.clone(),
             cancel: cancel.clone(),
         });
+        if let Some(written) = written {
+            request.extensions.insert(written);
+        }
 
         let call = AssertUnwindSafe(self.service.call(request)).catch_unwind();
         let outcome = tracing::Instrument::instrument(

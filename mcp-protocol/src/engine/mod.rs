@@ -42,7 +42,7 @@ mod typed;
 
 pub use endpoint::{
     DEFAULT_MAX_INFLIGHT_REQUESTS, Endpoint, EndpointBuilder, InboundRequest, Incoming, Rejected,
-    Reply, RequestContext, Session, error_frame,
+    Reply, ReplyWritten, RequestContext, Session, error_frame,
 };
 pub use peer::{Peer, PeerError, decode};
 pub use service::{InboundNotification, MethodsService, NotificationHandler, NotificationHandlers};

@@ -41,7 +41,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
 use jsonrpsee::Extensions;
-use mcp_protocol::engine::{FrameReceiver, FrameSender, Peer, Session, error_frame};
+use mcp_protocol::engine::{FrameReceiver, FrameSender, Peer, ReplyWritten, Session, error_frame};
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
 use serde::Deserialize;
@@ -348,6 +348,43 @@ fn rpc_error(
     message: impl Into<String>,
 ) -> Response {
     json_response(status, error_frame(id, ErrorObject::new(code, message)))
+}
+
+/// `response` with a body that fires `written` once the connection has taken its last
+/// bytes, or dropped it unsent.
+fn fire_when_sent(response: Response, written: &ReplyWritten) -> Response {
+    let guard = Some(written.guard());
+    response.map(|inner| axum::body::Body::new(FireAtEnd { inner, guard }))
+}
+
+/// A body that drops its guard at its end (or when dropped).
+struct FireAtEnd {
+    inner: axum::body::Body,
+    guard: Option<tokio_util::sync::DropGuard>,
+}
+
+impl hyper::body::Body for FireAtEnd {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, std::task::Poll::Ready(None | Some(Err(_)))) {
+            self.guard.take();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {

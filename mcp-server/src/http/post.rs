@@ -14,7 +14,7 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use mcp_protocol::engine::{
-    FrameReceiver, FrameSender, InboundRequest, Incoming, Session, error_frame,
+    FrameReceiver, FrameSender, InboundRequest, Incoming, ReplyWritten, Session, error_frame,
 };
 use mcp_protocol::error_codes;
 use mcp_protocol::http::{ParamHeader, decode_header_value, header_matches};
@@ -220,6 +220,14 @@ pub(super) async fn handle_post(
             {
                 return too_many_sessions(&app, Some(req.id));
             }
+            // A 2025-11-25 task's tool starts once its `CreateTaskResult` has been taken
+            // by the connection, so that nothing about the task (a question or status on
+            // the standalone stream) reaches the client before it.
+            let announces = legacy && req.method == v2025::CallTool::METHOD;
+            let written = announces.then(ReplyWritten::new);
+            if let Some(written) = &written {
+                session.extensions.insert(written.clone());
+            }
             let initialize_id = Some(req.id.clone());
             // In a 2025-11-25 session the server may ask the client while it answers
             // (elicitation during tools/call or tasks/result): those replies stream.
@@ -243,6 +251,9 @@ pub(super) async fn handle_post(
             } else {
                 json_reply(&app, &session, req, legacy).await
             };
+            if let Some(written) = &written {
+                response = super::fire_when_sent(response, written);
+            }
             // `initialize` filled the slot: the session exists from now on.
             if !session_header
                 && let Some(opened) = slot.get()
@@ -455,8 +466,11 @@ fn check_param_headers(
 }
 
 async fn json_reply(app: &App, session: &Session, req: InboundRequest, legacy: bool) -> Response {
-    // Notifications a handler sends during a JSON reply have nowhere to go.
-    let (tx, _rx) = FrameSender::channel(16);
+    // A JSON reply carries nothing but the response: the handler's peer is closed, so a
+    // notification is dropped and a request to the client fails at once (a question of
+    // a task is then asked on the session's standalone stream, not lost on this one).
+    let (tx, rx) = FrameSender::channel(1);
+    drop(rx);
     let session = session.with_peer(session.peer.with_sender(tx));
     match app.endpoint.handle_request(&session, req).await {
         Some(reply) => json_response(status_for(reply.error_code, legacy), reply.frame),

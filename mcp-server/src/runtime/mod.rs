@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use mcp_protocol::JsonObject;
+use mcp_protocol::engine::ReplyWritten;
 use mcp_protocol::error_codes;
 use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_tasks::{
@@ -114,6 +115,21 @@ impl TaskRuntime {
         args: JsonObject,
         identity: Option<Identity>,
     ) -> Result<TaskRecord, StoreError> {
+        self.create_and_launch_after(new, tool, args, identity, None)
+            .await
+    }
+
+    /// [`create_and_launch`](Self::create_and_launch) whose tool starts only once `after`
+    /// fired (the response announcing the task is written): until then nothing about the
+    /// task changes, so no stream has anything to say about it before the client knows it.
+    pub(crate) async fn create_and_launch_after(
+        &self,
+        new: NewTask,
+        tool: ToolDef,
+        args: JsonObject,
+        identity: Option<Identity>,
+        after: Option<ReplyWritten>,
+    ) -> Result<TaskRecord, StoreError> {
         let config = &self.inner.config;
         let record = self
             .inner
@@ -121,7 +137,8 @@ impl TaskRuntime {
             .create_leased(new, &config.node_id, millis(config.lease))
             .await?;
         let caller = task_caller(&record, identity);
-        self.run_leased(record.key(), tool, args, caller, record.attempt(), None);
+        let (key, attempt) = (record.key(), record.attempt());
+        self.run_leased(key, tool, args, caller, attempt, None, after);
         Ok(record)
     }
 
@@ -139,7 +156,7 @@ impl TaskRuntime {
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
         let caller = task_caller(record, None);
-        self.run_leased(key, tool, args, caller, record.attempt().max(1), None);
+        self.run_leased(key, tool, args, caller, record.attempt().max(1), None, None);
         Ok(())
     }
 
@@ -157,7 +174,9 @@ impl TaskRuntime {
     }
 
     /// Runs `tool` as the task `key`, whose lease this node holds, as its run `attempt`;
-    /// `slot` (a worker's capacity) is held until the task's outcome is written.
+    /// `slot` (a worker's capacity) is held until the task's outcome is written. The tool
+    /// starts once `after` fired, if given (the lease is kept meanwhile).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_leased(
         &self,
         key: TaskKey,
@@ -166,6 +185,7 @@ impl TaskRuntime {
         caller: TaskCaller,
         attempt: u32,
         slot: Option<OwnedSemaphorePermit>,
+        after: Option<ReplyWritten>,
     ) {
         let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
@@ -189,9 +209,8 @@ impl TaskRuntime {
                 caller,
                 attempt,
             );
-            let outcome =
-                tracing::Instrument::instrument(runtime.run(ctx, &key, &tool, args, &cancel), span)
-                    .await;
+            let run = runtime.run(ctx, &key, &tool, args, &cancel, after);
+            let outcome = tracing::Instrument::instrument(run, span).await;
             runtime.finish(&key, outcome).await;
             runtime.running().remove(&key.id);
             drop(slot);
@@ -205,8 +224,14 @@ impl TaskRuntime {
         tool: &ToolDef,
         args: JsonObject,
         cancel: &CancellationToken,
+        after: Option<ReplyWritten>,
     ) -> Result<JsonObject, ToolError> {
-        let work = tool.run(ctx, args);
+        let work = async {
+            if let Some(after) = after {
+                after.wait().await;
+            }
+            tool.run(ctx, args).await
+        };
         let renew = self.keep_lease(key);
         tokio::select! {
             biased;

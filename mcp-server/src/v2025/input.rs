@@ -32,6 +32,16 @@ const INPUT_ID: &str = "mcp-input:";
 /// the asking instance dies, another asks it after this.
 const CLAIM_LEASE: Duration = Duration::from_secs(15);
 
+/// How long a question on the standalone stream waits for the client to name its task
+/// in a request (`tasks/get`, its poll): twice the task's poll interval, within 1-10 s.
+/// A client that read the question in the same breath as the `CreateTaskResult` may
+/// handle the question first and not know the task yet (the official tasks client
+/// library then answers "cancel"); one that polled the task surely knows it.
+fn known_hold(poll_interval_ms: Option<u64>) -> Duration {
+    let twice = Duration::from_millis(poll_interval_ms.unwrap_or(1_000).saturating_mul(2));
+    twice.clamp(Duration::from_secs(1), Duration::from_secs(10))
+}
+
 /// The id of an input request for `key` of `task`, asked by the instance `node`.
 fn input_request_id(n: i64, node: &str, task: &TaskId, key: &str) -> RequestId {
     use std::hash::{Hash, Hasher};
@@ -161,6 +171,7 @@ pub(super) fn ask_pending(
             key: key.clone(),
             owner: record.owner.clone(),
             marker,
+            hold: known_hold(record.poll_interval_ms),
         };
         let (gone, stop) = (gone.clone(), stop.clone());
         tokio::spawn(async move { asking.ask(&method, params, gone, stop).await });
@@ -175,6 +186,8 @@ struct Asking {
     key: String,
     owner: mcp_tasks::Owner,
     marker: (TaskId, String),
+    /// How long to wait for the client to name the task first ([`known_hold`]).
+    hold: Duration,
 }
 
 impl Asking {
@@ -258,6 +271,15 @@ impl Asking {
         gone: CancellationToken,
         stop: CancellationToken,
     ) {
+        // Asked once the client shows it knows the task (at once from its `tasks/result`).
+        tokio::select! {
+            _ = self.session.until_known(&self.marker.0, self.hold) => {}
+            _ = gone.cancelled() => {
+                release(&self.session, &self.marker);
+                return;
+            }
+            _ = stop.cancelled() => return,
+        }
         if !self.claim().await {
             // Another instance asks it; this one may ask again later (its stream or its
             // claim gone), without waking anyone now.
@@ -481,7 +503,9 @@ impl Seen {
         record: &TaskRecord,
         stop: &CancellationToken,
     ) {
-        if self.revisions.get(&record.id) == Some(&record.revision) {
+        // A task as created says nothing its `CreateTaskResult` did not (and may be
+        // read here before that result is written): only its changes are sent.
+        if record.revision <= 1 || self.revisions.get(&record.id) == Some(&record.revision) {
             return;
         }
         let Some(Standalone { peer, gone }) = session.standalone() else {
@@ -489,6 +513,9 @@ impl Seen {
         };
         self.revisions.insert(record.id.clone(), record.revision);
         self.newest = self.newest.max(record.last_updated_at);
+        if record.is_terminal() {
+            session.forget_known(&record.id);
+        }
         let params = TaskStatusNotificationParams::from(views::task_2025(record));
         if let Err(e) = peer.notify::<v2025::TaskStatusChanged>(&params).await {
             tracing::debug!(error = %e, "status notification not delivered");

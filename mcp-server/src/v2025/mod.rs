@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use jsonrpsee::Extensions;
 use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Peer, RequestContext};
+use mcp_protocol::engine::{Peer, ReplyWritten, RequestContext};
 use mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25;
 use mcp_protocol::v2025::{
     self, CallToolRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadResult,
@@ -300,6 +300,9 @@ pub(crate) async fn tools_call(
             related_tasks: Vec::new(),
             identity,
             declarations: None,
+            // The tool starts once the `CreateTaskResult` is written (when the transport
+            // says so): its questions and statuses never precede it.
+            announced: ext.get::<ReplyWritten>().cloned(),
         },
     )
     .await?;
@@ -317,6 +320,9 @@ pub(crate) async fn tasks_get(
         .store()
         .get(&session.owner, &TaskId::from_wire(task_id))
         .await?;
+    if !record.is_terminal() {
+        session.mark_known(&record.id);
+    }
     let record = state.metered(record);
     Ok(GetTaskResult::from(task_2025(&record)))
 }
@@ -333,6 +339,7 @@ pub(crate) async fn tasks_cancel(
         .store()
         .cancel(&session.owner, &id, Some(CANCELLED_MESSAGE.to_owned()))
         .await?;
+    session.forget_known(&id);
     if !t.won {
         let shown = task_2025(&t.record).status;
         return Err(invalid(format!(
@@ -383,7 +390,11 @@ pub(crate) async fn tasks_result(
     ext: &Extensions,
 ) -> Result<GetTaskPayloadResult, ServerError> {
     let id = TaskId::from_wire(task_id);
-    let peer = ext.get::<Peer>().cloned();
+    // This request's stream, when it can carry the task's questions (not a JSON reply).
+    let peer = ext
+        .get::<Peer>()
+        .filter(|p| !p.sender().is_closed())
+        .cloned();
     let cancel = RequestContext::from_extensions(ext)
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
@@ -402,6 +413,9 @@ pub(crate) async fn tasks_result(
             Err(e) => return Err(e.into()),
         };
         backoff = Backoff::default();
+        if !record.is_terminal() {
+            session.mark_known(&record.id);
+        }
         match (&record.outcome, record.status) {
             (Some(Outcome::Result(result)), _) => {
                 return Ok(GetTaskPayloadResult::for_task(

@@ -55,6 +55,12 @@ pub struct LegacySession {
     /// The server instance serving the session here (its runtime's node id): who claims
     /// the session's questions in its record on a shared store.
     pub(crate) node: String,
+    /// The unfinished tasks the client has named in a request here (`tasks/get`,
+    /// `tasks/result`, `tasks/cancel`): it has surely taken in their `CreateTaskResult`.
+    /// A task's questions go to the standalone stream only then (or after a bound).
+    pub(super) known: Mutex<HashSet<TaskId>>,
+    /// Signalled when a task joins `known`.
+    pub(super) known_changed: Notify,
 }
 
 /// A session's standalone stream: where to send, and a token cancelled once the stream
@@ -93,6 +99,50 @@ impl LegacySession {
             declared: serde_json::from_value(client.0.clone()).ok(),
             client,
             node,
+            known: Mutex::default(),
+            known_changed: Notify::new(),
+        }
+    }
+
+    /// The client named `task` in a request: it knows the task.
+    pub(crate) fn mark_known(&self, task: &TaskId) {
+        let added = self
+            .known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(task.clone());
+        if added {
+            self.known_changed.notify_waiters();
+        }
+    }
+
+    /// Forgets a task that ended (nothing more is asked about it).
+    pub(crate) fn forget_known(&self, task: &TaskId) {
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(task);
+    }
+
+    /// Returns once the client named `task` in a request, or `bound` passed.
+    pub(super) async fn until_known(&self, task: &TaskId, bound: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let changed = self.known_changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            if self
+                .known
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(task)
+            {
+                return;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = tokio::time::sleep_until(deadline) => return,
+            }
         }
     }
 

@@ -154,6 +154,8 @@ pub(crate) async fn tools_call(
                 related_tasks: call_scope.related_tasks.clone(),
                 identity: caller.identity.clone(),
                 declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
+                // Nothing is pushed about a task the client did not name (listen's taskIds).
+                announced: None,
             },
         )
         .await?;

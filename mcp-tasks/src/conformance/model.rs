@@ -409,8 +409,11 @@ pub async fn check_model<F: StoreFactory>(factory: &F, ops: &[Op]) {
                     }
                     t.status = target;
                     t.pending.clear();
-                    if target == TaskStatus::Failed && t.message.is_none() {
-                        t.message = Some("model failure".into());
+                    // Rule 7: the terminal write's own message, not the run's last one.
+                    match target {
+                        TaskStatus::Failed => t.message = Some("model failure".into()),
+                        TaskStatus::Completed => t.message = None,
+                        _ => {}
                     }
                     true
                 });

@@ -9,11 +9,16 @@ use super::env::StoreFactory;
 use super::helpers::{alice, another, json_map, new_task, open, roomy};
 use crate::{Outcome, StoreError, TaskStore};
 
-/// `complete` stores the result and reports that it won.
+/// `complete` stores the result and reports that it won; the run's last status message
+/// goes, and a tool error's text takes its place (rule 7).
 pub async fn complete_stores_result<F: StoreFactory>(factory: &F) {
     let (store, _env) = open(factory, "complete", roomy()).await;
     let owner = alice();
     let task = store.create(new_task(&owner)).await.expect("create");
+    store
+        .set_status_message(&owner, &task.id, Some("working for 2 s".into()))
+        .await
+        .expect("status");
     let result = json_map(
         serde_json::json!({"content": [{"type": "text", "text": "done"}], "isError": false}),
     );
@@ -25,13 +30,40 @@ pub async fn complete_stores_result<F: StoreFactory>(factory: &F) {
     assert_eq!(t.record.status, TaskStatus::Completed);
     let read = store.get(&owner, &task.id).await.expect("get");
     assert_eq!(read.outcome, Some(Outcome::Result(result)));
+    assert_eq!(
+        read.status_message, None,
+        "the progress text outlived the run"
+    );
+
+    let failing = store.create(new_task(&owner)).await.expect("create");
+    store
+        .set_status_message(&owner, &failing.id, Some("half way".into()))
+        .await
+        .expect("status");
+    let tool_error = json_map(serde_json::json!({
+        "content": [{"type": "text", "text": "disk full"}],
+        "isError": true
+    }));
+    let t = store
+        .complete(&owner, &failing.id, tool_error)
+        .await
+        .expect("complete");
+    assert_eq!(
+        t.record.status_message.as_deref(),
+        Some("Tool error: disk full")
+    );
 }
 
-/// `fail` stores the JSON-RPC error and, absent one, uses its message as status message.
+/// `fail` stores the JSON-RPC error, and its message becomes the status message in place
+/// of the run's last one (rule 7).
 pub async fn fail_stores_error_and_message<F: StoreFactory>(factory: &F) {
     let (store, _env) = open(factory, "fail", roomy()).await;
     let owner = alice();
     let task = store.create(new_task(&owner)).await.expect("create");
+    store
+        .set_status_message(&owner, &task.id, Some("working for 1.19 s".into()))
+        .await
+        .expect("status");
     let error = ErrorObject::new(-32603, "API rate limit exceeded");
     let t = store
         .fail(&owner, &task.id, error.clone())
