@@ -323,16 +323,19 @@ impl McpClient {
             return Ok(
                 match v2025::call_tool(&self.session, name, arguments).await? {
                     v2025::Called::Done(result) => Started::Done(result),
-                    v2025::Called::Task(task, pushed) => Started::Task(Box::new(
-                        TaskHandle::new(
+                    v2025::Called::Task(task, pushed, creating) => {
+                        let handle = TaskHandle::new(
                             Arc::clone(&self.session),
                             task.task_id.clone(),
                             None,
                             Some(operation),
                         )
                         .created_2025(*task, pushed)
-                        .owning(),
-                    )),
+                        .owning();
+                        // Routed: requests held for another task stop waiting on this call.
+                        drop(creating);
+                        Started::Task(Box::new(handle))
+                    }
                 },
             );
         }

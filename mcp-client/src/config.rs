@@ -93,6 +93,13 @@ pub struct DriverConfig {
     pub stuck_after_polls: u32,
     /// The longest a task is followed when it has no TTL.
     pub max_wait: Duration,
+    /// How long a server's request naming a task this client does not know yet is held
+    /// for it (MCP 2025-11-25: an `elicitation/create`, `sampling/createMessage` or
+    /// `roots/list` with the related-task `_meta` may come before the `tools/call`
+    /// response that creates the task). Held only while a task-augmented call is in
+    /// flight, and handed to the task's handle as soon as that response routes it; a task
+    /// still unknown after this is answered by the client's handler. At most a day.
+    pub unknown_task_hold: Duration,
 }
 
 impl Default for DriverConfig {
@@ -104,6 +111,7 @@ impl Default for DriverConfig {
             push: true,
             stuck_after_polls: 30,
             max_wait: Duration::from_secs(24 * 60 * 60),
+            unknown_task_hold: Duration::from_secs(5),
         }
     }
 }

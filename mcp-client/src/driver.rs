@@ -219,7 +219,11 @@ impl TaskHandle {
     }
 
     /// Answers this task's input requests with `handler` instead of the client's (per
-    /// kind: its `elicit`, `sample` and `list_roots`).
+    /// kind: its `elicit`, `sample` and `list_roots`). In a 2025-11-25 session a request
+    /// the server sent before the call's response was held until the response named the
+    /// task, then goes to the handler the handle has when it resumes: this one when set
+    /// before the caller's next `await` on a current-thread runtime; on a multi-thread
+    /// runtime it may resume first and go to the client's handler.
     pub fn with_handler(mut self, handler: Arc<dyn ClientHandler>) -> TaskHandle {
         self.handler = Some(handler);
         if self.session.is_2025() {

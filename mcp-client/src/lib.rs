@@ -38,6 +38,12 @@
 //!   and cancel; its input answered by the client's handler or the task's own
 //!   ([`TaskHandle::with_handler`]), at most [`ClientConfig::max_input_rounds`] rounds
 //!   ([`ClientError::InputRoundsExceeded`]). Dropping it unfinished cancels the task.
+//!   A 2025-11-25 server may ask about the task (related-task `_meta`) or report its
+//!   status before the `tools/call` response creates it: such a request is held while
+//!   the call is in flight and reaches the task's handle once the response names the
+//!   task, as if it had come after; only a task still unknown after
+//!   [`DriverConfig::unknown_task_hold`] (at most 64 held at once) has its request
+//!   answered by the client's handler (logged).
 //! - [`TaskHandle::into_updates`]: the task's [`TaskUpdates`], a `futures::Stream` of
 //!   [`TaskUpdate`]s (status changes, input requests, the result) that owns the handle.
 //! - [`TaskHandle::detach`]: leaves the task running and hands back its [`TaskRef`]

@@ -21,6 +21,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::config::ClientConfig;
 use crate::error::ClientError;
+pub(crate) use crate::handler::Creating;
 use crate::handler::{ClientHandler, Routes, client_methods};
 use crate::hosted::Hosted;
 use crate::reference::Endpoint;
@@ -141,7 +142,11 @@ impl Session {
             }
             None => None,
         };
-        let routes = Arc::new(Routes::new(handler, config.max_input_rounds));
+        let routes = Arc::new(Routes::new(
+            handler,
+            config.max_input_rounds,
+            config.driver.unknown_task_hold,
+        ));
         let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&routes), hosted.clone()))
             .on_notification(tasks::methods::NOTIFICATIONS_TASKS, {
                 let pushed = pushed.clone();
@@ -317,6 +322,14 @@ impl Session {
         limit: u32,
     ) -> Vec<serde_json::Value> {
         self.routes.route(task_id, handler, limit)
+    }
+
+    /// A task-augmented call (MCP 2025-11-25) is about to be sent: until the guard is
+    /// dropped (once the call's task is routed, or the call ended without one), a
+    /// server's request naming a task not routed yet is held for it (see
+    /// [`Routes`](crate::handler::Routes)).
+    pub(crate) fn creating(&self) -> Creating {
+        self.routes.creating()
     }
 
     /// Whether a 2025-11-25 task asked for input past its bound (and was cancelled).

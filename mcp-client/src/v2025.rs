@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::error::ClientError;
-use crate::session::{ServerInfo, Session};
+use crate::session::{Creating, ServerInfo, Session};
 
 /// The revisions whose `initialize` handshake this path speaks.
 const STATEFUL_VERSIONS: [&str; 3] = [PROTOCOL_VERSION_2025_11_25, "2025-06-18", "2025-03-26"];
@@ -89,8 +89,10 @@ pub(crate) enum Called {
     /// The server ran the call synchronously.
     Done(Box<CallToolResult>),
     /// The server made a task; its `notifications/tasks/status`, received from before
-    /// the call was sent (a server may report the task before the caller follows it).
-    Task(Box<Task>, broadcast::Receiver<Task>),
+    /// the call was sent (a server may report the task before the caller follows it);
+    /// and the call still counted as creating a task, to drop once the task is routed
+    /// (requests naming it that came first are held until then).
+    Task(Box<Task>, broadcast::Receiver<Task>, Option<Creating>),
 }
 
 /// `tools/call`, with `params.task` when the server supports task tool calls and the
@@ -116,13 +118,15 @@ pub(crate) async fn call_tool(
         extra: JsonObject::new(),
     };
     let pushed = session.pushed_2025.subscribe();
+    // The server may ask about the task before this call's answer names it.
+    let creating = as_task.then(|| session.creating());
     let reply: Value = session
         .request_as(v2025::methods::TOOLS_CALL, &params)
         .await?;
     if reply.get("task").is_some() {
         let created: CreateTaskResult = serde_json::from_value(reply)
             .map_err(|e| ClientError::Protocol(format!("malformed CreateTaskResult: {e}")))?;
-        return Ok(Called::Task(Box::new(created.task), pushed));
+        return Ok(Called::Task(Box::new(created.task), pushed, creating));
     }
     Ok(Called::Done(Box::new(call_result(reply)?)))
 }
