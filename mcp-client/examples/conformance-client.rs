@@ -38,6 +38,9 @@ struct Context {
     client_id: Option<String>,
     #[serde(rename = "client_secret")]
     client_secret: Option<String>,
+    /// The issuer the pre-registered client belongs to (the scenario's authorization
+    /// server): the client is used there only.
+    issuer: Option<String>,
     #[serde(default)]
     tool_calls: Vec<ToolCall>,
 }
@@ -199,7 +202,11 @@ fn config(scenario: &str, plan: Plan, context: &Context) -> Result<ClientConfig,
                 .client_id
                 .clone()
                 .ok_or("the pre-registration context has no client_id")?;
-            auth = auth.with_pre_registered(id, context.client_secret.clone());
+            let issuer = context
+                .issuer
+                .clone()
+                .ok_or("the pre-registration context has no issuer to bind the client to")?;
+            auth = auth.with_pre_registered(issuer, id, context.client_secret.clone());
         }
         config.auth = Some(auth);
     }

@@ -36,7 +36,9 @@
 //! read it. Each step of a login is one short line on stderr (discovering the
 //! authorization server, registering, the URL and the redirect awaited, token received,
 //! refreshed, saved to the token file); `--login` ends saying whether it logged in, only
-//! refreshed, or found the stored login good.
+//! refreshed, or found the stored login good. A client registered beforehand is given
+//! with the issuer it belongs to (`--client-id ID [--client-secret SECRET]
+//! --client-issuer ISSUER`) and used only with that authorization server.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,13 +85,19 @@ struct Args {
     /// fix it when the authorization server wants a registered redirect URI).
     #[arg(long, default_value_t = 0)]
     redirect_port: u16,
-    /// A client id registered beforehand with the authorization server (no dynamic
-    /// registration).
-    #[arg(long, requires = "http")]
+    /// A client id registered beforehand with the authorization server `--client-issuer`
+    /// (no dynamic registration there).
+    #[arg(long, requires_all = ["http", "client_issuer"])]
     client_id: Option<String>,
     /// The secret of `--client-id`, if it has one.
     #[arg(long, requires = "client_id")]
     client_secret: Option<String>,
+    /// The issuer of the authorization server `--client-id` is registered with, exactly
+    /// as its metadata writes `issuer`. The id and secret are used there only: a server
+    /// naming another authorization server never receives them (the login registers
+    /// there, or uses `--client-metadata-url`, or fails saying so).
+    #[arg(long, value_name = "ISSUER", requires = "client_id")]
+    client_issuer: Option<String>,
     /// The HTTPS URL of this client's Client ID Metadata Document, used as client id
     /// where the authorization server accepts one.
     #[arg(long, requires = "http")]
@@ -393,8 +401,8 @@ async fn auth_config(
         let _ = redirect_uri.set(loopback.redirect_uri());
         auth = auth.with_authorize(Arc::new(loopback));
     }
-    if let Some(id) = &args.client_id {
-        auth = auth.with_pre_registered(id.clone(), args.client_secret.clone());
+    if let (Some(id), Some(issuer)) = (&args.client_id, &args.client_issuer) {
+        auth = auth.with_pre_registered(issuer.clone(), id.clone(), args.client_secret.clone());
     }
     if let Some(url) = &args.client_metadata_url {
         auth = auth.with_client_metadata_url(url.clone());

@@ -80,6 +80,13 @@ pub struct Knobs {
     /// lifetime. Only announced: the token keeps working, so a test sees whether a
     /// client refreshes ahead of the expiry rather than after a 401.
     pub token_lifetime_secs: Option<u64>,
+    /// Leave `registration_endpoint` out of the metadata: no dynamic registration
+    /// offered (clients must be registered out of band, `/register` still works).
+    pub no_registration: bool,
+    /// The authorization endpoint approves any `client_id` and redirect URI, as a
+    /// malicious authorization server collecting client credentials would (the token
+    /// endpoint still records what it is sent, and refuses unknown clients).
+    pub approve_any_client: bool,
 }
 
 /// How an [`AuthorizationServer`] is set up.
@@ -158,7 +165,11 @@ struct Inner {
     refresh: HashMap<String, Issued>,
     next: u64,
     authorizations: Vec<String>,
+    /// The `client_id` of each authorization request.
+    authorization_clients: Vec<String>,
     grants: Vec<String>,
+    /// The client id and secret each token request presented (either method).
+    token_credentials: Vec<(String, String)>,
     registrations: usize,
 }
 
@@ -197,6 +208,11 @@ impl AuthorizationServer {
         if options.knobs.no_pkce {
             metadata["code_challenge_methods_supported"] = Value::Null;
         }
+        if options.knobs.no_registration
+            && let Some(fields) = metadata.as_object_mut()
+        {
+            fields.remove("registration_endpoint");
+        }
         let claimed_issuer = options.knobs.metadata_issuer.clone();
         let shared: Shared = Arc::new(Mutex::new(Inner {
             options,
@@ -208,7 +224,9 @@ impl AuthorizationServer {
             refresh: HashMap::new(),
             next: 0,
             authorizations: Vec::new(),
+            authorization_clients: Vec::new(),
             grants: Vec::new(),
+            token_credentials: Vec::new(),
             registrations: 0,
         }));
         let routes = Router::new()
@@ -240,6 +258,36 @@ impl AuthorizationServer {
     /// The `scope` of each request the authorization endpoint received, in order.
     pub fn authorizations(&self) -> Vec<String> {
         lock(&self.shared).authorizations.clone()
+    }
+
+    /// The `client_id` of each request the authorization endpoint received, in order.
+    pub fn authorization_clients(&self) -> Vec<String> {
+        lock(&self.shared).authorization_clients.clone()
+    }
+
+    /// The client id and secret (empty when none) each token request presented, in
+    /// order, whatever the request.
+    pub fn token_credentials(&self) -> Vec<(String, String)> {
+        lock(&self.shared).token_credentials.clone()
+    }
+
+    /// Registers a client out of band (as an operator would) with `redirect_uri`;
+    /// returns its id and secret.
+    pub fn register_client(&self, redirect_uri: &str) -> (String, String) {
+        let mut s = lock(&self.shared);
+        s.next += 1;
+        let (id, secret) = (
+            format!("pre-registered-{}", s.next),
+            format!("pre-registered-secret-{}", s.next),
+        );
+        s.clients.insert(
+            id.clone(),
+            Client {
+                secret: secret.clone(),
+                redirect_uris: vec![redirect_uri.to_owned()],
+            },
+        );
+        (id, secret)
     }
 
     /// The `grant_type` of each token request, in order.
@@ -320,12 +368,13 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
     let mut s = lock(&s);
     let param = |n: &str| q.get(n).cloned().unwrap_or_default();
     s.authorizations.push(param("scope"));
+    s.authorization_clients.push(param("client_id"));
     let redirect_uri = param("redirect_uri");
     let known_redirect = s
         .clients
         .get(&param("client_id"))
         .is_some_and(|c| c.redirect_uris.contains(&redirect_uri));
-    if !known_redirect
+    if !(known_redirect || s.options.knobs.approve_any_client)
         || param("response_type") != "code"
         || param("code_challenge_method") != "S256"
         || param("code_challenge").is_empty()
@@ -435,6 +484,8 @@ async fn token(
     // client_secret_post or client_secret_basic, both advertised.
     let (client_id, secret) =
         basic_credentials(&headers).unwrap_or_else(|| (field("client_id"), field("client_secret")));
+    s.token_credentials
+        .push((client_id.clone(), secret.clone()));
     if s.clients.get(&client_id).map(|c| c.secret.as_str()) != Some(secret.as_str()) {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
     }

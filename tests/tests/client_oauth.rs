@@ -467,10 +467,15 @@ async fn a_pre_registered_client_needs_no_registration() {
     let id = registered["client_id"].as_str().expect("client_id");
     let secret = registered["client_secret"].as_str().map(str::to_owned);
     let store = Arc::new(MemoryTokenStore::new());
-    let config = auth(store, true).with_pre_registered(id, secret);
+    let config = auth(store, true).with_pre_registered(f.auth.issuer_url(), id, secret.clone());
     connect(&f.url, config).await.expect("logs in");
     assert_eq!(f.auth.registrations(), 1, "only the out-of-band one");
     assert_eq!(f.grants(), ["authorization_code"]);
+    assert_eq!(
+        f.auth.token_credentials(),
+        [(id.to_owned(), secret.unwrap_or_default())],
+        "the pre-registered client, at the issuer it was registered with"
+    );
 }
 
 #[tokio::test]

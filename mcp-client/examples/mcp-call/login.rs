@@ -76,6 +76,12 @@ pub(crate) fn progress(event: &AuthEvent, token_file: &std::path::Path) -> Optio
         AuthEvent::RefreshRefused { error } => {
             format!("The stored refresh token was refused ({error}): the login is dropped.")
         }
+        AuthEvent::PreRegisteredNotUsed {
+            issuer,
+            registered_with,
+        } => format!(
+            "The server names the authorization server {issuer}; --client-id is for {registered_with}: not used there (its secret is not sent)."
+        ),
         AuthEvent::Registering { endpoint } => format!("Registering mcp-call at {endpoint}..."),
         AuthEvent::Registered { client_id } => format!("Registered as client {client_id}."),
         AuthEvent::Authorizing { scope: s, .. } => {

@@ -135,7 +135,10 @@ impl Authorize for FollowRedirect {
 
 /// Receives the redirect on a loopback port (RFC 8252 §7.3): binds `127.0.0.1:PORT`,
 /// hands the authorization URL to `open` (which prints it, starts a browser...), and
-/// waits for the browser's `GET /callback?...`, bounded by a timeout.
+/// waits for the browser's `GET /callback?...` carrying the `state` of that URL,
+/// bounded by a timeout. Any other request to the port (another path, or a callback
+/// with another `state` or none: a stray tab, another program) is answered with an
+/// error page and the wait goes on, so it cannot end the login.
 pub struct LoopbackRedirect {
     listener: tokio::sync::Mutex<TcpListener>,
     port: u16,
@@ -185,8 +188,8 @@ impl LoopbackRedirect {
         self
     }
 
-    /// Reads one HTTP request's target; answers it with a short page.
-    async fn serve_one(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    /// Reads one HTTP request's target, when it is a `GET` of the callback path.
+    async fn read_callback(stream: &mut tokio::net::TcpStream) -> Option<String> {
         let mut buffer = Vec::new();
         let mut chunk = [0u8; 2048];
         while !buffer.windows(4).any(|w| w == b"\r\n\r\n") && buffer.len() < MAX_REQUEST {
@@ -197,28 +200,61 @@ impl LoopbackRedirect {
             buffer.extend_from_slice(&chunk[..n]);
         }
         let head = String::from_utf8_lossy(&buffer);
-        let target = head
-            .lines()
+        head.lines()
             .next()
             .and_then(|line| line.strip_prefix("GET "))
             .and_then(|rest| rest.split_whitespace().next())
-            .filter(|t| t.starts_with(CALLBACK_PATH))
-            .map(str::to_owned);
-        let (status, body) = if target.is_some() {
-            (
-                "200 OK",
-                "Authorization received; you can close this window.",
-            )
-        } else {
-            ("404 Not Found", "Not the authorization callback.")
-        };
+            .filter(|t| {
+                t.strip_prefix(CALLBACK_PATH)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('?'))
+            })
+            .map(str::to_owned)
+    }
+
+    /// Answers the request on `stream` with a short page and closes it.
+    async fn reply(stream: &mut tokio::net::TcpStream, status: &str, body: &str) {
         let reply = format!(
             "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         let _ = stream.write_all(reply.as_bytes()).await;
         let _ = stream.shutdown().await;
-        target
+    }
+
+    /// Serves one connection: the redirect of the pending login (its `state` is
+    /// `expected_state`, when the authorization URL had one) is returned after a page
+    /// saying so; anything else gets an error page and `None`.
+    async fn serve_one(
+        stream: &mut tokio::net::TcpStream,
+        expected_state: Option<&str>,
+    ) -> Option<AuthorizationResponse> {
+        let Some(target) = Self::read_callback(stream).await else {
+            Self::reply(stream, "404 Not Found", "Not the authorization callback.").await;
+            return None;
+        };
+        let response = AuthorizationResponse::from_redirect_url(&target).ok();
+        let ours = response.as_ref().is_some_and(|r| {
+            expected_state.is_none_or(|expected| r.state.as_deref() == Some(expected))
+        });
+        if !ours {
+            tracing::warn!(
+                "a request to the loopback callback without the pending login's state: ignored"
+            );
+            Self::reply(
+                stream,
+                "400 Bad Request",
+                "This is not the answer to the pending login (its state does not match); the login is still waiting.",
+            )
+            .await;
+            return None;
+        }
+        Self::reply(
+            stream,
+            "200 OK",
+            "Authorization received; you can close this window.",
+        )
+        .await;
+        response
     }
 }
 
@@ -230,6 +266,12 @@ impl Authorize for LoopbackRedirect {
 
     async fn authorize(&self, authorization_url: &str) -> Result<AuthorizationResponse, AuthError> {
         let listener = self.listener.lock().await;
+        // The state sent: only the redirect carrying it ends the wait.
+        let expected_state = url::Url::parse(authorization_url).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(name, _)| name == "state")
+                .map(|(_, value)| value.into_owned())
+        });
         (self.open)(authorization_url);
         let wait = async {
             loop {
@@ -237,11 +279,13 @@ impl Authorize for LoopbackRedirect {
                     .accept()
                     .await
                     .map_err(|e| AuthError::Browser(format!("loopback listener: {e}")))?;
-                let served =
-                    tokio::time::timeout(Duration::from_secs(10), Self::serve_one(&mut stream))
-                        .await;
-                if let Ok(Some(target)) = served {
-                    return AuthorizationResponse::from_redirect_url(&target);
+                let served = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    Self::serve_one(&mut stream, expected_state.as_deref()),
+                )
+                .await;
+                if let Ok(Some(response)) = served {
+                    return Ok(response);
                 }
             }
         };
@@ -249,7 +293,7 @@ impl Authorize for LoopbackRedirect {
             .await
             .map_err(|_| {
                 AuthError::Browser(format!(
-                    "no redirect reached {} within {:?}",
+                    "no redirect with the login's state reached {} within {:?}",
                     self.redirect_uri(),
                     self.timeout
                 ))
@@ -277,27 +321,76 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn loopback_receives_the_redirect() {
+    async fn loopback_waits_for_the_redirect_with_its_state() {
         let loopback = LoopbackRedirect::bind(0, |_| {}).await.expect("binds");
         let uri = loopback.redirect_uri();
         let visit = async {
-            let http = reqwest::Client::new();
-            // A stray request first, then the callback.
-            let _ = http
-                .get(uri.replace("/callback", "/favicon.ico"))
-                .send()
-                .await;
-            http.get(format!("{uri}?code=c1&state=s1")).send().await
+            let http = reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client");
+            let status = |r: Result<reqwest::Response, reqwest::Error>| {
+                r.map(|r| r.status().as_u16()).unwrap_or_default()
+            };
+            // Stray requests first: another path, a callback with another state, one
+            // with none. Each gets an error page; the login goes on.
+            let stray = [
+                status(
+                    http.get(uri.replace("/callback", "/favicon.ico"))
+                        .send()
+                        .await,
+                ),
+                status(http.get(format!("{uri}?code=x&state=forged")).send().await),
+                status(http.get(format!("{uri}?error=access_denied")).send().await),
+                status(http.get(format!("{uri}x?code=x&state=s1")).send().await),
+            ];
+            let right = status(http.get(format!("{uri}?code=c1&state=s1")).send().await);
+            (stray, right)
         };
-        let (got, _) = tokio::join!(
+        let (got, (stray, right)) = tokio::join!(
             tokio::time::timeout(
                 Duration::from_secs(10),
-                loopback.authorize("http://as/authorize")
+                loopback.authorize("http://as/authorize?state=s1&client_id=c")
             ),
             visit
         );
         let got = got.expect("in time").expect("a response");
         assert_eq!(got.code.as_deref(), Some("c1"));
         assert_eq!(got.state.as_deref(), Some("s1"));
+        assert_eq!(stray, [404, 400, 400, 404]);
+        assert_eq!(right, 200);
+    }
+
+    #[tokio::test]
+    async fn loopback_gives_up_at_its_timeout_when_only_strays_come() {
+        let loopback = LoopbackRedirect::bind(0, |_| {})
+            .await
+            .expect("binds")
+            .with_timeout(Duration::from_secs(2));
+        let uri = loopback.redirect_uri();
+        let stray = async {
+            let http = reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client");
+            http.get(format!("{uri}?code=x&state=forged"))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+                .unwrap_or_default()
+        };
+        let (got, stray) = tokio::join!(
+            tokio::time::timeout(
+                Duration::from_secs(10),
+                loopback.authorize("http://as/authorize?state=s1")
+            ),
+            stray
+        );
+        assert_eq!(stray, 400);
+        let got = got.expect("bounded");
+        assert!(
+            matches!(&got, Err(AuthError::Browser(m)) if m.contains("state")),
+            "{got:?}"
+        );
     }
 }

@@ -1,11 +1,15 @@
 //! Discovery: the server's Protected Resource Metadata (RFC 9728) and its authorization
 //! server's metadata (RFC 8414, then OpenID Connect discovery), in the order the MCP
-//! authorization spec gives, with the resource and issuer checks.
+//! authorization spec gives, with the resource and issuer checks. What is fetched at
+//! all, and how much of it is read, is [`secure`](super::secure)'s rule: a challenge's
+//! `resource_metadata` URL only when https or on the server's origin, authorization
+//! servers (issuer and endpoints) over https or loopback http, at most 1 MiB a document.
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::error::AuthError;
+use super::secure::{read_capped, require_https, resource_metadata_url_allowed};
 
 /// RFC 9728 Protected Resource Metadata (the members the client uses).
 #[derive(Debug, Clone, Deserialize)]
@@ -57,6 +61,16 @@ impl ServerMetadata {
         self.scopes_supported
             .as_ref()
             .is_some_and(|s| s.iter().any(|x| x == scope))
+    }
+
+    /// Checks that the endpoints the client uses are https (or loopback http).
+    pub(crate) fn require_https(&self) -> Result<(), AuthError> {
+        require_https(&self.authorization_endpoint, "authorization endpoint")?;
+        require_https(&self.token_endpoint, "token endpoint")?;
+        if let Some(endpoint) = &self.registration_endpoint {
+            require_https(endpoint, "registration endpoint")?;
+        }
+        Ok(())
     }
 }
 
@@ -153,26 +167,34 @@ async fn fetch_json<T: DeserializeOwned>(
     if !status.is_success() {
         return Ok(Fetched::Absent(format!("{url}: HTTP {}", status.as_u16())));
     }
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| fail(format!("reading the body: {e}")))?;
+    let body = read_capped(response, url).await?;
     serde_json::from_slice(&body)
         .map(Fetched::Found)
         .map_err(|e| fail(format!("not a metadata document: {e}")))
 }
 
 /// Fetches the Protected Resource Metadata of `server`: from the challenge's
-/// `resource_metadata` URL first when there is one, then the well-known URLs; checks
-/// that it is for `server`.
+/// `resource_metadata` URL first when there is one and it is https or on the server's
+/// origin (any other is not requested, and named among the URLs tried), then the
+/// well-known URLs; checks that it is for `server`.
 pub async fn resource_metadata(
     http: &reqwest::Client,
     server: &str,
     from_challenge: Option<&str>,
 ) -> Result<ResourceMetadata, AuthError> {
-    let mut urls: Vec<String> = from_challenge.map(str::to_owned).into_iter().collect();
-    urls.extend(resource_metadata_urls(server)?);
+    let mut urls: Vec<String> = Vec::new();
     let mut tried = Vec::new();
+    if let Some(url) = from_challenge {
+        if resource_metadata_url_allowed(url, server) {
+            urls.push(url.to_owned());
+        } else {
+            tracing::warn!(%url, %server, "ignoring a resource_metadata URL that is neither https nor on the server's origin");
+            tried.push(format!(
+                "{url}: not requested (the challenge's URL must be https or on the server's origin)"
+            ));
+        }
+    }
+    urls.extend(resource_metadata_urls(server)?);
     for url in urls {
         match fetch_json::<ResourceMetadata>(http, &url).await? {
             Fetched::Found(prm) => {
@@ -195,11 +217,14 @@ pub async fn resource_metadata(
 }
 
 /// Fetches the metadata of the authorization server `issuer`, trying each discovery
-/// URL in order; a document whose `issuer` is not exactly `issuer` is refused.
+/// URL in order; a document whose `issuer` is not exactly `issuer` is refused. The
+/// issuer and the endpoints the document names must be https (plain http on a loopback
+/// host only): [`AuthError::InsecureUrl`] otherwise, the issuer before any request.
 pub async fn server_metadata(
     http: &reqwest::Client,
     issuer: &str,
 ) -> Result<ServerMetadata, AuthError> {
+    require_https(issuer, "authorization server issuer")?;
     let mut tried = Vec::new();
     for url in server_metadata_urls(issuer)? {
         match fetch_json::<ServerMetadata>(http, &url).await? {
@@ -210,6 +235,7 @@ pub async fn server_metadata(
                         found: metadata.issuer,
                     });
                 }
+                metadata.require_https()?;
                 tracing::debug!(%url, "authorization server metadata");
                 return Ok(metadata);
             }

@@ -66,15 +66,27 @@ pub enum AuthError {
     /// No way to get a client id: no pre-registered client, no client ID metadata
     /// document accepted, and no registration endpoint.
     #[error(
-        "the authorization server {issuer} offers no dynamic client registration; register a client there yourself and give its id (mcp-call --client-id ID [--client-secret SECRET]; in code, AuthConfig::with_pre_registered)"
+        "the authorization server {issuer} offers no dynamic client registration; register a client there yourself and give its id with that issuer (mcp-call --client-id ID [--client-secret SECRET] --client-issuer {issuer}; in code, AuthConfig::with_pre_registered)"
     )]
     NoRegistration {
         /// The issuer.
         issuer: String,
     },
+    /// The pre-registered clients are for other authorization servers than the one the
+    /// MCP server names, and that one offers no other way to get a client id: their
+    /// secrets are never sent there.
+    #[error(
+        "the server names the authorization server {issuer}, but the pre-registered client is for {registered_with}; its id and secret are not sent to another authorization server, and {issuer} offers no dynamic client registration. If {issuer} is the right one, register a client there and give it with that issuer (mcp-call --client-id ID [--client-secret SECRET] --client-issuer {issuer}; in code, AuthConfig::with_pre_registered); otherwise the server (or its metadata) is not the one you expect"
+    )]
+    PreRegisteredForOtherIssuer {
+        /// The issuer the MCP server names.
+        issuer: String,
+        /// The issuers of the pre-registered clients, comma-separated.
+        registered_with: String,
+    },
     /// Dynamic client registration (RFC 7591) was refused.
     #[error(
-        "client registration at {endpoint} was refused: {reason}; register a client with that authorization server yourself and give its id (mcp-call --client-id ID [--client-secret SECRET]; in code, AuthConfig::with_pre_registered)"
+        "client registration at {endpoint} was refused: {reason}; register a client with that authorization server yourself and give its id with its issuer (mcp-call --client-id ID [--client-secret SECRET] --client-issuer ISSUER; in code, AuthConfig::with_pre_registered)"
     )]
     RegistrationRefused {
         /// The registration endpoint.
@@ -180,6 +192,31 @@ pub enum AuthError {
     /// The token store failed.
     #[error("token store: {0}")]
     Store(String),
+    /// An authorization server's issuer or endpoint is not https (plain http is
+    /// accepted on a loopback host only): the MCP authorization spec requires https, and
+    /// over plain http a network attacker could read or replace codes, tokens and secrets.
+    #[error(
+        "refusing the {what} {url}: {reason}; the MCP authorization spec requires https for authorization servers (ask the server's operator to publish an https one)"
+    )]
+    InsecureUrl {
+        /// What the URL is (`issuer`, `token endpoint`...).
+        what: &'static str,
+        /// The URL.
+        url: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A metadata document, registration answer or token answer is larger than the
+    /// client reads.
+    #[error(
+        "the answer from {url} is larger than {limit} bytes: refusing to read it (a misbehaving server)"
+    )]
+    ResponseTooLarge {
+        /// The URL.
+        url: String,
+        /// The most read, in bytes.
+        limit: usize,
+    },
     /// An URL in the configuration or a metadata document is not usable.
     #[error("invalid URL {url}: {reason}")]
     InvalidUrl {

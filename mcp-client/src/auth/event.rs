@@ -42,6 +42,15 @@ pub enum AuthEvent {
         /// The OAuth error.
         error: String,
     },
+    /// The pre-registered client is for another authorization server than the one the
+    /// MCP server names: it is not used (its secret is not sent there); the login goes
+    /// on with the Client ID Metadata Document or dynamic registration, if offered.
+    PreRegisteredNotUsed {
+        /// The issuer the MCP server names.
+        issuer: String,
+        /// The issuers of the pre-registered clients, comma-separated.
+        registered_with: String,
+    },
     /// Registering this client with the authorization server (RFC 7591).
     Registering {
         /// The registration endpoint.

@@ -1,19 +1,21 @@
 //! The OAuth 2.1 mechanics, on the `oauth2` crate: the authorization request with PKCE
 //! S256, `state` and the RFC 8707 `resource`; the checks of the authorization response
 //! (`state`, RFC 9207 `iss`); the code exchange and the refresh, with the client
-//! authentication the token endpoint takes.
+//! authentication the token endpoint takes. The endpoints must be https (or loopback
+//! http) and token answers are read up to 1 MiB ([`secure`](super::secure)).
 
 use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
-    EndpointSet, HttpClientError, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken,
-    RequestTokenError, Scope, TokenResponse, TokenUrl,
+    EndpointSet, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError,
+    Scope, TokenResponse, TokenUrl,
 };
 
 use super::browser::AuthorizationResponse;
 use super::discovery::ServerMetadata;
 use super::error::AuthError;
 use super::registration::{CLIENT_SECRET_BASIC, NONE, token_auth_method};
+use super::secure::{CappedError, CappedHttp};
 use super::store::{RegisteredClient, TokenSet, now_secs};
 
 /// An `oauth2` client with its authorization and token endpoints set.
@@ -27,12 +29,14 @@ fn invalid(url: &str, e: impl std::fmt::Display) -> AuthError {
     }
 }
 
-/// The `oauth2` client for `client` at `metadata`'s server.
+/// The `oauth2` client for `client` at `metadata`'s server (whose endpoints must be
+/// https or loopback http: nothing is sent to the others).
 fn oauth_client(
     metadata: &ServerMetadata,
     client: &RegisteredClient,
     redirect_uri: Option<&str>,
 ) -> Result<Configured, AuthError> {
+    metadata.require_https()?;
     let method = token_auth_method(client, metadata);
     let mut oauth = BasicClient::new(ClientId::new(client.client_id.clone()))
         .set_auth_uri(
@@ -137,7 +141,7 @@ pub fn checked_code(
         .ok_or_else(|| AuthError::NoCode("the redirect carried neither code nor error".into()))
 }
 
-type TokenError = RequestTokenError<HttpClientError<reqwest::Error>, BasicErrorResponse>;
+type TokenError = RequestTokenError<CappedError, BasicErrorResponse>;
 
 fn token_error(e: TokenError) -> AuthError {
     match e {
@@ -145,7 +149,7 @@ fn token_error(e: TokenError) -> AuthError {
             error: r.error().to_string(),
             description: r.error_description().cloned(),
         },
-        RequestTokenError::Request(e) => AuthError::TokenRequest(e.to_string()),
+        RequestTokenError::Request(CappedError(e)) => e,
         RequestTokenError::Parse(e, body) => AuthError::TokenRequest(format!(
             "unreadable token response ({e}): {}",
             String::from_utf8_lossy(&body)
@@ -195,7 +199,7 @@ pub async fn exchange_code(
         .exchange_code(AuthorizationCode::new(code))
         .set_pkce_verifier(pending.verifier)
         .add_extra_param("resource", resource)
-        .request_async(http)
+        .request_async(&CappedHttp(http.clone()))
         .await
         .map_err(token_error)?;
     Ok(token_set(&response, scope, None))
@@ -216,7 +220,7 @@ pub async fn refresh(
     let response = oauth
         .exchange_refresh_token(&token)
         .add_extra_param("resource", resource)
-        .request_async(http)
+        .request_async(&CappedHttp(http.clone()))
         .await
         .map_err(token_error)?;
     Ok(token_set(&response, scope, Some(refresh_token)))
@@ -228,9 +232,9 @@ mod tests {
 
     fn metadata(iss_supported: Option<bool>) -> ServerMetadata {
         serde_json::from_value(serde_json::json!({
-            "issuer": "http://as:1",
-            "authorization_endpoint": "http://as:1/authorize",
-            "token_endpoint": "http://as:1/token",
+            "issuer": "https://as:1",
+            "authorization_endpoint": "https://as:1/authorize",
+            "token_endpoint": "https://as:1/token",
             "authorization_response_iss_parameter_supported": iss_supported,
         }))
         .expect("metadata")
@@ -249,11 +253,11 @@ mod tests {
     fn iss_and_state_are_compared_as_strings() {
         let m = metadata(Some(true));
         assert_eq!(
-            checked_code(response("s", Some("http://as:1")), "s", &m).ok(),
+            checked_code(response("s", Some("https://as:1")), "s", &m).ok(),
             Some("c".into())
         );
         assert!(matches!(
-            checked_code(response("s", Some("http://as:1/")), "s", &m),
+            checked_code(response("s", Some("https://as:1/")), "s", &m),
             Err(AuthError::IssMismatch { .. })
         ));
         assert!(matches!(
@@ -261,7 +265,7 @@ mod tests {
             Err(AuthError::IssMissing { .. })
         ));
         assert!(matches!(
-            checked_code(response("t", Some("http://as:1")), "s", &m),
+            checked_code(response("t", Some("https://as:1")), "s", &m),
             Err(AuthError::StateMismatch)
         ));
         let m = metadata(None);
@@ -270,6 +274,30 @@ mod tests {
             checked_code(response("s", Some("https://evil.example.com")), "s", &m),
             Err(AuthError::IssMismatch { .. })
         ));
+    }
+
+    #[test]
+    fn nothing_goes_to_a_plain_http_endpoint_off_loopback() {
+        let client = RegisteredClient {
+            client_id: "cid".into(),
+            client_secret: Some("secret".into()),
+            token_endpoint_auth_method: None,
+            redirect_uri: None,
+        };
+        let mut m = metadata(None);
+        m.token_endpoint = "http://as.example.com/token".into();
+        assert!(matches!(
+            authorization_request(&m, &client, "http://127.0.0.1:9/cb", None, "https://h/mcp"),
+            Err(AuthError::InsecureUrl {
+                what: "token endpoint",
+                ..
+            })
+        ));
+        m.token_endpoint = "http://127.0.0.1:8/token".into();
+        assert!(
+            authorization_request(&m, &client, "http://127.0.0.1:9/cb", None, "https://h/mcp")
+                .is_ok()
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::discovery::{self, ServerMetadata};
 use super::error::AuthError;
 use super::event::{AuthEvent, AuthObserver};
 use super::flow;
-use super::registration::{self, ClientIdentity};
+use super::registration::{self, ClientIdentity, PreRegisteredClient};
 use super::store::{Credentials, TokenSet, TokenStore};
 
 /// How a client logs in to servers that ask for OAuth.
@@ -43,7 +43,7 @@ impl AuthConfig {
             identity: ClientIdentity {
                 client_name: client_name.into(),
                 metadata_url: None,
-                pre_registered: None,
+                pre_registered: Vec::new(),
             },
             authorize: None,
             store,
@@ -72,17 +72,41 @@ impl AuthConfig {
         self
     }
 
-    /// A client registered beforehand with the authorization server.
+    /// A client registered beforehand with the authorization server whose issuer
+    /// identifier is `issuer` (exactly as its metadata writes `issuer`).
+    ///
+    /// The id and secret are used only when the authorization server the MCP server
+    /// names has that issuer; with any other one they are never sent (a server could
+    /// otherwise name an authorization server of its own and receive them): the login
+    /// uses the Client ID Metadata Document or dynamic registration there, or fails with
+    /// [`AuthError::PreRegisteredForOtherIssuer`]. Call it again for clients at other
+    /// authorization servers; a second client for the same issuer replaces the first.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// use mcp_client::auth::{AuthConfig, MemoryTokenStore};
+    ///
+    /// let config = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "my-app")
+    ///     .with_pre_registered("https://auth.example.com", "my-app-id", Some("s3cret".into()));
+    /// assert!(config.identity.pre_registered_for("https://auth.example.com").is_some());
+    /// assert!(config.identity.pre_registered_for("https://evil.example.com").is_none());
+    /// ```
     pub fn with_pre_registered(
         mut self,
+        issuer: impl Into<String>,
         client_id: impl Into<String>,
         client_secret: Option<String>,
     ) -> AuthConfig {
-        self.identity.pre_registered = Some(super::store::RegisteredClient {
-            client_id: client_id.into(),
-            client_secret,
-            token_endpoint_auth_method: None,
-            redirect_uri: None,
+        let issuer = issuer.into();
+        self.identity.pre_registered.retain(|p| p.issuer != issuer);
+        self.identity.pre_registered.push(PreRegisteredClient {
+            issuer,
+            client: super::store::RegisteredClient {
+                client_id: client_id.into(),
+                client_secret,
+                token_endpoint_auth_method: None,
+                redirect_uri: None,
+            },
         });
         self
     }

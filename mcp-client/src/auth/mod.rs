@@ -5,8 +5,8 @@
 //! [`Authorizer`] reads the `WWW-Authenticate` challenge, discovers the server's
 //! Protected Resource Metadata (RFC 9728) and checks that it is for this server, finds
 //! the authorization server's metadata (RFC 8414, then OpenID discovery, issuer checked),
-//! refreshes the token when it can, and otherwise gets a client id (pre-registered, a
-//! Client ID Metadata Document, or RFC 7591 registration), runs the authorization code
+//! refreshes the token when it can, and otherwise gets a client id (pre-registered with
+//! that very issuer, a Client ID Metadata Document, or RFC 7591 registration), runs the authorization code
 //! flow with PKCE S256 and the RFC 8707 `resource` through your [`Authorize`] step,
 //! checks `state` and the RFC 9207 `iss`, exchanges the code and keeps the tokens in
 //! the [`TokenStore`]; then the request is sent again. A 403 `insufficient_scope` asks
@@ -14,6 +14,22 @@
 //! Every failure is an [`AuthError`] that says what to do; nothing is stored then.
 //! Each step is an [`AuthEvent`], handed to [`AuthConfig::on_event`] for a program that
 //! tells its user what it is doing.
+//!
+//! What a server can make the client do is bounded:
+//! - a pre-registered client ([`AuthConfig::with_pre_registered`]) is bound to the
+//!   issuer it was registered with: its id and secret go only to the authorization
+//!   server whose metadata has exactly that `issuer`; a server naming another one gets
+//!   the Client ID Metadata Document or a dynamically registered client instead, or the
+//!   login fails ([`AuthError::PreRegisteredForOtherIssuer`]);
+//! - authorization servers (the issuer, and the authorization, token and registration
+//!   endpoints of its metadata) must be https; plain http is accepted on a loopback
+//!   host only (`localhost`, 127.0.0.0/8, `::1`), else [`AuthError::InsecureUrl`];
+//! - a challenge's `resource_metadata` URL is requested only when it is https or on
+//!   the MCP server's own origin (otherwise only the well-known URLs are tried);
+//! - metadata documents, registration and token answers are read up to 1 MiB
+//!   ([`MAX_BODY_BYTES`], [`AuthError::ResponseTooLarge`]);
+//! - [`LoopbackRedirect`] waits for the redirect carrying the `state` it sent: other
+//!   requests to its port get an error page and the wait goes on, within its timeout.
 //!
 //! The OAuth mechanics (PKCE, the authorization URL, the code exchange and the refresh
 //! with client authentication) are the `oauth2` crate's; discovery, registration and
@@ -27,6 +43,7 @@ mod event;
 mod flow;
 mod manager;
 mod registration;
+mod secure;
 mod store;
 
 pub use browser::{AuthorizationResponse, Authorize, FollowRedirect, LoopbackRedirect};
@@ -38,7 +55,8 @@ pub use discovery::{
 pub use error::AuthError;
 pub use event::{AuthEvent, AuthObserver};
 pub use manager::{AuthConfig, Authorizer};
-pub use registration::ClientIdentity;
+pub use registration::{ClientIdentity, PreRegisteredClient};
+pub use secure::MAX_BODY_BYTES;
 pub use store::{
     Credentials, FileTokenStore, MemoryTokenStore, RegisteredClient, TokenSet, TokenStore,
 };
