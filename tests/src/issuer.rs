@@ -433,6 +433,67 @@ async fn serve_introspection(
     axum::Json(answer).into_response()
 }
 
+/// The origin (`http://127.0.0.1:PORT`) of a port nothing listens on (bound, then closed):
+/// an authorization server a request cannot reach, with a network error.
+pub fn unreachable_origin() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    format!("http://{}", listener.local_addr().expect("address"))
+}
+
+/// Asserts that `reply` is the 503 of a token that cannot be checked because the
+/// authorization server's `what` (`"keys are"`, `"introspection endpoint is"`) out of
+/// reach, retry in `retry_secs`, and that it says nothing more: none of `hidden` (the
+/// authorization server's URLs, the error met) is in its body or headers.
+pub fn assert_unavailable(
+    reply: &crate::server_harness::Reply,
+    what: &str,
+    retry_secs: u64,
+    hidden: &[&str],
+) {
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        reply.text
+    );
+    assert_eq!(
+        reply.error_code(),
+        mcp_protocol::error_codes::INVALID_REQUEST,
+        "{}",
+        reply.text
+    );
+    assert_eq!(
+        reply.error_message(),
+        format!(
+            "Service Unavailable: the authorization server's {what} out of reach; retry in {retry_secs} s with the same token"
+        ),
+        "{}",
+        reply.text
+    );
+    let retry = retry_secs.to_string();
+    assert_eq!(
+        reply
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some(retry.as_str()),
+        "{:?}",
+        reply.headers
+    );
+    assert!(reply.headers.get("www-authenticate").is_none());
+    for secret in hidden {
+        assert!(
+            !reply.text.contains(secret),
+            "{secret:?} in the body: {}",
+            reply.text
+        );
+        for (name, value) in &reply.headers {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            assert!(!value.contains(secret), "{secret:?} in {name}: {value}");
+        }
+    }
+}
+
 /// The scope the [`whoami`] tool requires.
 pub const ADMIN_SCOPE: &str = "admin";
 

@@ -2,14 +2,18 @@
 //! introspection endpoint (`mcp_tests::issuer`, `client_secret_basic`): an active token
 //! passes as its subject with its scopes; inactive, for another resource, of another
 //! issuer or expired, it is 401 `invalid_token`; outcomes are kept (one introspection for
-//! two requests) until the configured maximum or the token's `exp`; an endpoint that is
-//! down, or refuses the resource server's credentials, is 503; JWTs are still checked
-//! with the keys, never introspected.
+//! two requests) until the configured maximum or the token's `exp`, refusals apart, so
+//! that made-up tokens never push a valid one out; an endpoint that is down, unreachable,
+//! or refuses the resource server's credentials, is 503, which names neither the
+//! endpoint nor the error; JWTs are still checked with the keys, never introspected.
 
 use std::time::Duration;
 
 use mcp_server::auth::IntrospectionClient;
-use mcp_tests::issuer::{ADMIN_SCOPE, IssuerOptions, Protected, TestIssuer, now, protect};
+use mcp_tests::issuer::{
+    ADMIN_SCOPE, IssuerOptions, Protected, TestIssuer, assert_unavailable, now, protect,
+    unreachable_origin,
+};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{Reply, WAIT, call_params, request};
 use serde_json::{Value, json};
@@ -243,26 +247,13 @@ async fn an_introspection_endpoint_that_cannot_be_asked_is_503() {
     issuer.set_introspection_down(true);
     for _ in 0..2 {
         let reply = call(&p, "greet", &token).await;
-        assert_eq!(reply.status, 503, "{}", reply.text);
-        // The default refetch interval, in the header and the message alike.
-        assert_eq!(
-            reply
-                .headers
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok()),
-            Some("60"),
-            "{:?}",
-            reply.headers
-        );
-        let message = reply.error_message();
-        assert!(
-            message.contains("introspection endpoint is out of reach"),
-            "{message}"
-        );
-        assert!(message.contains("/introspect: HTTP 503"), "{message}");
-        assert!(
-            message.ends_with("retry in 60 s with the same token"),
-            "{message}"
+        // The default refetch interval, in the header and the message alike; neither the
+        // endpoint nor what it answered.
+        assert_unavailable(
+            &reply,
+            "introspection endpoint is",
+            60,
+            &[&issuer.origin, "/introspect", "HTTP 503"],
         );
     }
     assert_eq!(issuer.introspections(), 2, "a 503 is not kept");
@@ -293,8 +284,40 @@ async fn an_introspection_endpoint_that_cannot_be_asked_is_503() {
     )
     .await;
     let reply = call(&wrong, "greet", &token).await;
-    assert_eq!(reply.status, 503, "{}", reply.text);
-    assert!(reply.error_message().contains("HTTP 401"), "{}", reply.text);
+    assert_unavailable(
+        &reply,
+        "introspection endpoint is",
+        60,
+        &[&issuer.origin, "/introspect", "HTTP 401", "invalid_client"],
+    );
+}
+
+/// An authorization server that cannot be reached at all: the caller is told the
+/// introspection endpoint is out of reach, not where it is nor the network error.
+#[tokio::test]
+async fn an_unreachable_authorization_server_is_503_naming_no_url_nor_error() {
+    let issuer = issuer().await;
+    let dead = unreachable_origin();
+    let p = protect(&issuer, |c| {
+        c.issuer = dead.clone();
+        c.introspection = Some(IntrospectionClient::new(CLIENT_ID, CLIENT_SECRET));
+    })
+    .await;
+    let reply = call(&p, "greet", "opaque-0123456789").await;
+    let port = format!(":{}", dead.rsplit(':').next().expect("a port"));
+    assert_unavailable(
+        &reply,
+        "introspection endpoint is",
+        60,
+        &[
+            &dead,
+            &port,
+            ".well-known",
+            "error sending request",
+            "refused",
+            "os error",
+        ],
+    );
 }
 
 /// An authorization server whose metadata names no introspection endpoint: an opaque
@@ -304,13 +327,11 @@ async fn without_an_introspection_endpoint_opaque_tokens_cannot_be_checked() {
     let issuer = TestIssuer::start().await;
     let p = standard_server(&issuer).await;
     let reply = call(&p, "greet", "opaque-0123456789").await;
-    assert_eq!(reply.status, 503, "{}", reply.text);
-    assert!(
-        reply
-            .error_message()
-            .contains("has no introspection_endpoint"),
-        "{}",
-        reply.text
+    assert_unavailable(
+        &reply,
+        "introspection endpoint is",
+        60,
+        &[&issuer.origin, "introspection_endpoint", ".well-known"],
     );
     let jwt = issuer.token("jay", &p.resource, &[SCOPE]);
     assert_eq!(call(&p, "greet", &jwt).await.status, 200);
@@ -334,4 +355,52 @@ async fn concurrent_requests_with_one_token_introspect_it_once() {
         assert_eq!(reply.status, 401, "{}", reply.text);
     }
     assert_eq!(issuer.introspections(), 2);
+}
+
+/// Made-up tokens, many more than the refusals kept, neither push a valid token's outcome
+/// out nor keep a new one from being kept: each valid token is introspected once however
+/// often it is used. Refusals are kept too, the newest of them.
+#[tokio::test]
+async fn made_up_tokens_never_push_valid_ones_out_of_the_cache() {
+    const REFUSALS_KEPT: usize = 4;
+    let issuer = issuer().await;
+    let p = protect(&issuer, |c| {
+        c.required_scopes = vec![SCOPE.into()];
+        c.introspection = Some(IntrospectionClient::new(CLIENT_ID, CLIENT_SECRET));
+        // Nothing expires while the test runs, however slow the machine.
+        c.introspection_cache_max = Duration::from_secs(3600);
+        c.introspection_refusal_cache_max = Duration::from_secs(3600);
+        c.introspection_refusal_cache_size = REFUSALS_KEPT;
+    })
+    .await;
+    let valid = issuer.opaque_token(issuer.introspection_answer("olga", &p.resource, &[SCOPE]));
+    assert_eq!(call(&p, "greet", &valid).await.status, 200);
+    assert_eq!(issuer.introspections(), 1);
+    let made_up: Vec<String> = (0..REFUSALS_KEPT * 5)
+        .map(|n| format!("opaque-made-up-{n:04}"))
+        .collect();
+    for token in &made_up {
+        let reply = call(&p, "greet", token).await;
+        assert_eq!(reply.status, 401, "{}", reply.text);
+    }
+    let flooded = 1 + made_up.len();
+    assert_eq!(issuer.introspections(), flooded, "one each");
+    // The valid token kept its place.
+    for _ in 0..3 {
+        assert_eq!(call(&p, "greet", &valid).await.status, 200);
+    }
+    assert_eq!(issuer.introspections(), flooded, "answered from the cache");
+    // A valid token first seen after the flood is kept as well: one introspection for
+    // three uses.
+    let later = issuer.opaque_token(issuer.introspection_answer("ivan", &p.resource, &[SCOPE]));
+    for _ in 0..3 {
+        assert_eq!(call(&p, "greet", &later).await.status, 200);
+    }
+    assert_eq!(issuer.introspections(), flooded + 1);
+    // The newest refusals are kept; the oldest made room for them.
+    let last = made_up.last().expect("made-up tokens");
+    assert_eq!(call(&p, "greet", last).await.status, 401);
+    assert_eq!(issuer.introspections(), flooded + 1, "kept");
+    assert_eq!(call(&p, "greet", &made_up[0]).await.status, 401);
+    assert_eq!(issuer.introspections(), flooded + 2, "asked again");
 }

@@ -4,9 +4,14 @@
 //! then checked as a JWT's claims are (`iss` when present, `aud`, `exp`, `nbf`, `sub`),
 //! and [`Introspector`] keeps the outcome for a while.
 //!
-//! **Invariants.** The cache is keyed by the SHA-256 of the token, never the token; an
-//! entry lasts until the token's `exp` or [`OAuthConfig::introspection_cache_max`],
-//! whichever comes first, and the cache holds at most [`MAX_CACHED`] entries. Concurrent
+//! **Invariants.** Outcomes are keyed by the SHA-256 of the token, never the token, and
+//! kept in two bounded maps (`expiring.rs`) apart: tokens accepted, at most
+//! [`MAX_ACCEPTED`] (10,000) for up to [`OAuthConfig::introspection_cache_max`] (default
+//! 60 s) and never past the token's `exp`; and tokens refused (`active: false`, or an
+//! answer that fails a check), at most [`OAuthConfig::introspection_refusal_cache_size`]
+//! (default 1,000) for up to [`OAuthConfig::introspection_refusal_cache_max`] (default
+//! 10 s) and never longer than accepted ones. Made-up tokens therefore only ever evict
+//! other refusals: a valid token is cached however many are tried. Concurrent
 //! requests with one token share one introspection (a flight, keyed the same way; left
 //! by whoever ends or drops last, so a cancelled request leaves nothing behind). An endpoint
 //! that cannot be reached (or answers something else than an introspection response) says
@@ -21,14 +26,15 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::metadata::{ServerMetadata, read_json};
+use super::expiring::{Expiring, TokenHash};
+use super::metadata::{ServerMetadata, read_json, request_error};
 use super::token::{Audience, TokenError, identity};
 use super::{IntrospectionClient, OAuthConfig};
 use crate::auth::Identity;
 
-/// The most introspection outcomes kept at once; when full, expired ones are dropped and,
-/// if none were, a new outcome is not kept.
-pub(super) const MAX_CACHED: usize = 10_000;
+/// The most accepted tokens kept at once; when full, the expired ones make room, else the
+/// one expiring soonest. Refusals are kept apart and cannot take this room.
+pub(super) const MAX_ACCEPTED: usize = 10_000;
 
 /// The members of an introspection response (RFC 7662, 2.2) that are read.
 #[derive(Deserialize)]
@@ -48,21 +54,22 @@ struct Response {
     nbf: Option<i64>,
 }
 
-struct Cached {
-    outcome: Result<Identity, TokenError>,
-    until: Instant,
+/// The outcomes kept: accepted tokens and refused ones, each map bounded on its own.
+struct Outcomes {
+    accepted: Expiring<Identity>,
+    refused: Expiring<TokenError>,
 }
 
 /// One introspection in progress, awaited by every request with its token.
 type Flight = Arc<tokio::sync::OnceCell<Result<Identity, TokenError>>>;
 
-type Flights = Mutex<HashMap<[u8; 32], Flight>>;
+type Flights = Mutex<HashMap<TokenHash, Flight>>;
 
 /// Takes a flight off the map when its holder is done with it (finished or dropped), if
 /// it is still the one there.
 struct Boarded<'a> {
     flights: &'a Flights,
-    key: [u8; 32],
+    key: TokenHash,
     flight: Flight,
 }
 
@@ -83,7 +90,7 @@ pub(super) struct Introspector {
     metadata: Arc<ServerMetadata>,
     /// `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749, 2.3.1).
     authorization: String,
-    cache: Mutex<HashMap<[u8; 32], Cached>>,
+    outcomes: Mutex<Outcomes>,
     flights: Flights,
 }
 
@@ -95,7 +102,13 @@ impl std::fmt::Debug for Introspector {
 }
 
 impl Introspector {
-    pub(super) fn new(metadata: Arc<ServerMetadata>, client: &IntrospectionClient) -> Self {
+    /// Introspects as `client`, keeping at most `refusals` refused tokens (and at most
+    /// [`MAX_ACCEPTED`] accepted ones).
+    pub(super) fn new(
+        metadata: Arc<ServerMetadata>,
+        client: &IntrospectionClient,
+        refusals: usize,
+    ) -> Self {
         let pair = format!(
             "{}:{}",
             form_urlencode(&client.client_id),
@@ -104,13 +117,16 @@ impl Introspector {
         Introspector {
             metadata,
             authorization: format!("Basic {}", STANDARD.encode(pair)),
-            cache: Mutex::default(),
+            outcomes: Mutex::new(Outcomes {
+                accepted: Expiring::new(MAX_ACCEPTED),
+                refused: Expiring::new(refusals),
+            }),
             flights: Mutex::default(),
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Cached>> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    fn outcomes(&self) -> std::sync::MutexGuard<'_, Outcomes> {
+        self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What the authorization server says of `token`: from the cache, else from the
@@ -120,7 +136,7 @@ impl Introspector {
         config: &OAuthConfig,
         token: &str,
     ) -> Result<Identity, TokenError> {
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let key: TokenHash = Sha256::digest(token.as_bytes()).into();
         if let Some(hit) = self.cached(&key) {
             return hit;
         }
@@ -146,11 +162,13 @@ impl Introspector {
             .clone()
     }
 
-    fn cached(&self, key: &[u8; 32]) -> Option<Result<Identity, TokenError>> {
-        self.cache()
-            .get(key)
-            .filter(|hit| hit.until > Instant::now())
-            .map(|hit| hit.outcome.clone())
+    fn cached(&self, key: &TokenHash) -> Option<Result<Identity, TokenError>> {
+        let now = Instant::now();
+        let outcomes = self.outcomes();
+        match outcomes.accepted.get(key, now) {
+            Some(identity) => Some(Ok(identity)),
+            None => outcomes.refused.get(key, now).map(Err),
+        }
     }
 
     /// Asks the endpoint about `token` and keeps the outcome (unless it is a 503).
@@ -158,39 +176,34 @@ impl Introspector {
         &self,
         config: &OAuthConfig,
         token: &str,
-        key: [u8; 32],
+        key: TokenHash,
     ) -> Result<Identity, TokenError> {
         let response = self.ask(token).await?;
         let now = unix_now();
         let outcome = check(config, response.as_ref(), now);
-        let max = config.introspection_cache_max;
-        let lifetime = match (&outcome, response.as_ref().and_then(|r| r.exp)) {
-            // An active token's outcome lasts no longer than the token.
-            (Ok(_), Some(exp)) => {
-                Duration::from_secs(u64::try_from(exp.saturating_sub(now)).unwrap_or(0)).min(max)
-            }
-            _ => max,
-        };
-        if !lifetime.is_zero() {
-            self.keep(key, outcome.clone(), lifetime);
-        }
+        let exp = response.as_ref().and_then(|r| r.exp);
+        self.keep(key, &outcome, lifetime(config, outcome.is_ok(), exp, now));
         outcome
     }
 
-    fn keep(&self, key: [u8; 32], outcome: Result<Identity, TokenError>, lifetime: Duration) {
+    /// Keeps `outcome` for `lifetime` in the map of its kind (and forgets any outcome of
+    /// the other kind for the token).
+    fn keep(&self, key: TokenHash, outcome: &Result<Identity, TokenError>, lifetime: Duration) {
         let now = Instant::now();
-        let mut cache = self.cache();
-        if cache.len() >= MAX_CACHED {
-            cache.retain(|_, c| c.until > now);
-        }
-        if cache.len() < MAX_CACHED {
-            cache.insert(
-                key,
-                Cached {
-                    outcome,
-                    until: now + lifetime,
-                },
-            );
+        // A lifetime past what an Instant can hold is a misconfiguration: keep nothing.
+        let Some(until) = now.checked_add(lifetime) else {
+            return;
+        };
+        let mut outcomes = self.outcomes();
+        match outcome {
+            Ok(identity) => {
+                outcomes.refused.remove(&key);
+                outcomes.accepted.insert(key, identity.clone(), until, now);
+            }
+            Err(refusal) => {
+                outcomes.accepted.remove(&key);
+                outcomes.refused.insert(key, refusal.clone(), until, now);
+            }
         }
     }
 
@@ -220,9 +233,24 @@ impl Introspector {
             .body(body)
             .send()
             .await
-            .map_err(|e| unavailable(format!("{endpoint}: {e}")))?;
+            .map_err(|e| unavailable(request_error(&endpoint, &e)))?;
         let answer: Response = read_json(&endpoint, response).await.map_err(unavailable)?;
         Ok(answer.active.then_some(answer))
+    }
+}
+
+/// How long an outcome is kept, at `now` (Unix seconds): an accepted token's
+/// (`accepted`) for [`OAuthConfig::introspection_cache_max`] and no longer than its `exp`;
+/// a refusal for [`OAuthConfig::introspection_refusal_cache_max`], no longer than an
+/// accepted token's maximum.
+fn lifetime(config: &OAuthConfig, accepted: bool, exp: Option<i64>, now: i64) -> Duration {
+    let max = config.introspection_cache_max;
+    match (accepted, exp) {
+        (true, Some(exp)) => {
+            Duration::from_secs(u64::try_from(exp.saturating_sub(now)).unwrap_or(0)).min(max)
+        }
+        (true, None) => max,
+        (false, _) => config.introspection_refusal_cache_max.min(max),
     }
 }
 
@@ -302,6 +330,84 @@ mod tests {
 
     fn answer(v: serde_json::Value) -> Response {
         serde_json::from_value(v).expect("an introspection response")
+    }
+
+    fn introspector(refusals: usize) -> Introspector {
+        let issuer = reqwest::Url::parse("https://as.example.com").expect("url");
+        let metadata = ServerMetadata::new(
+            reqwest::Client::new(),
+            "https://as.example.com".into(),
+            issuer,
+            Duration::from_secs(60),
+        );
+        Introspector::new(
+            Arc::new(metadata),
+            &IntrospectionClient::new("rs", "secret"),
+            refusals,
+        )
+    }
+
+    #[test]
+    fn refusals_never_push_out_or_keep_out_accepted_tokens() {
+        let intro = introspector(4);
+        let minute = Duration::from_secs(60);
+        let alice = Identity::new("https://as.example.com#alice");
+        let (valid, later): (TokenHash, TokenHash) = ([0xA0; 32], [0xB0; 32]);
+        intro.keep(valid, &Ok(alice.clone()), minute);
+        // Far more made-up tokens than refusals are kept.
+        for n in 0..100 {
+            intro.keep([n; 32], &Err(TokenError::Inactive), minute);
+        }
+        assert_eq!(intro.cached(&valid), Some(Ok(alice.clone())));
+        // A token accepted after the flood is kept as well.
+        intro.keep(later, &Ok(alice.clone()), minute);
+        assert_eq!(intro.cached(&later), Some(Ok(alice.clone())));
+        // The refusals are bounded, the newest kept, the oldest gone.
+        assert_eq!(intro.cached(&[99; 32]), Some(Err(TokenError::Inactive)));
+        assert_eq!(intro.cached(&[0; 32]), None);
+        {
+            let outcomes = intro.outcomes();
+            assert_eq!(outcomes.refused.len(), 4);
+            assert_eq!(outcomes.accepted.len(), 2);
+        }
+        // A token accepted after a refusal is no longer refused, and the other way round.
+        intro.keep([99; 32], &Ok(alice.clone()), minute);
+        assert_eq!(intro.cached(&[99; 32]), Some(Ok(alice)));
+        intro.keep(valid, &Err(TokenError::Expired), minute);
+        assert_eq!(intro.cached(&valid), Some(Err(TokenError::Expired)));
+        assert_eq!(intro.outcomes().accepted.len(), 2, "[99; 32] and later");
+    }
+
+    #[test]
+    fn a_refusal_cache_of_zero_keeps_no_refusal() {
+        let intro = introspector(0);
+        let minute = Duration::from_secs(60);
+        intro.keep([1; 32], &Err(TokenError::Inactive), minute);
+        assert_eq!(intro.cached(&[1; 32]), None);
+        let bob = Identity::new("https://as.example.com#bob");
+        intro.keep([2; 32], &Ok(bob.clone()), minute);
+        assert_eq!(intro.cached(&[2; 32]), Some(Ok(bob.clone())));
+        // A lifetime no Instant can reach is not kept (nor a panic).
+        intro.keep([3; 32], &Ok(bob), Duration::MAX);
+        assert_eq!(intro.cached(&[3; 32]), None);
+    }
+
+    #[test]
+    fn refusals_are_kept_shorter_than_accepted_tokens() {
+        let c = config();
+        let now = 1_000_000;
+        let secs = Duration::from_secs;
+        assert_eq!(lifetime(&c, true, None, now), secs(60));
+        assert_eq!(lifetime(&c, true, Some(now + 5), now), secs(5));
+        assert_eq!(lifetime(&c, true, Some(now - 5), now), Duration::ZERO);
+        assert_eq!(lifetime(&c, false, Some(now + 500), now), secs(10));
+        assert_eq!(lifetime(&c, false, None, now), secs(10));
+        // Never longer than an accepted token is kept.
+        let short = OAuthConfig {
+            introspection_cache_max: secs(3),
+            ..config()
+        };
+        assert_eq!(lifetime(&short, false, None, now), secs(3));
     }
 
     #[test]

@@ -194,7 +194,7 @@ pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
         return Err(format!("{url}: HTTP {}", response.status()));
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| request_error(url, &e))? {
         if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
             return Err(format!("{url}: larger than {MAX_DOCUMENT_BYTES} bytes"));
         }
@@ -213,8 +213,21 @@ pub(super) async fn get_json<T: serde::de::DeserializeOwned>(
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| request_error(url, &e))?;
     read_json(url, response).await
+}
+
+/// `url` and why a request to it failed, with the error's causes (reqwest's own text
+/// leaves out e.g. "Connection refused"). For the log: a caller is never shown it.
+pub(super) fn request_error(url: &Url, e: &reqwest::Error) -> String {
+    let mut text = format!("{url}: {e}");
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 #[cfg(test)]

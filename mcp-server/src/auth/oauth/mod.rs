@@ -28,13 +28,20 @@
 //! `invalid_token`; an active token passes when its `iss` (if given) is the issuer, its
 //! `aud` contains the resource, its `exp` and `nbf` (if given) hold with the leeway and
 //! it has a `sub`; its scopes are `scope`'s, its principal `"{issuer}#{sub}"` as for a
-//! JWT. Outcomes are kept until the token's `exp`, at most
-//! [`OAuthConfig::introspection_cache_max`], keyed by the token's SHA-256. An endpoint
-//! that cannot be asked is 503, like keys out of reach.
+//! JWT. Outcomes are kept, keyed by the token's SHA-256: an accepted token until its `exp`,
+//! at most [`OAuthConfig::introspection_cache_max`]; refusals apart, fewer and shorter
+//! ([`OAuthConfig::introspection_refusal_cache_size`],
+//! [`OAuthConfig::introspection_refusal_cache_max`]), so that made-up tokens never push
+//! valid ones out. An endpoint that cannot be asked is 503, like keys out of reach.
+//!
+//! A 503 tells the caller only that the keys (or the introspection endpoint) are out of
+//! reach and when to retry; which URL failed and why is logged (`warn`), never sent.
 //!
 //! Modules: `metadata.rs` (the authorization server's metadata, discovered once),
-//! `keys.rs` (the JWKS cache), `token.rs` (JWT validation), `introspect.rs` (RFC 7662).
+//! `keys.rs` (the JWKS cache), `token.rs` (JWT validation), `introspect.rs` (RFC 7662),
+//! `expiring.rs` (the bounded maps introspection outcomes are kept in).
 
+mod expiring;
 mod introspect;
 mod keys;
 mod metadata;
@@ -105,9 +112,19 @@ pub struct OAuthConfig {
     /// The client this server introspects opaque tokens as (RFC 7662); `None` (the
     /// default): a token that is not a JWT is refused.
     pub introspection: Option<IntrospectionClient>,
-    /// How long an introspection outcome is kept at most (an active token's no longer
-    /// than its `exp`). Default: 60 seconds.
+    /// How long an accepted introspection outcome is kept at most (no longer than the
+    /// token's `exp`); it also bounds refusals. At most 10,000 accepted tokens are kept at
+    /// once, refusals apart. Default: 60 seconds.
     pub introspection_cache_max: Duration,
+    /// How long a refused token (`active: false`, or an answer failing a check) is kept
+    /// at most, and never longer than [`introspection_cache_max`](Self::introspection_cache_max).
+    /// Default: 10 seconds.
+    pub introspection_refusal_cache_max: Duration,
+    /// How many refused tokens are kept at once, apart from accepted ones (so that made-up
+    /// tokens, which cost one introspection each anyway, never push out or keep out a
+    /// valid one); when full, expired refusals make room, else the oldest. Zero: refusals
+    /// are not kept. Default: 1,000.
+    pub introspection_refusal_cache_size: usize,
 }
 
 /// The credentials a resource server introspects tokens with (`client_secret_basic`).
@@ -157,6 +174,8 @@ impl OAuthConfig {
             http_timeout: Duration::from_secs(10),
             introspection: None,
             introspection_cache_max: Duration::from_secs(60),
+            introspection_refusal_cache_max: Duration::from_secs(10),
+            introspection_refusal_cache_size: 1_000,
         }
     }
 
@@ -341,10 +360,13 @@ impl OAuthResourceServer {
             jwks_uri,
             config.jwks_refetch_interval,
         );
-        let introspector = config
-            .introspection
-            .as_ref()
-            .map(|client| Introspector::new(server_metadata, client));
+        let introspector = config.introspection.as_ref().map(|client| {
+            Introspector::new(
+                server_metadata,
+                client,
+                config.introspection_refusal_cache_size,
+            )
+        });
         Ok(OAuthResourceServer {
             inner: Arc::new(Inner {
                 config,
@@ -378,9 +400,11 @@ impl OAuthResourceServer {
     }
 
     /// 503: the token cannot be checked now because `what` (of the authorization server)
-    /// out of reach for `reason`. `Retry-After` and the message name the same wait: the
-    /// refetch interval in whole seconds, rounded up, at least one.
-    fn unavailable(&self, what: &str, reason: &str) -> Refusal {
+    /// out of reach. `Retry-After` and the message name the same wait: the refetch
+    /// interval in whole seconds, rounded up, at least one. The message says no more: the
+    /// caller is not yet authenticated, and the authorization server's URLs and network
+    /// errors are the operator's business (logged by [`check`](Self::check)).
+    fn unavailable(&self, what: &str) -> Refusal {
         let interval = self.inner.config.jwks_refetch_interval;
         let secs = interval
             .as_secs()
@@ -388,7 +412,7 @@ impl OAuthResourceServer {
             .max(1);
         Refusal::unavailable(
             format!(
-                "Service Unavailable: the authorization server's {what} out of reach ({reason}); retry in {secs} s with the same token"
+                "Service Unavailable: the authorization server's {what} out of reach; retry in {secs} s with the same token"
             ),
             Duration::from_secs(secs),
         )
@@ -411,12 +435,14 @@ impl OAuthResourceServer {
         let identity = match self.validate(token).await {
             Ok(identity) => identity,
             Err(TokenError::KeysUnavailable(reason)) => {
-                tracing::warn!(%reason, "cannot check a token: the authorization server's keys are out of reach");
-                return Err(self.unavailable("keys are", &reason));
+                let issuer = &self.inner.config.issuer;
+                tracing::warn!(%issuer, %reason, "cannot check a token: the authorization server's keys are out of reach");
+                return Err(self.unavailable("keys are"));
             }
             Err(TokenError::IntrospectionUnavailable(reason)) => {
-                tracing::warn!(%reason, "cannot check a token: the introspection endpoint is out of reach");
-                return Err(self.unavailable("introspection endpoint is", &reason));
+                let issuer = &self.inner.config.issuer;
+                tracing::warn!(%issuer, %reason, "cannot check a token: the introspection endpoint is out of reach");
+                return Err(self.unavailable("introspection endpoint is"));
             }
             Err(e) => {
                 tracing::debug!(error = %e, "token refused");
@@ -462,6 +488,86 @@ impl Authenticator for OAuthResourceServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What tracing writes, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Logged(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logged {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// An authorization server nobody answers for: the caller's 503 says what is out of
+    /// reach and when to retry, nothing of the URLs or the network error, which are
+    /// logged instead.
+    #[tokio::test]
+    async fn a_503_names_neither_url_nor_error_and_the_log_names_both() {
+        // A port nothing listens on: bound, then closed.
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let server = OAuthResourceServer::new(OAuthConfig {
+            http_timeout: Duration::from_secs(5),
+            introspection: Some(IntrospectionClient::new("rs", "secret")),
+            ..OAuthConfig::new(format!("http://{dead}"), "http://127.0.0.1:9/mcp")
+        })
+        .expect("valid");
+        let logged = Logged::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer({
+                let logged = logged.clone();
+                move || logged.clone()
+            })
+            .with_ansi(false)
+            .finish();
+        let _logging = tracing::subscriber::set_default(subscriber);
+        let jwt = {
+            use base64::Engine;
+            let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(br#"{"alg":"ES256","kid":"k1"}"#);
+            format!("{header}.e30.c2ln")
+        };
+        for (token, what) in [
+            (jwt.as_str(), "keys are"),
+            ("opaque-0123456789", "introspection endpoint is"),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                axum::http::header::AUTHORIZATION,
+                format!("Bearer {token}").parse().expect("header value"),
+            );
+            let refusal = server.check(&headers).await.expect_err("a 503");
+            assert_eq!(refusal.status, axum::http::StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(refusal.retry_after, Some(Duration::from_secs(60)));
+            assert_eq!(
+                refusal.message,
+                format!(
+                    "Service Unavailable: the authorization server's {what} out of reach; retry in 60 s with the same token"
+                )
+            );
+        }
+        let log = String::from_utf8_lossy(&logged.0.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_owned();
+        for needed in [
+            "WARN",
+            "keys are out of reach",
+            "introspection endpoint is out of reach",
+            &format!("http://{dead}/.well-known/oauth-authorization-server"),
+            "error sending request",
+        ] {
+            assert!(log.contains(needed), "{needed:?} in {log}");
+        }
+    }
 
     #[test]
     fn metadata_urls_follow_the_resource_path() {
