@@ -352,6 +352,12 @@ async fn failures_tool_error_is_failed_and_protocol_error_is_returned_as_is() {
         failed["status"], "failed",
         "isError is failed in 2025-11-25: {failed}"
     );
+    // A failed task SHOULD say why (the tool error's text), so clients show more than
+    // a bare "Task failed".
+    assert_eq!(
+        failed["statusMessage"], "Tool error: The job failed: the input could not be processed.",
+        "{failed}"
+    );
 }
 
 #[tokio::test]
