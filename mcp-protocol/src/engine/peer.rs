@@ -42,17 +42,23 @@ impl From<Closed> for PeerError {
 
 type Outcome = Result<Box<RawValue>, PeerError>;
 
-/// State shared by every view of one session: the pending map and the id counter.
+/// State shared by every view of one session: the pending map, the id counter and how
+/// ids are spelled.
 #[derive(Debug, Default)]
 struct Shared {
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Outcome>>>,
     next_id: AtomicI64,
+    /// When set, minted ids are the strings `"{prefix}{n}"` instead of the numbers `n`.
+    id_prefix: Option<String>,
 }
 
 /// A handle for talking to the other side of a session. Cheap to clone.
 ///
-/// Outbound ids are integers minted here. The client's and the server's id spaces are
-/// separate: a response is matched by id against this side's own requests only.
+/// Outbound ids are minted here: integers 1, 2, 3, ..., or strings behind a prefix of
+/// the owner's choosing ([`with_prefixed_ids`](Peer::with_prefixed_ids): a secret random
+/// one makes them unguessable). The client's and the server's id spaces are separate: a
+/// response is matched by id against this side's own requests only, in the pending map
+/// of this peer (and of its [`with_sender`](Peer::with_sender) views) alone.
 #[derive(Debug, Clone)]
 pub struct Peer {
     shared: Arc<Shared>,
@@ -104,11 +110,25 @@ impl Drop for PendingGuard<'_> {
 }
 
 impl Peer {
-    /// A peer that writes to `out`.
+    /// A peer that writes to `out`; its requests are numbered 1, 2, 3, ...
     pub fn new(out: FrameSender) -> Peer {
+        Peer::with_shared(out, None)
+    }
+
+    /// A peer that writes to `out` and whose requests have the ids `"{prefix}1"`,
+    /// `"{prefix}2"`, ... With a secret random prefix (say 128 bits from the OS), nobody
+    /// but the party the requests go to learns an id, so nobody else can answer one: what
+    /// a server whose transport lets several callers post responses wants (Streamable
+    /// HTTP). Ids given to [`request_raw_as`](Self::request_raw_as) are used as given.
+    pub fn with_prefixed_ids(out: FrameSender, prefix: impl Into<String>) -> Peer {
+        Peer::with_shared(out, Some(prefix.into()))
+    }
+
+    fn with_shared(out: FrameSender, id_prefix: Option<String>) -> Peer {
         Peer {
             shared: Arc::new(Shared {
                 next_id: AtomicI64::new(1),
+                id_prefix,
                 ..Shared::default()
             }),
             out,
@@ -158,8 +178,17 @@ impl Peer {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, PeerError> {
-        self.request_raw_as(RequestId::Number(self.next_id()), method, params)
-            .await
+        self.request_raw_as(self.mint_id(), method, params).await
+    }
+
+    /// The id of this session's next request: the next number, behind the prefix if the
+    /// peer has one.
+    fn mint_id(&self) -> RequestId {
+        let n = self.next_id();
+        match &self.shared.id_prefix {
+            Some(prefix) => RequestId::String(format!("{prefix}{n}")),
+            None => RequestId::Number(n),
+        }
     }
 
     /// A number no other request of this session got from [`next_id`](Self::next_id)
@@ -333,5 +362,58 @@ mod tests {
         // Nobody waits under that id any more.
         assert!(!peer.fail(&id, PeerError::Closed));
         assert_eq!(peer.pending_count(), 0);
+    }
+
+    /// The id of the first request `peer` sends, and the task waiting for its answer.
+    async fn first_request(
+        peer: &Peer,
+        sent: &mut crate::engine::FrameReceiver,
+    ) -> (
+        RequestId,
+        tokio::task::JoinHandle<Result<Box<RawValue>, PeerError>>,
+    ) {
+        let waiting = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request_raw("elicitation/create", None).await }
+        });
+        let frame = sent.recv().await.and_then(Result::ok).unwrap_or_default();
+        let frame: serde_json::Value = serde_json::from_str(&frame).unwrap_or_default();
+        let id = serde_json::from_value(frame["id"].clone()).unwrap_or(RequestId::Number(0));
+        (id, waiting)
+    }
+
+    #[tokio::test]
+    async fn prefixed_ids_are_strings_behind_the_prefix() {
+        let (out, mut sent) = FrameSender::channel(4);
+        let peer = Peer::with_prefixed_ids(out, "secret.");
+        let (id, waiting) = first_request(&peer, &mut sent).await;
+        assert_eq!(id, RequestId::String("secret.1".into()));
+        // The bare number answers nothing.
+        let answer = serde_json::value::to_raw_value(&true).unwrap_or_default();
+        assert!(!peer.complete(&RequestId::Number(1), Ok(answer.clone())));
+        assert!(peer.complete(&id, Ok(answer)));
+        let out = waiting.await.ok();
+        assert!(matches!(&out, Some(Ok(v)) if v.get() == "true"), "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn another_peer_cannot_complete_a_request() {
+        let (out, mut sent) = FrameSender::channel(4);
+        let asking = Peer::new(out.clone());
+        let other = Peer::new(out);
+        let (id, waiting) = first_request(&asking, &mut sent).await;
+        let answer = serde_json::value::to_raw_value(&true).unwrap_or_default();
+        assert!(!other.complete(&id, Ok(answer.clone())), "not its request");
+        assert_eq!(
+            asking.pending_count(),
+            1,
+            "still waiting for its own answer"
+        );
+        assert!(
+            asking
+                .with_sender(other.sender().clone())
+                .complete(&id, Ok(answer))
+        );
+        assert!(matches!(waiting.await.ok(), Some(Ok(_))));
     }
 }

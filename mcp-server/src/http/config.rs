@@ -37,6 +37,13 @@ pub struct HttpConfig {
     /// (HTTP 503). A soft cap: concurrent `initialize` calls may pass it by a few. Default
     /// 10,000.
     pub max_sessions: usize,
+    /// MCP 2025-11-25 sessions one principal may hold open at once; one more
+    /// `initialize` of that principal is refused with -32029 (HTTP 429) while others
+    /// still get sessions. Anonymous callers (no authenticator, or one that lets them in)
+    /// together count as one principal. On a shared store it counts the sessions this
+    /// instance holds (opened here or served here since), not those of other instances.
+    /// A soft cap, like `max_sessions`. Default 100.
+    pub max_sessions_per_principal: usize,
     /// A 2025-11-25 session unused this long is ended (its id then reads as unknown, 404).
     /// Default: 30 minutes.
     pub session_idle_timeout: Duration,
@@ -69,6 +76,7 @@ impl std::fmt::Debug for HttpConfig {
             sse_max_lifetime,
             header_read_timeout,
             max_sessions,
+            max_sessions_per_principal,
             session_idle_timeout,
             sse_retry,
             sse_resume_window,
@@ -84,6 +92,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("sse_max_lifetime", sse_max_lifetime)
             .field("header_read_timeout", header_read_timeout)
             .field("max_sessions", max_sessions)
+            .field("max_sessions_per_principal", max_sessions_per_principal)
             .field("session_idle_timeout", session_idle_timeout)
             .field("sse_retry", sse_retry)
             .field("sse_resume_window", sse_resume_window)
@@ -168,6 +177,7 @@ impl Default for HttpConfig {
             sse_max_lifetime: Some(Duration::from_secs(3600)),
             header_read_timeout: Duration::from_secs(10),
             max_sessions: 10_000,
+            max_sessions_per_principal: 100,
             session_idle_timeout: Duration::from_secs(30 * 60),
             sse_retry: Duration::from_secs(1),
             sse_resume_window: Duration::from_secs(120),
@@ -229,6 +239,7 @@ mod tests {
         let shown = format!("{:?}", HttpConfig::default());
         for field in [
             "max_sessions",
+            "max_sessions_per_principal",
             "session_idle_timeout",
             "header_read_timeout",
             "sse_retry",

@@ -11,7 +11,8 @@
 //! The engine does the rest.
 //!
 //! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline),
-//! `sessions.rs` (2025-11-25 sessions, GET and DELETE). `Host`, `Origin` and the caller's
+//! `sessions.rs` (2025-11-25 sessions, their limits, GET, DELETE and the responses
+//! that answer the server's requests). `Host`, `Origin` and the caller's
 //! identity are checked once, by the `guard` layer in front of every handler, which
 //! puts the principal into the request's extensions.
 //!
@@ -61,8 +62,10 @@ struct App {
     /// Redis), so any instance serves any of them (`sessions.rs`).
     shared_sessions: bool,
     config: HttpConfig,
-    /// One session per principal: requests of one caller share the in-flight map, so
-    /// `notifications/cancelled` on one POST cancels a call running on another.
+    /// One engine session per principal: requests of one caller share the in-flight map,
+    /// so `notifications/cancelled` on one POST cancels a call running on another. Its
+    /// peer is never asked to send a request: a 2025-11-25 session's requests to its
+    /// client go through that session's own peer (`sessions.rs`).
     sessions: Mutex<HashMap<Option<String>, Session>>,
     /// A sender nobody reads: the peer of sessions, whose replies go per POST instead.
     idle: FrameSender,
@@ -89,9 +92,10 @@ impl Authenticated {
 
 /// The MCP 2025-11-25 session a request names (`Mcp-Session-Id`), found by the [`guard`]
 /// layer: known, not idle past its timeout, and usable by this caller; with the events
-/// kept for resuming its streams.
+/// kept for resuming its streams, and its own peer, where the server's requests to this
+/// session's client wait for their answers.
 #[derive(Debug, Clone)]
-struct OpenSession(Arc<crate::v2025::LegacySession>, Arc<replay::Replay>);
+struct OpenSession(Arc<crate::v2025::LegacySession>, Arc<replay::Replay>, Peer);
 
 /// In front of every handler: `Host` and `Origin` (403), an access token in the query
 /// string (400 `invalid_request`: RFC 6750 2.3 and MCP allow the header only, and a 401

@@ -24,6 +24,7 @@ use mcp_protocol::v2025;
 use mcp_protocol::v2026::{self, SubscriptionsListen};
 use serde::Deserialize;
 
+use super::sessions::{SessionLimit, too_many_sessions};
 use super::{
     App, Authenticated, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, OpenSession,
     accepts, header_str, json_response, message_event, rpc_error, sse, status_for, status_of,
@@ -77,9 +78,11 @@ pub(super) async fn handle_post(
     // an empty slot that `initialize` may fill.
     let named = parts.extensions.get::<OpenSession>().cloned();
     let session_header = named.is_some();
-    let (slot, replay) = match named {
-        Some(OpenSession(session, replay)) => (SessionSlot::with(session), Some(replay)),
-        None => (SessionSlot::default(), None),
+    let (slot, replay, own_peer) = match named {
+        Some(OpenSession(session, replay, peer)) => {
+            (SessionSlot::with(session), Some(replay), Some(peer))
+        }
+        None => (SessionSlot::default(), None, None),
     };
     let legacy = slot.get().is_some();
     let Ok(text) = std::str::from_utf8(&body) else {
@@ -91,6 +94,11 @@ pub(super) async fn handle_post(
         );
     };
     let mut session = app.session(caller.principal());
+    // A 2025-11-25 session asks its client through its own peer: its questions wait
+    // for answers there, out of reach of every other session (and caller).
+    if let Some(peer) = own_peer {
+        session = session.with_peer(peer);
+    }
     session.extensions.insert(slot.clone());
     // What this request's credentials grant (they may differ between requests of one
     // principal): the tools see it in their context.
@@ -109,30 +117,7 @@ pub(super) async fn handle_post(
             StatusCode::ACCEPTED.into_response()
         }
         Ok(Incoming::Response { id, outcome }) => {
-            // The answer to a server->client request (2025-11-25 sessions): to the request
-            // waiting for it here; else, an input request another instance of a shared
-            // store asked, into the store.
-            if session.peer.complete(&id, outcome.clone()) {
-                return StatusCode::ACCEPTED.into_response();
-            }
-            let store = app.state.store_arc();
-            let answered = match slot.get() {
-                Some(legacy) => crate::v2025::answer_input(&store, legacy, &id, outcome).await,
-                None => Ok(false),
-            };
-            match answered {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::warn!(%id, "response for a request nobody is waiting for; dropped")
-                }
-                // Worth sending again: the answer is not written yet.
-                Err(e) if e.is_transient() => return super::sessions::store_failed(&e),
-                // A task that is gone, or not the session's: nothing to answer.
-                Err(e) => {
-                    tracing::debug!(%id, error = %e, "an input answer for no task of the session")
-                }
-            }
-            StatusCode::ACCEPTED.into_response()
+            super::sessions::take_response(&app, slot.get(), &session, id, outcome).await
         }
         Ok(Incoming::Request(req)) => {
             // The request's `_meta` declarations, read once: for the header check here and
@@ -216,9 +201,9 @@ pub(super) async fn handle_post(
             }
             if !session_header
                 && req.method == v2025::Initialize::METHOD
-                && !app.room_for_a_session()
+                && let Err(limit) = app.room_for_a_session(caller.principal().as_deref())
             {
-                return too_many_sessions(&app, Some(req.id));
+                return too_many_sessions(limit, Some(req.id));
             }
             // A 2025-11-25 task's tool starts once its `CreateTaskResult` has been taken
             // by the connection, so that nothing about the task (a question or status on
@@ -265,7 +250,8 @@ pub(super) async fn handle_post(
                     Ok(()) => {}
                     Err(mcp_tasks::StoreError::LimitExceeded { .. }) => {
                         opened.close();
-                        return too_many_sessions(&app, initialize_id);
+                        let limit = SessionLimit::Total(app.config.max_sessions);
+                        return too_many_sessions(limit, initialize_id);
                     }
                     Err(e) => {
                         opened.close();
@@ -588,18 +574,4 @@ fn too_large(limit: usize) -> Response {
 /// The member of `params` that `Mcp-Name` must repeat, for the methods that have one.
 fn routed_name(req: &InboundRequest) -> Option<String> {
     mcp_protocol::http::routed_name(&req.method, req.params.as_deref().map(|p| p.get()))
-}
-
-/// The refusal of an `initialize` over `max_sessions` (of this process, or of every
-/// instance on a shared store).
-fn too_many_sessions(app: &App, id: Option<mcp_protocol::jsonrpc::RequestId>) -> Response {
-    rpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        id,
-        error_codes::LIMIT_EXCEEDED,
-        format!(
-            "Too many sessions: the limit is {} (max_sessions)",
-            app.config.max_sessions
-        ),
-    )
 }

@@ -14,6 +14,16 @@
 //! reach the stream through store events, and a `Last-Event-ID` of a stream held by
 //! another instance opens a new standalone stream here (`resume.rs`).
 //!
+//! Each session has its own [`Peer`] for the requests the server sends its client
+//! (elicitation, sampling, roots, a task's questions): its own pending map, and ids behind
+//! a random 128-bit prefix. A response completes a request only when it is POSTed with
+//! that session's `Mcp-Session-Id` (which the guard checked is the caller's), so no
+//! other caller, anonymous ones included, can answer it.
+//!
+//! Sessions are limited in number, over all callers (`max_sessions`) and per principal
+//! (`max_sessions_per_principal`; anonymous callers together count as one principal),
+//! the latter over the sessions this instance holds.
+//!
 //! [`SessionStore::is_shared`]: mcp_tasks::SessionStore::is_shared
 
 use std::convert::Infallible;
@@ -23,9 +33,11 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcp_protocol::engine::FrameSender;
+use mcp_protocol::engine::{FrameSender, Peer, Session};
 use mcp_protocol::error_codes;
+use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
 use mcp_tasks::StoreError;
+use serde_json::value::RawValue;
 
 use super::replay::{Replay, ReplayLimits};
 use super::{
@@ -33,14 +45,58 @@ use super::{
 };
 use crate::v2025::LegacySession;
 
-/// A 2025-11-25 session, the events kept for resuming its streams, and when it was last
-/// used.
+/// A 2025-11-25 session, the events kept for resuming its streams, its requests to the
+/// client waiting for their answers, and when it was last used.
 pub(super) struct LegacyEntry {
     session: Arc<LegacySession>,
     replay: Arc<Replay>,
+    /// The session's own outbound half: the server's requests to this session's client
+    /// wait here, under ids nobody else can guess.
+    peer: Peer,
     last_used: std::time::Instant,
     /// When the store's record was last touched (shared stores).
     touched: std::time::Instant,
+}
+
+impl LegacyEntry {
+    /// The session has ended: its watcher stops and the requests still waiting for the
+    /// client's answer fail.
+    fn end(&self) {
+        self.session.close();
+        self.peer.close();
+    }
+
+    fn open(&self) -> OpenSession {
+        OpenSession(
+            Arc::clone(&self.session),
+            Arc::clone(&self.replay),
+            self.peer.clone(),
+        )
+    }
+}
+
+/// Why an `initialize` may not open a session now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SessionLimit {
+    /// `max_sessions`: this process holds that many.
+    Total(usize),
+    /// `max_sessions_per_principal`: the caller holds that many here.
+    PerPrincipal(usize),
+}
+
+/// A peer for a new session's requests to its client: writing nowhere (each stream gives
+/// it its own sender), its ids behind a random 128-bit prefix. Without the OS's random
+/// numbers the prefix is the session id, secret too for a session opened without
+/// authentication, and the pending map is the session's own either way.
+fn session_peer(idle: &FrameSender, session: &LegacySession) -> Peer {
+    let prefix = match mcp_tasks::TaskId::random() {
+        Ok(random) => random.as_str().to_owned(),
+        Err(e) => {
+            tracing::warn!(error = %e, "no random numbers for request ids; using the session id");
+            session.id.clone()
+        }
+    };
+    Peer::with_prefixed_ids(idle.clone(), format!("{prefix}."))
 }
 
 /// How often a held session's record is touched on a shared store: a quarter of the idle
@@ -116,7 +172,7 @@ impl App {
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
         if let Some(entry) = removed {
-            entry.session.close();
+            entry.end();
         }
     }
 
@@ -155,29 +211,41 @@ impl App {
         let entry = sessions.get_mut(id)?;
         if entry.last_used.elapsed() > self.config.session_idle_timeout {
             if let Some(gone) = sessions.remove(id) {
-                gone.session.close();
+                gone.end();
             }
             return None;
         }
         entry.last_used = std::time::Instant::now();
-        Some(OpenSession(
-            Arc::clone(&entry.session),
-            Arc::clone(&entry.replay),
-        ))
+        Some(entry.open())
     }
 
-    /// Ends idle sessions; then whether there is room for one more.
-    pub(super) fn room_for_a_session(&self) -> bool {
+    /// Ends idle sessions; then whether there is room for one more session of
+    /// `principal` (`None`: anonymous callers, who together count as one principal):
+    /// within `max_sessions` in all, and within `max_sessions_per_principal` of the
+    /// sessions held here.
+    pub(super) fn room_for_a_session(&self, principal: Option<&str>) -> Result<(), SessionLimit> {
         let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
         let timeout = self.config.session_idle_timeout;
         sessions.retain(|_, entry| {
             let keep = entry.last_used.elapsed() <= timeout;
             if !keep {
-                entry.session.close();
+                entry.end();
             }
             keep
         });
-        sessions.len() < self.config.max_sessions
+        if sessions.len() >= self.config.max_sessions {
+            return Err(SessionLimit::Total(self.config.max_sessions));
+        }
+        let per_principal = self.config.max_sessions_per_principal;
+        let held = sessions
+            .values()
+            .filter(|entry| entry.session.principal.as_deref() == principal)
+            .take(per_principal)
+            .count();
+        if held >= per_principal {
+            return Err(SessionLimit::PerPrincipal(per_principal));
+        }
+        Ok(())
     }
 
     /// Keeps the session `initialize` just opened (or one restored from the store),
@@ -192,10 +260,11 @@ impl App {
                     max_events: self.config.sse_replay_max_events,
                     max_bytes: self.config.sse_replay_max_bytes,
                 }),
+                peer: session_peer(&self.idle, opened),
                 last_used: std::time::Instant::now(),
                 touched: std::time::Instant::now(),
             });
-        OpenSession(Arc::clone(&entry.session), Arc::clone(&entry.replay))
+        entry.open()
     }
 }
 
@@ -209,7 +278,7 @@ pub(super) async fn handle_get(
     open: Option<Extension<OpenSession>>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(Extension(OpenSession(legacy, replay))) = open else {
+    let Some(Extension(OpenSession(legacy, replay, peer))) = open else {
         return not_allowed().await;
     };
     if !accepts(&headers).1 {
@@ -220,7 +289,8 @@ pub(super) async fn handle_get(
             "Accept must allow text/event-stream",
         );
     }
-    let session = app.session(caller.principal());
+    // The principal's engine session, asking the client through this session's own peer.
+    let session = app.session(caller.principal()).with_peer(peer);
     if resume::resumable(&legacy) {
         return resume::get(&app, &session, legacy, &replay, &headers);
     }
@@ -264,7 +334,7 @@ pub(super) async fn handle_delete(
     State(app): State<Arc<App>>,
     open: Option<Extension<OpenSession>>,
 ) -> Response {
-    let Some(Extension(OpenSession(session, _))) = open else {
+    let Some(Extension(OpenSession(session, _, _))) = open else {
         return not_allowed().await;
     };
     let id = session.id.as_str();
@@ -280,11 +350,88 @@ pub(super) async fn handle_delete(
         .remove(id);
     match removed {
         Some(entry) => {
-            entry.session.close();
+            entry.end();
             StatusCode::NO_CONTENT.into_response()
         }
         None => unknown_session(),
     }
+}
+
+/// A JSON-RPC response POSTed by a client: the answer to one of the server's requests,
+/// which only a 2025-11-25 session's requests have. It answers a request of `legacy`,
+/// the session the POST names (the guard checked it is the caller's), or nothing: first
+/// the request waiting in the session's own peer (`session.peer`, which the POST's engine
+/// session uses); else an input request of one of the session's tasks (asked by another
+/// instance of a shared store), written to the store for the session's owner. A response
+/// that answers nothing is not accepted: 400, as Streamable HTTP wants for input the
+/// server does not take, and whatever it named stays pending for its own session.
+pub(super) async fn take_response(
+    app: &App,
+    legacy: Option<&Arc<LegacySession>>,
+    session: &Session,
+    id: RequestId,
+    outcome: Result<Box<RawValue>, ErrorObject>,
+) -> Response {
+    let Some(legacy) = legacy else {
+        tracing::warn!(%id, "a response without Mcp-Session-Id; refused");
+        return unanswered(
+            "A response must carry the Mcp-Session-Id of the session whose request it answers",
+        );
+    };
+    if session.peer.complete(&id, outcome.clone()) {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let store = app.state.store_arc();
+    match crate::v2025::answer_input(&store, legacy, &id, outcome).await {
+        Ok(true) => StatusCode::ACCEPTED.into_response(),
+        Ok(false) => {
+            tracing::warn!(%id, session = %legacy.id, "a response to no request of the session; refused");
+            unanswered(format!(
+                "No request of this session waits for id {id} (answered already, given up, or never asked here)"
+            ))
+        }
+        // Worth sending again: the answer is not written yet.
+        Err(e) if e.is_transient() => store_failed(&e),
+        // A task that is gone, or not the session's: nothing to answer.
+        Err(e) => {
+            tracing::warn!(%id, session = %legacy.id, error = %e, "an input answer for no task of the session; refused");
+            unanswered(format!(
+                "No request of this session waits for id {id}: no task of the session asks it"
+            ))
+        }
+    }
+}
+
+/// The refusal of a response that answers no request of the session it names (or names
+/// none): 400 with a JSON-RPC error without id.
+fn unanswered(message: impl Into<String>) -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        None,
+        error_codes::INVALID_REQUEST,
+        message,
+    )
+}
+
+/// The refusal of an `initialize` over `max_sessions` (of this process, or of every
+/// instance on a shared store): -32029 with HTTP 503; or over the caller's
+/// `max_sessions_per_principal`: -32029 with HTTP 429 (the server has room, the caller
+/// has used its share).
+pub(super) fn too_many_sessions(limit: SessionLimit, id: Option<RequestId>) -> Response {
+    let (status, message) = match limit {
+        SessionLimit::Total(max) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("Too many sessions: the limit is {max} (max_sessions)"),
+        ),
+        SessionLimit::PerPrincipal(max) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "Too many sessions of this caller: the limit is {max} per principal \
+                 (max_sessions_per_principal); end one with DELETE or let one expire"
+            ),
+        ),
+    };
+    rpc_error(status, id, error_codes::LIMIT_EXCEEDED, message)
 }
 
 /// A session the store could not look up or write: 503 with the store's JSON-RPC error
@@ -295,7 +442,7 @@ pub(super) fn store_failed(e: &StoreError) -> Response {
     } else {
         StatusCode::INTERNAL_SERVER_ERROR
     };
-    let error = mcp_protocol::jsonrpc::ErrorObject::from(e);
+    let error = ErrorObject::from(e);
     super::json_response(status, mcp_protocol::engine::error_frame(None, error))
 }
 
