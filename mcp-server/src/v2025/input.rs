@@ -90,6 +90,9 @@ pub(crate) async fn answer_input(
         return Ok(false);
     };
     let Ok(answer) = outcome else {
+        // Only a task of this session's owner: another session's question is not this
+        // one's to give up (NotFound, refused like an answer to no request).
+        store.get(&session.owner, &task).await?;
         tracing::debug!(%id, "an input request asked elsewhere was answered with an error; it is asked again");
         if let Some(sessions) = store.sessions().filter(|s| s.is_shared()) {
             let marker = claim_marker(&task, &key);
@@ -272,17 +275,26 @@ impl Asking {
         stop: CancellationToken,
     ) {
         // Asked once the client shows it knows the task (at once from its `tasks/result`).
-        tokio::select! {
-            _ = self.session.until_known(&self.marker.0, self.hold) => {}
+        let waited = tokio::select! {
+            waited = self.session.until_known(&self.marker.0, self.hold) => waited,
             _ = gone.cancelled() => {
                 release(&self.session, &self.marker);
                 return;
             }
             _ = stop.cancelled() => return,
-        }
+        };
         if !self.claim().await {
             // Another instance asks it; this one may ask again later (its stream or its
             // claim gone), without waking anyone now.
+            forget(&self.session, &self.marker);
+            return;
+        }
+        // While this one waited, another stream (another instance's `tasks/result`) may
+        // have asked it and had it answered (an asker writes the answer before it gives
+        // up its claim, so the claim just taken shows it): asking again would show the
+        // user the question twice.
+        if waited && self.settled().await {
+            self.unclaim().await;
             forget(&self.session, &self.marker);
             return;
         }
@@ -428,11 +440,15 @@ pub(super) async fn watch(
     let mut resync = false;
     let mut backoff = Backoff::default();
     loop {
+        let due = seen.next_due();
         let event = tokio::select! {
             _ = session.closed.cancelled() => return,
             _ = shutdown.cancelled() => return,
             e = events.recv() => Some(e),
             _ = backoff.wait(), if resync => None,
+            // A deferred status whose task the client named, or whose time came.
+            _ = session.known_changed.notified(), if due.is_some() => None,
+            _ = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => None,
             _ = session.taken_over.notified() => {
                 let since = Millis::try_from(
                     std::time::SystemTime::now()
@@ -466,6 +482,9 @@ pub(super) async fn watch(
             // The backoff after a resync that met an unavailable store.
             None => {}
         }
+        if due.is_some() {
+            seen.send_deferred(&store, &session, &shutdown).await;
+        }
         if resync {
             match seen.resync(&store, &session, &shutdown).await {
                 Ok(()) => {
@@ -492,6 +511,10 @@ struct Seen {
     /// and already finished is sent only if it changed after this (it finished during
     /// the gap), not if it finished long before the session watched.
     newest: Millis,
+    /// The latest record of each task the client has not named here yet and nothing was
+    /// sent about, with when to send it anyway ([`known_hold`]): a client may handle a
+    /// status before the `CreateTaskResult` it read at the same time.
+    deferred: HashMap<TaskId, (TaskRecord, tokio::time::Instant)>,
 }
 
 impl Seen {
@@ -511,6 +534,21 @@ impl Seen {
         let Some(Standalone { peer, gone }) = session.standalone() else {
             return;
         };
+        if !self.revisions.contains_key(&record.id) && !session.knows(&record.id) {
+            let now = tokio::time::Instant::now();
+            let hold = known_hold(record.poll_interval_ms);
+            let due = self.deferred.get(&record.id).map_or(now + hold, |d| d.1);
+            if now < due {
+                self.deferred
+                    .insert(record.id.clone(), (record.clone(), due));
+                // Its questions wait for the same, in `Asking`.
+                if record.status == TaskStatus::InputRequired {
+                    ask_pending(Arc::clone(store), session, record, &peer, &gone, stop);
+                }
+                return;
+            }
+        }
+        self.deferred.remove(&record.id);
         self.revisions.insert(record.id.clone(), record.revision);
         self.newest = self.newest.max(record.last_updated_at);
         if record.is_terminal() {
@@ -522,6 +560,32 @@ impl Seen {
         }
         if record.status == TaskStatus::InputRequired {
             ask_pending(Arc::clone(store), session, record, &peer, &gone, stop);
+        }
+    }
+
+    /// When the next deferred status is due.
+    fn next_due(&self) -> Option<tokio::time::Instant> {
+        self.deferred.values().map(|d| d.1).min()
+    }
+
+    /// Sends the deferred statuses whose task the client named meanwhile, or whose time
+    /// came.
+    async fn send_deferred(
+        &mut self,
+        store: &Arc<dyn mcp_tasks::TaskStore>,
+        session: &Arc<LegacySession>,
+        stop: &CancellationToken,
+    ) {
+        let now = tokio::time::Instant::now();
+        let ready: Vec<TaskRecord> = self
+            .deferred
+            .values()
+            .filter(|(record, due)| *due <= now || session.knows(&record.id))
+            .map(|(record, _)| record.clone())
+            .collect();
+        // `send` finds each one due (or known) and takes it out of `deferred`.
+        for record in ready {
+            self.send(store, session, &record, stop).await;
         }
     }
 

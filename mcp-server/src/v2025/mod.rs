@@ -339,7 +339,8 @@ pub(crate) async fn tasks_cancel(
         .store()
         .cancel(&session.owner, &id, Some(CANCELLED_MESSAGE.to_owned()))
         .await?;
-    session.forget_known(&id);
+    // Named by the client: its `cancelled` status goes out at once.
+    session.mark_known(&id);
     if !t.won {
         let shown = task_2025(&t.record).status;
         return Err(invalid(format!(

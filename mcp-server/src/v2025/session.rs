@@ -58,7 +58,8 @@ pub struct LegacySession {
     /// The unfinished tasks the client has named in a request here (`tasks/get`,
     /// `tasks/result`, `tasks/cancel`): it has surely taken in their `CreateTaskResult`.
     /// A task's questions go to the standalone stream only then (or after a bound).
-    pub(super) known: Mutex<HashSet<TaskId>>,
+    /// At most [`KNOWN_CAP`], the oldest forgotten first.
+    pub(super) known: Mutex<indexmap::IndexSet<TaskId>>,
     /// Signalled when a task joins `known`.
     pub(super) known_changed: Notify,
 }
@@ -70,6 +71,10 @@ pub(super) struct Standalone {
     pub(super) peer: Peer,
     pub(super) gone: CancellationToken,
 }
+
+/// How many tasks a session remembers the client named (its unfinished ones, and
+/// a few that ended after a last mention).
+const KNOWN_CAP: usize = 4096;
 
 /// The session revisions `initialize` agrees to, newest first; only the first has tasks.
 pub const SESSION_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -106,14 +111,25 @@ impl LegacySession {
 
     /// The client named `task` in a request: it knows the task.
     pub(crate) fn mark_known(&self, task: &TaskId) {
-        let added = self
-            .known
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(task.clone());
+        let added = {
+            let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            let added = known.insert(task.clone());
+            if known.len() > KNOWN_CAP {
+                known.shift_remove_index(0);
+            }
+            added
+        };
         if added {
             self.known_changed.notify_waiters();
         }
+    }
+
+    /// Whether the client named `task` in a request here.
+    pub(super) fn knows(&self, task: &TaskId) -> bool {
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(task)
     }
 
     /// Forgets a task that ended (nothing more is asked about it).
@@ -121,27 +137,25 @@ impl LegacySession {
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(task);
+            .shift_remove(task);
     }
 
-    /// Returns once the client named `task` in a request, or `bound` passed.
-    pub(super) async fn until_known(&self, task: &TaskId, bound: std::time::Duration) {
+    /// Returns once the client named `task` in a request, or `bound` passed; `true` when
+    /// it had to wait (the task was not known at once).
+    pub(super) async fn until_known(&self, task: &TaskId, bound: std::time::Duration) -> bool {
         let deadline = tokio::time::Instant::now() + bound;
+        let mut waited = false;
         loop {
             let changed = self.known_changed.notified();
             let mut changed = std::pin::pin!(changed);
             changed.as_mut().enable();
-            if self
-                .known
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(task)
-            {
-                return;
+            if self.knows(task) {
+                return waited;
             }
+            waited = true;
             tokio::select! {
                 _ = changed => {}
-                _ = tokio::time::sleep_until(deadline) => return,
+                _ = tokio::time::sleep_until(deadline) => return true,
             }
         }
     }
