@@ -100,6 +100,41 @@ pub async fn launch_demo_task(
     tool: &str,
     args: Value,
 ) -> TaskId {
+    launch_demo(runtime, owner, tool, args, None).await
+}
+
+/// [`launch_demo_task`] with the task's [`Job`] in its record (its arguments and
+/// `delivery`, its first run counted), as a server creates it: a run that loses its
+/// worker can be run again.
+pub async fn launch_demo_job(
+    runtime: &TaskRuntime,
+    owner: &Owner,
+    tool: &str,
+    args: Value,
+    delivery: mcp_tasks::Delivery,
+) -> TaskId {
+    launch_demo(runtime, owner, tool, args, Some(delivery)).await
+}
+
+async fn launch_demo(
+    runtime: &TaskRuntime,
+    owner: &Owner,
+    tool: &str,
+    args: Value,
+    delivery: Option<mcp_tasks::Delivery>,
+) -> TaskId {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object: {args}")
+    };
+    let job = delivery.map(|delivery| mcp_tasks::Job {
+        arguments: args.clone(),
+        declarations: None,
+        principal: None,
+        scopes: Default::default(),
+        related_tasks: Vec::new(),
+        delivery,
+        attempts: 1,
+    });
     let record = runtime
         .store()
         .create(NewTask {
@@ -112,7 +147,7 @@ pub async fn launch_demo_task(
                 revision: WireRevision::V2026_07_28,
             },
             status_message: None,
-            job: None,
+            job,
         })
         .await
         .expect("create");
@@ -120,9 +155,6 @@ pub async fn launch_demo_task(
         .into_iter()
         .find(|t| t.name() == tool)
         .unwrap_or_else(|| panic!("no demo tool {tool}"));
-    let Value::Object(args) = args else {
-        panic!("arguments are an object: {args}")
-    };
     runtime.launch(&record, def, args).await.expect("launch");
     record.id
 }

@@ -1,7 +1,8 @@
 //! The runtime while its store is unavailable (in process, on a [`DeafStore`] the test
 //! takes down and brings back): lease renewals and terminal writes are retried, so an
-//! outage shorter than the lease loses nothing; a longer one stops the tool as worker
-//! lost; a shutdown during an outage gives up the unwritten outcome after its grace
+//! outage shorter than the lease loses nothing; a longer one stops the tool and the task
+//! is recovered as after a worker crash (at least once: it waits for a worker again; at
+//! most once: failed as worker lost, saying the store was unavailable); a shutdown during an outage gives up the unwritten outcome after its grace
 //! periods, and another node's sweep then fails the task as worker lost.
 
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use std::time::Duration;
 
 use mcp_protocol::tasks::TaskStatus;
 use mcp_server::{LEASE_LAPSED_MESSAGE, RuntimeConfig, TaskRuntime, WORKER_LOST_MESSAGE};
-use mcp_tasks::{Outcome, Owner, TaskId, TaskRecord, TaskStore};
+use mcp_tasks::{Delivery, Outcome, Owner, TaskId, TaskRecord, TaskStore};
 use mcp_tests::deaf_store::DeafStore;
-use mcp_tests::server_harness::launch_demo_task;
+use mcp_tests::server_harness::{launch_demo_job, launch_demo_task};
 use serde_json::json;
 
 fn owner() -> Owner {
@@ -87,10 +88,50 @@ async fn an_outage_shorter_than_the_lease_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_outage_longer_than_the_lease_stops_the_tool_as_worker_lost() {
+async fn an_outage_longer_than_the_lease_requeues_an_at_least_once_task() {
     let store = Arc::new(DeafStore::new());
     let runtime = TaskRuntime::start(store.clone(), config(500));
-    let id = launch_slow(&runtime, 30.0).await;
+    // slow_compute is at least once (3 runs).
+    let args = json!({ "seconds": 30.0, "label": "job" });
+    let delivery = Delivery::AtLeastOnce { max_attempts: 3 };
+    let id = launch_demo_job(&runtime, &owner(), "slow_compute", args, delivery).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    store.set_down(true);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    store.set_down(false);
+
+    // No worker loop here: the task waits for one, its first run counted, nothing
+    // written over it.
+    let waiting = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Ok(rec) = store.get(&owner(), &id).await
+                && rec.lease.is_none()
+            {
+                return rec;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the task is recovered once the store is back");
+    assert_eq!(waiting.status, TaskStatus::Working, "{waiting:?}");
+    assert_eq!(waiting.outcome, None, "{waiting:?}");
+    assert_eq!(waiting.queued_tool(), Some("slow_compute"), "{waiting:?}");
+    assert_eq!(waiting.attempt(), 1, "{waiting:?}");
+    assert_eq!(runtime.running_count(), 0);
+    tokio::time::timeout(Duration::from_secs(5), runtime.shutdown())
+        .await
+        .expect("shutdown in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_longer_than_the_lease_fails_an_at_most_once_task_as_worker_lost() {
+    let store = Arc::new(DeafStore::new());
+    let runtime = TaskRuntime::start(store.clone(), config(500));
+    // confirm_delete is at most once; it waits for its answer through the outage.
+    let args = json!({ "filename": "lost.txt" });
+    let delivery = Delivery::AtMostOnce;
+    let id = launch_demo_job(&runtime, &owner(), "confirm_delete", args, delivery).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     store.set_down(true);
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -102,6 +143,7 @@ async fn an_outage_longer_than_the_lease_stops_the_tool_as_worker_lost() {
         Some(Outcome::Error(e)) => assert_eq!(e.message, LEASE_LAPSED_MESSAGE),
         other => panic!("no error: {other:?}"),
     }
+    assert_eq!(rec.status_message.as_deref(), Some(LEASE_LAPSED_MESSAGE));
     tokio::time::timeout(Duration::from_secs(5), runtime.shutdown())
         .await
         .expect("shutdown in time");

@@ -7,8 +7,10 @@
 //!   waiting for input, takes an answer given through the other instance after the
 //!   outage; requests during the outage get -32603 saying the store is unavailable and
 //!   that a retry is safe; nothing ends failed;
-//! - an outage longer than the lease (leases of 2 s): the running tasks end failed as
-//!   worker lost, and say so.
+//! - an outage longer than the lease (leases of 2 s): an at-most-once task running
+//!   through it (`confirm_delete`) ends failed as worker lost and says why in its status
+//!   message; an at-least-once one (`slow_compute`) runs again once the store is back,
+//!   as after a worker crash, and completes with its own result.
 //!
 //! Each backend is skipped (with a line on stderr) only when its service does not answer,
 //! by the conformance kit's rules (`MCP_REQUIRE_SERVICES=1` turns that into a failure).
@@ -130,7 +132,8 @@ async fn short_outage(store_url: &str, what: &str) {
     );
 }
 
-/// An outage longer than the lease: the tasks fail as worker lost, and say so.
+/// An outage longer than the lease: the at-most-once task fails as worker lost and says
+/// so; the at-least-once one runs again and completes.
 async fn outage_longer_than_the_lease(store_url: &str, what: &str) {
     let (proxy, proxied) = TcpProxy::in_front_of(store_url).await.expect("proxy");
     let (_nodes, cluster) = two_nodes(&proxied, &namespace(what), "2000").await;
@@ -138,26 +141,35 @@ async fn outage_longer_than_the_lease(store_url: &str, what: &str) {
         .create_task(A, "confirm_delete", json!({ "filename": "lost.txt" }))
         .await;
     question_key(&cluster, &asking).await;
+    // Still running when the lease lapses (2 s into the outage), short enough to run
+    // again after it within the wait.
     let computing = cluster
-        .create_task(A, "slow_compute", slow(30.0, "long"))
+        .create_task(A, "slow_compute", slow(4.0, "long"))
         .await;
 
     proxy.cut();
     tokio::time::sleep(OUTAGE).await;
     proxy.restore();
 
-    for id in [&computing, &asking] {
-        let ended = cluster
-            .poll(id, WAIT, |t| {
-                t["status"] != "working" && t["status"] != "input_required"
-            })
-            .await;
-        assert_eq!(ended["status"], "failed", "{ended}");
-        // The error says why (the status message may still be the tool's own, set before
-        // the outage: a failure only fills it when it is empty).
-        let message = ended["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.starts_with("Worker lost"), "{ended}");
-    }
+    let ended = |t: &serde_json::Value| t["status"] != "working" && t["status"] != "input_required";
+    let failed = cluster.poll(&asking, WAIT, ended).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Worker lost"), "{failed}");
+    // The status message says why it failed, not what the tool last said.
+    let status = failed["statusMessage"].as_str().unwrap_or_default();
+    assert!(status.starts_with("Worker lost"), "{failed}");
+
+    let completed = cluster.poll(&computing, WAIT, ended).await;
+    assert_eq!(
+        completed["status"], "completed",
+        "at least once: {completed}"
+    );
+    assert_eq!(
+        result_text(&completed["result"]),
+        "long: done after 4 s (attempt 2)",
+        "its own result, from its second run: {completed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

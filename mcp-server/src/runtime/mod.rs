@@ -66,6 +66,12 @@ pub struct TaskRuntime {
     inner: Arc<Inner>,
 }
 
+/// How a run ended: the tool's own outcome, or its lease lost first.
+enum Ran {
+    Finished(Result<JsonObject, ToolError>),
+    LeaseLost(ErrorObject),
+}
+
 impl TaskRuntime {
     /// Starts the runtime's event pump and sweeper on the current tokio runtime.
     pub fn start(store: Arc<dyn TaskStore>, config: RuntimeConfig) -> TaskRuntime {
@@ -210,9 +216,18 @@ impl TaskRuntime {
                 attempt,
             );
             let run = runtime.run(ctx, &key, &tool, args, &cancel, after);
-            let outcome = tracing::Instrument::instrument(run, span).await;
-            runtime.finish(&key, outcome).await;
-            runtime.running().remove(&key.id);
+            match tracing::Instrument::instrument(run, span).await {
+                Ran::Finished(outcome) => {
+                    runtime.finish(&key, outcome).await;
+                    runtime.running().remove(&key.id);
+                }
+                Ran::LeaseLost(lost) => {
+                    // Still listed as running: the sweep leaves it to this recovery,
+                    // which knows why the lease went.
+                    runtime.recover(&key, lost).await;
+                    runtime.running().remove(&key.id);
+                }
+            }
             drop(slot);
         });
     }
@@ -225,7 +240,7 @@ impl TaskRuntime {
         args: JsonObject,
         cancel: &CancellationToken,
         after: Option<ReplyWritten>,
-    ) -> Result<JsonObject, ToolError> {
+    ) -> Ran {
         let work = async {
             if let Some(after) = after {
                 after.wait().await;
@@ -235,15 +250,14 @@ impl TaskRuntime {
         let renew = self.keep_lease(key);
         tokio::select! {
             biased;
-            _ = cancel.cancelled() => Err(ToolError::Cancelled),
-            lost = renew => Err(ToolError::Rpc(lost)),
-            result = work => {
-                let result = result?;
+            _ = cancel.cancelled() => Ran::Finished(Err(ToolError::Cancelled)),
+            lost = renew => Ran::LeaseLost(lost),
+            result = work => Ran::Finished(result.and_then(|result| {
                 match serde_json::to_value(result) {
                     Ok(serde_json::Value::Object(obj)) => Ok(obj),
                     _ => Err(ToolError::rpc(error_codes::INTERNAL_ERROR, "the tool's result is not a JSON object")),
                 }
-            }
+            })),
         }
     }
 
@@ -313,6 +327,41 @@ impl TaskRuntime {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// The run stopped because its lease could not be kept (the store unavailable for
+    /// longer than the lease, or the lease taken): it writes no outcome, which might land
+    /// over a newer run's, and the task is recovered as after a worker crash, by its
+    /// delivery: an at-least-once task waits for a worker again (this node's included,
+    /// the attempt counted), another fails with `lost`. Retried while the store is
+    /// unavailable; a lease another node holds (or not lapsed yet) is left to it, or to
+    /// the sweep.
+    async fn recover(&self, key: &TaskKey, lost: ErrorObject) {
+        let what = format!("recovering task {} after its lease was lost", key.id);
+        let recovered = while_transient(&self.inner.abandon, &what, || {
+            self.inner
+                .store
+                .recover_lapsed(&key.owner, &key.id, lost.clone())
+        })
+        .await;
+        match recovered {
+            Ok(Recovery::Requeued { attempt }) => {
+                tracing::warn!(task_id = %key.id, attempt, "run stopped with its lease lost; the task waits for a worker again");
+                self.inner.queue_changed.notify_one();
+            }
+            Ok(Recovery::Failed) => {
+                tracing::warn!(task_id = %key.id, reason = %lost.message, "task failed: its run lost its lease")
+            }
+            Ok(Recovery::Cancelled) => {
+                tracing::info!(task_id = %key.id, "task cancelled: its run lost its lease")
+            }
+            Ok(Recovery::NotLapsed) => {
+                tracing::debug!(task_id = %key.id, "lease lost but not lapsed here: another worker holds it, or the sweep recovers it")
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %key.id, error = %e, "could not recover a task whose run lost its lease; the sweep will")
             }
         }
     }
