@@ -4,7 +4,10 @@
 //!   `schema/`; with `--check`, fails if the committed files are stale.
 //! - `test`: first says which backend services (PostgreSQL, Redis) answer and so which
 //!   backend tests run and which are SKIPPED (under `CI=true` a missing one is an error,
-//!   and the tests get `MCP_REQUIRE_SERVICES=1`; see `services.rs`); then runs every test
+//!   and the tests get `MCP_REQUIRE_SERVICES=1`; see `services.rs`), and starts a
+//!   three-node Redis Cluster on free loopback ports for the cluster tests, stopped when
+//!   the command ends (`cluster.rs`; skipped without `redis-server`, an error under
+//!   `CI=true`); then runs every test
 //!   of the workspace (`cargo test: ...`), then the official MCP conformance suite's ten
 //!   `tasks-*` scenarios against the demo server (`conformance: N checks passed, M
 //!   failed`), then the client requirement sets of 2026-07-28 and 2025-11-25 against
@@ -27,6 +30,7 @@ use clap::{Parser, Subcommand};
 use mcp_protocol::schema::{Revision, generate};
 
 mod bench;
+mod cluster;
 mod conformance;
 mod services;
 mod suite;
@@ -235,6 +239,11 @@ fn test(rest: &[String]) -> Result<(), String> {
         cmd.arg("--").args(rest);
     }
     services::prepare(&mut cmd, is_ci())?;
+    // Stopped when dropped, at the end of this function however it ends.
+    let _cluster = cluster::prepare(
+        &mut cmd,
+        is_ci() || std::env::var(services::REQUIRE_ENV).is_ok_and(|v| v == "1"),
+    )?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     println!("xtask: running {cmd:?}");
     let mut child = cmd

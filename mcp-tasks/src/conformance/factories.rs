@@ -1,6 +1,7 @@
 //! The store factories of the bundled backends: [`MemoryFactory`], and with their
-//! features `SqliteFactory`, `RedisFactory` and `PostgresFactory` (each namespace an
-//! isolated deployment: a file, a key prefix, a schema).
+//! features `SqliteFactory`, `RedisFactory` (a standalone server or a cluster) and
+//! `PostgresFactory` (each namespace an isolated deployment: a file, a key prefix, a
+//! schema).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -104,11 +105,18 @@ impl Drop for SqliteFactory {
 /// [`StoreFactory`] for [`RedisStore`](crate::RedisStore): each namespace is its own key
 /// prefix `kit:{namespace}` (an isolated deployment); opening a namespace again connects
 /// another `RedisStore` (its own connections and pub/sub subscription: another node).
-/// Dropping the factory deletes the keys of every prefix it opened (best effort).
+/// On a Redis Cluster ([`cluster`](Self::cluster), [`cluster_from_env`](Self::cluster_from_env))
+/// the handles connect through the nodes' URLs in turn, so the kit's multi-handle
+/// behaviours cross nodes. Dropping the factory deletes the keys of every prefix it
+/// opened, on every node (best effort).
 #[cfg(feature = "redis")]
 #[derive(Debug)]
 pub struct RedisFactory {
-    url: String,
+    /// The URL of the server, or of every node of the cluster.
+    nodes: Vec<String>,
+    /// Whether the nodes must be a cluster's.
+    cluster: bool,
+    next: std::sync::atomic::AtomicUsize,
     created: Mutex<std::collections::BTreeSet<String>>,
 }
 
@@ -118,11 +126,30 @@ impl RedisFactory {
     pub const URL_VAR: &'static str = "MCP_TEST_REDIS_URL";
     /// The URL used when [`URL_VAR`](Self::URL_VAR) is unset.
     pub const DEFAULT_URL: &'static str = "redis://127.0.0.1:6379/";
+    /// The environment variable naming one node of the test cluster
+    /// (`redis://127.0.0.1:PORT`).
+    pub const CLUSTER_URL_VAR: &'static str = "MCP_TEST_REDIS_CLUSTER_URL";
+    /// The environment variable listing the URLs of every node of the test cluster,
+    /// comma-separated (`cargo xtask test` starts a three-node cluster and sets both).
+    pub const CLUSTER_NODES_VAR: &'static str = "MCP_TEST_REDIS_CLUSTER_NODES";
 
     /// A factory on the server at `url`, without checking that it answers.
     pub fn new(url: impl Into<String>) -> RedisFactory {
         RedisFactory {
-            url: url.into(),
+            nodes: vec![url.into()],
+            cluster: false,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            created: Mutex::default(),
+        }
+    }
+
+    /// A factory on the Redis Cluster whose nodes are at `nodes` (URLs, at least one),
+    /// without checking that they answer; each open fails unless it finds a cluster.
+    pub fn cluster(nodes: Vec<String>) -> RedisFactory {
+        RedisFactory {
+            nodes,
+            cluster: true,
+            next: std::sync::atomic::AtomicUsize::new(0),
             created: Mutex::default(),
         }
     }
@@ -152,6 +179,51 @@ impl RedisFactory {
         }
     }
 
+    /// A factory on the cluster whose nodes `$MCP_TEST_REDIS_CLUSTER_NODES` lists (or,
+    /// without it, the one node of `$MCP_TEST_REDIS_CLUSTER_URL`), once every node
+    /// answered `PING` (2 s at most each); or `None` after printing `skipped: ...` when
+    /// neither variable is set or a node does not answer. With `MCP_REQUIRE_SERVICES=1`
+    /// that panics instead.
+    pub fn cluster_from_env() -> Option<RedisFactory> {
+        let nodes: Vec<String> = std::env::var(Self::CLUSTER_NODES_VAR)
+            .or_else(|_| std::env::var(Self::CLUSTER_URL_VAR))
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let why = if nodes.is_empty() {
+            Some(format!(
+                "Redis Cluster: neither {} nor {} is set (`cargo xtask test` starts a \
+                 three-node cluster and sets them)",
+                Self::CLUSTER_NODES_VAR,
+                Self::CLUSTER_URL_VAR
+            ))
+        } else {
+            nodes.iter().find_map(|url| {
+                crate::redis::blocking::ping(url, std::time::Duration::from_secs(2))
+                    .err()
+                    .map(|e| format!("Redis Cluster node not reachable at {url}: {e}"))
+            })
+        };
+        match why {
+            None => Some(RedisFactory::cluster(nodes)),
+            Some(why) if std::env::var("MCP_REQUIRE_SERVICES").as_deref() == Ok("1") => {
+                panic!("MCP_REQUIRE_SERVICES=1 but {why}")
+            }
+            Some(why) => {
+                super::report_skip(&why);
+                None
+            }
+        }
+    }
+
+    /// The URL of the server, or of every node of the cluster.
+    pub fn nodes(&self) -> &[String] {
+        &self.nodes
+    }
+
     /// The key prefix of `namespace`.
     pub fn prefix(namespace: &str) -> String {
         format!("kit:{namespace}")
@@ -169,13 +241,25 @@ impl StoreFactory for RedisFactory {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(prefix.clone());
-        crate::RedisStore::connect_with(
-            crate::RedisOptions::new(self.url.clone())
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let url = self
+            .nodes
+            .get(n % self.nodes.len().max(1))
+            .cloned()
+            .ok_or_else(|| StoreError::backend("no Redis URL"))?;
+        let store = crate::RedisStore::connect_with(
+            crate::RedisOptions::new(url.clone())
                 .prefix(prefix)
                 .limits(env.limits.clone())
                 .clock(env.clock()),
         )
-        .await
+        .await?;
+        if self.cluster && !store.is_cluster() {
+            return Err(StoreError::backend(format!(
+                "{url} is not a Redis Cluster node"
+            )));
+        }
+        Ok(store)
     }
 }
 
@@ -184,12 +268,14 @@ impl Drop for RedisFactory {
     fn drop(&mut self) {
         let created = std::mem::take(self.created.get_mut().unwrap_or_else(|e| e.into_inner()));
         for prefix in created {
-            // Best effort: a server that went away keeps the keys (they carry expiries).
-            let _ = crate::redis::blocking::delete_prefix(
-                &self.url,
-                &prefix,
-                std::time::Duration::from_secs(5),
-            );
+            for node in &self.nodes {
+                // Best effort: a server that went away keeps the keys (they carry expiries).
+                let _ = crate::redis::blocking::delete_prefix(
+                    node,
+                    &prefix,
+                    std::time::Duration::from_secs(5),
+                );
+            }
         }
     }
 }

@@ -8,10 +8,11 @@ use super::RedisStore;
 use super::db::{MAX_ATTEMPTS, backoff};
 use super::feed::Wire;
 use super::keys::parse_member;
+use super::place::{self, Room};
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::EventStream;
-use crate::limits::Limits;
+use crate::limits::{Limit, Limits};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
 /// The payloads of what `announce` makes of a change.
@@ -21,6 +22,10 @@ fn wires<R>(announce: Announce<R>, value: &R, rec: &TaskRecord) -> Vec<Wire> {
         .map(|event| Wire::new(event, rec))
         .collect()
 }
+
+/// How many shards a create tries before it gives up (each retry follows counts read
+/// after a refusal, so only creates racing for the last units of a limit get that far).
+const CREATE_ATTEMPTS: usize = 8;
 
 impl Backend for RedisStore {
     /// A write that lost its compare-and-set re-reads and runs its closure again.
@@ -39,9 +44,33 @@ impl Backend for RedisStore {
         M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
     {
         let inner = &*self.inner;
-        let record = make(&inner.limits, inner.clock.now_ms());
-        inner.create(&record, wires(announce, &(), &record)).await?;
-        Ok(record)
+        let mut record = make(&inner.limits, inner.clock.now_ms());
+        let active = inner.active_shards();
+        if inner.keys.shard_of(&record.id) >= active {
+            // Only the first `active` shards hold a part of the limits.
+            let shard = u16::try_from(place::pick(usize::from(active))).unwrap_or(0);
+            record.id = place::id_in_shard(&inner.keys, shard)?;
+        }
+        let mut refused = None;
+        for _ in 0..CREATE_ATTEMPTS {
+            let Some(limit) = inner.create(&record, wires(announce, &(), &record)).await? else {
+                return Ok(record);
+            };
+            refused = Some(limit);
+            if inner.keys.shards() == 1 {
+                break;
+            }
+            // The id's shard is full: move to a shard with room (a new random id there).
+            let counts = inner.shard_counts(&record.owner).await?;
+            match place::room(&inner.limits, active, &counts, limit) {
+                Room::Shard(shard) => record.id = place::id_in_shard(&inner.keys, shard)?,
+                Room::Full(limit) => {
+                    refused = Some(limit);
+                    break;
+                }
+            }
+        }
+        Err(inner.limit_error(refused.unwrap_or(Limit::LiveTasksTotal)))
     }
 
     /// Runs `f` on the owner's unexpired task and, if it changed the record (bumped its

@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
+use super::conn::Conn;
 use super::feed::Wire;
 use super::keys::{member, parse_member};
+use super::place::quota;
 use super::{Inner, scripts, store_error};
 use crate::cursor;
 use crate::error::StoreError;
@@ -34,9 +36,23 @@ pub(super) async fn backoff(attempt: u32) {
 }
 
 impl Inner {
-    pub(super) fn conn(&self) -> redis::aio::ConnectionManager {
-        // Cheap: a handle on the one multiplexed connection.
+    pub(super) fn conn(&self) -> Conn {
+        // Cheap: a handle on the multiplexed connection(s).
         self.conn.clone()
+    }
+
+    /// Runs `cmds` at once (each on its own slot's node, no pipeline: a pipeline goes to
+    /// one node) and returns their answers in order.
+    pub(super) async fn each<T: redis::FromRedisValue>(
+        &self,
+        cmds: Vec<redis::Cmd>,
+    ) -> Result<Vec<T>, StoreError> {
+        futures::future::try_join_all(cmds.into_iter().map(|cmd| {
+            let mut conn = self.conn();
+            async move { cmd.query_async::<T>(&mut conn).await }
+        }))
+        .await
+        .map_err(store_error)
     }
 
     /// The stored record `id`, whoever owns it and whether expired.
@@ -87,14 +103,15 @@ impl Inner {
             .map(|l| l.expires_at.to_string())
             .unwrap_or_default();
         let (payloads, echo) = self.shared.stamp(events);
+        let shard = self.keys.shard_of(&rec.id);
         let mut call = scripts::COMMIT.prepare_invoke();
         call.key(self.keys.task(&rec.id))
-            .key(self.keys.leases())
-            .key(self.keys.live())
-            .key(self.keys.live_per_owner())
+            .key(self.keys.leases(shard))
+            .key(self.keys.live(shard))
+            .key(self.keys.live_per_owner(shard))
             .key(
                 self.keys
-                    .queue(rec.origin.tool.as_deref().unwrap_or_default()),
+                    .queue(shard, rec.origin.tool.as_deref().unwrap_or_default()),
             )
             .arg(expected)
             .arg(rec.revision)
@@ -124,13 +141,14 @@ impl Inner {
         }
     }
 
-    /// Inserts the new record `rec` if the live-task limits allow it, publishing
-    /// `events` in the same script; returns once their echo came back.
+    /// Inserts the new record `rec` in its shard if the shard's part of the live-task
+    /// limits allows it, publishing `events` in the same script; returns once their echo
+    /// came back. `Ok(Some(limit))`: the shard refused it for `limit`.
     pub(super) async fn create(
         &self,
         rec: &TaskRecord,
         events: Vec<Wire>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<Limit>, StoreError> {
         let safety = match (self.safety_slack, rec.ttl_ms) {
             (None, _) => "off".to_owned(),
             (Some(_), None) => "forever".to_owned(),
@@ -150,14 +168,16 @@ impl Inner {
             .unwrap_or_default();
         let (payloads, echo) = self.shared.stamp(events);
         let keys = &self.keys;
+        let shard = keys.shard_of(&rec.id);
+        let active = self.active_shards();
         let mut call = scripts::CREATE.prepare_invoke();
         call.key(keys.task(&rec.id))
-            .key(keys.owner_index(&rec.owner))
-            .key(keys.expiries())
-            .key(keys.live())
-            .key(keys.live_per_owner())
-            .key(keys.leases())
-            .key(keys.queue(rec.origin.tool.as_deref().unwrap_or_default()))
+            .key(keys.owner_index(shard, &rec.owner))
+            .key(keys.expiries(shard))
+            .key(keys.live(shard))
+            .key(keys.live_per_owner(shard))
+            .key(keys.leases(shard))
+            .key(keys.queue(shard, rec.origin.tool.as_deref().unwrap_or_default()))
             .arg(rec.owner.as_str())
             .arg(rec.id.as_str())
             .arg(encode(rec)?)
@@ -168,8 +188,8 @@ impl Inner {
                     .map(|at| at.to_string())
                     .unwrap_or_default(),
             )
-            .arg(self.limits.max_live_tasks_per_owner)
-            .arg(self.limits.max_live_tasks_total)
+            .arg(quota(self.limits.max_live_tasks_per_owner, active, shard))
+            .arg(quota(self.limits.max_live_tasks_total, active, shard))
             .arg(keys.channel())
             .arg(safety)
             .arg(lease)
@@ -181,45 +201,56 @@ impl Inner {
         let refused = match code {
             Ok(1) => {
                 self.shared.echo(echo).await;
-                return Ok(());
+                return Ok(None);
             }
-            Ok(-1) => StoreError::LimitExceeded {
-                limit: Limit::LiveTasksPerOwner,
-                max: self.limits.max_live_tasks_per_owner as u64,
-            },
-            Ok(-2) => StoreError::LimitExceeded {
-                limit: Limit::LiveTasksTotal,
-                max: self.limits.max_live_tasks_total as u64,
-            },
-            Ok(other) => store_error(format!("create refused ({other}): id collision")),
-            Err(e) => store_error(e),
+            Ok(-1) => Ok(Some(Limit::LiveTasksPerOwner)),
+            Ok(-2) => Ok(Some(Limit::LiveTasksTotal)),
+            Ok(other) => Err(store_error(format!(
+                "create refused ({other}): id collision"
+            ))),
+            Err(e) => Err(store_error(e)),
         };
         self.shared.forget(echo);
-        Err(refused)
+        refused
     }
 
-    /// Up to `n` of the oldest queue members of each of `tools`, merged in claim order.
+    /// The error of a create refused for `limit`.
+    pub(super) fn limit_error(&self, limit: Limit) -> StoreError {
+        let max = match limit {
+            Limit::LiveTasksPerOwner => self.limits.max_live_tasks_per_owner,
+            _ => self.limits.max_live_tasks_total,
+        };
+        StoreError::LimitExceeded {
+            limit,
+            max: max as u64,
+        }
+    }
+
+    /// Up to `n` of the oldest queue members of each of `tools` in each shard, merged in
+    /// claim order.
     pub(super) async fn queued(
         &self,
         tools: &[String],
         n: usize,
     ) -> Result<Vec<String>, StoreError> {
         let fetch = i64::try_from(n).unwrap_or(i64::MAX);
-        let mut pipe = redis::pipe();
+        let mut cmds = Vec::new();
         for tool in tools {
-            pipe.cmd("ZRANGEBYLEX")
-                .arg(self.keys.queue(tool))
-                .arg("-")
-                .arg("+")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(fetch);
+            for shard in 0..self.keys.shards() {
+                cmds.push(
+                    redis::cmd("ZRANGEBYLEX")
+                        .arg(self.keys.queue(shard, tool))
+                        .arg("-")
+                        .arg("+")
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(fetch)
+                        .to_owned(),
+                );
+            }
         }
-        let per_tool: Vec<Vec<String>> = pipe
-            .query_async(&mut self.conn())
-            .await
-            .map_err(store_error)?;
-        let mut members: Vec<String> = per_tool.into_iter().flatten().collect();
+        let per_queue: Vec<Vec<String>> = self.each(cmds).await?;
+        let mut members: Vec<String> = per_queue.into_iter().flatten().collect();
         members.sort();
         members.dedup();
         Ok(members)
@@ -227,8 +258,11 @@ impl Inner {
 
     /// Drops `member` from `tool`'s queue: its task is gone or expired (best effort).
     pub(super) async fn drop_queued(&self, tool: &str, member: &str) {
+        let Some((_, id)) = parse_member(member) else {
+            return;
+        };
         let _: Result<i64, _> = redis::cmd("ZREM")
-            .arg(self.keys.queue(tool))
+            .arg(self.keys.queue(self.keys.shard_of(&id), tool))
             .arg(member)
             .query_async(&mut self.conn())
             .await;
@@ -243,22 +277,28 @@ impl Inner {
         limit: usize,
         now: Millis,
     ) -> Result<TaskPage, StoreError> {
-        let index = self.keys.owner_index(owner);
         let min = match &after {
             Some((at, id)) => format!("({}", member(*at, id)),
             None => "-".to_owned(),
         };
         let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let members: Vec<String> = redis::cmd("ZRANGEBYLEX")
-            .arg(&index)
-            .arg(min)
-            .arg("+")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(fetch)
-            .query_async(&mut self.conn())
-            .await
-            .map_err(store_error)?;
+        // Each shard's index is in order: the page is the first entries of their merge.
+        let cmds = (0..self.keys.shards())
+            .map(|shard| {
+                redis::cmd("ZRANGEBYLEX")
+                    .arg(self.keys.owner_index(shard, owner))
+                    .arg(&min)
+                    .arg("+")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(fetch)
+                    .to_owned()
+            })
+            .collect();
+        let per_shard: Vec<Vec<String>> = self.each(cmds).await?;
+        let mut members: Vec<String> = per_shard.into_iter().flatten().collect();
+        members.sort();
+        members.truncate(limit.saturating_add(1));
         let more = members.len() > limit;
         let page = &members[..members.len().min(limit)];
         let ids = page
@@ -266,20 +306,19 @@ impl Inner {
             .map(|m| parse_member(m).map(|(_, id)| id))
             .collect::<Option<Vec<TaskId>>>()
             .ok_or_else(|| store_error("corrupt listing index entry"))?;
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.cmd("HGET").arg(self.keys.task(id)).arg("rec");
-        }
-        let records: Vec<Option<String>> = if ids.is_empty() {
-            Vec::new()
-        } else {
-            pipe.query_async(&mut self.conn())
-                .await
-                .map_err(store_error)?
-        };
+        let cmds = ids
+            .iter()
+            .map(|id| {
+                redis::cmd("HGET")
+                    .arg(self.keys.task(id))
+                    .arg("rec")
+                    .to_owned()
+            })
+            .collect();
+        let records: Vec<Option<String>> = self.each(cmds).await?;
         let mut tasks = Vec::with_capacity(records.len());
         let mut dangling = Vec::new();
-        for (json, m) in records.iter().zip(page) {
+        for ((json, m), id) in records.iter().zip(page).zip(&ids) {
             match json {
                 Some(json) => {
                     let rec = decode(json)?;
@@ -288,16 +327,17 @@ impl Inner {
                     }
                 }
                 // Removed by the key-expiry safety net: drop its entry.
-                None => dangling.push(m.clone()),
+                None => dangling.push(
+                    redis::cmd("ZREM")
+                        .arg(self.keys.owner_index(self.keys.shard_of(id), owner))
+                        .arg(m)
+                        .to_owned(),
+                ),
             }
         }
         if !dangling.is_empty() {
             // Best effort: the entry only costs a lookup until removed.
-            let _: Result<i64, _> = redis::cmd("ZREM")
-                .arg(&index)
-                .arg(dangling)
-                .query_async(&mut self.conn())
-                .await;
+            let _: Result<Vec<i64>, _> = self.each(dangling).await;
         }
         let next_cursor = match page.last() {
             Some(last) if more => {

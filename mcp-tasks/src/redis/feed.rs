@@ -239,21 +239,48 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A dedicated pub/sub connection subscribed to `channel`.
+/// A dedicated pub/sub connection subscribed to `channel`, on the first of `nodes` that
+/// answers, starting at `start` and going round; returns that node's index. (On a
+/// cluster any node will do: `PUBLISH` reaches every node.)
 pub(crate) async fn subscribe(
-    client: &redis::Client,
+    nodes: &[redis::Client],
+    start: usize,
     channel: &str,
-) -> redis::RedisResult<redis::aio::PubSub> {
-    let mut pubsub = client.get_async_pubsub().await?;
-    pubsub.subscribe(channel).await?;
-    Ok(pubsub)
+) -> redis::RedisResult<(usize, redis::aio::PubSub)> {
+    let mut failure = None;
+    for n in 0..nodes.len() {
+        let at = (start + n) % nodes.len();
+        let attempt = async {
+            let mut pubsub = nodes[at].get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        match tokio::time::timeout(HEALTH_CHECK, attempt).await {
+            Ok(Ok(pubsub)) => return Ok((at, pubsub)),
+            Ok(Err(e)) => failure = Some(e),
+            Err(_) => {
+                failure = Some(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "subscribing timed out",
+                )));
+            }
+        }
+    }
+    Err(failure.unwrap_or_else(|| {
+        redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no Redis node to subscribe on",
+        ))
+    }))
 }
 
 /// Forwards the subscription's messages into `shared.events` for ever; when the
 /// connection drops (or stops answering pings), signals a resync, reconnects with
-/// backoff, resubscribes and signals a resync again.
+/// backoff (to the same node first, then the next ones), resubscribes and signals a
+/// resync again.
 pub(crate) async fn pump(
-    client: redis::Client,
+    nodes: Vec<redis::Client>,
+    mut at: usize,
     channel: String,
     shared: Arc<Shared>,
     mut pubsub: redis::aio::PubSub,
@@ -268,8 +295,11 @@ pub(crate) async fn pump(
         let mut backoff = MIN_BACKOFF;
         pubsub = loop {
             tokio::time::sleep(backoff).await;
-            match subscribe(&client, &channel).await {
-                Ok(pubsub) => break pubsub,
+            match subscribe(&nodes, at, &channel).await {
+                Ok((node, pubsub)) => {
+                    at = node;
+                    break pubsub;
+                }
                 Err(e) => {
                     tracing::warn!("Redis event subscription: reconnect failed: {e}");
                     backoff = (backoff * 2).min(MAX_BACKOFF);

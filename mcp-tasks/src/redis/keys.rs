@@ -1,70 +1,120 @@
-//! Key names of one deployment (one prefix), and the listing-index member encoding.
+//! Key names of one deployment (one prefix), its shards, and the listing-index member
+//! encoding.
 //!
-//! Every key starts with the hash tag `{prefix}`, so a Redis Cluster keeps a whole
-//! deployment in one slot and the Lua scripts may touch any of its keys.
+//! A deployment's tasks are spread over [`Keys::shards`] shards, each under its own hash
+//! tag, so a Redis Cluster puts each shard in one slot (the Lua scripts only ever touch
+//! the keys of one shard) and the shards over its nodes. On a standalone server there is
+//! one shard whose tag is `{prefix}`: the layout of every earlier version.
 
 use crate::error::StoreError;
 use crate::record::{Millis, Owner, TaskId};
 
+/// How many shards a deployment on a Redis Cluster has. Part of the key layout: every
+/// handle of a deployment must use the same number.
+pub(crate) const CLUSTER_SHARDS: u16 = 16;
+
 /// The names of one deployment's keys.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
-    /// `{prefix}`: the hash tag every key starts with.
+    /// The prefix, without braces.
+    prefix: String,
+    /// `{prefix}`: the tag of the keys that are not sharded (sessions, the channel), and
+    /// of the only shard on a standalone server.
     tag: String,
+    /// How many shards the tasks are spread over (1: standalone).
+    shards: u16,
 }
 
 impl Keys {
     /// Keys under `prefix`, which must not contain `{` or `}` (they would break the hash
-    /// tag) and must not be empty.
+    /// tag) and must not be empty, in one shard (a standalone server).
     pub(crate) fn new(prefix: &str) -> Result<Keys, StoreError> {
+        Keys::sharded(prefix, 1)
+    }
+
+    /// Keys under `prefix` over `shards` shards (at least 1).
+    pub(crate) fn sharded(prefix: &str, shards: u16) -> Result<Keys, StoreError> {
         if prefix.is_empty() || prefix.contains(['{', '}']) {
             return Err(StoreError::backend(format!(
                 "invalid Redis key prefix {prefix:?}: it must be non-empty, without braces"
             )));
         }
         Ok(Keys {
+            prefix: prefix.to_owned(),
             tag: format!("{{{prefix}}}"),
+            shards: shards.max(1),
         })
     }
 
-    /// A hash per task: `rec` (the JSON record) and `rev` (its revision).
+    /// How many shards the tasks are spread over.
+    pub(crate) fn shards(&self) -> u16 {
+        self.shards
+    }
+
+    /// The shard of task `id`: FNV-1a of the id, modulo the shard count.
+    pub(crate) fn shard_of(&self, id: &TaskId) -> u16 {
+        if self.shards == 1 {
+            return 0;
+        }
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in id.as_str().bytes() {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        (hash % u64::from(self.shards)) as u16
+    }
+
+    /// The hash tag of `shard`: `{prefix}` with one shard, `{prefix:N}` with several.
+    fn shard_tag(&self, shard: u16) -> String {
+        if self.shards == 1 {
+            self.tag.clone()
+        } else {
+            format!("{{{}:{shard}}}", self.prefix)
+        }
+    }
+
+    /// A hash per task, in the task's shard: `rec` (the JSON record) and `rev` (its
+    /// revision).
     pub(crate) fn task(&self, id: &TaskId) -> String {
-        format!("{}:t:{}", self.tag, id.as_str())
+        format!("{}:t:{}", self.shard_tag(self.shard_of(id)), id.as_str())
     }
 
-    /// A sorted set per owner, every score 0, members [`member`]: the listing order.
-    pub(crate) fn owner_index(&self, owner: &Owner) -> String {
-        format!("{}:o:{}", self.tag, owner.as_str())
+    /// A sorted set per owner and shard, every score 0, members [`member`]: the listing
+    /// order of the owner's tasks in that shard.
+    pub(crate) fn owner_index(&self, shard: u16, owner: &Owner) -> String {
+        format!("{}:o:{}", self.shard_tag(shard), owner.as_str())
     }
 
-    /// A sorted set of task ids scored by expiry time (tasks with a TTL only).
-    pub(crate) fn expiries(&self) -> String {
-        format!("{}:exp", self.tag)
+    /// A sorted set per shard of task ids scored by expiry time (tasks with a TTL only).
+    pub(crate) fn expiries(&self, shard: u16) -> String {
+        format!("{}:exp", self.shard_tag(shard))
     }
 
-    /// A sorted set of unfinished, leased task ids scored by lease expiry.
-    pub(crate) fn leases(&self) -> String {
-        format!("{}:leases", self.tag)
+    /// A sorted set per shard of unfinished, leased task ids scored by lease expiry.
+    pub(crate) fn leases(&self, shard: u16) -> String {
+        format!("{}:leases", self.shard_tag(shard))
     }
 
-    /// A hash of unfinished task id -> owner; its length is the live total.
-    pub(crate) fn live(&self) -> String {
-        format!("{}:live", self.tag)
+    /// A hash per shard of unfinished task id -> owner; its length is the shard's live
+    /// total.
+    pub(crate) fn live(&self, shard: u16) -> String {
+        format!("{}:live", self.shard_tag(shard))
     }
 
-    /// A hash of owner -> number of unfinished tasks.
-    pub(crate) fn live_per_owner(&self) -> String {
-        format!("{}:live_owner", self.tag)
+    /// A hash per shard of owner -> number of unfinished tasks in the shard.
+    pub(crate) fn live_per_owner(&self, shard: u16) -> String {
+        format!("{}:live_owner", self.shard_tag(shard))
     }
 
-    /// A sorted set per tool, every score 0, members [`member`]: the tasks waiting for a
-    /// worker in claim order.
-    pub(crate) fn queue(&self, tool: &str) -> String {
-        format!("{}:q:{tool}", self.tag)
+    /// A sorted set per tool and shard, every score 0, members [`member`]: the tasks of
+    /// the shard waiting for a worker in claim order.
+    pub(crate) fn queue(&self, shard: u16, tool: &str) -> String {
+        format!("{}:q:{tool}", self.shard_tag(shard))
     }
 
     /// A hash per MCP 2025-11-25 session: `rec`, `seen`, `idle`, `rev`
-    /// (`redis/sessions.rs`). `session("")` is the prefix the scripts complete.
+    /// (`redis/sessions.rs`). `session("")` is the prefix the scripts complete. Sessions
+    /// are not sharded: they all live under `{prefix}`, so one script counts them.
     pub(crate) fn session(&self, id: &str) -> String {
         format!("{}:s:{id}", self.tag)
     }
@@ -79,18 +129,38 @@ impl Keys {
         format!("{}:events", self.tag)
     }
 
-    /// The `SCAN MATCH` pattern of every key of the deployment.
+    /// The `SCAN MATCH` pattern that finds every key of the deployment (and possibly of
+    /// other prefixes starting with this one: [`owns`](Self::owns) tells them apart).
     #[cfg(any(test, feature = "conformance"))]
     pub(crate) fn pattern(&self) -> String {
-        let mut escaped = String::with_capacity(self.tag.len() + 2);
-        for c in self.tag.chars() {
+        let mut escaped = String::with_capacity(self.prefix.len() + 4);
+        escaped.push('{');
+        for c in self.prefix.chars() {
             if matches!(c, '*' | '?' | '[' | ']' | '\\') {
                 escaped.push('\\');
             }
             escaped.push(c);
         }
-        escaped.push_str(":*");
+        escaped.push('*');
         escaped
+    }
+
+    /// Whether `key` is one of this deployment's keys: its tag is `{prefix}` or
+    /// `{prefix:N}`.
+    #[cfg(any(test, feature = "conformance"))]
+    pub(crate) fn owns(&self, key: &str) -> bool {
+        let Some(rest) = key
+            .strip_prefix('{')
+            .and_then(|k| k.strip_prefix(&self.prefix))
+        else {
+            return false;
+        };
+        if rest.starts_with("}:") {
+            return true;
+        }
+        rest.strip_prefix(':')
+            .and_then(|r| r.split_once("}:"))
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     }
 }
 
@@ -141,6 +211,27 @@ mod tests {
         assert!(Keys::new("a{b").is_err());
         let keys = Keys::new("kit:a*b").expect("valid");
         assert_eq!(keys.task(&TaskId::from_wire("x")), "{kit:a*b}:t:x");
-        assert_eq!(keys.pattern(), "{kit:a\\*b}:*");
+        assert_eq!(keys.pattern(), "{kit:a\\*b*");
+        assert!(keys.owns("{kit:a*b}:t:x"));
+        assert!(!keys.owns("{kit:a*bc}:t:x"));
+        assert!(!keys.owns("{kit:a*b:x}:t:x"));
+        let sharded = Keys::sharded("kit", CLUSTER_SHARDS).expect("valid");
+        let id = TaskId::from_wire("0123456789abcdef0123456789abcdef");
+        let task = sharded.task(&id);
+        assert!(task.starts_with(&format!("{{kit:{}}}:t:", sharded.shard_of(&id))));
+        assert!(sharded.owns(&task));
+        assert!(sharded.owns("{kit:15}:live"));
+    }
+
+    #[test]
+    fn ids_spread_over_every_shard() {
+        let keys = Keys::sharded("kit", CLUSTER_SHARDS).expect("valid");
+        let mut seen = std::collections::BTreeSet::new();
+        for n in 0..1000u32 {
+            seen.insert(keys.shard_of(&TaskId::from_wire(format!("{n:032x}"))));
+        }
+        assert_eq!(seen.len(), usize::from(CLUSTER_SHARDS));
+        let single = Keys::new("kit").expect("valid");
+        assert_eq!(single.shard_of(&TaskId::from_wire("x")), 0);
     }
 }

@@ -1,9 +1,11 @@
 //! [`RedisStore`]: the shared networked backend, for many server instances on one Redis.
 
 mod backend;
+mod conn;
 mod db;
 mod feed;
 mod keys;
+mod place;
 mod scripts;
 mod sessions;
 mod sweep;
@@ -11,12 +13,12 @@ mod sweep;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use tokio::task::JoinHandle;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{BackendError, IntoStoreError, StoreError};
 use crate::limits::Limits;
+use conn::Conn;
 use feed::Shared;
 use keys::Keys;
 
@@ -25,15 +27,45 @@ use keys::Keys;
 ///
 /// # Layout
 ///
-/// All keys start with the hash tag `{prefix}` (default `{mcp-tasks}`), so one prefix is
-/// one isolated deployment, and a Redis Cluster keeps the whole deployment in one slot
-/// (which the multi-key scripts need). Per task a hash `{p}:t:<id>` holds the JSON
-/// [`TaskRecord`](crate::TaskRecord) (`rec`) and its revision (`rev`). Indexes: a sorted
-/// set per owner (`{p}:o:<owner>`, every score 0, members `<created_at>:<id>` encoded so
-/// that their byte order is the `(created_at, id)` order, paged with `ZRANGEBYLEX`), a
-/// sorted set of expiry times (`{p}:exp`), one of unfinished tasks' lease expiries
-/// (`{p}:leases`), and the live-task counters (`{p}:live`: unfinished id -> owner, whose
-/// length is the total; `{p}:live_owner`: owner -> count).
+/// One prefix is one isolated deployment. Its tasks are spread over *shards*, each under
+/// its own hash tag, and every index and counter is kept per shard, in the shard's tag:
+/// on a standalone server there is one shard, tagged `{prefix}` (default `{mcp-tasks}`);
+/// on a Redis Cluster there are 16, tagged `{prefix:0}` to `{prefix:15}`, which the
+/// cluster hashes to slots spread over its nodes. A task's shard is derived from its id
+/// (FNV-1a of the id, modulo the shard count), so any handle finds it without a lookup.
+///
+/// In each shard (`{s}` below is the shard's tag): a hash per task `{s}:t:<id>` holding
+/// the JSON [`TaskRecord`](crate::TaskRecord) (`rec`) and its revision (`rev`); a sorted
+/// set per owner (`{s}:o:<owner>`, every score 0, members `<created_at>:<id>` encoded so
+/// that their byte order is the `(created_at, id)` order, paged with `ZRANGEBYLEX`); a
+/// sorted set of expiry times (`{s}:exp`); one of unfinished tasks' lease expiries
+/// (`{s}:leases`); a lexicographic sorted set per tool of the tasks waiting for a worker
+/// (`{s}:q:<tool>`); and the live-task counters (`{s}:live`: unfinished id -> owner,
+/// whose length is the shard's total; `{s}:live_owner`: owner -> count). Sessions and
+/// the event channel are not sharded: they live under `{prefix}`. Listing merges the
+/// owner's index of every shard (keyset order is preserved: each index is in order);
+/// a claim merges the queues of every shard; a sweep walks the shards one by one.
+///
+/// The shard count is part of the layout and follows the server: a deployment written
+/// on a standalone server is not found on a cluster (move it by re-creating the tasks);
+/// data of earlier versions on a standalone server reads as before, since one shard
+/// tagged `{prefix}` is the earlier layout. In cluster mode a prefix must not be another
+/// prefix plus `:<digits>` (their tags would meet).
+///
+/// # Limits over shards
+///
+/// No command and no script ever touches two slots, so the live-task limits are split
+/// over the shards as PostgreSQL's live-count shards split them: each of the first `m`
+/// shards (`m` = the shard count, or either limit if smaller) holds `limit / m` units of
+/// each limit (the first `limit % m` shards one more), and the create script of a shard
+/// refuses when the shard's count for the owner or in total reached the shard's part. A
+/// create first tries the shard of its (random) id; refused there, it reads every
+/// shard's counts and, if some shard still has room for both limits, draws a new random
+/// id in that shard and tries again. It is refused when no shard has room: exactly at
+/// the limit when one shard has room for both whenever each limit has room somewhere
+/// (always on a standalone server, where the one shard holds the whole limit); near
+/// both limits at once on a cluster, a create may be refused a few units early. The
+/// limits are never exceeded.
 ///
 /// # Atomicity
 ///
@@ -52,14 +84,33 @@ use keys::Keys;
 /// A single Redis server is strongly consistent: when `create` returns, every handle reads
 /// the task. With replicas, every handle must talk to the primary (replication is
 /// asynchronous; a replica may not have the task yet, and a failover may lose the last
-/// writes).
+/// writes). On a cluster each shard lives on one primary and every command goes to it
+/// (reads included, never to replicas), so the same holds per task.
+///
+/// # Redis Cluster
+///
+/// [`RedisOptions::url`] may name any node of a cluster (`redis://host:port`), or
+/// several seed nodes (`redis://host:port,host:port`); at connect the first seed that
+/// answers is asked `INFO cluster`, and `cluster_enabled:1` selects the `redis` crate's
+/// cluster client (`cluster_async::ClusterConnection`), which sends each command to the
+/// node of its key's slot, follows `MOVED` and `ASK` redirections and refreshes its slot
+/// map. What still surfaces while slots migrate or a primary fails over (`MOVED`, `ASK`,
+/// `TRYAGAIN`, `CLUSTERDOWN`, a node that cannot be reached) is
+/// [`StoreError::Unavailable`]: retried like any outage, never a task failure.
 ///
 /// # Events
 ///
 /// The write scripts publish a small JSON payload (kind, owner, id, status, revision,
-/// keys) on the channel `{p}:events`. Each handle keeps a dedicated pub/sub connection
-/// subscribed to it and forwards what arrives into its [`events`](crate::TaskStore::events)
-/// feed, so a change through any handle in any process reaches every handle. A write
+/// keys) on the channel `{prefix}:events`. Each handle keeps a dedicated pub/sub
+/// connection subscribed to it and forwards what arrives into its
+/// [`events`](crate::TaskStore::events) feed, so a change through any handle in any
+/// process reaches every handle. On a cluster the scripts run on the shards' nodes and
+/// use the classic `PUBLISH`, which Redis Cluster forwards to every node, so a handle's
+/// subscription is a plain connection to one node (the seed that answered; after a
+/// failure it moves on to the other primaries and seeds). Sharded pub/sub
+/// (`SPUBLISH`) was not chosen: one channel per shard would need a subscription per
+/// shard's node that follows slot migrations, and the cluster bus traffic of `PUBLISH`
+/// is small beside the writes themselves. A write
 /// returns once its own event has come back into its handle's feed (waiting at most a
 /// second), so a subscription made after a write returns never hears that write.
 ///
@@ -114,7 +165,8 @@ pub struct RedisStore {
 #[derive(Debug, Clone)]
 pub struct RedisOptions {
     /// `redis://[user:password@]host:port[/db]` (or `rediss://` if the `redis` crate is
-    /// built with TLS).
+    /// built with TLS): a standalone server, or any node of a Redis Cluster (told apart
+    /// at connect). Several seed nodes of a cluster: `redis://host:port,host:port`.
     pub url: String,
     /// Names the deployment: handles with the same prefix share tasks, others never see
     /// them. Must not contain `{` or `}`. Default `mcp-tasks`.
@@ -166,7 +218,7 @@ impl RedisOptions {
 }
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Keys,
     limits: Limits,
     clock: Arc<dyn Clock>,
@@ -193,9 +245,6 @@ impl Drop for Inner {
     }
 }
 
-/// How long a command may take before it fails with [`StoreError::Unavailable`].
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// A Redis failure as a [`StoreError`], classified as transient or not (below), its
 /// message prefixed with `redis`.
 pub(crate) fn store_error(e: impl IntoStoreError) -> StoreError {
@@ -203,8 +252,11 @@ pub(crate) fn store_error(e: impl IntoStoreError) -> StoreError {
 }
 
 /// Redis failures that pass: I/O (refused, dropped, timed out), and the server's
-/// `READONLY` (a replica during a failover), `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` and
-/// `LOADING`. Everything else (a script error, a wrong type, authentication) stays.
+/// `READONLY` (a replica during a failover), `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`,
+/// `LOADING`, and on a cluster `MOVED` and `ASK` (a slot migrating or a primary failed
+/// over, once the cluster client's own redirections ran out) and a node the cluster
+/// client has no connection to. Everything else (a script error, a wrong type,
+/// authentication, `CROSSSLOT`) stays.
 impl IntoStoreError for redis::RedisError {
     fn into_store_error(self) -> StoreError {
         use redis::{ErrorKind, ServerErrorKind};
@@ -220,7 +272,9 @@ impl IntoStoreError for redis::RedisError {
                         | ServerErrorKind::ClusterDown
                         | ServerErrorKind::MasterDown
                         | ServerErrorKind::BusyLoading
-                )
+                        | ServerErrorKind::Moved
+                        | ServerErrorKind::Ask
+                ) | ErrorKind::ClusterConnectionNotFound
             );
         let e = BackendError::with_source(self.to_string(), self);
         if transient {
@@ -238,40 +292,32 @@ impl RedisStore {
     }
 
     /// Connects with `options`: one multiplexed command connection (reconnecting by
-    /// itself) and one pub/sub connection, subscribed before this returns.
+    /// itself; on a cluster, one per node, following the slot map) and one pub/sub
+    /// connection, subscribed before this returns.
     pub async fn connect_with(options: RedisOptions) -> Result<RedisStore, StoreError> {
-        let keys = Keys::new(&options.prefix)?;
-        let client = redis::Client::open(options.url.as_str()).map_err(store_error)?;
-        // The default 500 ms response timeout is short for a 16 MiB result; a timed-out
-        // write has an unknown outcome, so allow more.
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_connection_timeout(Some(Duration::from_secs(5)));
-        // One plain connection first: a server that refuses or does not answer is said at
-        // once (the manager below retries its first connection with backoffs, for seconds).
-        let probe = tokio::time::timeout(
-            Duration::from_secs(5),
-            client.get_multiplexed_async_connection(),
-        )
-        .await
-        .map_err(|e| store_error(e).at(&client.get_connection_info().addr().to_string()))?;
-        drop(
-            probe
-                .map_err(|e| store_error(e).at(&client.get_connection_info().addr().to_string()))?,
-        );
-        let conn = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(store_error)?;
+        Keys::new(&options.prefix)?;
+        let connected = conn::connect(&options.url).await?;
+        let shards = if connected.cluster {
+            keys::CLUSTER_SHARDS
+        } else {
+            1
+        };
+        let keys = Keys::sharded(&options.prefix, shards)?;
         let shared = Arc::new(Shared::new().map_err(store_error)?);
         let channel = keys.channel();
-        let pubsub = feed::subscribe(&client, &channel)
+        let (at, pubsub) = feed::subscribe(&connected.nodes, 0, &channel)
             .await
             .map_err(store_error)?;
-        let pump = tokio::spawn(feed::pump(client, channel, Arc::clone(&shared), pubsub));
+        let pump = tokio::spawn(feed::pump(
+            connected.nodes,
+            at,
+            channel,
+            Arc::clone(&shared),
+            pubsub,
+        ));
         Ok(RedisStore {
             inner: Arc::new(Inner {
-                conn,
+                conn: connected.conn,
                 keys,
                 limits: options.limits,
                 clock: options.clock,
@@ -282,20 +328,20 @@ impl RedisStore {
         })
     }
 
-    /// The unfinished tasks counted against the limits: `owner`'s, and all owners'.
+    /// The unfinished tasks counted against the limits: `owner`'s, and all owners'
+    /// (summed over the shards).
     pub async fn live_tasks(&self, owner: &crate::Owner) -> Result<(usize, usize), StoreError> {
-        let keys = &self.inner.keys;
-        let (mine, total): (Option<u64>, u64) = redis::pipe()
-            .cmd("HGET")
-            .arg(keys.live_per_owner())
-            .arg(owner.as_str())
-            .cmd("HLEN")
-            .arg(keys.live())
-            .query_async(&mut self.inner.conn.clone())
-            .await
-            .map_err(store_error)?;
+        let counts = self.inner.shard_counts(owner).await?;
         let n = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
-        Ok((n(mine.unwrap_or(0)), n(total)))
+        let mine = counts.iter().map(|c| c.owner).sum();
+        let total = counts.iter().map(|c| c.total).sum();
+        Ok((n(mine), n(total)))
+    }
+
+    /// Whether this handle talks to a Redis Cluster (and spreads the deployment over
+    /// shards) rather than to a standalone server.
+    pub fn is_cluster(&self) -> bool {
+        self.inner.keys.shards() > 1
     }
 }
 
@@ -326,18 +372,21 @@ pub(crate) mod blocking {
         Ok(())
     }
 
-    /// Deletes every key of the deployment `prefix` (`SCAN` + `DEL`); returns how many.
+    /// Deletes every key of the deployment `prefix` on the node at `url` (`SCAN` +
+    /// `UNLINK`, one key per command: on a cluster node the keys of one `SCAN` page are
+    /// in many slots); returns how many. On a cluster, call it for every node.
     pub(crate) fn delete_prefix(
         url: &str,
         prefix: &str,
         timeout: Duration,
     ) -> Result<usize, StoreError> {
-        let pattern = Keys::new(prefix)?.pattern();
+        let keys = Keys::new(prefix)?;
+        let pattern = keys.pattern();
         let mut conn = connect(url, timeout)?;
         let mut cursor: u64 = 0;
         let mut deleted = 0;
         loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            let (next, found): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
                 .arg(&pattern)
@@ -345,16 +394,46 @@ pub(crate) mod blocking {
                 .arg(1000)
                 .query(&mut conn)
                 .map_err(store_error)?;
-            if !keys.is_empty() {
-                deleted += redis::cmd("UNLINK")
-                    .arg(&keys)
-                    .query::<usize>(&mut conn)
-                    .map_err(store_error)?;
+            let mine: Vec<&String> = found.iter().filter(|k| keys.owns(k)).collect();
+            if !mine.is_empty() {
+                let mut pipe = redis::pipe();
+                for key in mine {
+                    pipe.cmd("UNLINK").arg(key);
+                }
+                let counts: Vec<usize> = pipe.query(&mut conn).map_err(store_error)?;
+                deleted += counts.iter().sum::<usize>();
             }
             if next == 0 {
                 return Ok(deleted);
             }
             cursor = next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+    use super::store_error;
+
+    #[test]
+    fn cluster_redirections_and_outages_are_transient() {
+        let transient = [
+            ErrorKind::Server(ServerErrorKind::Moved),
+            ErrorKind::Server(ServerErrorKind::Ask),
+            ErrorKind::Server(ServerErrorKind::TryAgain),
+            ErrorKind::Server(ServerErrorKind::ClusterDown),
+            ErrorKind::ClusterConnectionNotFound,
+        ];
+        for kind in transient {
+            let e = store_error(RedisError::from((kind, "MOVED 15836 127.0.0.1:7103")));
+            assert!(e.is_transient(), "{kind:?}: {e:?}");
+        }
+        let e = store_error(RedisError::from((
+            ErrorKind::Server(ServerErrorKind::CrossSlot),
+            "CROSSSLOT",
+        )));
+        assert!(!e.is_transient(), "{e:?}");
     }
 }

@@ -2,6 +2,8 @@
 //! the event publication together). They decide nothing about the task's state machine:
 //! the caller applied [`rules`](crate::rules) in Rust and hands over the result; the
 //! scripts only check the revision they were based on (compare-and-set) and the limits.
+//! Every key a script touches is in one shard (one hash tag, so one cluster slot); the
+//! limits it checks are the shard's part of them.
 
 use std::sync::LazyLock;
 
@@ -10,10 +12,10 @@ use redis::Script;
 /// Inserts a new task if the live-task limits allow it.
 ///
 /// KEYS: task, owner index, expiries, live, live per owner, leases, the tool's queue.
-/// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never),
-/// max per owner, max total, channel, safety net (`off`, `forever` or milliseconds until
-/// the task key expires), lease expiry (`''`: no lease), `1` if the task waits for a
-/// worker, event payloads...
+/// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never), the
+/// shard's part of the per-owner limit, its part of the total limit, channel, safety net
+/// (`off`, `forever` or milliseconds until the task key expires), lease expiry (`''`: no
+/// lease), `1` if the task waits for a worker, event payloads...
 ///
 /// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {

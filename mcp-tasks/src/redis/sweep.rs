@@ -13,17 +13,29 @@ use crate::rules;
 const SWEEP_BATCH: usize = 500;
 
 impl Inner {
-    /// Deletes expired tasks and finds lapsed leases (rule 12).
+    /// Deletes expired tasks and finds lapsed leases (rule 12), shard by shard.
     pub(super) async fn sweep(&self) -> Result<SweepReport, StoreError> {
-        let inner = self;
-        let now = inner.clock.now_ms();
+        let now = self.clock.now_ms();
         let mut report = SweepReport::default();
+        for shard in 0..self.keys.shards() {
+            self.sweep_shard(shard, now, &mut report).await?;
+        }
+        Ok(report)
+    }
+
+    async fn sweep_shard(
+        &self,
+        shard: u16,
+        now: Millis,
+        report: &mut SweepReport,
+    ) -> Result<(), StoreError> {
+        let inner = self;
         // Expired tasks still in their TTL by the rule (never, short of clock trouble)
         // are skipped, so the batches move past them.
         let mut skipped = 0usize;
         loop {
             let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-                .arg(inner.keys.expiries())
+                .arg(inner.keys.expiries(shard))
                 .arg("-inf")
                 .arg(now)
                 .arg("LIMIT")
@@ -48,7 +60,7 @@ impl Inner {
             }
         }
         let leased: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(inner.keys.leases())
+            .arg(inner.keys.leases(shard))
             .arg("-inf")
             .arg(now)
             .query_async(&mut inner.conn())
@@ -65,14 +77,14 @@ impl Inner {
                 None => {
                     // Best effort: a lease entry of a vanished task.
                     let _: Result<i64, _> = redis::cmd("ZREM")
-                        .arg(inner.keys.leases())
+                        .arg(inner.keys.leases(shard))
                         .arg(&id)
                         .query_async(&mut inner.conn())
                         .await;
                 }
             }
         }
-        Ok(report)
+        Ok(())
     }
 
     /// Purges expired task `id` (if it still is expired and nobody purges it first).
@@ -83,15 +95,16 @@ impl Inner {
             if rec.as_ref().is_some_and(|rec| !rec.is_expired(now)) {
                 return Ok(None);
             }
+            let shard = self.keys.shard_of(id);
             let mut call = scripts::PURGE.prepare_invoke();
             call.key(self.keys.task(id))
-                .key(self.keys.expiries())
-                .key(self.keys.leases())
-                .key(self.keys.live())
-                .key(self.keys.live_per_owner());
+                .key(self.keys.expiries(shard))
+                .key(self.keys.leases(shard))
+                .key(self.keys.live(shard))
+                .key(self.keys.live_per_owner(shard));
             match &rec {
                 Some(rec) => {
-                    call.key(self.keys.owner_index(&rec.owner))
+                    call.key(self.keys.owner_index(shard, &rec.owner))
                         .arg(rec.revision)
                         .arg(id.as_str())
                         .arg(member(rec.created_at, id));
