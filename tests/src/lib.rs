@@ -13,10 +13,12 @@
 //! resource-server tests; [`authorization_server`] adds its registration, authorization
 //! and token endpoints for the client's login tests.
 //! [`ts_sdk`] runs the official TypeScript SDK client's interop script (`ts-sdk/`).
+//! [`chaos`] holds the chaos test's clients: API nodes that come and go, refusals counted.
 
 #![warn(missing_docs)]
 
 pub mod authorization_server;
+pub mod chaos;
 pub mod deaf_store;
 pub mod features_fixture;
 pub mod issuer;
