@@ -302,12 +302,36 @@ impl Server {
         &self,
         conn: mcp_protocol::engine::Connection,
     ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
+        self.serve_connection_inner(conn, false)
+    }
+
+    /// [`serve_connection`](Self::serve_connection) for stdio: when the input ends, the
+    /// requests already read finish (for up to the runtime's shutdown grace) and their
+    /// answers are written, instead of being cancelled.
+    pub(crate) fn serve_connection_draining(
+        &self,
+        conn: mcp_protocol::engine::Connection,
+    ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
+        self.serve_connection_inner(conn, true)
+    }
+
+    fn serve_connection_inner(
+        &self,
+        conn: mcp_protocol::engine::Connection,
+        drain: bool,
+    ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
         let slot = SessionSlot::default();
         let mut extensions = Extensions::new();
         extensions.insert(slot.clone());
         extensions.insert(StandaloneIsRequestPeer);
         crate::v2025::listen_for_resource_updates(&self.state);
-        let (peer, served) = self.endpoint().serve_with(conn, extensions);
+        let endpoint = self.endpoint();
+        let (peer, served) = if drain {
+            let grace = self.state.runtime.config().shutdown_grace;
+            endpoint.serve_draining(conn, extensions, grace)
+        } else {
+            endpoint.serve_with(conn, extensions)
+        };
         // When the connection ends, so does its session: its watcher stops and lets go of
         // the connection's sender, so the transport can finish writing and close.
         let task = tokio::spawn(async move {

@@ -3,6 +3,7 @@
 //! `rediss://…`. A backend whose feature this crate was built without is refused with an
 //! error naming the feature.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mcp_tasks::{Limits, MemoryStore, StoreError, TaskStore};
@@ -23,6 +24,19 @@ pub enum OpenStoreError {
         backend: &'static str,
         /// The mcp-server feature that builds it in.
         feature: &'static str,
+    },
+    /// The SQLite path names a directory, not a file.
+    #[error("the SQLite path {} is a directory; give a file path (e.g. sqlite:{}/mcp-tasks.db)", .0.display(), .0.display())]
+    SqliteIsDirectory(PathBuf),
+    /// The SQLite file does not exist and cannot be created there (no such folder, no
+    /// write permission, a file system that takes no files such as `/proc`).
+    #[error("cannot create the SQLite file {}: {source}", path.display())]
+    SqliteCannotCreate {
+        /// The file asked for.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
     },
     /// The backend refused: unreachable, bad credentials, a file that cannot be opened.
     #[error("cannot open the {backend} store: {source}")]
@@ -59,6 +73,7 @@ pub async fn open(
                 backend: "SQLite",
                 source,
             };
+            check_sqlite_path(Path::new(rest))?;
             let store = mcp_tasks::SqliteStore::open(rest, limits).map_err(backend)?;
             let recovered = store
                 .recover_unfinished(crate::worker_lost_error())
@@ -123,6 +138,58 @@ pub async fn open(
     }
 }
 
+/// Refuses a SQLite path that cannot be the database file, saying why: SQLite itself
+/// says only "unable to open database file", and a folder that takes no files (`/proc`)
+/// looks to it like a missing one. A file that does not exist yet is created and removed
+/// again, so the operating system's own reason is the one given.
+#[cfg(feature = "sqlite")]
+fn check_sqlite_path(path: &Path) -> Result<(), OpenStoreError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(OpenStoreError::SqliteIsDirectory(path.to_path_buf())),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+            {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(path);
+                    Ok(())
+                }
+                // Made meanwhile by someone else: SQLite opens it.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                // A missing or read-only folder: the store says so itself, naming the
+                // folder and the companion files it must also write there.
+                Err(e) if folder_refuses(path, &e) => Ok(()),
+                Err(source) => Err(OpenStoreError::SqliteCannotCreate {
+                    path: path.to_path_buf(),
+                    source,
+                }),
+            }
+        }
+        // Anything else (a folder on the way we may not search) is SQLite's to say.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Whether creating `path` failed because of its folder as such (it does not exist, or
+/// refuses writes), rather than because of the file (a folder such as `/proc` exists but
+/// takes no new files, and says "No such file or directory").
+#[cfg(feature = "sqlite")]
+fn folder_refuses(path: &Path, e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    let folder = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match e.kind() {
+        ErrorKind::NotFound => !folder.is_dir(),
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => true,
+        _ => false,
+    }
+}
+
 /// The store URL as shown in logs: a password in it is replaced by `***`.
 pub fn shown(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -167,5 +234,106 @@ mod tests {
             Err(OpenStoreError::NamespaceNotShared(_))
         ));
         assert!(open("memory", None, limits()).await.is_ok());
+    }
+
+    /// A folder of its own under the system's temporary folder, removed on drop.
+    #[cfg(feature = "sqlite")]
+    struct Scratch(PathBuf);
+
+    #[cfg(feature = "sqlite")]
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!(
+                "mcp-server-store-url-{name}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("a scratch folder");
+            Scratch(dir)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_sqlite_path_that_is_a_directory_says_so() {
+        let dir = Scratch::new("directory");
+        let url = format!("sqlite:{}", dir.path().display());
+        let Err(e) = open(&url, None, Limits::default()).await else {
+            panic!("a directory opened as a SQLite store");
+        };
+        assert!(matches!(e, OpenStoreError::SqliteIsDirectory(_)), "{e:?}");
+        let said = e.to_string();
+        assert!(
+            said.contains(&format!(
+                "the SQLite path {} is a directory",
+                dir.path().display()
+            )),
+            "{said}"
+        );
+        assert!(said.contains("give a file path"), "{said}");
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_sqlite_file_that_cannot_be_created_says_why() {
+        // A folder that exists but takes no new files (Linux's /proc).
+        if !Path::new("/proc/self").is_dir() {
+            return;
+        }
+        let Err(e) = open("sqlite:/proc/x.db", None, Limits::default()).await else {
+            panic!("/proc/x.db opened");
+        };
+        assert!(
+            matches!(e, OpenStoreError::SqliteCannotCreate { .. }),
+            "{e:?}"
+        );
+        let said = e.to_string();
+        assert!(
+            said.starts_with("cannot create the SQLite file /proc/x.db: "),
+            "{said}"
+        );
+        assert!(
+            said.contains("os error"),
+            "the OS's reason is given: {said}"
+        );
+        assert!(!said.contains("does not exist"), "{said}");
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_missing_sqlite_folder_is_named() {
+        let dir = Scratch::new("missing-folder");
+        let folder = dir.path().join("no-such-folder");
+        let url = format!("sqlite:{}", folder.join("x.db").display());
+        let Err(e) = open(&url, None, Limits::default()).await else {
+            panic!("{url} opened");
+        };
+        let said = e.to_string();
+        assert!(
+            said.contains(&format!("the folder {} does not exist", folder.display())),
+            "{said}"
+        );
+        assert!(!folder.exists(), "nothing is left behind");
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_new_sqlite_file_is_created() {
+        let dir = Scratch::new("created");
+        let path = dir.path().join("tasks.db");
+        let url = format!("sqlite:{}", path.display());
+        assert!(open(&url, None, Limits::default()).await.is_ok());
+        assert!(path.is_file());
     }
 }

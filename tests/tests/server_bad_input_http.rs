@@ -414,7 +414,7 @@ async fn get_and_delete_on_the_endpoint_are_405() {
 }
 
 #[tokio::test]
-async fn notifications_and_stray_responses_get_202_and_no_body() {
+async fn notifications_get_202_and_stray_responses_400() {
     let s = TestServer::start().await;
     let reply = s
         .post(
@@ -424,10 +424,13 @@ async fn notifications_and_stray_responses_get_202_and_no_body() {
         .await;
     assert_eq!(reply.status, 202, "{}", reply.text);
     assert!(reply.text.is_empty(), "{}", reply.text);
+    // A response answers a request of the session it names: without one it answers
+    // nothing, and says so (the server cannot accept it).
     let reply = s
         .post(&json!({"jsonrpc": "2.0", "id": 5, "result": {}}), &[])
         .await;
-    assert_eq!(reply.status, 202, "{}", reply.text);
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(reply.error_code(), error_codes::INVALID_REQUEST, "{}", reply.text);
     still_serving(&s).await;
 }
 

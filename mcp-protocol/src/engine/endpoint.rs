@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::FutureExt;
 use jsonrpsee::Extensions;
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::layer::util::Identity;
 
 use super::peer::Peer;
@@ -213,6 +215,18 @@ impl Session {
         self.lock_inflight().count
     }
 
+    /// The ids of the inbound requests being served.
+    fn inflight_ids(&self) -> Vec<RequestId> {
+        let inflight = self.lock_inflight();
+        let mut ids: Vec<RequestId> = inflight
+            .by_id
+            .iter()
+            .flat_map(|(id, entries)| entries.iter().map(move |_| id.clone()))
+            .collect();
+        ids.sort_by_key(ToString::to_string);
+        ids
+    }
+
     /// The same session (in-flight requests, extensions) answering through `peer`: used
     /// where each inbound request has its own response stream (Streamable HTTP), so that a
     /// `notifications/cancelled` arriving on another stream still finds the request.
@@ -370,6 +384,9 @@ pub struct Endpoint<S> {
     max_inflight_requests: usize,
 }
 
+/// Why a JSON array is refused: MCP has no batches (2025-06-18 removed them).
+const BATCH_REFUSED: &str = "JSON-RPC batches are not supported: MCP sends one message per request";
+
 /// The members of a frame, read without decoding their values.
 #[derive(Deserialize)]
 struct Probe<'a> {
@@ -458,19 +475,54 @@ where
         (peer, task)
     }
 
+    /// [`serve_with`](Self::serve_with) for a transport whose outbound side outlives its
+    /// inbound side (stdio: a client may write its requests, close its end and still read
+    /// the answers). When the inbound side closes, the requests already read go on for up
+    /// to `grace` and their answers are sent; those still running then are cancelled
+    /// unanswered, and logged. Our own requests still waiting for an answer fail at once
+    /// ([`PeerError::Closed`](super::PeerError::Closed)): none can arrive any more.
+    pub fn serve_draining(
+        self: &Arc<Self>,
+        conn: Connection,
+        extensions: Extensions,
+        grace: Duration,
+    ) -> (Peer, JoinHandle<()>) {
+        let peer = Peer::new(conn.sender);
+        let session = Session::new(peer.clone(), extensions);
+        let task = tokio::spawn(Arc::clone(self).read_loop(session, conn.receiver, Some(grace)));
+        (peer, task)
+    }
+
     /// The read loop: one frame at a time; requests run concurrently on their own tasks,
-    /// notifications and responses are handled in order.
-    pub async fn run(self: Arc<Self>, session: Session, mut receiver: FrameReceiver) {
+    /// notifications and responses are handled in order. When the inbound side closes,
+    /// the requests still in flight are cancelled.
+    pub async fn run(self: Arc<Self>, session: Session, receiver: FrameReceiver) {
+        self.read_loop(session, receiver, None).await
+    }
+
+    /// [`run`](Self::run); with `drain`, the requests in flight when the inbound side
+    /// closes get that long to finish and send their answers (see
+    /// [`serve_draining`](Self::serve_draining)).
+    async fn read_loop(
+        self: Arc<Self>,
+        session: Session,
+        mut receiver: FrameReceiver,
+        drain: Option<Duration>,
+    ) {
+        // Every task that will send a frame (an answer, a refusal), so that a drain can
+        // wait for them.
+        let replies = TaskTracker::new();
         while let Some(item) = receiver.recv().await {
             let frame = match item {
                 Ok(frame) => frame,
                 Err(FrameError::TooLarge { limit }) => {
                     tracing::warn!(limit, "inbound frame too large; discarded");
-                    self.spawn_reply(&session, error_frame(None, too_large(limit)));
+                    self.spawn_reply(&replies, &session, error_frame(None, too_large(limit)));
                     continue;
                 }
                 Err(FrameError::NotUtf8) => {
                     self.spawn_reply(
+                        &replies,
                         &session,
                         error_frame(
                             None,
@@ -493,7 +545,11 @@ where
                     limit = self.max_frame_bytes,
                     "inbound frame too large; discarded"
                 );
-                self.spawn_reply(&session, error_frame(None, too_large(self.max_frame_bytes)));
+                self.spawn_reply(
+                    &replies,
+                    &session,
+                    error_frame(None, too_large(self.max_frame_bytes)),
+                );
                 continue;
             }
             match self.classify(&frame) {
@@ -504,12 +560,16 @@ where
                         session.register(&req.id, self.max_inflight_requests, None)
                     else {
                         tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
-                        self.spawn_reply(&session, error_frame(Some(req.id), self.too_many()));
+                        self.spawn_reply(
+                            &replies,
+                            &session,
+                            error_frame(Some(req.id), self.too_many()),
+                        );
                         continue;
                     };
                     let this = Arc::clone(&self);
                     let session = session.clone();
-                    tokio::spawn(async move {
+                    replies.spawn(async move {
                         // Fired once the response is queued on the connection, ahead of
                         // anything sent after it (or when there is none).
                         let written = ReplyWritten::new();
@@ -531,18 +591,48 @@ where
                 Err(rejected) => {
                     tracing::debug!(code = rejected.error.code, message = %rejected.error.message, "frame rejected");
                     if rejected.reply {
-                        self.spawn_reply(&session, error_frame(rejected.id, rejected.error));
+                        self.spawn_reply(
+                            &replies,
+                            &session,
+                            error_frame(rejected.id, rejected.error),
+                        );
                     }
                 }
+            }
+        }
+        replies.close();
+        if let Some(grace) = drain {
+            // Nothing arrives any more, so no answer to our own requests will: fail them
+            // now, and a handler waiting on one answers with that instead of waiting out
+            // the grace.
+            session.peer.close();
+            if !replies.is_empty() {
+                tracing::debug!(
+                    requests = session.inflight_count(),
+                    "inbound side closed; finishing the requests already read"
+                );
+            }
+            if tokio::time::timeout(grace, replies.wait()).await.is_err() {
+                let ids: Vec<String> = session
+                    .inflight_ids()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                tracing::warn!(
+                    grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+                    unanswered = ids.len(),
+                    ids = %ids.join(", "),
+                    "inbound side closed and the grace ran out: the requests still running are cancelled unanswered"
+                );
             }
         }
         session.cancel_all();
         session.peer.close();
     }
 
-    fn spawn_reply(&self, session: &Session, frame: String) {
+    fn spawn_reply(&self, replies: &TaskTracker, session: &Session, frame: String) {
         let peer = session.peer.clone();
-        tokio::spawn(async move {
+        replies.spawn(async move {
             let _ = peer.send_frame(frame).await;
         });
     }
@@ -550,15 +640,20 @@ where
     /// Classifies one frame, or says how to refuse it: invalid JSON is `-32700` with id
     /// `null`; JSON that is not a JSON-RPC 2.0 message is `-32600`.
     pub fn classify(&self, frame: &str) -> Result<Incoming, Box<Rejected>> {
+        // Checked before the probe: serde reads a struct from an array too, so a batch
+        // would otherwise be refused for its first element not being "2.0".
+        if frame.trim_start().starts_with('[') {
+            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
+                Ok(_) => Rejected::new(None, error_codes::INVALID_REQUEST, BATCH_REFUSED),
+                Err(e) => {
+                    Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}"))
+                }
+            });
+        }
         let probe: Probe<'_> = match serde_json::from_str(frame) {
             Ok(p) => p,
             Err(e) => {
                 return Err(match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
-                    Ok(_) if frame.trim_start().starts_with('[') => Rejected::new(
-                        None,
-                        error_codes::INVALID_REQUEST,
-                        "JSON-RPC batches are not supported by MCP",
-                    ),
                     Ok(_) => Rejected::new(
                         None,
                         error_codes::INVALID_REQUEST,

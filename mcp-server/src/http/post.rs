@@ -302,6 +302,21 @@ fn check_headers(
             what,
         ))
     };
+    // HTTP 400 with -32022 for a version this server does not serve there, naming those
+    // it does.
+    let unsupported = |version: &str, supported: &[&str]| {
+        json_response(
+            StatusCode::BAD_REQUEST,
+            error_frame(
+                Some(req.id.clone()),
+                ErrorObject::new(
+                    error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+                    format!("Unsupported protocol version: {version}"),
+                )
+                .with_data(serde_json::json!({ "supported": supported, "requested": version })),
+            ),
+        )
+    };
     // A 2026-07-28 request must carry the routing headers (SEP-2243): `Mcp-Method`
     // always, `Mcp-Name` when the body names a tool, prompt, resource or task. Requests
     // of a 2025-11-25 session, and the `initialize` that opens one, predate them.
@@ -363,13 +378,19 @@ fn check_headers(
     }
     if let Some(version) = header_version {
         if let Some(negotiated) = session_version {
-            // A session's requests carry the version its `initialize` agreed on.
-            if version != negotiated {
+            // A session's requests may name any revision this server serves sessions in
+            // (as the TypeScript and Python SDK servers accept): the session goes on in
+            // the one its `initialize` agreed on. Only an unknown version is refused.
+            if version == negotiated || crate::v2025::SESSION_VERSIONS.contains(&version) {
+                return None;
+            }
+            if SUPPORTED_VERSIONS.contains(&version) {
                 return mismatch(format!(
-                    "Header mismatch: MCP-Protocol-Version is {version:?} but the session speaks {negotiated}"
+                    "Header mismatch: MCP-Protocol-Version is {version:?} but Mcp-Session-Id \
+                     names an MCP {negotiated} session ({version} has no sessions)"
                 ));
             }
-            return None;
+            return Some(unsupported(version, &crate::v2025::SESSION_VERSIONS));
         }
         // A header that disagrees with the body is a mismatch, whatever the versions.
         if let Some(body_version) = body_version
@@ -387,14 +408,7 @@ fn check_headers(
             return None;
         }
         if !SUPPORTED_VERSIONS.contains(&version) {
-            return Some(json_response(
-                StatusCode::BAD_REQUEST,
-                error_frame(
-                    Some(req.id.clone()),
-                    ErrorObject::new(error_codes::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {version}"))
-                        .with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS, "requested": version })),
-                ),
-            ));
+            return Some(unsupported(version, SUPPORTED_VERSIONS));
         }
     }
     None
