@@ -13,7 +13,8 @@
 //! resource-server tests; [`authorization_server`] adds its registration, authorization
 //! and token endpoints for the client's login tests.
 //! [`ts_sdk`] runs the official TypeScript SDK client's interop script (`ts-sdk/`).
-//! [`chaos`] holds the chaos test's clients: API nodes that come and go, refusals counted.
+//! [`chaos`] holds the chaos test's clients: API nodes that come and go, refusals counted;
+//! [`redis_cluster`] a throwaway three-node Redis Cluster, each node behind a TCP proxy.
 
 #![warn(missing_docs)]
 
@@ -25,6 +26,7 @@ pub mod issuer;
 pub mod legacy;
 pub mod node_harness;
 pub mod proxy;
+pub mod redis_cluster;
 pub mod schema_check;
 pub mod server_harness;
 pub mod ts_sdk;

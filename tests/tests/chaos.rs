@@ -1,11 +1,13 @@
 //! Chaos: two API nodes (`--role api`) and two worker nodes (`--role worker`) of the demo
-//! on one shared store (PostgreSQL, Redis; a Redis Cluster when `MCP_TEST_REDIS_CLUSTER_URL`
-//! names one), leases of 1 s, the store reached through a TCP proxy in this test.
+//! on one shared store (PostgreSQL, Redis, a Redis Cluster of three nodes), leases of 1 s,
+//! the store reached through TCP proxies in this test (one per cluster node, each node
+//! announcing its proxy, so that the nodes found through the cluster are proxied too).
 //!
 //! Six clients create `slow_compute` tasks (0.05-1.5 s, delivered at least once) for
 //! [`LOAD`], each following its task for a while before creating the next. Meanwhile, every
 //! [`FAULT_EVERY`], in turn: a worker is SIGKILLed and restarted; every store connection is
-//! cut for [`CUT`] (closed, new ones refused, then accepted again); an API node is
+//! cut for [`CUT`] (closed, new ones refused, then accepted again; on the cluster, through
+//! all three nodes at once); an API node is
 //! SIGKILLed and restarted (on a new port: until then the clients meet refused connections
 //! there and go on through the other node); both workers are SIGKILLed at once and
 //! restarted. A refused request (a killed node, -32603 "store unavailable" while it is
@@ -17,8 +19,9 @@
 //! run), and no request may get an answer other than a result or a refusal. The figures go
 //! to stderr past the test harness's capture, so CI logs show them.
 //!
-//! Skipped (a line on stderr) when the store does not answer; `MCP_REQUIRE_SERVICES=1`
-//! makes that a failure, except for the Redis Cluster variant (see its test).
+//! Skipped (a line on stderr) when the store does not answer, or for the cluster (which
+//! the test starts itself, see [`ProxiedCluster`]) when `redis-server` cannot be run;
+//! `MCP_REQUIRE_SERVICES=1` (and `CI=true` for the cluster) makes that a failure.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -29,11 +32,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use mcp_protocol::error_codes;
 use mcp_tasks::Limits;
-use mcp_tasks::conformance::{
-    Env, PostgresFactory, RedisFactory, StoreFactory, TcpProxy, report_skip,
-};
+use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory, TcpProxy};
 use mcp_tests::chaos::{Handed, LoadClients, POLL_EVERY, Reply, is_terminal, own_result_run};
 use mcp_tests::node_harness::{Node, result_text};
+use mcp_tests::redis_cluster::ProxiedCluster;
 use mcp_tests::server_harness::task_params;
 use tokio::time::Instant;
 
@@ -51,8 +53,6 @@ const CUT: Duration = Duration::from_secs(3);
 const DOWN: Duration = Duration::from_secs(1);
 /// How long every handed task gets, after the load, to end.
 const DRAIN: Duration = Duration::from_secs(30);
-/// The Redis Cluster variant's URL (unset: skipped).
-const CLUSTER_URL_VAR: &str = "MCP_TEST_REDIS_CLUSTER_URL";
 
 /// One chaos run at a time in this binary: each is four server processes and six
 /// clients on a small machine, with leases of 1 s.
@@ -91,8 +91,9 @@ impl Fault {
 
 /// The processes of one deployment, and how to start them again.
 struct Deployment {
-    api_args: Vec<String>,
-    worker_args: Vec<String>,
+    /// The store URLs (one per cluster node, else one), given to the nodes in turn.
+    stores: Vec<String>,
+    namespace: String,
     apis: Vec<Node>,
     workers: Vec<Node>,
     /// Every node started so far (names each incarnation).
@@ -100,25 +101,10 @@ struct Deployment {
 }
 
 impl Deployment {
-    async fn start(store_url: &str, namespace: &str) -> Deployment {
-        let worker_args: Vec<String> = [
-            "--store",
-            store_url,
-            "--namespace",
-            namespace,
-            "--lease-ms",
-            LEASE_MS,
-        ]
-        .map(String::from)
-        .to_vec();
-        let api_args = ["--role", "api"]
-            .map(String::from)
-            .into_iter()
-            .chain(worker_args.iter().cloned())
-            .collect();
+    async fn start(stores: &[String], namespace: &str) -> Deployment {
         let mut deployment = Deployment {
-            api_args,
-            worker_args,
+            stores: stores.to_vec(),
+            namespace: namespace.to_owned(),
             apis: Vec::new(),
             workers: Vec::new(),
             started: 0,
@@ -132,25 +118,44 @@ impl Deployment {
         deployment
     }
 
-    async fn start_api(&mut self) -> Node {
+    /// The next node's store arguments: the next store URL in turn.
+    fn next_store_args(&mut self) -> Vec<String> {
+        let store = &self.stores[self.started % self.stores.len()];
         self.started += 1;
-        let args: Vec<&str> = self.api_args.iter().map(String::as_str).collect();
+        [
+            "--store",
+            store,
+            "--namespace",
+            &self.namespace,
+            "--lease-ms",
+            LEASE_MS,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    async fn start_api(&mut self) -> Node {
+        let store_args = self.next_store_args();
+        let args: Vec<&str> = ["--role", "api"]
+            .into_iter()
+            .chain(store_args.iter().map(String::as_str))
+            .collect();
         Node::start(Path::new(DEMO), &format!("api-{}", self.started), &args).await
     }
 
     async fn start_worker(&mut self) -> Node {
-        self.started += 1;
-        let args: Vec<&str> = self.worker_args.iter().map(String::as_str).collect();
+        let store_args = self.next_store_args();
+        let args: Vec<&str> = store_args.iter().map(String::as_str).collect();
         Node::start_worker(Path::new(DEMO), &format!("worker-{}", self.started), &args).await
     }
 
-    /// Injects `fault` (on node `which` of its kind when it takes one; a store cut needs
-    /// the proxy).
+    /// Injects `fault` (on node `which` of its kind when it takes one; a store cut cuts
+    /// every proxy at once).
     async fn inject(
         &mut self,
         fault: Fault,
         which: usize,
-        proxy: Option<&TcpProxy>,
+        proxies: &[TcpProxy],
         clients: &LoadClients,
     ) {
         match fault {
@@ -167,9 +172,11 @@ impl Deployment {
                 self.apis[which] = api;
             }
             Fault::CutStore => {
-                if let Some(proxy) = proxy {
+                for proxy in proxies {
                     proxy.cut();
-                    tokio::time::sleep(CUT).await;
+                }
+                tokio::time::sleep(CUT).await;
+                for proxy in proxies {
                     proxy.restore();
                 }
             }
@@ -185,10 +192,10 @@ impl Deployment {
     }
 
     /// Injects the faults in turn, one every [`FAULT_EVERY`], each starting early enough
-    /// to end before `until`. Without a proxy, the store cuts are left out.
+    /// to end before `until`.
     async fn inject_faults(
         &mut self,
-        proxy: Option<&TcpProxy>,
+        proxies: &[TcpProxy],
         clients: &LoadClients,
         until: Instant,
     ) -> BTreeMap<Fault, u64> {
@@ -199,11 +206,8 @@ impl Deployment {
             let fault = FAULTS[round % FAULTS.len()];
             let which = (round / FAULTS.len()) % 2;
             round += 1;
-            if fault == Fault::CutStore && proxy.is_none() {
-                continue;
-            }
             tokio::time::sleep_until(next).await;
-            self.inject(fault, which, proxy, clients).await;
+            self.inject(fault, which, proxies, clients).await;
             *injected.entry(fault).or_default() += 1;
             next = (next + FAULT_EVERY).max(Instant::now());
         }
@@ -309,19 +313,10 @@ fn show(lines: &[String]) {
     }
 }
 
-/// The chaos run on `store_url` under `namespace`. With `cut`, the nodes reach the store
-/// through a proxy that the store-cut fault cuts; without, that fault is left out.
-async fn chaos(what: &str, store_url: &str, namespace: &str, cut: bool) {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let proxy = if cut {
-        Some(TcpProxy::in_front_of(store_url).await.expect("TCP proxy"))
-    } else {
-        None
-    };
-    let node_store = proxy
-        .as_ref()
-        .map_or(store_url, |(_, proxied)| proxied.as_str());
-    let mut deployment = Deployment::start(node_store, namespace).await;
+/// The chaos run under `namespace` on the store the nodes reach at `stores` (given to
+/// them in turn), through `proxies`, which the store-cut fault cuts.
+async fn chaos(what: &str, stores: &[String], proxies: &[TcpProxy], namespace: &str) {
+    let mut deployment = Deployment::start(stores, namespace).await;
     let clients = Arc::new(LoadClients::new(
         deployment.apis.iter().map(|a| a.url.clone()).collect(),
     ));
@@ -331,16 +326,7 @@ async fn chaos(what: &str, store_url: &str, namespace: &str, cut: bool) {
     let load: Vec<_> = (0..CLIENTS)
         .map(|me| tokio::spawn(Arc::clone(&clients).run_client(me, until)))
         .collect();
-    let injected = deployment
-        .inject_faults(proxy.as_ref().map(|(p, _)| p), &clients, until)
-        .await;
-    if proxy.is_none() {
-        // A cluster's nodes are reached at the addresses they announce, past any single
-        // proxy: no cut.
-        show(&[format!(
-            "chaos[{what}]: store cuts left out (no proxy in front of a cluster)"
-        )]);
-    }
+    let injected = deployment.inject_faults(proxies, &clients, until).await;
     for client in load {
         client.await.expect("a client panicked");
     }
@@ -351,7 +337,6 @@ async fn chaos(what: &str, store_url: &str, namespace: &str, cut: bool) {
     let outcomes = drain(&clients, &handed).await;
     let drain_took = drain_started.elapsed();
     drop(deployment);
-    drop(proxy);
 
     let refusals = clients.refusals();
     let anomalies = clients.anomalies();
@@ -419,8 +404,15 @@ async fn chaos(what: &str, store_url: &str, namespace: &str, cut: bool) {
     assert!(clean, "chaos on {what}:\n{}", lines.join("\n"));
 }
 
+/// The chaos run on the single server at `url`, through one proxy.
+async fn chaos_through_a_proxy(what: &str, url: &str, namespace: &str) {
+    let (proxy, proxied) = TcpProxy::in_front_of(url).await.expect("TCP proxy");
+    chaos(what, &[proxied], &[proxy], namespace).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_on_postgres() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let Some(factory) = PostgresFactory::from_env() else {
         return;
     };
@@ -429,17 +421,13 @@ async fn chaos_on_postgres() {
     drop(factory.open(&env).await.expect("create the schema"));
     let url = std::env::var(PostgresFactory::URL_ENV)
         .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    chaos(
-        "postgres",
-        &url,
-        &PostgresFactory::schema_for(&env.namespace),
-        true,
-    )
-    .await;
+    let schema = PostgresFactory::schema_for(&env.namespace);
+    chaos_through_a_proxy("postgres", &url, &schema).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_on_redis() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let Some(factory) = RedisFactory::from_env() else {
         return;
     };
@@ -448,29 +436,38 @@ async fn chaos_on_redis() {
     drop(factory.open(&env).await.expect("connect"));
     let url = std::env::var(RedisFactory::URL_VAR)
         .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    chaos("redis", &url, &RedisFactory::prefix(&env.namespace), true).await;
+    chaos_through_a_proxy("redis", &url, &RedisFactory::prefix(&env.namespace)).await;
 }
 
-/// The hook for the Redis Cluster variant: runs when `MCP_TEST_REDIS_CLUSTER_URL` names a
-/// cluster node (`redis://HOST:PORT/`), without the store-cut fault (a cluster's nodes
-/// are reached at the addresses they announce, past any single proxy).
-///
-/// Not required under `MCP_REQUIRE_SERVICES=1` yet, on purpose: the store's cluster
-/// support and a cluster in `cargo xtask test` are still being added. Once they are, make
-/// a missing variable fail under it like the other stores, and clean the prefix up
-/// through the kit's factory once it can open a cluster.
+/// On a Redis Cluster of three nodes that the test starts (and throws away: nothing to
+/// clean up), each node behind its own proxy and announcing it; each demo node is given a
+/// different cluster node's proxied URL, and a store cut cuts all three proxies. Skipped
+/// without `redis-server` (a failure under `MCP_REQUIRE_SERVICES=1` or `CI=true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_on_redis_cluster() {
-    let Ok(url) = std::env::var(CLUSTER_URL_VAR) else {
-        report_skip(&format!("Redis Cluster chaos: {CLUSTER_URL_VAR} not set"));
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let Some(cluster) = ProxiedCluster::start_or_skip("Redis Cluster chaos").await else {
         return;
     };
     let env = Env::new("chaos_cluster", Limits::default());
     chaos(
         "redis-cluster",
-        &url,
+        &cluster.urls,
+        cluster.proxies(),
         &RedisFactory::prefix(&env.namespace),
-        false,
     )
     .await;
+    // Each node was reached through its proxy (none was left out of the cuts).
+    let through: Vec<u64> = cluster
+        .proxies()
+        .iter()
+        .map(TcpProxy::connections)
+        .collect();
+    show(&[format!(
+        "chaos[redis-cluster]: connections through each node's proxy: {through:?}"
+    )]);
+    assert!(
+        through.iter().all(|n| *n > 0),
+        "a cluster node was never reached through its proxy: {through:?}"
+    );
 }
