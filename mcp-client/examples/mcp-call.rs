@@ -8,22 +8,25 @@
 //! cargo run -p mcp-client --example mcp-call -- --http https://example.com/mcp --login
 //! ```
 //!
-//! Elicitation requests are asked at the terminal, one field at a time: a `[y/n]` or
-//! number question is asked again on an answer it cannot read, at most three times (then
-//! a yes/no is taken as no, a number declines the form); end of input declines it too.
-//! Ctrl-C cancels the task. With `--client-tasks` the session is MCP 2025-11-25 and
+//! Elicitation requests are asked at the terminal, one field at a time, each named by its
+//! schema's `title` (its key when it has none): a `[y/n]` or number question is asked
+//! again on an answer it cannot read, at most three times (then a yes/no is taken as no,
+//! a number declines the form); end of input declines it too. Ctrl-C cancels the task and
+//! exits with status 130 (a second Ctrl-C exits at once, without waiting for the
+//! cancellation). With `--client-tasks` the session is MCP 2025-11-25 and
 //! declares client-hosted tasks (kept in memory): a server that asks for an elicitation
 //! as a task of the client gets its task at once, and the question is asked at the
 //! terminal all the same, its answer the task's result.
 //!
 //! The status line is drawn in place (a spinner) only when stderr is a terminal;
-//! otherwise each change of status is one plain line, without escape codes. Under
+//! otherwise each change of status is one plain line, and the log lines (`RUST_LOG`) are
+//! not coloured: no escape codes in a log file. Under
 //! `--stdio` the server's stderr is piped through mcp-call and printed line by line above
 //! the status line (held back while a question waits for its answer), so its logs never
 //! overwrite the status line nor get erased by it.
 //!
-//! The exit status is 0 when the tool's result came back and is not an error, 1
-//! otherwise: a result with `isError: true` (its text printed on stdout as
+//! The exit status is 0 when the tool's result came back and is not an error, 130 after
+//! Ctrl-C, 1 otherwise: a result with `isError: true` (its text printed on stdout as
 //! `tool error: ...`), a failed or cancelled task, or any other failure (said on
 //! stderr).
 //!
@@ -38,7 +41,10 @@
 //! refreshed, saved to the token file); `--login` ends saying whether it logged in, only
 //! refreshed, or found the stored login good. A client registered beforehand is given
 //! with the issuer it belongs to (`--client-id ID [--client-secret SECRET]
-//! --client-issuer ISSUER`) and used only with that authorization server.
+//! --client-issuer ISSUER`) and used only with that authorization server. A server that
+//! answers 401 without publishing OAuth metadata may take a static token instead: the
+//! error says so, naming `--bearer TOKEN`; and when the token given with `--bearer` is
+//! refused (401), the error says that too.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +53,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clap::Parser;
+use mcp_client::auth::AuthError;
 use mcp_client::auth::{AuthConfig, AuthEvent, Authorize, FileTokenStore, LoopbackRedirect};
 use mcp_client::{
     ClientConfig, ClientError, ClientHandler, Endpoint, McpClient, Revision, Started, TaskHandle,
@@ -256,6 +263,24 @@ fn ask_yes_no(read: impl FnMut() -> Option<String>) -> Option<bool> {
     }
 }
 
+/// What a form field is called at the terminal: its schema's `title`, else its key.
+fn field_label<'a>(key: &'a str, schema: &'a PrimitiveSchemaDefinition) -> &'a str {
+    let title = match schema {
+        PrimitiveSchemaDefinition::String(s) => &s.title,
+        PrimitiveSchemaDefinition::Number(s) => &s.title,
+        PrimitiveSchemaDefinition::Boolean(s) => &s.title,
+        PrimitiveSchemaDefinition::UntitledSingleSelect(s) => &s.title,
+        PrimitiveSchemaDefinition::TitledSingleSelect(s) => &s.title,
+        PrimitiveSchemaDefinition::UntitledMultiSelect(s) => &s.title,
+        PrimitiveSchemaDefinition::TitledMultiSelect(s) => &s.title,
+        PrimitiveSchemaDefinition::LegacyTitled(s) => &s.title,
+    };
+    title
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or(key)
+}
+
 #[async_trait]
 impl ClientHandler for Terminal {
     async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
@@ -271,16 +296,17 @@ impl ClientHandler for Terminal {
             eprintln!("{}{}", clear_line(), form.message);
             let mut content = indexmap::IndexMap::new();
             for (name, schema) in &form.requested_schema.properties {
+                let label = field_label(name, schema);
                 let value = match schema {
                     PrimitiveSchemaDefinition::Boolean(_) => {
-                        let question = format!("  {name} [y/n]:");
+                        let question = format!("  {label} [y/n]:");
                         ElicitValue::Boolean(ask_yes_no(|| prompt(&question))?)
                     }
                     PrimitiveSchemaDefinition::Number(_) => {
-                        let question = format!("  {name} (number):");
+                        let question = format!("  {label} (number):");
                         ask(|| prompt(&question), number, "please answer a number").ok()?
                     }
-                    _ => ElicitValue::String(prompt(&format!("  {name}:"))?),
+                    _ => ElicitValue::String(prompt(&format!("  {label}:"))?),
                 };
                 content.insert(name.clone(), value);
             }
@@ -330,8 +356,9 @@ fn status_line(id: &str, task: Option<&TaskStatusView>) -> String {
 }
 
 /// Follows `handle` until it ends or Ctrl-C cancels it: on a terminal one status line
-/// redrawn with a spinner, elsewhere a plain line for each change.
-async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
+/// redrawn with a spinner, elsewhere a plain line for each change. `None` after Ctrl-C:
+/// the task was cancelled (or a second Ctrl-C gave up waiting for that).
+async fn follow(handle: TaskHandle) -> Option<Result<CallToolResult, ClientError>> {
     let mut updates = handle.updates();
     let spinner = async {
         let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -356,15 +383,34 @@ async fn follow(handle: TaskHandle) -> Result<CallToolResult, ClientError> {
     tokio::select! {
         r = handle.wait() => {
             eprint!("{}", clear_line());
-            r
+            return Some(r);
         }
         _ = spinner => unreachable!("the spinner never ends"),
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    eprintln!(
+        "{}Cancelling {} (Ctrl-C again to stop waiting)...",
+        clear_line(),
+        handle.id()
+    );
+    let cancel = async {
+        handle.cancel().await?;
+        handle.wait().await
+    };
+    tokio::select! {
+        r = cancel => match r {
+            Err(ClientError::TaskCancelled { .. }) => eprintln!("{} cancelled", handle.id()),
+            Err(e) => eprintln!("{}: {e}", handle.id()),
+            Ok(result) => {
+                eprintln!("{} ended before the cancellation reached it", handle.id());
+                println!("{}", render(&result));
+            }
+        },
         _ = tokio::signal::ctrl_c() => {
-            eprintln!("{}Cancelling {}...", clear_line(), handle.id());
-            handle.cancel().await?;
-            handle.wait().await
+            eprintln!("{} left to the server (not waiting for its cancellation)", handle.id());
         }
     }
+    None
 }
 
 /// How mcp-call logs in to a server that asks for OAuth: the config, the token file,
@@ -442,6 +488,8 @@ enum Outcome {
     Done,
     /// The tool's result is an error (`isError: true`); it has been printed.
     ToolError,
+    /// Ctrl-C stopped it (exit status 130).
+    Interrupted,
 }
 
 /// Prints `result` on stdout; says whether it is an error.
@@ -552,7 +600,7 @@ async fn run(args: Args) -> Result<Outcome, String> {
         }
         (None, None) => return Err("give --http URL or --stdio CMD".into()),
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| connect_error(&e, args.bearer.is_some()))?;
     if args.login {
         match (&login, &args.http) {
             (Some((token_file, steps, had_login)), Some(url)) => {
@@ -600,20 +648,49 @@ async fn run(args: Args) -> Result<Outcome, String> {
         return Ok(Outcome::Done);
     }
     match follow(handle).await {
-        Ok(result) => Ok(report(&result)),
-        Err(e) => Err(e.to_string()),
+        Some(Ok(result)) => Ok(report(&result)),
+        Some(Err(e)) => Err(e.to_string()),
+        None => Ok(Outcome::Interrupted),
     }
+}
+
+/// What mcp-call says when connecting failed: the error, and for a 401 what to try.
+fn connect_error(e: &ClientError, bearer: bool) -> String {
+    let missing_metadata = matches!(
+        e.auth_error(),
+        Some(
+            AuthError::NoResourceMetadata { .. }
+                | AuthError::NoAuthorizationServer { .. }
+                | AuthError::NoServerMetadata { .. }
+        )
+    );
+    if missing_metadata && !bearer {
+        return format!(
+            "{e}\n  If the server takes a static token instead of an OAuth login, pass it with \
+             --bearer TOKEN."
+        );
+    }
+    if bearer && matches!(e, ClientError::Transport(m) if m.starts_with("HTTP 401")) {
+        return format!("{e}\n  The server refused the token given with --bearer.");
+    }
+    e.to_string()
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colours on a terminal only: no escape codes in a log file or a pipe.
+        .with_ansi(on_terminal())
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     match run(Args::parse()).await {
         Ok(Outcome::Done) => std::process::ExitCode::SUCCESS,
         Ok(Outcome::ToolError) => std::process::ExitCode::FAILURE,
+        // Exits here rather than returning: a question may still wait for its line of
+        // stdin in a blocking thread, which the runtime would wait for when dropped. What
+        // `run` held (the connection, a `--stdio` server) is dropped by now.
+        Ok(Outcome::Interrupted) => std::process::exit(130),
         Err(e) => {
             eprintln!("mcp-call: {e}");
             std::process::ExitCode::FAILURE
@@ -667,6 +744,22 @@ mod tests {
             "end of input"
         );
         assert_eq!(asked, 2);
+    }
+
+    #[test]
+    fn a_field_is_named_by_its_title_else_its_key() {
+        let field = |schema: serde_json::Value| -> PrimitiveSchemaDefinition {
+            serde_json::from_value(schema).expect("a field schema")
+        };
+        let titled = field(serde_json::json!({"type": "boolean", "title": "Delete it?"}));
+        assert_eq!(field_label("confirm", &titled), "Delete it?");
+        let untitled = field(serde_json::json!({"type": "string"}));
+        assert_eq!(field_label("name", &untitled), "name");
+        let blank = field(serde_json::json!({"type": "number", "title": " "}));
+        assert_eq!(field_label("age", &blank), "age");
+        let select =
+            field(serde_json::json!({"type": "string", "title": "Colour", "enum": ["red"]}));
+        assert_eq!(field_label("colour", &select), "Colour");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! JSON Schema (2020-12) generated from this crate's types, one document per revision.
 //!
 //! `cargo xtask schema` writes these to `schema/`; the tests validate our serialized values
-//! against the official schemas in `../shared/spec`.
+//! against the official schemas in `spec/` (shipped with the repository).
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::transform_subschemas;

@@ -1,7 +1,8 @@
 //! Results on the wire checked against the official JSON Schemas of both revisions.
 //!
-//! The official schemas are read from `$MCP_SPEC_DIR`, else `../shared/spec` beside the
-//! repository. Without them [`spec_dir`] says so and tests skip, except under `CI=true`.
+//! The official schemas are read from `$MCP_SPEC_DIR`, else from the repository's own copy
+//! in `spec/` (see `spec/README.md`). Without them (`MCP_SPEC_DIR` naming a folder that
+//! lacks them) [`spec_dir`] says so and tests skip, except under `CI=true`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 pub fn spec_dir(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("MCP_SPEC_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spec"));
     if dir.join("core-2026-07-28/schema.json").is_file() {
         return Some(dir);
     }
@@ -23,9 +24,9 @@ pub fn spec_dir(test: &str) -> Option<PathBuf> {
         dir.display()
     );
     mcp_tasks::conformance::report_skip(&format!(
-        "{test}: the official MCP schemas are not at {} (set MCP_SPEC_DIR to a folder \
-         holding core-2026-07-28/, core-2025-11-25/ and ext-tasks/ from the \
-         modelcontextprotocol repositories)",
+        "{test}: the official MCP schemas are not at {} (the repository ships them in \
+         spec/; MCP_SPEC_DIR must name a folder holding core-2026-07-28/, \
+         core-2025-11-25/ and ext-tasks/ as spec/ does)",
         dir.display()
     ));
     None

@@ -2,9 +2,9 @@
 //! against the official JSON Schema of its revision: MCP 2026-07-28 (core, and the tasks
 //! extension's schema for task results) and MCP 2025-11-25.
 //!
-//! The official schemas are read from `$MCP_SPEC_DIR`, else `../shared/spec` beside the
-//! repository (see `mcp_tests::schema_check`). Without them the test says so and passes,
-//! except under `CI=true`.
+//! The official schemas are read from `$MCP_SPEC_DIR`, else the repository's `spec/` (see
+//! `mcp_tests::schema_check`). Without them the test says so and passes, except under
+//! `CI=true`.
 
 #![allow(clippy::unwrap_used)]
 

@@ -1,7 +1,8 @@
-//! Where the official MCP schema files are (`$MCP_SPEC_DIR`, else `../shared/spec` beside
-//! the repository), and what a test does when they are not there: it says so (on stderr
-//! and in the file `$MCP_SKIP_LOG` names, which `cargo xtask test` counts and names) and
-//! skips what needs them; under `CI=true` their absence is a failure.
+//! Where the official MCP schema files are (`$MCP_SPEC_DIR`, else the repository's own
+//! copy in `spec/`), and what a test does when they are not there (`MCP_SPEC_DIR` naming
+//! a folder without them): it says so (on stderr and in the file `$MCP_SKIP_LOG` names,
+//! which `cargo xtask test` counts and names) and skips what needs them; under `CI=true`
+//! their absence is a failure.
 
 #![allow(dead_code)]
 
@@ -9,11 +10,12 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// The spec folder, whether or not it exists.
+/// The spec folder (`$MCP_SPEC_DIR`, else `spec/` at the repository root), whether or
+/// not it exists.
 pub fn spec_dir() -> PathBuf {
     match std::env::var_os("MCP_SPEC_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spec"),
     }
 }
 
@@ -40,8 +42,9 @@ pub fn available(what: &str) -> bool {
         return false;
     }
     let line = format!(
-        "{what}: the official MCP schemas are not at {} (set MCP_SPEC_DIR to a folder \
-         holding core-2026-07-28/, core-2025-11-25/ and ext-tasks/)",
+        "{what}: the official MCP schemas are not at {} (the repository ships them in \
+         spec/; MCP_SPEC_DIR must name a folder holding core-2026-07-28/, \
+         core-2025-11-25/ and ext-tasks/ as spec/ does)",
         spec_dir().display()
     );
     eprintln!("skipped: {line}");
