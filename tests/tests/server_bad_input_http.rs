@@ -430,7 +430,12 @@ async fn notifications_get_202_and_stray_responses_400() {
         .post(&json!({"jsonrpc": "2.0", "id": 5, "result": {}}), &[])
         .await;
     assert_eq!(reply.status, 400, "{}", reply.text);
-    assert_eq!(reply.error_code(), error_codes::INVALID_REQUEST, "{}", reply.text);
+    assert_eq!(
+        reply.error_code(),
+        error_codes::INVALID_REQUEST,
+        "{}",
+        reply.text
+    );
     still_serving(&s).await;
 }
 

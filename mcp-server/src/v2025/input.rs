@@ -518,7 +518,8 @@ struct Seen {
 }
 
 impl Seen {
-    /// Sends `record`'s status (and asks its pending input) unless already sent.
+    /// Sends `record`'s status (and asks its pending input) unless already sent, or
+    /// keeps it in `deferred` while the client may not know the task yet.
     async fn send(
         &mut self,
         store: &Arc<dyn mcp_tasks::TaskStore>,
@@ -526,15 +527,29 @@ impl Seen {
         record: &TaskRecord,
         stop: &CancellationToken,
     ) {
+        self.send_unless(store, session, record, stop, true).await;
+    }
+
+    /// [`send`](Self::send), deferring only when `may_defer`.
+    async fn send_unless(
+        &mut self,
+        store: &Arc<dyn mcp_tasks::TaskStore>,
+        session: &Arc<LegacySession>,
+        record: &TaskRecord,
+        stop: &CancellationToken,
+        may_defer: bool,
+    ) {
         // A task as created says nothing its `CreateTaskResult` did not (and may be
         // read here before that result is written): only its changes are sent.
         if record.revision <= 1 || self.revisions.get(&record.id) == Some(&record.revision) {
             return;
         }
         let Some(Standalone { peer, gone }) = session.standalone() else {
+            // Nowhere to send: a stream opened later gets the statuses by a resync.
+            self.deferred.remove(&record.id);
             return;
         };
-        if !self.revisions.contains_key(&record.id) && !session.knows(&record.id) {
+        if may_defer && !self.revisions.contains_key(&record.id) && !session.knows(&record.id) {
             let now = tokio::time::Instant::now();
             let hold = known_hold(record.poll_interval_ms);
             let due = self.deferred.get(&record.id).map_or(now + hold, |d| d.1);
@@ -583,9 +598,9 @@ impl Seen {
             .filter(|(record, due)| *due <= now || session.knows(&record.id))
             .map(|(record, _)| record.clone())
             .collect();
-        // `send` finds each one due (or known) and takes it out of `deferred`.
         for record in ready {
-            self.send(store, session, &record, stop).await;
+            self.deferred.remove(&record.id);
+            self.send_unless(store, session, &record, stop, false).await;
         }
     }
 
