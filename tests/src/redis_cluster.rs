@@ -5,7 +5,7 @@
 //! persistence, its files in a temporary directory) that announces its proxy's port
 //! (`--cluster-announce-port`): `CLUSTER SLOTS`, `CLUSTER NODES` and `MOVED` name the
 //! proxies, so a client that discovers the cluster from one node reaches every node
-//! through a proxy, and [`cut`](ProxiedCluster::cut) cuts them all. The cluster bus
+//! through a proxy, and cutting every one of [`proxies`](ProxiedCluster::proxies) cuts them all. The cluster bus
 //! (node to node, on a port of its own) does not go through the proxies: a cut is what
 //! the clients see, the cluster itself stays up. Joined by `redis-cli --cluster create`
 //! through the proxies. Every wait is bounded; dropping the cluster kills the nodes and
