@@ -26,6 +26,8 @@ pub struct Node {
     pub name: String,
     /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
     pub url: String,
+    /// The first line it printed, which names its store (`... (store: URL)`).
+    pub banner: String,
     child: Child,
 }
 
@@ -71,6 +73,7 @@ impl Node {
         Node {
             name: name.to_owned(),
             url,
+            banner: first.trim().to_owned(),
             child,
         }
     }
@@ -109,6 +112,7 @@ impl Node {
         Node {
             name: name.to_owned(),
             url: String::new(),
+            banner: first.trim().to_owned(),
             child,
         }
     }
@@ -260,6 +264,27 @@ impl Cluster {
     pub async fn poll_status(&self, task_id: &str, status: &str, within: Duration) -> Value {
         self.poll(task_id, within, |t| t["status"] == status).await
     }
+}
+
+/// The `--store` URL of process `i` of a deployment whose store answers at `urls`: one
+/// URL (PostgreSQL, Redis) for every process, or a Redis Cluster's node URLs, taken in
+/// turn so that each process connects through another node.
+pub fn store_for(urls: &[String], i: usize) -> &str {
+    assert!(!urls.is_empty(), "a store URL");
+    &urls[i % urls.len()]
+}
+
+/// Asserts that `node` says (on its first line) that it uses the store at `url`: with a
+/// Redis Cluster's node URLs given in turn ([`store_for`]), that the processes connect
+/// through different nodes. (A password in `url` would be shown as `***`: not for those.)
+pub fn assert_store(node: &Node, url: &str) {
+    let want = format!("(store: {url})");
+    assert!(
+        node.banner.contains(&want),
+        "node {} should say {want}: {:?}",
+        node.name,
+        node.banner
+    );
 }
 
 /// The text of a `CallToolResult`'s first content block ("" when there is none).

@@ -1,4 +1,4 @@
-//! A harness for wire tests of `mcp-server`: the demo server in-process over Streamable
+//! A harness for wire tests of `mcp-tasks-server`: the demo server in-process over Streamable
 //! HTTP on `127.0.0.1:0`, a JSON-RPC-over-POST helper, `_meta` builders, an SSE reader,
 //! and bounded polling. Every wait is bounded by [`WAIT`] (or a caller's bound).
 
@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcp_server::http::{HttpConfig, PrincipalHook};
-use mcp_server::{RuntimeConfig, Server, TaskRuntime, ToolDef, demo};
 use mcp_tasks::{MemoryStore, NewTask, Origin, Owner, TaskId, WireRevision};
+use mcp_tasks_server::http::{HttpConfig, PrincipalHook};
+use mcp_tasks_server::{RuntimeConfig, Server, TaskRuntime, ToolDef, demo};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -56,8 +56,11 @@ pub fn standard_headers(message: &Value) -> Vec<(&'static str, String)> {
     }
     headers.push(("mcp-method", method.to_owned()));
     let params_text = (!params.is_null()).then(|| params.to_string());
-    if let Some(name) = mcp_protocol::http::routed_name(method, params_text.as_deref()) {
-        headers.push(("mcp-name", mcp_protocol::http::encode_header_value(&name)));
+    if let Some(name) = mcp_tasks_protocol::http::routed_name(method, params_text.as_deref()) {
+        headers.push((
+            "mcp-name",
+            mcp_tasks_protocol::http::encode_header_value(&name),
+        ));
     }
     headers
 }
@@ -103,7 +106,7 @@ pub async fn launch_demo_task(
     launch_demo(runtime, owner, tool, args, None).await
 }
 
-/// [`launch_demo_task`] with the task's [`Job`] in its record (its arguments and
+/// [`launch_demo_task`] with the task's [`mcp_tasks::Job`] in its record (its arguments and
 /// `delivery`, its first run counted), as a server creates it: a run that loses its
 /// worker can be run again.
 pub async fn launch_demo_job(
@@ -297,7 +300,7 @@ impl TestServer {
         let serving = tokio::spawn({
             let server = server.clone();
             async move {
-                mcp_server::http::serve(&server, listener, http, async move {
+                mcp_tasks_server::http::serve(&server, listener, http, async move {
                     let _ = stopped.await;
                 })
                 .await
@@ -790,7 +793,9 @@ pub async fn open_legacy_session(s: &TestServer, params: Value) -> (String, Valu
 
 /// Two servers in this process on two handles of one fresh namespace of `factory`'s
 /// backend (so their events travel through the backend, as between processes), each made
-/// by `server` and behind its own HTTP listener: two instances of one deployment.
+/// by `server` and behind its own HTTP listener: two instances of one deployment. On a
+/// Redis Cluster (`RedisFactory::cluster_from_env`) the factory connects its handles
+/// through the nodes' URLs in turn, so the two instances start from different nodes.
 pub async fn two_instances<F: mcp_tasks::conformance::StoreFactory>(
     factory: &F,
     test: &str,
@@ -806,8 +811,10 @@ pub async fn two_instances<F: mcp_tasks::conformance::StoreFactory>(
 }
 
 /// One `#[tokio::test]` per backend that shares sessions across instances, in modules
-/// `postgres` and `redis`, each calling `$scenario(&factory)` (skipped as the factory's
-/// `from_env` says when its service is not there).
+/// `postgres`, `redis` and `redis_cluster`, each calling `$scenario(&factory)` (skipped as
+/// the factory's `from_env` / `cluster_from_env` says when its service is not there, a
+/// failure under `MCP_REQUIRE_SERVICES=1`). On the cluster each handle the scenario
+/// opens connects through another node's URL (the factory takes them in turn).
 #[macro_export]
 macro_rules! shared_store_tests {
     ($($name:ident => $scenario:path),* $(,)?) => {
@@ -827,6 +834,19 @@ macro_rules! shared_store_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let Some(factory) = mcp_tasks::conformance::RedisFactory::from_env() else {
+                        return;
+                    };
+                    $scenario(&factory).await;
+                }
+            )*
+        }
+        mod redis_cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(factory) =
+                        mcp_tasks::conformance::RedisFactory::cluster_from_env()
+                    else {
                         return;
                     };
                     $scenario(&factory).await;

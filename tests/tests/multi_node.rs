@@ -1,6 +1,7 @@
-//! Three demo server processes on one shared store (PostgreSQL, then Redis), each on its
-//! own 127.0.0.1 port, in an isolated schema / key prefix; the client sends each request
-//! to a different instance:
+//! Three demo server processes on one shared store (PostgreSQL, Redis, then a Redis
+//! Cluster with each process's `--store` on a different node), each on its own 127.0.0.1
+//! port, in an isolated schema / key prefix; the client sends each request to a different
+//! instance:
 //!
 //! - (a) durable create: a task created through A is at once readable through B and C;
 //! - (b) input across nodes: `confirm_delete` runs on A; its question is read through B
@@ -12,37 +13,50 @@
 //!
 //! Each backend is skipped (with a line on stderr) only when its service does not answer,
 //! by the conformance kit's rules: `MCP_TEST_POSTGRES_URL` / `MCP_TEST_REDIS_URL` (defaults
-//! on 127.0.0.1), and `MCP_REQUIRE_SERVICES=1` turns a missing service into a failure.
+//! on 127.0.0.1), `MCP_TEST_REDIS_CLUSTER_NODES` (no default: `cargo xtask test` starts a
+//! three-node cluster and sets it), and `MCP_REQUIRE_SERVICES=1` turns a missing service
+//! into a failure.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcp_server::CANCELLED_MESSAGE;
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tests::node_harness::{Cluster, Node, result_text, slow};
+use mcp_tasks_server::CANCELLED_MESSAGE;
+use mcp_tests::node_harness::{Cluster, Node, assert_store, result_text, slow, store_for};
 use mcp_tests::server_harness::{WAIT, accept};
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 
-/// Starts nodes A, B and C on `store` with `namespace`.
-async fn three_nodes(store: &str, namespace: &str) -> (Vec<Node>, Cluster) {
-    let args = [
-        "--store",
-        store,
-        "--namespace",
-        namespace,
-        "--lease-ms",
-        "3000",
-    ];
+/// Starts nodes A, B and C on `stores` (one URL, or a cluster's nodes: each process on
+/// another, see [`store_for`]) with `namespace`.
+async fn three_nodes(stores: &[String], namespace: &str) -> (Vec<Node>, Cluster) {
+    let args: Vec<[&str; 6]> = (0..3)
+        .map(|i| {
+            [
+                "--store",
+                store_for(stores, i),
+                "--namespace",
+                namespace,
+                "--lease-ms",
+                "3000",
+            ]
+        })
+        .collect();
     let (a, b, c) = tokio::join!(
-        Node::start(Path::new(DEMO), "A", &args),
-        Node::start(Path::new(DEMO), "B", &args),
-        Node::start(Path::new(DEMO), "C", &args),
+        Node::start(Path::new(DEMO), "A", &args[0]),
+        Node::start(Path::new(DEMO), "B", &args[1]),
+        Node::start(Path::new(DEMO), "C", &args[2]),
     );
     let nodes = vec![a, b, c];
+    if stores.len() > 1 {
+        // A cluster's nodes: each process says it connects through its own.
+        for (i, node) in nodes.iter().enumerate() {
+            assert_store(node, store_for(stores, i));
+        }
+    }
     let urls: Vec<String> = nodes.iter().map(|n| n.url.clone()).collect();
     let mut ports: Vec<&str> = urls.iter().map(String::as_str).collect();
     ports.sort_unstable();
@@ -188,8 +202,8 @@ async fn many_tasks(cluster: &Cluster) {
     );
 }
 
-async fn scenarios(store: &str, namespace: &str) {
-    let (nodes, cluster) = three_nodes(store, namespace).await;
+async fn scenarios(stores: &[String], namespace: &str) {
+    let (nodes, cluster) = three_nodes(stores, namespace).await;
     durable_create(&cluster).await;
     input_across_nodes(&cluster).await;
     cancel_across_nodes(&cluster).await;
@@ -209,7 +223,7 @@ async fn three_nodes_share_tasks_on_postgres() {
     let schema = PostgresFactory::schema_for(&env.namespace);
     let url = std::env::var(PostgresFactory::URL_ENV)
         .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    scenarios(&url, &schema).await;
+    scenarios(&[url], &schema).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,5 +237,19 @@ async fn three_nodes_share_tasks_on_redis() {
     let prefix = RedisFactory::prefix(&env.namespace);
     let url = std::env::var(RedisFactory::URL_VAR)
         .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    scenarios(&url, &prefix).await;
+    scenarios(&[url], &prefix).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_share_tasks_on_redis_cluster() {
+    let Some(factory) = RedisFactory::cluster_from_env() else {
+        return;
+    };
+    let env = Env::new("multi_node_cluster", Limits::default());
+    // Checks that the nodes are a cluster's; the keys of the prefix are deleted from every
+    // node when the factory is dropped.
+    drop(factory.open(&env).await.expect("connect to the cluster"));
+    let prefix = RedisFactory::prefix(&env.namespace);
+    // A, B and C each connect through another node's URL.
+    scenarios(factory.nodes(), &prefix).await;
 }

@@ -1,5 +1,6 @@
-//! Scale-out with real processes on one PostgreSQL schema / Redis prefix: API nodes
-//! (`--role api`: serve MCP, run no tools) and worker nodes (`--role worker`: claim
+//! Scale-out with real processes on one PostgreSQL schema / Redis prefix (a standalone
+//! Redis, or a Redis Cluster with the processes' `--store` URLs on its nodes in turn): API
+//! nodes (`--role api`: serve MCP, run no tools) and worker nodes (`--role worker`: claim
 //! tasks from the store and run them), 2 s leases.
 //!
 //! - tasks created while no worker runs wait (`working`, unclaimed) and complete once a
@@ -19,10 +20,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcp_server::WORKER_LOST_MESSAGE;
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tests::node_harness::{Cluster, Node, result_text, slow};
+use mcp_tasks_server::WORKER_LOST_MESSAGE;
+use mcp_tests::node_harness::{Cluster, Node, assert_store, result_text, slow, store_for};
 use mcp_tests::server_harness::WAIT;
 use serde_json::{Value, json};
 
@@ -109,7 +110,7 @@ async fn input_and_cancel_cross_to_the_worker(cluster: &Cluster) {
         .await;
     assert_eq!(
         cancelled["statusMessage"],
-        mcp_server::CANCELLED_MESSAGE,
+        mcp_tasks_server::CANCELLED_MESSAGE,
         "the worker stopped the tool: {cancelled}"
     );
 }
@@ -225,30 +226,47 @@ async fn many_tasks_on_two_workers(cluster: &Cluster) {
     );
 }
 
-async fn scenarios(url: &str, namespace: &str) {
+/// `stores`: one URL, or a Redis Cluster's nodes, which the processes (A, B, W1, W2, W3
+/// in that order) take in turn ([`store_for`]).
+async fn scenarios(stores: &[String], namespace: &str) {
     let lease_ms = LEASE.as_millis().to_string();
-    let args = [
-        "--store",
-        url,
-        "--namespace",
-        namespace,
-        "--lease-ms",
-        lease_ms.as_str(),
-    ];
-    let api_args: Vec<&str> = ["--role", "api"]
-        .iter()
-        .chain(args.iter())
-        .copied()
-        .collect();
+    // The arguments of the `i`th process.
+    let args = |i: usize| {
+        [
+            "--store",
+            store_for(stores, i),
+            "--namespace",
+            namespace,
+            "--lease-ms",
+            lease_ms.as_str(),
+        ]
+    };
+    let api_args = |i: usize| {
+        let mut all = vec!["--role", "api"];
+        all.extend(args(i));
+        all
+    };
+    let (args_a, args_b) = (api_args(0), api_args(1));
     let (a, b) = tokio::join!(
-        Node::start(Path::new(DEMO), "A", &api_args),
-        Node::start(Path::new(DEMO), "B", &api_args),
+        Node::start(Path::new(DEMO), "A", &args_a),
+        Node::start(Path::new(DEMO), "B", &args_b),
     );
+    // On a cluster's nodes, each process says it connects through its own.
+    let check = |node: &Node, i: usize| {
+        if stores.len() > 1 {
+            assert_store(node, store_for(stores, i));
+        }
+    };
+    check(&a, 0);
+    check(&b, 1);
     let cluster = Cluster::new(vec![a.url.clone(), b.url.clone()]);
-    let w1 = tasks_wait_for_a_worker(&cluster, &args).await;
+    let w1 = tasks_wait_for_a_worker(&cluster, &args(2)).await;
+    check(&w1, 2);
     input_and_cancel_cross_to_the_worker(&cluster).await;
-    let w2 = a_killed_workers_tasks(&cluster, w1, &args).await;
-    let w3 = Node::start_worker(Path::new(DEMO), "W3", &args).await;
+    let w2 = a_killed_workers_tasks(&cluster, w1, &args(3)).await;
+    check(&w2, 3);
+    let w3 = Node::start_worker(Path::new(DEMO), "W3", &args(4)).await;
+    check(&w3, 4);
     many_tasks_on_two_workers(&cluster).await;
     // kill_on_drop: every process is killed here, and on any panic above.
     drop((a, b, w2, w3));
@@ -264,7 +282,7 @@ async fn api_and_worker_nodes_on_postgres() {
     drop(factory.open(&env).await.expect("create the schema"));
     let url = std::env::var(PostgresFactory::URL_ENV)
         .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    scenarios(&url, &PostgresFactory::schema_for(&env.namespace)).await;
+    scenarios(&[url], &PostgresFactory::schema_for(&env.namespace)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,5 +295,18 @@ async fn api_and_worker_nodes_on_redis() {
     drop(factory.open(&env).await.expect("connect"));
     let url = std::env::var(RedisFactory::URL_VAR)
         .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    scenarios(&url, &RedisFactory::prefix(&env.namespace)).await;
+    scenarios(&[url], &RedisFactory::prefix(&env.namespace)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_and_worker_nodes_on_redis_cluster() {
+    let Some(factory) = RedisFactory::cluster_from_env() else {
+        return;
+    };
+    let env = Env::new("scale_cluster", Limits::default());
+    // Checks that the nodes are a cluster's; the prefix's keys are deleted when the
+    // factory is dropped.
+    drop(factory.open(&env).await.expect("connect to the cluster"));
+    // Each process connects through the next node's URL.
+    scenarios(factory.nodes(), &RedisFactory::prefix(&env.namespace)).await;
 }

@@ -1,6 +1,7 @@
 //! A task's question answered with a JSON-RPC error through another instance, on a
-//! shared store (PostgreSQL, Redis): two servers in this process on two handles of one
-//! store, each behind its own HTTP listener, one 2025-11-25 session served by both.
+//! shared store (PostgreSQL, Redis, a Redis Cluster with each handle connected through
+//! another node): two servers in this process on two handles of one store, each behind its
+//! own HTTP listener, one 2025-11-25 session served by both.
 //!
 //! The question (`confirm_delete`'s elicitation) is asked on one instance's stream (A's
 //! standalone GET stream, or the `tasks/result` stream on B, whichever claims it); the
@@ -16,9 +17,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server::{RuntimeConfig, Server};
 use mcp_tasks::TaskStore;
 use mcp_tasks::conformance::StoreFactory;
+use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{
     SseStream, demo_tools, open_legacy_session, request, two_instances,

@@ -1,6 +1,7 @@
-//! Resource subscriptions across instances on a shared store (PostgreSQL, Redis): two
-//! servers in this process, each on its own store handle (so their announcements travel
-//! through the backend, as between processes), each behind its own HTTP listener.
+//! Resource subscriptions across instances on a shared store (PostgreSQL, Redis, a Redis
+//! Cluster with each handle connected through another node): two servers in this process,
+//! each on its own store handle (so their announcements travel through the backend, as
+//! between processes), each behind its own HTTP listener.
 //!
 //! - A 2025-11-25 session opened on A, its standalone stream on A, subscribed through B:
 //!   a change B sees reaches the stream on A (the subscription is in the session's record);
@@ -12,9 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server::{ResourceData, ResourceDef, Server};
 use mcp_tasks::TaskStore;
 use mcp_tasks::conformance::StoreFactory;
+use mcp_tasks_server::{ResourceData, ResourceDef, Server};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{
     Reply, SseStream, TestServer, WAIT, meta, open_legacy_session, request, two_instances,

@@ -1,6 +1,7 @@
 //! MCP 2025-11-25 sessions that any instance serves (issue 21): two demo processes on one
-//! PostgreSQL schema / Redis prefix, behind a round-robin load balancer without sticky
-//! sessions (`mcp_tests::proxy`), with two bearer principals.
+//! PostgreSQL schema / Redis prefix (a standalone Redis, or a Redis Cluster with each
+//! process's `--store` on a different node), behind a round-robin load balancer without
+//! sticky sessions (`mcp_tests::proxy`), with two bearer principals.
 //!
 //! Through the balancer, each request landing on either instance in turn: `initialize`,
 //! `tools/list`, a task call with `params.task`, `tasks/get`, `tasks/result` (woken
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tests::node_harness::{Node, result_text, slow};
+use mcp_tests::node_harness::{Node, assert_store, result_text, slow, store_for};
 use mcp_tests::proxy::RoundRobinProxy;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -123,29 +124,41 @@ fn tools_list() -> Value {
     json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {}})
 }
 
-async fn two_nodes(store: &str, namespace: &str) -> Vec<Node> {
-    let args = [
-        "--store",
-        store,
-        "--namespace",
-        namespace,
-        "--lease-ms",
-        "3000",
-        "--bearer",
-        &format!("alice:{ALICE}"),
-        "--bearer",
-        &format!("bob:{BOB}"),
-    ];
+/// Instances A and B on `stores` (one URL, or a cluster's nodes: each on another, see
+/// [`store_for`]) with `namespace`.
+async fn two_nodes(stores: &[String], namespace: &str) -> Vec<Node> {
+    let alice = format!("alice:{ALICE}");
+    let bob = format!("bob:{BOB}");
+    let args = |i: usize| {
+        [
+            "--store",
+            store_for(stores, i),
+            "--namespace",
+            namespace,
+            "--lease-ms",
+            "3000",
+            "--bearer",
+            alice.as_str(),
+            "--bearer",
+            bob.as_str(),
+        ]
+    };
+    let (args_a, args_b) = (args(0), args(1));
     let (a, b) = tokio::join!(
-        Node::start(Path::new(DEMO), "A", &args),
-        Node::start(Path::new(DEMO), "B", &args),
+        Node::start(Path::new(DEMO), "A", &args_a),
+        Node::start(Path::new(DEMO), "B", &args_b),
     );
     assert_ne!(a.url, b.url);
+    if stores.len() > 1 {
+        // A cluster's nodes: each process says it connects through its own.
+        assert_store(&a, store_for(stores, 0));
+        assert_store(&b, store_for(stores, 1));
+    }
     vec![a, b]
 }
 
-async fn scenario(store: &str, namespace: &str) {
-    let mut nodes = two_nodes(store, namespace).await;
+async fn scenario(stores: &[String], namespace: &str) {
+    let mut nodes = two_nodes(stores, namespace).await;
     let urls: Vec<String> = nodes.iter().map(|n| n.url.clone()).collect();
     let proxy = RoundRobinProxy::start(urls.clone()).await;
     let lb = proxy.url.as_str();
@@ -289,7 +302,7 @@ async fn sessions_survive_round_robin_and_a_dead_instance_on_postgres() {
     let schema = PostgresFactory::schema_for(&env.namespace);
     let url = std::env::var(PostgresFactory::URL_ENV)
         .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    scenario(&url, &schema).await;
+    scenario(&[url], &schema).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,5 +315,18 @@ async fn sessions_survive_round_robin_and_a_dead_instance_on_redis() {
     let prefix = RedisFactory::prefix(&env.namespace);
     let url = std::env::var(RedisFactory::URL_VAR)
         .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    scenario(&url, &prefix).await;
+    scenario(&[url], &prefix).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_survive_round_robin_and_a_dead_instance_on_redis_cluster() {
+    let Some(factory) = RedisFactory::cluster_from_env() else {
+        return;
+    };
+    let env = Env::new("shared_sessions_cluster", Limits::default());
+    // Checks that the nodes are a cluster's; the prefix's keys go with the factory.
+    drop(factory.open(&env).await.expect("connect to the cluster"));
+    let prefix = RedisFactory::prefix(&env.namespace);
+    // A and B each connect through another node's URL.
+    scenario(factory.nodes(), &prefix).await;
 }

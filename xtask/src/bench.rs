@@ -7,7 +7,9 @@
 //! said so, where that is impossible). Reported: throughput, latency p50/p90/p99/max,
 //! push latency, requests per operation, the server's peak RSS; the median run of each
 //! row by throughput. Then: a long lifecycle run (first vs last 10 s) on ours and rmcp,
-//! lifecycles on SQLite / PostgreSQL / Redis, memory per finished task, and the criterion
+//! lifecycles on SQLite / PostgreSQL / Redis / a three-node Redis Cluster (the one
+//! `MCP_TEST_REDIS_CLUSTER_NODES` names, else one started here with `cluster.rs`, skipped
+//! without `redis-server`), memory per finished task, and the criterion
 //! store benchmarks (time per operation at 1k vs 1M live tasks). The report is printed
 //! as Markdown, optionally written as JSON (`--json`) and into README.md between
 //! `<!-- bench:begin -->` and `<!-- bench:end -->` (`--readme`).
@@ -330,6 +332,11 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
     if let Some(url) = &options.redis {
         backends.push(("Redis", url.clone(), Some("mcp-bench")));
     }
+    // Kept until the rows are measured: a cluster started here stops when dropped.
+    let redis_cluster = redis_cluster();
+    if let Some((url, _)) = &redis_cluster {
+        backends.push(("Redis Cluster (3 nodes)", url.clone(), Some("mcp-bench")));
+    }
     for (name, url, namespace) in backends {
         let mut extra = vec!["--store", url.as_str()];
         if let Some(ns) = namespace {
@@ -349,6 +356,7 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
             let _ = std::fs::remove_file(format!("{}{suffix}", sqlite.display()));
         }
     }
+    drop(redis_cluster);
     // Scale-out: API nodes in front, workers behind, on PostgreSQL.
     let cluster = match &options.postgres {
         Some(url) => Some(bench.cluster_row(url, options.seconds, options.runs)?),
@@ -377,6 +385,34 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         "store_benches": store,
     });
     publish(root, &report, options)
+}
+
+/// The Redis Cluster of the stores table, as the URL our server connects through (the
+/// first node's: the store finds the others from it): the cluster that
+/// `MCP_TEST_REDIS_CLUSTER_NODES` (or `MCP_TEST_REDIS_CLUSTER_URL`) names, else a
+/// throwaway three-node one started now ([`crate::cluster::RedisCluster`], returned with
+/// the URL: it stops when dropped). `None`, said on stderr, when neither is possible.
+fn redis_cluster() -> Option<(String, Option<crate::cluster::RedisCluster>)> {
+    let given = std::env::var(crate::cluster::NODES_ENV)
+        .or_else(|_| std::env::var(crate::cluster::URL_ENV))
+        .unwrap_or_default();
+    if let Some(first) = given.split(',').map(str::trim).find(|n| !n.is_empty()) {
+        eprintln!("bench: Redis Cluster {given} (given)");
+        return Some((first.to_owned(), None));
+    }
+    match crate::cluster::RedisCluster::start() {
+        Ok(cluster) => {
+            eprintln!(
+                "bench: Redis Cluster {} (started for the bench)",
+                cluster.urls.join(",")
+            );
+            Some((cluster.urls.first()?.clone(), Some(cluster)))
+        }
+        Err(why) => {
+            eprintln!("bench: no Redis Cluster row: {why}");
+            None
+        }
+    }
 }
 
 /// Prints the report as Markdown; writes the JSON and the README section if asked.
