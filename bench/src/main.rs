@@ -2,7 +2,7 @@
 //! pinned to its own core.
 //!
 //! ```text
-//! mcp-bench serve ours [--store URL]    our server (mcp-server), benchmark tools
+//! mcp-bench serve ours [--store URL]    our server (mcp-tasks-server), benchmark tools
 //! mcp-bench serve rmcp                  rmcp 3.x with the same tools
 //! mcp-bench serve echo                  axum answering one fixed JSON-RPC body
 //! mcp-bench load --url URL --workload W --concurrency C --seconds S
@@ -61,7 +61,7 @@ enum Command {
         /// Our server's role: `all` (runs its tasks), `api` (queues them), `worker`
         /// (claims and runs queued tasks; its HTTP endpoint is not used).
         #[arg(long, default_value = "all")]
-        role: mcp_server::Role,
+        role: mcp_tasks_server::Role,
     },
     /// Drive a server with one workload.
     Load {

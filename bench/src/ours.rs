@@ -1,14 +1,14 @@
-//! Our server (mcp-server) with the benchmark tools, on any store.
+//! Our server (mcp-tasks-server) with the benchmark tools, on any store.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_protocol::types::{ContentBlock, ElicitValue, TextContent};
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestFormParams, ElicitRequestParams};
-use mcp_server::http::HttpConfig;
-use mcp_server::{Server, TaskPolicy, ToolContext, ToolDef, ToolError};
 use mcp_tasks::Limits;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::types::{ContentBlock, ElicitValue, TextContent};
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestFormParams, ElicitRequestParams};
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{Server, TaskPolicy, ToolContext, ToolDef, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -33,7 +33,7 @@ fn text(t: impl Into<String>) -> CallToolResult {
 fn build(
     store: Arc<dyn mcp_tasks::TaskStore>,
     clients: usize,
-    role: mcp_server::Role,
+    role: mcp_tasks_server::Role,
 ) -> Result<Server, String> {
     let echo = ToolDef::new(
         "echo",
@@ -92,15 +92,15 @@ pub async fn serve(
     store_url: &str,
     namespace: Option<&str>,
     clients: usize,
-    role: mcp_server::Role,
+    role: mcp_tasks_server::Role,
 ) -> Result<(), String> {
-    let store = mcp_server::store_url::open(store_url, namespace, Limits::default())
+    let store = mcp_tasks_server::store_url::open(store_url, namespace, Limits::default())
         .await
         .map_err(|e| e.to_string())?;
     let server = build(store, clients, role)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     crate::announce(&format!("http://{addr}/mcp"));
-    mcp_server::http::serve(
+    mcp_tasks_server::http::serve(
         &server,
         listener,
         HttpConfig::default(),

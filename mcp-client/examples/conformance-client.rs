@@ -9,18 +9,20 @@
 //! This program only chooses what to do per scenario, by name, as the suite's reference
 //! clients do ([`plan`]: one arm for each client scenario of both requirement sets,
 //! scored or not; a name it does not know is an error, exit 1); every behaviour checked (negotiation, `_meta`, headers, MRTR, SSE resumption,
-//! elicitation defaults, the whole OAuth flow) is the mcp-client library's.
+//! elicitation defaults, the whole OAuth flow) is the mcp-tasks-client library's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::auth::{AuthConfig, FollowRedirect, MemoryTokenStore};
-use mcp_client::{ClientConfig, ClientHandler, McpClient, Revision};
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition};
-use mcp_protocol::v2026::{ElicitRequestParams, Tool};
+use mcp_tasks_client::auth::{AuthConfig, FollowRedirect, MemoryTokenStore};
+use mcp_tasks_client::{ClientConfig, ClientHandler, McpClient, Revision};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::types::{
+    ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition,
+};
+use mcp_tasks_protocol::v2026::{ElicitRequestParams, Tool};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -167,16 +169,16 @@ fn plan(scenario: &str) -> Option<Plan> {
         | "auth/iss-normalized"
         | "auth/metadata-issuer-mismatch" => Plan::Auth,
         "auth/client-credentials-jwt" | "auth/client-credentials-basic" => Plan::Unsupported(
-            "the client credentials grant (an extension) is not implemented by mcp-client",
+            "the client credentials grant (an extension) is not implemented by mcp-tasks-client",
         ),
         "auth/enterprise-managed-authorization" => Plan::Unsupported(
-            "enterprise-managed authorization (an extension) is not implemented by mcp-client",
+            "enterprise-managed authorization (an extension) is not implemented by mcp-tasks-client",
         ),
         "auth/dpop" | "auth/dpop-nonce" => {
-            Plan::Unsupported("DPoP (an extension) is not implemented by mcp-client")
+            Plan::Unsupported("DPoP (an extension) is not implemented by mcp-tasks-client")
         }
         "auth/wif-jwt-bearer" => Plan::Unsupported(
-            "the workload identity JWT bearer grant (an extension) is not implemented by mcp-client",
+            "the workload identity JWT bearer grant (an extension) is not implemented by mcp-tasks-client",
         ),
         _ => return None,
     })
@@ -194,9 +196,12 @@ fn config(scenario: &str, plan: Plan, context: &Context) -> Result<ClientConfig,
     };
     if plan == Plan::Auth {
         let browser = FollowRedirect::new(REDIRECT_URI).map_err(|e| e.to_string())?;
-        let mut auth = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "mcp-client conformance")
-            .with_authorize(Arc::new(browser))
-            .with_client_metadata_url(CLIENT_METADATA_URL);
+        let mut auth = AuthConfig::new(
+            Arc::new(MemoryTokenStore::new()),
+            "mcp-tasks-client conformance",
+        )
+        .with_authorize(Arc::new(browser))
+        .with_client_metadata_url(CLIENT_METADATA_URL);
         if scenario == "auth/pre-registration" {
             let id = context
                 .client_id
@@ -274,7 +279,7 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcp_client=info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcp_tasks_client=info")),
         )
         .init();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

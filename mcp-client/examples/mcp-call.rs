@@ -1,11 +1,11 @@
 //! Calls one tool and follows it to the end, with a live status line.
 //!
 //! ```text
-//! cargo run -p mcp-client --example mcp-call -- --http http://127.0.0.1:8000/mcp slow_compute '{"seconds":5}'
-//! cargo run -p mcp-client --example mcp-call -- --stdio "target/debug/examples/demo --stdio --store memory" confirm_delete '{"filename":"a.txt"}'
-//! cargo run -p mcp-client --example mcp-call -- --http URL slow_compute '{"seconds":60}' --detach > task.json
-//! cargo run -p mcp-client --example mcp-call -- --resume @task.json
-//! cargo run -p mcp-client --example mcp-call -- --http https://example.com/mcp --login
+//! cargo run -p mcp-tasks-client --example mcp-call -- --http http://127.0.0.1:8000/mcp slow_compute '{"seconds":5}'
+//! cargo run -p mcp-tasks-client --example mcp-call -- --stdio "target/debug/examples/demo --stdio --store memory" confirm_delete '{"filename":"a.txt"}'
+//! cargo run -p mcp-tasks-client --example mcp-call -- --http URL slow_compute '{"seconds":60}' --detach > task.json
+//! cargo run -p mcp-tasks-client --example mcp-call -- --resume @task.json
+//! cargo run -p mcp-tasks-client --example mcp-call -- --http https://example.com/mcp --login
 //! ```
 //!
 //! Elicitation requests are asked at the terminal, one field at a time, each named by its
@@ -53,16 +53,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clap::Parser;
-use mcp_client::auth::AuthError;
-use mcp_client::auth::{AuthConfig, AuthEvent, Authorize, FileTokenStore, LoopbackRedirect};
-use mcp_client::{
+use mcp_tasks_client::auth::AuthError;
+use mcp_tasks_client::auth::{AuthConfig, AuthEvent, Authorize, FileTokenStore, LoopbackRedirect};
+use mcp_tasks_client::{
     ClientConfig, ClientError, ClientHandler, Endpoint, McpClient, Revision, Started, TaskHandle,
     TaskRef, TaskStatusView,
 };
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition};
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::types::{
+    ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition,
+};
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
 
 #[derive(Parser, Debug)]
 #[command(

@@ -3,15 +3,15 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Connection;
-use mcp_protocol::error_codes;
-use mcp_protocol::meta::{
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::meta::{
     PROTOCOL_VERSION_2025_11_25, PROTOCOL_VERSION_2026_07_28, RELATED_TASK_IDS,
 };
-use mcp_protocol::method::Request;
-use mcp_protocol::tasks::{CallToolReply, CallToolWithTasks};
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::tasks::{CallToolReply, CallToolWithTasks};
+use mcp_tasks_protocol::v2026::{
     self, CallToolRequestParams, CallToolResult, Discover, ListTools, ListToolsResult, RequestMeta,
     RequestParams,
 };
@@ -262,9 +262,9 @@ impl McpClient {
         listed.tools.retain(|tool| {
             let schema = match serde_json::to_value(&tool.input_schema) {
                 Ok(Value::Object(schema)) => schema,
-                _ => mcp_protocol::JsonObject::new(),
+                _ => mcp_tasks_protocol::JsonObject::new(),
             };
-            match mcp_protocol::http::param_headers(&schema) {
+            match mcp_tasks_protocol::http::param_headers(&schema) {
                 Ok(declared) => {
                     if !declared.is_empty() {
                         headers.insert(tool.name.clone(), declared);

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::types::Implementation;
 use mcp_tasks::TaskStore;
+use mcp_tasks_protocol::types::Implementation;
 
 use crate::auth::AuthConfig;
 
@@ -65,7 +65,7 @@ impl ClientConfig {
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
-            client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
+            client_info: Implementation::new("mcp-tasks-client", env!("CARGO_PKG_VERSION")),
             request_timeout: Duration::from_secs(30),
             max_input_rounds: 16,
             driver: DriverConfig::default(),

@@ -8,20 +8,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitResult, ListRootsResult};
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::types::{ElicitResult, ListRootsResult};
+use mcp_tasks_protocol::v2026::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     InputRequest,
 };
 use tokio::sync::{broadcast, mpsc};
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::tasks::{
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::tasks::{
     self, CancelTask, DetailedTask, GetTask, GetTaskResult, Task, TaskIdParams, TaskStatus,
     UpdateTask, UpdateTaskRequestParams,
 };
-use mcp_protocol::v2026::{self, CallToolResult, SubscriptionsListen};
+use mcp_tasks_protocol::v2026::{self, CallToolResult, SubscriptionsListen};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -74,7 +74,7 @@ pub struct TaskHandle {
     handler: Option<Arc<dyn ClientHandler>>,
     max_input_rounds: u32,
     /// 2025-11-25: status notifications received since the call that made the task.
-    pushed_2025: Mutex<Option<broadcast::Receiver<mcp_protocol::v2025::Task>>>,
+    pushed_2025: Mutex<Option<broadcast::Receiver<mcp_tasks_protocol::v2025::Task>>>,
     state: Arc<Mutex<HandleState>>,
 }
 
@@ -141,8 +141,8 @@ impl TaskHandle {
     /// received since the call was sent.
     pub(crate) fn created_2025(
         mut self,
-        task: mcp_protocol::v2025::Task,
-        pushed: broadcast::Receiver<mcp_protocol::v2025::Task>,
+        task: mcp_tasks_protocol::v2025::Task,
+        pushed: broadcast::Receiver<mcp_tasks_protocol::v2025::Task>,
     ) -> TaskHandle {
         self.first = Some(TaskStatusView::V2025(task));
         self.pushed_2025 = Mutex::new(Some(pushed));
@@ -470,7 +470,7 @@ impl TaskHandle {
         // Again: the handler and the bound may have been set since the handle was made.
         self.route_2025();
         let seen =
-            |task: &mcp_protocol::v2025::Task| self.seen(TaskStatusView::V2025(task.clone()));
+            |task: &mcp_tasks_protocol::v2025::Task| self.seen(TaskStatusView::V2025(task.clone()));
         let pushed = self
             .pushed_2025
             .lock()
@@ -690,7 +690,10 @@ impl ClientHandler for Route2025 {
     async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
         let request =
             serde_json::from_value(serde_json::json!({"method": "roots/list"})).map_err(|e| {
-                ErrorObject::new(mcp_protocol::error_codes::INTERNAL_ERROR, e.to_string())
+                ErrorObject::new(
+                    mcp_tasks_protocol::error_codes::INTERNAL_ERROR,
+                    e.to_string(),
+                )
             })?;
         self.asked(request);
         self.handler().list_roots().await

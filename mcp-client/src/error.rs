@@ -1,7 +1,7 @@
 //! [`ClientError`]: every way a call can go wrong, typed.
 
-use mcp_protocol::engine::PeerError;
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::engine::PeerError;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
 /// Why a client call did not produce its result.
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +48,7 @@ pub enum ClientError {
         /// The task.
         task_id: String,
         /// Its status when last seen, if it was seen.
-        last_status: Option<mcp_protocol::tasks::TaskStatus>,
+        last_status: Option<mcp_tasks_protocol::tasks::TaskStatus>,
     },
     /// The server asked for more rounds of input than allowed
     /// ([`ClientConfig::max_input_rounds`](crate::ClientConfig::max_input_rounds), or the
@@ -118,7 +118,7 @@ impl ClientError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ClientError::Rpc(e) => {
-                e.code == mcp_protocol::error_codes::INTERNAL_ERROR
+                e.code == mcp_tasks_protocol::error_codes::INTERNAL_ERROR
                     && e.data
                         .as_ref()
                         .and_then(|d| d.get("retryable"))

@@ -9,13 +9,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
-use mcp_protocol::JsonObject;
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::meta::RELATED_TASK;
-use mcp_protocol::method::Request;
-use mcp_protocol::types::{ElicitAction, ElicitResult, ListRootsResult};
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::meta::RELATED_TASK;
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::types::{ElicitAction, ElicitResult, ListRootsResult};
+use mcp_tasks_protocol::v2026::{
     ClientCapabilities, CreateMessage, CreateMessageRequestParams, CreateMessageResult, Elicit,
     ElicitRequestParams, ElicitationCapability, ListRoots, RootsCapability,
 };
@@ -439,7 +439,7 @@ pub(crate) fn client_methods(
 
 /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` of the hosted tasks.
 fn register_task_methods(module: &mut RpcModule<Answering>) {
-    use mcp_protocol::v2025::methods::{TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT};
+    use mcp_tasks_protocol::v2025::methods::{TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT};
     for method in [TASKS_GET, TASKS_RESULT, TASKS_LIST, TASKS_CANCEL] {
         let registered =
             module.register_async_method(method, move |params, ctx, _ext| async move {
@@ -469,8 +469,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use mcp_protocol::jsonrpc::ErrorObject;
-    use mcp_protocol::types::ListRootsResult;
+    use mcp_tasks_protocol::jsonrpc::ErrorObject;
+    use mcp_tasks_protocol::types::ListRootsResult;
     use serde_json::json;
 
     #[test]

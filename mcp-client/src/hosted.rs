@@ -18,19 +18,19 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, UNIX_EPOCH};
 
 use futures::FutureExt;
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Peer;
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::v2025::{
-    self, CancelTaskResult, ClientCapabilities, ClientTaskRequests, ClientTasksCapability,
-    CreateTaskResult, ElicitationTaskRequests, GetTaskPayloadResult, GetTaskResult,
-    ListTasksResult, SamplingTaskRequests, TaskStatusNotificationParams,
-};
 use mcp_tasks::{
     EventError, Millis, NewTask, Origin, Outcome, Owner, TaskEvent, TaskId, TaskRecord, TaskStore,
     WireRevision,
+};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Peer;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::v2025::{
+    self, CancelTaskResult, ClientCapabilities, ClientTaskRequests, ClientTasksCapability,
+    CreateTaskResult, ElicitationTaskRequests, GetTaskPayloadResult, GetTaskResult,
+    ListTasksResult, SamplingTaskRequests, TaskStatusNotificationParams,
 };
 use serde_json::Value;
 

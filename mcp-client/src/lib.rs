@@ -3,7 +3,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_client::{ClientConfig, ClientError, DeclineAll, McpClient, Started};
+//! use mcp_tasks_client::{ClientConfig, ClientError, DeclineAll, McpClient, Started};
 //!
 //! async fn slow_compute() -> Result<(), ClientError> {
 //!     let url = "http://127.0.0.1:8000/mcp";
@@ -53,7 +53,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_client::{ClientConfig, ClientError, DeclineAll, McpClient, Started, TaskRef};
+//! use mcp_tasks_client::{ClientConfig, ClientError, DeclineAll, McpClient, Started, TaskRef};
 //!
 //! // One process starts the task and saves its reference...
 //! async fn start(client: &McpClient) -> Result<Option<String>, ClientError> {
@@ -86,7 +86,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_client::{ClientConfig, ClientError, DeclineAll, McpClient, Revision};
+//! use mcp_tasks_client::{ClientConfig, ClientError, DeclineAll, McpClient, Revision};
 //! use mcp_tasks::{Limits, MemoryStore};
 //!
 //! async fn hosting(url: &str) -> Result<McpClient, ClientError> {

@@ -4,7 +4,7 @@
 //! connection kind) or [`McpClient::connect_to`](crate::McpClient::connect_to) (a new
 //! connection to the endpoint it names). Imports no module of the crate.
 
-use mcp_protocol::JsonObject;
+use mcp_tasks_protocol::JsonObject;
 use serde::{Deserialize, Serialize};
 
 /// Where a server is reached.
@@ -67,7 +67,7 @@ impl ToolCall {
 /// A task, serializable (serde, camelCase JSON): enough for another process to follow it.
 ///
 /// ```
-/// use mcp_client::{Endpoint, TaskRef};
+/// use mcp_tasks_client::{Endpoint, TaskRef};
 ///
 /// let json = r#"{"endpoint":{"transport":"http","url":"http://127.0.0.1:8000/mcp"},
 ///                "taskId":"7f3c","revision":"2026-07-28",

@@ -7,13 +7,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
-use mcp_protocol::meta::{PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION};
-use mcp_protocol::method::Request;
-use mcp_protocol::tasks::{self, DetailedTask, TaskStatusNotificationParams};
-use mcp_protocol::v2025;
-use mcp_protocol::v2026::{ClientCapabilities, DiscoverResult, RequestMeta};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
+use mcp_tasks_protocol::meta::{PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION};
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::tasks::{self, DetailedTask, TaskStatusNotificationParams};
+use mcp_tasks_protocol::v2025;
+use mcp_tasks_protocol::v2026::{ClientCapabilities, DiscoverResult, RequestMeta};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
@@ -300,7 +300,7 @@ impl Session {
     /// Remembers the `Mcp-Param-*` headers of the tools just listed (HTTP only).
     pub(crate) fn set_tool_headers(
         &self,
-        headers: std::collections::HashMap<String, Vec<mcp_protocol::http::ParamHeader>>,
+        headers: std::collections::HashMap<String, Vec<mcp_tasks_protocol::http::ParamHeader>>,
     ) {
         if let Some(http) = &self.http {
             lock(http).tool_headers = headers;

@@ -2,9 +2,9 @@
 //! members both revisions share behind one set of accessors; and [`TaskUpdate`], one
 //! item of a task's update stream. Imports `error` only.
 
-use mcp_protocol::tasks::{DetailedTask, TaskStatus};
-use mcp_protocol::v2025;
-use mcp_protocol::v2026::{CallToolResult, InputRequest};
+use mcp_tasks_protocol::tasks::{DetailedTask, TaskStatus};
+use mcp_tasks_protocol::v2025;
+use mcp_tasks_protocol::v2026::{CallToolResult, InputRequest};
 
 use crate::error::ClientError;
 

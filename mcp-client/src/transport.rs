@@ -6,12 +6,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use mcp_protocol::engine::{Connection, FrameSender};
-use mcp_protocol::http::{
+use mcp_tasks_protocol::engine::{Connection, FrameSender};
+use mcp_tasks_protocol::http::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, ParamHeader, encode_header_value,
     routed_name,
 };
-use mcp_protocol::jsonrpc::RequestId;
+use mcp_tasks_protocol::jsonrpc::RequestId;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::process::{Child, Command};
@@ -67,8 +67,11 @@ pub fn from_child(mut child: Child) -> Result<(Connection, TransportGuard), Clie
     let stdin = child.stdin.take().ok_or_else(|| {
         ClientError::Transport("the child's stdin is not piped (Stdio::piped())".into())
     })?;
-    let (conn, _io) =
-        Connection::from_io(stdout, stdin, mcp_protocol::engine::DEFAULT_MAX_FRAME_BYTES);
+    let (conn, _io) = Connection::from_io(
+        stdout,
+        stdin,
+        mcp_tasks_protocol::engine::DEFAULT_MAX_FRAME_BYTES,
+    );
     Ok((conn, TransportGuard::Child(child)))
 }
 
@@ -176,7 +179,7 @@ pub struct HttpTransport {
     /// The headers learned as the session goes (protocol version, session id).
     pub state: Arc<Mutex<HttpState>>,
     /// Requests whose exchange failed; their owner ends them (see
-    /// [`Peer::fail`](mcp_protocol::engine::Peer::fail)).
+    /// [`Peer::fail`](mcp_tasks_protocol::engine::Peer::fail)).
     pub failures: mpsc::UnboundedReceiver<ExchangeFailure>,
 }
 
@@ -227,7 +230,8 @@ pub fn http(url: &str, client: reqwest::Client, auth: Option<Arc<Authorizer>>) -
                     .ok()
                     .map(|o| (o.id, o.method, o.params.map(|p| p.get().to_owned())));
             let (id, method, params) = outgoing.unwrap_or((None, None, None));
-            if method.as_deref() == Some(mcp_protocol::v2026::methods::NOTIFICATIONS_CANCELLED)
+            if method.as_deref()
+                == Some(mcp_tasks_protocol::v2026::methods::NOTIFICATIONS_CANCELLED)
                 && let Some(target) = params.as_deref().and_then(cancelled_id)
                 && let Some(task) = lock(&inflight).remove(&target)
             {
@@ -249,7 +253,7 @@ pub fn http(url: &str, client: reqwest::Client, auth: Option<Arc<Authorizer>>) -
             // 2025-11-25), and opens the stream on which the server sends requests and
             // notifications of its own.
             if job.method.as_deref()
-                == Some(mcp_protocol::v2025::methods::NOTIFICATIONS_INITIALIZED)
+                == Some(mcp_tasks_protocol::v2025::methods::NOTIFICATIONS_INITIALIZED)
             {
                 let listen = job.clone_for_listening();
                 job.run().await;
@@ -357,7 +361,7 @@ impl Job {
             if let Some(name) = routed_name(method, self.params.as_deref()) {
                 request = request.header(MCP_NAME, encode_header_value(&name));
             }
-            if method == mcp_protocol::v2026::methods::TOOLS_CALL {
+            if method == mcp_tasks_protocol::v2026::methods::TOOLS_CALL {
                 for (name, value) in self.param_headers() {
                     request = request.header(name, value);
                 }

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use mcp_protocol::v2026::CallToolResult;
+use mcp_tasks_protocol::v2026::CallToolResult;
 use tokio::sync::mpsc;
 
 use crate::driver::{Detacher, TaskHandle};
@@ -29,7 +29,7 @@ type Driving = Pin<Box<dyn Future<Output = Result<CallToolResult, ClientError>> 
 ///
 /// ```no_run
 /// use futures::StreamExt;
-/// use mcp_client::{ClientError, McpClient, Started, TaskUpdate};
+/// use mcp_tasks_client::{ClientError, McpClient, Started, TaskUpdate};
 ///
 /// async fn watch(client: &McpClient) -> Result<(), ClientError> {
 ///     let arguments = serde_json::Map::from_iter([("filename".into(), "a.txt".into())]);

@@ -1,4 +1,4 @@
-//! MCP 2025-11-25, for servers without `server/discover`, on the `mcp_protocol::v2025`
+//! MCP 2025-11-25, for servers without `server/discover`, on the `mcp_tasks_protocol::v2025`
 //! types: the `initialize` handshake; `tools/list` and `tools/call` with `params.task`
 //! (in this revision the client decides, from the tool's `execution.taskSupport`);
 //! `tasks/get`, `tasks/result` and `tasks/cancel` in their 2025-11-25 shapes, and the
@@ -11,16 +11,16 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::PeerError;
-use mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::v2025::{
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::PeerError;
+use mcp_tasks_protocol::meta::PROTOCOL_VERSION_2025_11_25;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::v2025::{
     self, CallToolRequestParams, CancelTask, CreateTaskResult, GetTask, GetTaskPayload, Initialize,
     InitializeRequestParams, Initialized, ListToolsResult, Task, TaskIdParams, TaskMetadata,
     TaskSupport,
 };
-use mcp_protocol::v2026::{self, CallToolResult};
+use mcp_tasks_protocol::v2026::{self, CallToolResult};
 use serde_json::Value;
 use tokio::sync::broadcast;
 

@@ -12,10 +12,10 @@
 //!   transport, dispatching through jsonrpsee's `RpcModule` and middleware.
 //!
 //! What this crate does not do: decide when a call becomes a task, store tasks, or speak
-//! HTTP. Those live in `mcp-tasks` and `mcp-server`.
+//! HTTP. Those live in `mcp-tasks` and `mcp-tasks-server`.
 //!
 //! ```
-//! use mcp_protocol::jsonrpc::{JsonRpcMessage, RequestId};
+//! use mcp_tasks_protocol::jsonrpc::{JsonRpcMessage, RequestId};
 //!
 //! let frame = r#"{"jsonrpc":"2.0","id":"7","method":"tasks/get","params":{"taskId":"t1"}}"#;
 //! let JsonRpcMessage::Request(req) = serde_json::from_str(frame).unwrap() else { panic!() };

@@ -38,11 +38,11 @@ impl Revision {
 
     fn title(self) -> &'static str {
         match self {
-            Revision::Core2026_07_28 => "MCP 2026-07-28 (mcp-protocol types)",
+            Revision::Core2026_07_28 => "MCP 2026-07-28 (mcp-tasks-protocol types)",
             Revision::TasksExtension => {
-                "MCP tasks extension io.modelcontextprotocol/tasks (mcp-protocol types)"
+                "MCP tasks extension io.modelcontextprotocol/tasks (mcp-tasks-protocol types)"
             }
-            Revision::Core2025_11_25 => "MCP 2025-11-25 with tasks (mcp-protocol types)",
+            Revision::Core2025_11_25 => "MCP 2025-11-25 with tasks (mcp-tasks-protocol types)",
         }
     }
 }

@@ -11,10 +11,12 @@ use std::collections::HashMap;
 
 use common::{examples_2026, official_schema_2026, roundtrip_named};
 use jsonschema::Validator;
-use mcp_protocol::jsonrpc::RequestId;
-use mcp_protocol::method::{MethodCall, TypedNotification, TypedRequest, TypedResultResponse};
-use mcp_protocol::schema::{Revision, generate};
-use mcp_protocol::v2026 as m;
+use mcp_tasks_protocol::jsonrpc::RequestId;
+use mcp_tasks_protocol::method::{
+    MethodCall, TypedNotification, TypedRequest, TypedResultResponse,
+};
+use mcp_tasks_protocol::schema::{Revision, generate};
+use mcp_tasks_protocol::v2026 as m;
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -5,8 +5,8 @@
 
 mod tasks_common;
 
-use mcp_protocol::tasks as ext;
-use mcp_protocol::v2025 as v25;
+use mcp_tasks_protocol::tasks as ext;
+use mcp_tasks_protocol::v2025 as v25;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tasks_common::{Doc, assert_invalid, check, check_typed};
@@ -544,9 +544,9 @@ fn tool_result() -> impl Strategy<Value = serde_json::Map<String, Value>> {
         })
 }
 
-fn error_object() -> impl Strategy<Value = mcp_protocol::jsonrpc::ErrorObject> {
+fn error_object() -> impl Strategy<Value = mcp_tasks_protocol::jsonrpc::ErrorObject> {
     (-32768i64..=-32000, text(), proptest::option::of(text())).prop_map(|(code, msg, data)| {
-        let e = mcp_protocol::jsonrpc::ErrorObject::new(code, msg);
+        let e = mcp_tasks_protocol::jsonrpc::ErrorObject::new(code, msg);
         match data {
             Some(d) => e.with_data(json!({"detail": d})),
             None => e,

@@ -5,7 +5,7 @@
 
 mod tasks_common;
 
-use mcp_protocol::v2025 as v;
+use mcp_tasks_protocol::v2025 as v;
 use serde_json::json;
 use tasks_common::check;
 

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use mcp_protocol::v2025::{
+use mcp_tasks_protocol::v2025::{
     CallToolResponse, CancelTaskResult, ClientNotification, ClientRequest, CreateTaskResult,
     GetTaskPayloadResult, GetTaskResult, ServerResult, Task, TaskStatus, TaskStatusNotification,
     TaskSupport, Tool, ToolExecution, methods,
@@ -111,10 +111,13 @@ fn unknown_fields_survive() {
 fn call_tool_response_tells_task_from_result() {
     let task: CallToolResponse =
         serde_json::from_value(json!({"task":serde_json::to_value(task()).unwrap()})).unwrap();
-    assert!(matches!(task, mcp_protocol::v2025::TaskOr::Task(_)));
+    assert!(matches!(task, mcp_tasks_protocol::v2025::TaskOr::Task(_)));
     let direct: CallToolResponse =
         serde_json::from_value(json!({"content":[{"type":"text","text":"hi"}]})).unwrap();
-    assert!(matches!(direct, mcp_protocol::v2025::TaskOr::Result(_)));
+    assert!(matches!(
+        direct,
+        mcp_tasks_protocol::v2025::TaskOr::Result(_)
+    ));
 }
 
 #[test]

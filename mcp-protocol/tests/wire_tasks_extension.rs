@@ -2,7 +2,7 @@
 
 //! Wire rules of the tasks extension that the schema alone does not pin down.
 
-use mcp_protocol::tasks::{
+use mcp_tasks_protocol::tasks::{
     CancelTaskRequest, CancelTaskResult, CreateTaskResult, DetailedTask, GetTaskResult, Task,
     TaskStatus, TaskStatusNotification, UpdateTaskRequest, extensions_declare_tasks,
     missing_capability_error, missing_capability_error_data,
@@ -128,7 +128,7 @@ fn acks_are_exactly_result_type_complete() {
     );
     assert!(serde_json::from_value::<CancelTaskResult>(json!({"resultType":"task"})).is_err());
     assert_eq!(
-        serde_json::to_value(mcp_protocol::tasks::UpdateTaskResult::default()).unwrap(),
+        serde_json::to_value(mcp_tasks_protocol::tasks::UpdateTaskResult::default()).unwrap(),
         json!({"resultType":"complete"})
     );
 }
@@ -214,14 +214,14 @@ fn capability_helpers() {
     let e = missing_capability_error();
     assert_eq!(e.code, -32021);
     assert_eq!(e.data, Some(data));
-    let ext = mcp_protocol::tasks::TasksExtensionCapability::extensions_map();
+    let ext = mcp_tasks_protocol::tasks::TasksExtensionCapability::extensions_map();
     assert!(extensions_declare_tasks(&ext));
     assert!(!extensions_declare_tasks(&serde_json::Map::new()));
 
-    use mcp_protocol::tasks::{
+    use mcp_tasks_protocol::tasks::{
         TasksExtensionCapability, client_declares_tasks, server_declares_tasks,
     };
-    use mcp_protocol::v2026::{ClientCapabilities, ServerCapabilities};
+    use mcp_tasks_protocol::v2026::{ClientCapabilities, ServerCapabilities};
     let client = TasksExtensionCapability::declare_on_client(ClientCapabilities::default());
     assert!(client_declares_tasks(&client));
     assert!(!client_declares_tasks(&ClientCapabilities::default()));
@@ -232,18 +232,18 @@ fn capability_helpers() {
     let server = TasksExtensionCapability::declare_on_server(ServerCapabilities::default());
     assert!(server_declares_tasks(&server));
 
-    let get: mcp_protocol::tasks::GetTaskRequest = serde_json::from_value(json!({"jsonrpc":"2.0","id":1,
+    let get: mcp_tasks_protocol::tasks::GetTaskRequest = serde_json::from_value(json!({"jsonrpc":"2.0","id":1,
         "method":"tasks/get","params":{"taskId":"t","_meta":{
             "io.modelcontextprotocol/protocolVersion":"2026-07-28",
             "io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}))
     .unwrap();
     assert!(get.params.declares_tasks());
-    let bare: mcp_protocol::tasks::GetTaskRequest =
+    let bare: mcp_tasks_protocol::tasks::GetTaskRequest =
         serde_json::from_value(json!({"jsonrpc":"2.0","id":1,
         "method":"tasks/get","params":{"taskId":"t","_meta":{
             "io.modelcontextprotocol/protocolVersion":"2026-07-28",
             "io.modelcontextprotocol/clientCapabilities":{}}}}))
         .unwrap();
     assert!(!bare.params.declares_tasks());
-    assert!(!mcp_protocol::tasks::GetTaskRequestParams::new("t").declares_tasks());
+    assert!(!mcp_tasks_protocol::tasks::GetTaskRequestParams::new("t").declares_tasks());
 }

@@ -1,11 +1,11 @@
 //! The conformance fixture server: every tool, resource, prompt and completion the
-//! official conformance suite's server scenarios call by name (`mcp_server::demo::fixtures`
+//! official conformance suite's server scenarios call by name (`mcp_tasks_server::demo::fixtures`
 //! and `demo::catalog`), plus the demo's task tools (`demo::tools`), serving MCP
 //! 2026-07-28 and 2025-11-25 on one endpoint.
 //!
 //! ```text
-//! cargo run -p mcp-server --features demo --example conformance -- --http 127.0.0.1:8000 --store memory
-//! cargo run -p mcp-server --features demo --example conformance -- --stdio
+//! cargo run -p mcp-tasks-server --features demo --example conformance -- --http 127.0.0.1:8000 --store memory
+//! cargo run -p mcp-tasks-server --features demo --example conformance -- --stdio
 //! ```
 //!
 //! Over HTTP the first line on stdout names the URL. Run the suite against it:
@@ -23,9 +23,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mcp_server::http::{HttpConfig, local_url};
-use mcp_server::{Server, demo, store_url};
 use mcp_tasks::Limits;
+use mcp_tasks_server::http::{HttpConfig, local_url};
+use mcp_tasks_server::{Server, demo, store_url};
 
 #[derive(Parser, Debug)]
 #[command(name = "conformance", about = "MCP conformance fixture server")]
@@ -79,7 +79,7 @@ async fn main() -> ExitCode {
         Err(e) => return fail(e),
     };
     if args.stdio {
-        let served = mcp_server::stdio::serve(&server).await;
+        let served = mcp_tasks_server::stdio::serve(&server).await;
         server.shutdown().await;
         return served.map_or_else(fail, |()| ExitCode::SUCCESS);
     }
@@ -102,7 +102,8 @@ async fn main() -> ExitCode {
         let _ = tokio::signal::ctrl_c().await;
         token.cancel();
     };
-    let served = mcp_server::http::serve(&server, listener, HttpConfig::default(), stop).await;
+    let served =
+        mcp_tasks_server::http::serve(&server, listener, HttpConfig::default(), stop).await;
     server.shutdown().await;
     served.map_or_else(fail, |()| ExitCode::SUCCESS)
 }

@@ -2,9 +2,9 @@
 //! 127.0.0.1:8000/mcp) or stdio, on the SQLite store at ./mcp-tasks.db by default.
 //!
 //! ```text
-//! cargo run -p mcp-server --example demo
-//! cargo run -p mcp-server --example demo -- --http 127.0.0.1:0 --store memory
-//! cargo run -p mcp-server --example demo -- --stdio
+//! cargo run -p mcp-tasks-server --example demo
+//! cargo run -p mcp-tasks-server --example demo -- --http 127.0.0.1:0 --store memory
+//! cargo run -p mcp-tasks-server --example demo -- --stdio
 //! ```
 //!
 //! # Stores
@@ -81,11 +81,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mcp_server::auth::{BearerTokens, IntrospectionClient, OAuthConfig, OAuthResourceServer};
-use mcp_server::http::{HttpConfig, local_url};
-use mcp_server::store_url;
-use mcp_server::{RuntimeConfig, Server, demo};
 use mcp_tasks::Limits;
+use mcp_tasks_server::auth::{BearerTokens, IntrospectionClient, OAuthConfig, OAuthResourceServer};
+use mcp_tasks_server::http::{HttpConfig, local_url};
+use mcp_tasks_server::store_url;
+use mcp_tasks_server::{RuntimeConfig, Server, demo};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -117,7 +117,7 @@ struct Args {
     /// What this instance does with tasks: `all` (serve MCP and run the tasks it
     /// creates), `api` (serve MCP; tasks wait for a worker) or `worker` (run tasks only).
     #[arg(long, default_value = "all", conflicts_with = "stdio")]
-    role: mcp_server::Role,
+    role: mcp_tasks_server::Role,
     /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
@@ -164,13 +164,15 @@ async fn shutdown_signal() {
 /// `slow_compute` that asks for a task, with every header and `_meta` key that revision
 /// requires (SEP-2243's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`).
 fn try_it(url: &str) -> String {
-    use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, encode_header_value};
-    use mcp_protocol::meta::{
+    use mcp_tasks_protocol::http::{
+        MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, encode_header_value,
+    };
+    use mcp_tasks_protocol::meta::{
         CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28,
         TASKS_EXTENSION,
     };
-    use mcp_protocol::method::Request;
-    let method = mcp_protocol::v2026::CallTool::METHOD;
+    use mcp_tasks_protocol::method::Request;
+    let method = mcp_tasks_protocol::v2026::CallTool::METHOD;
     let tool = "slow_compute";
     let body = serde_json::json!({
         "jsonrpc": "2.0",
@@ -223,7 +225,7 @@ async fn main() -> std::process::ExitCode {
         )
         .init();
     let args = Args::parse();
-    let store = match mcp_server::store_url::open(
+    let store = match mcp_tasks_server::store_url::open(
         &args.store,
         args.namespace.as_deref(),
         Limits::default(),
@@ -265,7 +267,7 @@ async fn main() -> std::process::ExitCode {
     }
     let server = builder.build();
 
-    if args.role == mcp_server::Role::Worker {
+    if args.role == mcp_tasks_server::Role::Worker {
         // Errors ignored: whoever reads our stdout may stop reading early.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
@@ -283,7 +285,7 @@ async fn main() -> std::process::ExitCode {
 
     if args.stdio {
         tracing::info!(store = %store_url::shown(&args.store), "serving MCP on stdio");
-        let served = mcp_server::stdio::serve(&server).await;
+        let served = mcp_tasks_server::stdio::serve(&server).await;
         say_shutdown_wait(&server, grace);
         server.shutdown().await;
         return match served {
@@ -354,7 +356,7 @@ async fn main() -> std::process::ExitCode {
         tracing::info!("shutting down");
         token.cancel();
     };
-    let served = mcp_server::http::serve(&server, listener, http, stop).await;
+    let served = mcp_tasks_server::http::serve(&server, listener, http, stop).await;
     say_shutdown_wait(&server, grace);
     server.shutdown().await;
     match served {

@@ -1,12 +1,12 @@
 //! The audit trail: one structured `tracing` event per task operation, on the target
-//! `mcp_server::audit`, with the principal (owner), the task id, the operation and its
+//! `mcp_tasks_server::audit`, with the principal (owner), the task id, the operation and its
 //! outcome. Route that target wherever audit logs belong.
 
-use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_tasks::Owner;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
 /// The tracing target of audit events.
-pub const TARGET: &str = "mcp_server::audit";
+pub const TARGET: &str = "mcp_tasks_server::audit";
 
 /// Records one task operation.
 pub(crate) fn record<T>(op: &str, owner: &Owner, task_id: &str, outcome: &Result<T, ErrorObject>) {

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use mcp_protocol::v2026::CacheScope;
+use mcp_tasks_protocol::v2026::CacheScope;
 
 /// The MCP 2026-07-28 results that carry caching hints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,11 +4,11 @@
 //! **Invariant.** Knows no wire revision's shapes: the revision modules turn what this
 //! returns into their own views.
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::ReplyWritten;
-use mcp_protocol::method::Request;
-use mcp_protocol::v2026::CallTool;
 use mcp_tasks::{Job, NewTask, Origin, Owner, TaskRecord, WireRevision};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::ReplyWritten;
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::v2026::CallTool;
 
 use crate::audit;
 use crate::auth::Identity;
@@ -111,7 +111,7 @@ pub(crate) async fn start_task(
         .executor
         .execute(launch)
         .await
-        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
     let id = created
         .as_ref()
         .map(|r| r.id.as_str().to_owned())

@@ -10,13 +10,13 @@ use jsonrpsee::Extensions;
 use jsonrpsee::core::middleware::{Batch, Notification, RpcServiceT};
 use jsonrpsee::core::server::MethodResponse;
 use jsonrpsee::types::{ErrorObjectOwned, Request};
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::meta::{
+use mcp_tasks::Owner;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::meta::{
     CLIENT_CAPABILITIES, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28,
     TASKS_EXTENSION,
 };
-use mcp_tasks::Owner;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

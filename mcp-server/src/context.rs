@@ -15,17 +15,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Peer;
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::method::{MethodCall, Request};
-use mcp_protocol::types::{ElicitResult, ListRootsResult, LoggingLevel};
-use mcp_protocol::v2026::{
+use mcp_tasks::{StoreError, TaskKey, TaskStore};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Peer;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::method::{MethodCall, Request};
+use mcp_tasks_protocol::types::{ElicitResult, ListRootsResult, LoggingLevel};
+use mcp_tasks_protocol::v2026::{
     ClientCapabilities, CreateMessage, CreateMessageRequestParams, CreateMessageResult, Elicit,
     ElicitRequestParams, ListRoots,
 };
-use mcp_tasks::{StoreError, TaskKey, TaskStore};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;

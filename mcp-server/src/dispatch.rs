@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, RpcModule};
-use mcp_protocol::engine::{parse_params, register};
-use mcp_protocol::method::Request;
-use mcp_protocol::tasks::{CallToolWithTasks, CancelTask, GetTask, UpdateTask};
-use mcp_protocol::v2025;
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::engine::{parse_params, register};
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::tasks::{CallToolWithTasks, CancelTask, GetTask, UpdateTask};
+use mcp_tasks_protocol::v2025;
+use mcp_tasks_protocol::v2026::{
     CallTool, Complete, Discover, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
     ListTools, ReadResource, SubscriptionsListen,
 };
@@ -83,7 +83,7 @@ fn audited<T>(
     task_id: &str,
     outcome: Result<T, ServerError>,
 ) -> Result<T, ErrorObjectOwned> {
-    let outcome = outcome.map_err(mcp_protocol::jsonrpc::ErrorObject::from);
+    let outcome = outcome.map_err(mcp_tasks_protocol::jsonrpc::ErrorObject::from);
     audit::record(op, owner, task_id, &outcome);
     outcome.map_err(ErrorObjectOwned::from)
 }
@@ -122,7 +122,7 @@ fn register_tools_and_tasks(
 
     module.register_async_method(v2025::Ping::METHOD, |_params, _state, ext| async move {
         match session_of(&ext) {
-            Some(_) => json(mcp_protocol::v2025::EmptyResult::default()),
+            Some(_) => json(mcp_tasks_protocol::v2025::EmptyResult::default()),
             None => Err(removed(v2025::Ping::METHOD).into()),
         }
     })?;

@@ -3,10 +3,10 @@
 //! **Invariant.** Handlers return `ServerError`; the wire text and code of each refusal
 //! is written here once (store refusals keep their own mapping, in `mcp-tasks`).
 
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::missing_capability_error;
 use mcp_tasks::StoreError;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::missing_capability_error;
 
 /// Why the server refused a request.
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_protocol::engine::ReplyWritten;
 use mcp_tasks::{Job, NewTask, StoreError, TaskRecord, TaskStore};
+use mcp_tasks_protocol::engine::ReplyWritten;
 
 use crate::auth::Identity;
 use crate::runtime::TaskRuntime;

@@ -2,17 +2,17 @@
 //!
 //! A server with one tool that becomes a task when the client allows it, its tasks kept
 //! in SQLite (they survive a restart), served over Streamable HTTP. A tool author needs
-//! `mcp-server`, `serde` (for `Deserialize`) and `tokio`: the protocol types a tool
+//! `mcp-tasks-server`, `serde` (for `Deserialize`) and `tokio`: the protocol types a tool
 //! returns, the task stores and schemars are re-exported here.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_server::mcp_tasks::{Limits, SqliteStore};
-//! use mcp_server::{CallToolResult, ContentBlock, Server, TaskPolicy, ToolContext, ToolDef, http};
+//! use mcp_tasks_server::mcp_tasks::{Limits, SqliteStore};
+//! use mcp_tasks_server::{CallToolResult, ContentBlock, Server, TaskPolicy, ToolContext, ToolDef, http};
 //!
-//! #[derive(serde::Deserialize, mcp_server::schemars::JsonSchema)]
-//! #[schemars(crate = "mcp_server::schemars")]
+//! #[derive(serde::Deserialize, mcp_tasks_server::schemars::JsonSchema)]
+//! #[schemars(crate = "mcp_tasks_server::schemars")]
 //! struct Render {
 //!     pages: u32,
 //! }
@@ -39,18 +39,18 @@
 //!
 //! A tool's arguments are a type implementing `serde::Deserialize` and
 //! [`schemars::JsonSchema`] **from schemars 1** (the major version this crate is built
-//! with, re-exported as [`mcp_server::schemars`](schemars)). Without a `schemars`
+//! with, re-exported as [`mcp_tasks_server::schemars`](schemars)). Without a `schemars`
 //! dependency of your own, tell the derive where the crate is with
-//! `#[schemars(crate = "mcp_server::schemars")]`; with one, it must be schemars 1.x, or
+//! `#[schemars(crate = "mcp_tasks_server::schemars")]`; with one, it must be schemars 1.x, or
 //! the types will not implement *this* `JsonSchema` and `ToolDef::new` will not accept
 //! them. A complete tool, typed arguments and a text or error result, compiled as a test:
 //!
 //! ```
-//! use mcp_server::{CallToolResult, TaskPolicy, ToolDef};
+//! use mcp_tasks_server::{CallToolResult, TaskPolicy, ToolDef};
 //!
 //! /// Arguments of `divide`.
-//! #[derive(serde::Deserialize, mcp_server::schemars::JsonSchema)]
-//! #[schemars(crate = "mcp_server::schemars")]
+//! #[derive(serde::Deserialize, mcp_tasks_server::schemars::JsonSchema)]
+//! #[schemars(crate = "mcp_tasks_server::schemars")]
 //! struct Divide {
 //!     /// The dividend.
 //!     a: f64,
@@ -65,7 +65,7 @@
 //!     Ok(CallToolResult::text((args.a / args.b).to_string()))
 //! })
 //! .expect("a valid tool");
-//! let schema = mcp_server::schemars::schema_for!(Divide);
+//! let schema = mcp_tasks_server::schemars::schema_for!(Divide);
 //! assert_eq!(schema.get("required"), Some(&serde_json::json!(["a", "b"])));
 //! # drop(divide);
 //! ```
@@ -141,24 +141,24 @@ pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoin
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};
 pub use worker::WorkerConfig;
 
-/// The protocol crate this one is built on: every wire type of both revisions.
-pub use mcp_protocol;
 /// The task store crate: [`MemoryStore`](mcp_tasks::MemoryStore), the SQLite, PostgreSQL
 /// and Redis stores (with its features), [`Limits`](mcp_tasks::Limits).
 pub use mcp_tasks;
+/// The protocol crate this one is built on: every wire type of both revisions.
+pub use mcp_tasks_protocol;
 /// schemars 1, whose `JsonSchema` a tool's argument type implements (derive it with
-/// `#[schemars(crate = "mcp_server::schemars")]` when schemars is not your own
+/// `#[schemars(crate = "mcp_tasks_server::schemars")]` when schemars is not your own
 /// dependency).
 pub use schemars;
 
-// What a tool returns and what it asks, re-exported from mcp_protocol so that a tool
+// What a tool returns and what it asks, re-exported from mcp_tasks_protocol so that a tool
 // author needs no other crate for them.
-pub use mcp_protocol::JsonObject;
-pub use mcp_protocol::types::{
+pub use mcp_tasks_protocol::JsonObject;
+pub use mcp_tasks_protocol::types::{
     AudioContent, ContentBlock, ElicitAction, ElicitResult, ElicitValue, EmbeddedResource,
     ImageContent, ListRootsResult, LoggingLevel, ResourceLink, TextContent,
 };
-pub use mcp_protocol::v2026::{
+pub use mcp_tasks_protocol::v2026::{
     CacheScope, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestFormParams, ElicitRequestParams,
 };

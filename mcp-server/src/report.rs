@@ -9,10 +9,10 @@
 //! **Invariant.** Knows no revision and no session: the handler that builds a `Report`
 //! decides the token, the level and the peer.
 
-use mcp_protocol::engine::Peer;
-use mcp_protocol::meta::PROGRESS_TOKEN;
-use mcp_protocol::types::{LoggingLevel, ProgressToken};
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::engine::Peer;
+use mcp_tasks_protocol::meta::PROGRESS_TOKEN;
+use mcp_tasks_protocol::types::{LoggingLevel, ProgressToken};
+use mcp_tasks_protocol::v2026::{
     LoggingMessage, LoggingMessageNotificationParams, Progress, ProgressNotificationParams,
 };
 use serde_json::Value;
@@ -65,7 +65,9 @@ impl Report {
 
 /// The `progressToken` of a request `_meta` given as a JSON object (MCP 2025-11-25
 /// keeps `_meta` untyped). A token of the wrong type is no token.
-pub(crate) fn progress_token(meta: Option<&mcp_protocol::JsonObject>) -> Option<ProgressToken> {
+pub(crate) fn progress_token(
+    meta: Option<&mcp_tasks_protocol::JsonObject>,
+) -> Option<ProgressToken> {
     meta.and_then(|m| m.get(PROGRESS_TOKEN))
         .and_then(|t| serde_json::from_value(t.clone()).ok())
 }

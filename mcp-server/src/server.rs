@@ -8,9 +8,9 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use jsonrpsee::Extensions;
 use jsonrpsee::core::middleware::RpcServiceBuilder;
-use mcp_protocol::engine::{Endpoint, EndpointBuilder};
-use mcp_protocol::types::Implementation;
 use mcp_tasks::TaskStore;
+use mcp_tasks_protocol::engine::{Endpoint, EndpointBuilder};
+use mcp_tasks_protocol::types::Implementation;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{CacheHint, CacheHints, Cacheable};
@@ -216,7 +216,7 @@ pub struct Server {
 /// The endpoint type a [`Server`] serves with (dispatch wrapped in its middleware).
 pub type ServerEndpoint = Endpoint<
     <tower::layer::util::Stack<RequestMetaLayer, tower::layer::util::Identity> as tower::Layer<
-        mcp_protocol::engine::MethodsService,
+        mcp_tasks_protocol::engine::MethodsService,
     >>::Service,
 >;
 
@@ -236,7 +236,7 @@ impl Server {
             poll_interval_ms: None,
             cursor_key: None,
             stateless: true,
-            max_inflight_requests: mcp_protocol::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
+            max_inflight_requests: mcp_tasks_protocol::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
             cache_hints: CacheHints::default(),
         }
@@ -273,7 +273,7 @@ impl Server {
     /// those parameters (what the HTTP transport checks against each call's arguments).
     pub(crate) fn param_headers(
         &self,
-    ) -> std::collections::HashMap<String, Arc<[mcp_protocol::http::ParamHeader]>> {
+    ) -> std::collections::HashMap<String, Arc<[mcp_tasks_protocol::http::ParamHeader]>> {
         self.state
             .tools()
             .filter(|t| !t.param_headers.is_empty())
@@ -300,8 +300,11 @@ impl Server {
     /// input requests then travel on the connection itself).
     pub fn serve_connection(
         &self,
-        conn: mcp_protocol::engine::Connection,
-    ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
+        conn: mcp_tasks_protocol::engine::Connection,
+    ) -> (
+        mcp_tasks_protocol::engine::Peer,
+        tokio::task::JoinHandle<()>,
+    ) {
         self.serve_connection_inner(conn, false)
     }
 
@@ -310,16 +313,22 @@ impl Server {
     /// answers are written, instead of being cancelled.
     pub(crate) fn serve_connection_draining(
         &self,
-        conn: mcp_protocol::engine::Connection,
-    ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
+        conn: mcp_tasks_protocol::engine::Connection,
+    ) -> (
+        mcp_tasks_protocol::engine::Peer,
+        tokio::task::JoinHandle<()>,
+    ) {
         self.serve_connection_inner(conn, true)
     }
 
     fn serve_connection_inner(
         &self,
-        conn: mcp_protocol::engine::Connection,
+        conn: mcp_tasks_protocol::engine::Connection,
         drain: bool,
-    ) -> (mcp_protocol::engine::Peer, tokio::task::JoinHandle<()>) {
+    ) -> (
+        mcp_tasks_protocol::engine::Peer,
+        tokio::task::JoinHandle<()>,
+    ) {
         let slot = SessionSlot::default();
         let mut extensions = Extensions::new();
         extensions.insert(slot.clone());

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use indexmap::IndexMap;
-use mcp_protocol::types::Implementation;
 use mcp_tasks::TaskStore;
+use mcp_tasks_protocol::types::Implementation;
 use tokio_util::sync::CancellationToken;
 
 use crate::features::Catalog;

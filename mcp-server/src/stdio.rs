@@ -1,7 +1,7 @@
 //! The server over stdio: newline-delimited JSON-RPC on stdin/stdout. Logs must go to
 //! stderr.
 
-use mcp_protocol::engine::{Connection, DEFAULT_MAX_FRAME_BYTES};
+use mcp_tasks_protocol::engine::{Connection, DEFAULT_MAX_FRAME_BYTES};
 
 use crate::server::Server;
 

@@ -18,11 +18,11 @@ pub enum OpenStoreError {
     #[error("a namespace applies to shared stores (postgres, redis), not to {0}")]
     NamespaceNotShared(String),
     /// The backend is known but this build leaves it out.
-    #[error("the {backend} store is not built in: enable the mcp-server feature `{feature}`")]
+    #[error("the {backend} store is not built in: enable the mcp-tasks-server feature `{feature}`")]
     NotBuilt {
         /// The backend named by the URL.
         backend: &'static str,
-        /// The mcp-server feature that builds it in.
+        /// The mcp-tasks-server feature that builds it in.
         feature: &'static str,
     },
     /// The SQLite path names a directory, not a file.

@@ -5,11 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcp_protocol::JsonObject;
-use mcp_protocol::error_codes;
-use mcp_protocol::http::ParamHeader;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::v2026::CallToolResult;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::http::ParamHeader;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::v2026::CallToolResult;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -308,7 +308,7 @@ fn checked_param_headers(
     name: &str,
     schema: &JsonObject,
 ) -> Result<Arc<[ParamHeader]>, ToolDefError> {
-    mcp_protocol::http::param_headers(schema)
+    mcp_tasks_protocol::http::param_headers(schema)
         .map(Arc::from)
         .map_err(|e| ToolDefError {
             tool: name.to_owned(),

@@ -3,11 +3,11 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::tasks::{DetailedTask, Task, TaskStatus};
-use mcp_protocol::v2025;
-use mcp_protocol::v2026::InputRequests;
 use mcp_tasks::{Millis, Outcome, TaskRecord};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::tasks::{DetailedTask, Task, TaskStatus};
+use mcp_tasks_protocol::v2025;
+use mcp_tasks_protocol::v2026::InputRequests;
 use serde_json::Value;
 
 /// An ISO 8601 / RFC 3339 timestamp with milliseconds, in UTC.
@@ -55,8 +55,8 @@ pub(crate) fn detailed(rec: &TaskRecord) -> DetailedTask {
         (Some(Outcome::Error(error)), _) => base.failed(error.clone()),
         _ => base.to_detailed().unwrap_or_else(|| {
             // A terminal status without its outcome cannot come out of the store's rules.
-            base.failed(mcp_protocol::jsonrpc::ErrorObject::new(
-                mcp_protocol::error_codes::INTERNAL_ERROR,
+            base.failed(mcp_tasks_protocol::jsonrpc::ErrorObject::new(
+                mcp_tasks_protocol::error_codes::INTERNAL_ERROR,
                 "task record has no outcome",
             ))
         }),

@@ -1,9 +1,9 @@
 //! [`StoreError`], whether a failure passes ([`StoreError::is_transient`]), and its one
 //! mapping to JSON-RPC errors.
 
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 use crate::limits::Limit;
 

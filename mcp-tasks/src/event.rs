@@ -4,7 +4,7 @@
 //! Events are wake-ups, not the truth: after an event (or after [`EventError::Lagged`])
 //! read the record again. A subscriber that falls behind loses events, never the state.
 
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use tokio::sync::{broadcast, watch};
 
 use crate::record::{TaskKey, TaskRecord};

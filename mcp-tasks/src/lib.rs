@@ -16,7 +16,7 @@
 //! - Time comes from a [`Clock`]; [`ManualClock`] makes TTLs and leases testable without
 //!   sleeping.
 //!
-//! This crate depends on `mcp-protocol` (for the status, result and error types) and on
+//! This crate depends on `mcp-tasks-protocol` (for the status, result and error types) and on
 //! nothing that serves or calls MCP: a server built on another SDK can use it as it is.
 //!
 //! ```

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use serde_json::Value;
 
 use crate::backend::{Backend, Events};

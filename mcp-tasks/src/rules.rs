@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use serde_json::Value;
 
 use crate::error::StoreError;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use mcp_protocol::types::LoggingLevel;
+use mcp_tasks_protocol::types::LoggingLevel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::broadcast;

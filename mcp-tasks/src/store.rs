@@ -1,8 +1,8 @@
 //! The [`TaskStore`] trait and its contract.
 
 use async_trait::async_trait;
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

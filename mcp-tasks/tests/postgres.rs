@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use mcp_protocol::tasks::TaskStatus;
 use mcp_tasks::conformance::{Env, PostgresFactory, StoreFactory};
 use mcp_tasks::{
     EventError, EventStream, Limit, Limits, NewTask, Origin, Owner, PostgresOptions, PostgresStore,
     StoreError, TaskEvent, TaskId, TaskRecord, TaskStore, WireRevision,
 };
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 const WAIT: Duration = Duration::from_secs(15);
 

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use mcp_protocol::tasks::TaskStatus;
 use mcp_tasks::conformance::{Env, RedisFactory, StoreFactory};
 use mcp_tasks::{
     EventStream, Limits, NewTask, Origin, Owner, TaskEvent, TaskId, TaskStore, WireRevision,
 };
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 fn task(owner: &Owner) -> NewTask {
     NewTask {
@@ -165,7 +165,7 @@ async fn terminal_races_across_many_stores_have_one_winner() {
                         node.fail(
                             &owner,
                             &id,
-                            mcp_protocol::jsonrpc::ErrorObject::new(-1, "x"),
+                            mcp_tasks_protocol::jsonrpc::ErrorObject::new(-1, "x"),
                         )
                         .await
                     }

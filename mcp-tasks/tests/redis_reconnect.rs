@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_protocol::tasks::TaskStatus;
 use mcp_tasks::conformance::{Env, RedisFactory, StoreFactory};
 use mcp_tasks::{EventError, Limits, NewTask, Origin, Owner, TaskEvent, TaskStore, WireRevision};
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 fn task(owner: &Owner) -> NewTask {
     NewTask {

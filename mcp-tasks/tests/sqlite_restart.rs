@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
 use mcp_tasks::{
     Limit, Limits, ManualClock, NewTask, Origin, Owner, SqliteStore, StoreError, TaskRecord,
     TaskStore, WireRevision,
 };
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use serde_json::json;
 
 /// A database path under the temp dir, removed (with `-wal`/`-shm`) on drop.

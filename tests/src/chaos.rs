@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
 use mcp_tasks::STORE_UNAVAILABLE_MESSAGE;
+use mcp_tasks_protocol::error_codes;
 use serde_json::Value;
 use tokio::time::Instant;
 

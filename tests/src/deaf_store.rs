@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_tasks::{
     EventStream, FeedItem, Lease, MemoryStore, NewTask, Owner, Recovery, Resolved, StoreError,
     SweepReport, TaskId, TaskPage, TaskRecord, TaskStore, Transition,
 };
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use serde_json::Value;
 use tokio::sync::broadcast;
 

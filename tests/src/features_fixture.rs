@@ -4,12 +4,12 @@
 //! one that asks the user for a topic first: [`ASKING_PROMPT`]), plus a raw JSON-RPC
 //! client for the in-process connection.
 
-use mcp_protocol::engine::{FrameReceiver, FrameSender};
-use mcp_protocol::types::{
+use mcp_tasks_protocol::engine::{FrameReceiver, FrameSender};
+use mcp_tasks_protocol::types::{
     AudioContent, ContentBlock, EmbeddedResource, ImageContent, PromptMessage, Role,
     TextResourceContents,
 };
-use mcp_server::{
+use mcp_tasks_server::{
     CompletionInput, CompletionValues, FEATURE_PAGE, PromptDef, PromptError, ResourceData,
     ResourceDef, ResourceError, ResourceTemplateDef, Server, ToolContext,
 };

@@ -458,7 +458,7 @@ pub fn assert_unavailable(
     );
     assert_eq!(
         reply.error_code(),
-        mcp_protocol::error_codes::INVALID_REQUEST,
+        mcp_tasks_protocol::error_codes::INVALID_REQUEST,
         "{}",
         reply.text
     );
@@ -499,18 +499,18 @@ pub const ADMIN_SCOPE: &str = "admin";
 
 /// `whoami`: requires [`ADMIN_SCOPE`], runs as a task when allowed, and answers with the
 /// principal and scopes its context sees (`{"principal": ..., "scopes": [...]}` as text).
-pub fn whoami() -> mcp_server::ToolDef {
+pub fn whoami() -> mcp_tasks_server::ToolDef {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct NoArgs {}
-    mcp_server::ToolDef::new(
+    mcp_tasks_server::ToolDef::new(
         "whoami",
-        mcp_server::TaskPolicy::Optional,
-        |ctx: mcp_server::ToolContext, _: NoArgs| async move {
+        mcp_tasks_server::TaskPolicy::Optional,
+        |ctx: mcp_tasks_server::ToolContext, _: NoArgs| async move {
             let seen = json!({ "principal": ctx.principal(), "scopes": ctx.scopes() });
-            Ok(mcp_protocol::v2026::CallToolResult::new(vec![
-                mcp_protocol::types::ContentBlock::Text(mcp_protocol::types::TextContent::new(
-                    seen.to_string(),
-                )),
+            Ok(mcp_tasks_protocol::v2026::CallToolResult::new(vec![
+                mcp_tasks_protocol::types::ContentBlock::Text(
+                    mcp_tasks_protocol::types::TextContent::new(seen.to_string()),
+                ),
             ]))
         },
     )
@@ -518,7 +518,7 @@ pub fn whoami() -> mcp_server::ToolDef {
     .require_scope(ADMIN_SCOPE)
 }
 
-/// A server protected by an [`OAuthResourceServer`](mcp_server::auth::OAuthResourceServer)
+/// A server protected by an [`OAuthResourceServer`](mcp_tasks_server::auth::OAuthResourceServer)
 /// that trusts one issuer: the demo tools and [`whoami`], a store the test can look into.
 #[derive(Debug)]
 pub struct Protected {
@@ -536,33 +536,40 @@ pub struct Protected {
 /// trusting `issuer`, for the server's own `/mcp` URL; `configure` adjusts the settings.
 pub async fn protect(
     issuer: &TestIssuer,
-    configure: impl FnOnce(&mut mcp_server::auth::OAuthConfig),
+    configure: impl FnOnce(&mut mcp_tasks_server::auth::OAuthConfig),
 ) -> Protected {
-    protect_with(issuer, configure, mcp_server::http::HttpConfig::default()).await
+    protect_with(
+        issuer,
+        configure,
+        mcp_tasks_server::http::HttpConfig::default(),
+    )
+    .await
 }
 
 /// [`protect`] with these HTTP settings (e.g. `max_sessions`); their `principal` is
 /// replaced by the resource server.
 pub async fn protect_with(
     issuer: &TestIssuer,
-    configure: impl FnOnce(&mut mcp_server::auth::OAuthConfig),
-    http: mcp_server::http::HttpConfig,
+    configure: impl FnOnce(&mut mcp_tasks_server::auth::OAuthConfig),
+    http: mcp_tasks_server::http::HttpConfig,
 ) -> Protected {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
     let origin = format!("http://{}", listener.local_addr().expect("address"));
     let resource = format!("{origin}/mcp");
-    let mut config = mcp_server::auth::OAuthConfig::new(issuer.issuer.clone(), resource.clone());
+    let mut config =
+        mcp_tasks_server::auth::OAuthConfig::new(issuer.issuer.clone(), resource.clone());
     configure(&mut config);
-    let auth = mcp_server::auth::OAuthResourceServer::new(config).expect("valid OAuth settings");
+    let auth =
+        mcp_tasks_server::auth::OAuthResourceServer::new(config).expect("valid OAuth settings");
     let store = Arc::new(mcp_tasks::MemoryStore::default());
-    let mut builder = mcp_server::Server::builder("oauth-tests", "0").store(store.clone());
+    let mut builder = mcp_tasks_server::Server::builder("oauth-tests", "0").store(store.clone());
     for tool in crate::server_harness::demo_tools() {
         builder = builder.tool(tool);
     }
     let server = builder.tool(whoami()).build();
-    let http = mcp_server::http::HttpConfig {
+    let http = mcp_tasks_server::http::HttpConfig {
         principal: Some(Arc::new(auth)),
         ..http
     };

@@ -35,9 +35,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::RpcModule;
-use mcp_protocol::engine::{Peer, RequestContext, register};
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::{error_codes, request};
+use mcp_tasks_protocol::engine::{Peer, RequestContext, register};
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::{error_codes, request};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 

@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_server::{RuntimeConfig, Server};
+use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::{LEGACY_VERSION, related_task};
 use mcp_tests::server_harness::{
     TestServer, WAIT, demo_tools, open_legacy_session, request, two_instances,

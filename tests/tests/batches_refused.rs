@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use mcp_protocol::error_codes;
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::server_harness::{TestServer, WAIT, meta, request};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

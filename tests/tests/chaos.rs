@@ -30,9 +30,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcp_protocol::error_codes;
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory, TcpProxy};
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::chaos::{Handed, LoadClients, POLL_EVERY, Reply, is_terminal, own_result_run};
 use mcp_tests::node_harness::{Node, result_text};
 use mcp_tests::redis_cluster::ProxiedCluster;

@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::{
+use mcp_tasks_client::{
     ClientConfig, ClientError, ClientHandler, McpClient, ServerInfo, Started, TaskStatusView,
 };
-use mcp_protocol::engine::Connection;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::{ElicitResult, ElicitValue};
-use mcp_protocol::v2026::ElicitRequestParams;
-use mcp_server::{Server, demo};
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::types::{ElicitResult, ElicitValue};
+use mcp_tasks_protocol::v2026::ElicitRequestParams;
+use mcp_tasks_server::{Server, demo};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -43,7 +43,7 @@ async fn connect() -> McpClient {
         .expect("connect")
 }
 
-fn text(result: &mcp_protocol::v2026::CallToolResult) -> String {
+fn text(result: &mcp_tasks_protocol::v2026::CallToolResult) -> String {
     serde_json::to_value(&result.content[0]).expect("json")["text"]
         .as_str()
         .unwrap_or_default()

@@ -1,4 +1,4 @@
-//! `mcp-client` against servers that answer wrongly: each misbehaviour must come back as a
+//! `mcp-tasks-client` against servers that answer wrongly: each misbehaviour must come back as a
 //! typed [`ClientError`], never a panic or a hang. Every test is bounded by [`BOUND`].
 //!
 //! Most fakes are scripted in-process endpoints on one end of [`Connection::memory`]; the
@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::{ClientConfig, ClientError, ClientHandler, DriverConfig, McpClient, Started};
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Connection;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::ElicitResult;
-use mcp_protocol::v2026::ElicitRequestParams;
+use mcp_tasks_client::{
+    ClientConfig, ClientError, ClientHandler, DriverConfig, McpClient, Started,
+};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::types::ElicitResult;
+use mcp_tasks_protocol::v2026::ElicitRequestParams;
 use mcp_tests::server_harness::{TASKS_EXTENSION, TestServer};
 use serde_json::{Value, json};
 
@@ -166,7 +168,7 @@ async fn connect(conn: Connection, config: ClientConfig) -> McpClient {
 async fn call_against(
     script: Script,
 ) -> (
-    Result<mcp_protocol::v2026::CallToolResult, ClientError>,
+    Result<mcp_tasks_protocol::v2026::CallToolResult, ClientError>,
     Seen,
 ) {
     let (conn, seen) = fake(script);
@@ -445,7 +447,7 @@ async fn http_fake(status: u16, content_type: &'static str, body: &'static str) 
     format!("http://{addr}/mcp")
 }
 
-async fn http_call(url: &str) -> Result<mcp_protocol::v2026::CallToolResult, ClientError> {
+async fn http_call(url: &str) -> Result<mcp_tasks_protocol::v2026::CallToolResult, ClientError> {
     let client = McpClient::connect_http(url, Arc::new(Counting::default()), config())
         .await
         .expect("connect");

@@ -1,4 +1,4 @@
-//! `mcp-client` against the demo server, every scenario run twice: over Streamable HTTP
+//! `mcp-tasks-client` against the demo server, every scenario run twice: over Streamable HTTP
 //! (the in-process [`TestServer`] on 127.0.0.1) and over stdio (the `demo-stdio` binary
 //! as a child process).
 //!
@@ -11,16 +11,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_client::{
+use mcp_tasks_client::{
     ClientConfig, ClientError, ClientHandler, DriverConfig, McpClient, Started, TaskHandle,
     TaskStatusView,
 };
-use mcp_protocol::JsonObject;
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::{ElicitAction, ElicitResult};
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::types::{ElicitAction, ElicitResult};
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
 use mcp_tests::server_harness::TestServer;
 use serde_json::{Value, json};
 
@@ -287,7 +287,7 @@ async fn protocol_error_job_is_task_failed(f: Fixture) {
         .await
         .expect_err("a failed task is an Err");
     assert_eq!(
-        mcp_client::rpc_code(&err),
+        mcp_tasks_client::rpc_code(&err),
         Some(error_codes::INTERNAL_ERROR)
     );
     assert!(matches!(err, ClientError::TaskFailed { .. }), "{err:?}");

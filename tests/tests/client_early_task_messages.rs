@@ -1,4 +1,4 @@
-//! `mcp-client` against an MCP 2025-11-25 server that speaks about a task before the
+//! `mcp-tasks-client` against an MCP 2025-11-25 server that speaks about a task before the
 //! `tools/call` response (`CreateTaskResult`) that tells the client the task exists: its
 //! `elicitation/create` (with the related-task `_meta`) and `notifications/tasks/status`
 //! come first. The client holds such a request until the response routes the task, then
@@ -16,16 +16,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use mcp_client::{
+use mcp_tasks_client::{
     ClientConfig, ClientHandler, DriverConfig, McpClient, Revision, Started, TaskHandle, TaskUpdate,
 };
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Connection;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::meta::RELATED_TASK;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::{ElicitAction, ElicitResult, ElicitValue};
-use mcp_protocol::v2026::ElicitRequestParams;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::meta::RELATED_TASK;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::types::{ElicitAction, ElicitResult, ElicitValue};
+use mcp_tasks_protocol::v2026::ElicitRequestParams;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 

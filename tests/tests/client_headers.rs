@@ -14,12 +14,12 @@ use async_trait::async_trait;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient, Revision};
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitResult, ElicitValue};
-use mcp_protocol::v2026::ElicitRequestParams;
-use mcp_server::auth::BearerTokens;
-use mcp_server::http::HttpConfig;
+use mcp_tasks_client::{ClientConfig, ClientError, ClientHandler, McpClient, Revision};
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::types::{ElicitResult, ElicitValue};
+use mcp_tasks_protocol::v2026::ElicitRequestParams;
+use mcp_tasks_server::auth::BearerTokens;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::server_harness::{TestServer, WAIT};
 use serde_json::{Value, json};
 

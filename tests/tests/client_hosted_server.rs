@@ -13,14 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use client_hosted_common::{Answers, wait_for};
-use mcp_client::{ClientConfig, DriverConfig, McpClient, Revision, Started};
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Connection;
-use mcp_protocol::v2025;
-use mcp_protocol::v2026::CallToolResult;
-use mcp_server::http::HttpConfig;
-use mcp_server::{RuntimeConfig, ToolDef, demo};
 use mcp_tasks::{MemoryStore, TaskStore};
+use mcp_tasks_client::{ClientConfig, DriverConfig, McpClient, Revision, Started};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_protocol::v2025;
+use mcp_tasks_protocol::v2026::CallToolResult;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, ToolDef, demo};
 use mcp_tests::server_harness::{TestServer, build_server};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -199,7 +199,7 @@ impl Recorded {
 /// A raw 2025-11-25 client answering the server's requests with `module`, connected to a
 /// server with [`tools`] over an in-process connection and initialized with `capabilities`.
 struct RawClient {
-    peer: mcp_protocol::engine::Peer,
+    peer: mcp_tasks_protocol::engine::Peer,
     _session: tokio::task::JoinHandle<()>,
 }
 
@@ -208,7 +208,7 @@ impl RawClient {
         module: jsonrpsee::RpcModule<Arc<Recorded>>,
         capabilities: serde_json::Value,
     ) -> RawClient {
-        let endpoint = mcp_protocol::engine::EndpointBuilder::new(module)
+        let endpoint = mcp_tasks_protocol::engine::EndpointBuilder::new(module)
             .on_notification("notifications/tasks/status", |_| async {})
             .build();
         let server = build_server(tools(), RuntimeConfig::default());

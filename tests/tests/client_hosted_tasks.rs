@@ -16,15 +16,15 @@ use async_trait::async_trait;
 use client_hosted_common::{DropFlag, ada, elicit_and_sample, wait_for};
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
-use mcp_client::{ClientConfig, ClientHandler, McpClient, Revision};
-use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::ElicitResult;
-use mcp_protocol::v2026::{
+use mcp_tasks::{Limits, ManualClock, MemoryStore, TaskStore};
+use mcp_tasks_client::{ClientConfig, ClientHandler, McpClient, Revision};
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::types::ElicitResult;
+use mcp_tasks_protocol::v2026::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
 };
-use mcp_tasks::{Limits, ManualClock, MemoryStore, TaskStore};
 use mcp_tests::schema_check::{Schema, spec_dir};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -508,7 +508,7 @@ async fn without_a_store_params_task_is_ignored() {
 /// it out and a task-augmented sampling request is answered as a plain one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_declared_requests_become_tasks() {
-    let (_client, mut raw) = connect(Arc::new(mcp_client::DeclineAll), Some(store())).await;
+    let (_client, mut raw) = connect(Arc::new(mcp_tasks_client::DeclineAll), Some(store())).await;
     let init = raw.initialize.recv().await.expect("initialize");
     assert_eq!(
         init["capabilities"]["tasks"]["requests"],

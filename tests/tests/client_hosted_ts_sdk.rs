@@ -17,12 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use client_hosted_common::{Answers, wait_for};
-use mcp_client::{ClientConfig, McpClient, Revision};
-use mcp_protocol::JsonObject;
-use mcp_protocol::v2026::CallToolResult;
-use mcp_server::RuntimeConfig;
-use mcp_server::http::HttpConfig;
 use mcp_tasks::{MemoryStore, TaskStore};
+use mcp_tasks_client::{ClientConfig, McpClient, Revision};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::v2026::CallToolResult;
+use mcp_tasks_server::RuntimeConfig;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::server_harness::TestServer;
 use mcp_tests::ts_sdk::{RUN_BOUND, Sdk};
 use serde_json::Value;
@@ -157,8 +157,8 @@ const CLIENT_STEPS: [&str; 5] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_server_asks_the_sdk_client_as_tasks_over_http() {
     let Some(sdk) = Sdk::find() else { return };
-    let mut tools = mcp_server::demo::fixtures::tools().expect("fixture tools");
-    tools.extend(mcp_server::demo::tools().expect("demo tools"));
+    let mut tools = mcp_tasks_server::demo::fixtures::tools().expect("fixture tools");
+    tools.extend(mcp_tasks_server::demo::tools().expect("demo tools"));
     let server =
         TestServer::start_with(tools, RuntimeConfig::default(), HttpConfig::default()).await;
     let report = sdk

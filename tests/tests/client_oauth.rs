@@ -1,4 +1,4 @@
-//! mcp-client's OAuth 2.1 login against a real authorization server running in the test
+//! mcp-tasks-client's OAuth 2.1 login against a real authorization server running in the test
 //! (`mcp_tests::authorization_server` on 127.0.0.1:0: metadata, registration, an
 //! authorize endpoint that approves at once and redirects with code, state and iss, a
 //! token endpoint that checks PKCE S256 and issues refresh tokens) in front of the demo
@@ -16,10 +16,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_client::auth::{
+use mcp_tasks_client::auth::{
     AuthConfig, AuthError, FileTokenStore, FollowRedirect, MemoryTokenStore, TokenStore,
 };
-use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient};
+use mcp_tasks_client::{ClientConfig, ClientError, ClientHandler, McpClient};
 use mcp_tests::authorization_server::{
     AuthorizationServer, AuthorizationServerOptions, Knobs, Prm, ProtectedDemo,
 };
@@ -331,7 +331,7 @@ async fn a_token_endpoint_error_is_typed() {
 struct SlowUser(FollowRedirect);
 
 #[async_trait]
-impl mcp_client::auth::Authorize for SlowUser {
+impl mcp_tasks_client::auth::Authorize for SlowUser {
     fn redirect_uri(&self) -> String {
         self.0.redirect_uri()
     }
@@ -339,7 +339,7 @@ impl mcp_client::auth::Authorize for SlowUser {
     async fn authorize(
         &self,
         url: &str,
-    ) -> Result<mcp_client::auth::AuthorizationResponse, AuthError> {
+    ) -> Result<mcp_tasks_client::auth::AuthorizationResponse, AuthError> {
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         self.0.authorize(url).await
     }

@@ -290,9 +290,10 @@ async fn a_refused_registration_is_said_with_what_to_do() {
 #[tokio::test]
 async fn a_server_that_asks_nothing_is_said_so() {
     // The demo without a bearer check: --login finds nothing to do.
-    let s =
-        mcp_tests::server_harness::TestServer::start_http(mcp_server::http::HttpConfig::default())
-            .await;
+    let s = mcp_tests::server_harness::TestServer::start_http(
+        mcp_tasks_server::http::HttpConfig::default(),
+    )
+    .await;
     let dir = temp_dir("open");
     let file = dir.join("tokens.json");
     let run = mcp_call(&s.url, "http://127.0.0.1:1", &file, &["--login"]).await;

@@ -1,4 +1,4 @@
-//! What an MCP server (or whoever it names) cannot make mcp-client's OAuth login do
+//! What an MCP server (or whoever it names) cannot make mcp-tasks-client's OAuth login do
 //! (issue 35, findings 2-5), against authorization servers running in the test on
 //! 127.0.0.1:
 //!
@@ -22,11 +22,11 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
-use mcp_client::auth::{
+use mcp_tasks_client::auth::{
     AuthConfig, AuthError, AuthEvent, Authorize, FollowRedirect, LoopbackRedirect, MAX_BODY_BYTES,
     MemoryTokenStore, TokenStore,
 };
-use mcp_client::{ClientConfig, ClientError, ClientHandler, McpClient};
+use mcp_tasks_client::{ClientConfig, ClientError, ClientHandler, McpClient};
 use mcp_tests::authorization_server::{
     AuthorizationServer, AuthorizationServerOptions, Knobs, Prm, ProtectedDemo, visit_as_browser,
 };

@@ -1,4 +1,4 @@
-//! `mcp-client` against an independent implementation: an rmcp 3.x server (crates.io
+//! `mcp-tasks-client` against an independent implementation: an rmcp 3.x server (crates.io
 //! `rmcp`, features `server` + `transport-streamable-http-server`) served statelessly
 //! over Streamable HTTP on 127.0.0.1:0, its tools run as SEP-2663 tasks by rmcp's
 //! `TaskManager`.
@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_client::{ClientConfig, ClientError, ClientHandler, DriverConfig, McpClient, Started};
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::ElicitResult;
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
+use mcp_tasks_client::{
+    ClientConfig, ClientError, ClientHandler, DriverConfig, McpClient, Started,
+};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::types::ElicitResult;
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult as RmcpCallToolResult,
     CancelTaskParams, ClientCapabilities, ContentBlock, CreateTaskResult, GetTaskParams,

@@ -1,4 +1,4 @@
-//! `mcp-client` following a task while the server's task store is unavailable (an
+//! `mcp-tasks-client` following a task while the server's task store is unavailable (an
 //! in-process HTTP server on a [`DeafStore`] the test takes down and brings back): polls
 //! answered -32603 "retrying is safe" do not end the wait, and an answer the server could
 //! not take is sent again as it was, without asking the user twice.
@@ -8,16 +8,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::{
+use mcp_tasks_client::{
     ClientConfig, ClientHandler, DriverConfig, McpClient, Started, TaskHandle, TaskStatusView,
 };
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::DetailedTask;
-use mcp_protocol::types::ElicitResult;
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
-use mcp_server::Server;
-use mcp_server::http::HttpConfig;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::DetailedTask;
+use mcp_tasks_protocol::types::ElicitResult;
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
+use mcp_tasks_server::Server;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::deaf_store::DeafStore;
 use mcp_tests::server_harness::{TestServer, demo_tools};
 use serde_json::{Value, json};

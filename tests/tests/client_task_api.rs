@@ -12,18 +12,18 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use mcp_client::{
+use mcp_tasks_client::{
     ClientConfig, ClientError, ClientHandler, DriverConfig, Endpoint, McpClient, Revision, Started,
     TaskHandle, TaskRef, TaskUpdate,
 };
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Connection;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::types::{ElicitAction, ElicitResult, ElicitValue};
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestParams};
-use mcp_server::http::HttpConfig;
-use mcp_server::{Server, demo};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::types::{ElicitAction, ElicitResult, ElicitValue};
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{Server, demo};
 use mcp_tests::server_harness::{TestServer, bearer_principal};
 use serde_json::{Value, json};
 

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_server::http::HttpConfig;
-use mcp_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef, demo};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef, demo};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{
     Reply, SseStream, TestServer, WAIT, meta, open_legacy_session, request,
@@ -53,12 +53,15 @@ fn reporting_task(gates: Arc<Gates>) -> ToolDef {
                 ctx.status(STATUS).await?;
                 ctx.progress(1.0, Some(2.0), Some(PROGRESS_MESSAGE.into()))
                     .await;
-                ctx.log(mcp_protocol::types::LoggingLevel::Error, "from a task")
-                    .await;
+                ctx.log(
+                    mcp_tasks_protocol::types::LoggingLevel::Error,
+                    "from a task",
+                )
+                .await;
                 gates.reached.notify_one();
                 gates.release.notified().await;
-                Ok(mcp_protocol::v2026::CallToolResult::new(vec![
-                    mcp_protocol::types::ContentBlock::text("done"),
+                Ok(mcp_tasks_protocol::v2026::CallToolResult::new(vec![
+                    mcp_tasks_protocol::types::ContentBlock::text("done"),
                 ]))
             }
         },
@@ -70,7 +73,7 @@ fn reporting_task(gates: Arc<Gates>) -> ToolDef {
 /// The name of the test's own tool registered with [`schema_2020_12`].
 const SCHEMA_COPY: &str = "schema_2020_12_copy";
 
-/// The input schema `json_schema_2020_12_tool` registers (mcp-server's
+/// The input schema `json_schema_2020_12_tool` registers (mcp-tasks-server's
 /// `demo::fixtures`), written out here independently: `$schema`, `$defs` with an
 /// `$anchor`, a `$ref`, `allOf`/`anyOf`, `if`/`then`/`else`, `additionalProperties`.
 fn schema_2020_12() -> Value {
@@ -98,9 +101,9 @@ fn schema_copy() -> ToolDef {
     ToolDef::new(
         SCHEMA_COPY,
         TaskPolicy::Synchronous,
-        |_ctx, args: mcp_protocol::JsonObject| async move {
-            Ok(mcp_protocol::v2026::CallToolResult::new(vec![
-                mcp_protocol::types::ContentBlock::text(Value::Object(args).to_string()),
+        |_ctx, args: mcp_tasks_protocol::JsonObject| async move {
+            Ok(mcp_tasks_protocol::v2026::CallToolResult::new(vec![
+                mcp_tasks_protocol::types::ContentBlock::text(Value::Object(args).to_string()),
             ]))
         },
     )

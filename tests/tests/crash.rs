@@ -18,9 +18,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mcp_server::WORKER_LOST_MESSAGE;
 use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
 use mcp_tasks::{Limits, TaskId};
+use mcp_tasks_server::WORKER_LOST_MESSAGE;
 use mcp_tests::node_harness::{Cluster, Node, result_text, slow};
 use mcp_tests::server_harness::WAIT;
 use serde_json::{Value, json};

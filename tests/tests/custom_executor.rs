@@ -8,9 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use mcp_server::http::HttpConfig;
-use mcp_server::{CallToolResult, Executor, Launch, Server, TaskPolicy, ToolContext, ToolDef};
 use mcp_tasks::{Job, MemoryStore, StoreError, TaskKey, TaskRecord, TaskStore};
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{
+    CallToolResult, Executor, Launch, Server, TaskPolicy, ToolContext, ToolDef,
+};
 use mcp_tests::server_harness::{TestServer, WAIT};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::engine::{Connection, EndpointBuilder, FrameReceiver, FrameSender};
-use mcp_protocol::error_codes;
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, FrameReceiver, FrameSender};
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::{Observed, fixture_methods};
 use serde_json::{Value, json};
 

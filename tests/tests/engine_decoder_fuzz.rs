@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::engine::{Connection, EndpointBuilder};
-use mcp_protocol::jsonrpc::JsonRpcMessage;
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder};
+use mcp_tasks_protocol::jsonrpc::JsonRpcMessage;
 use mcp_tests::{Observed, fixture_methods};
 use proptest::prelude::*;
 

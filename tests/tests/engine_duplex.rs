@@ -10,7 +10,7 @@ use jsonrpsee::core::server::MethodResponse;
 use jsonrpsee::proc_macros::rpc;
 use jsonrpsee::types::{ErrorObject, Request};
 
-use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
 use mcp_tests::{
     Ask, Echo, Observed, Slow, SlowParams, Storm, StormParams, Text, client_methods,
     fixture_methods,
@@ -107,7 +107,10 @@ async fn requests_beyond_the_inflight_limit_are_refused_and_the_session_keeps_se
         Err(PeerError::Rpc(e)) => e,
         other => panic!("expected a refusal, got {other:?}"),
     };
-    assert_eq!(refused.code, mcp_protocol::error_codes::LIMIT_EXCEEDED);
+    assert_eq!(
+        refused.code,
+        mcp_tasks_protocol::error_codes::LIMIT_EXCEEDED
+    );
     assert!(
         refused.message.contains("max_inflight_requests") && refused.message.contains('2'),
         "{}",
@@ -118,7 +121,7 @@ async fn requests_beyond_the_inflight_limit_are_refused_and_the_session_keeps_se
         .await
         .expect("answered in time");
     assert!(
-        matches!(&echo, Err(PeerError::Rpc(e)) if e.code == mcp_protocol::error_codes::LIMIT_EXCEEDED),
+        matches!(&echo, Err(PeerError::Rpc(e)) if e.code == mcp_tasks_protocol::error_codes::LIMIT_EXCEEDED),
         "{echo:?}"
     );
     drop(held);

@@ -5,8 +5,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcp_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
-use mcp_protocol::error_codes;
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::{Ask, Echo, Slow, SlowParams, Storm, StormParams, Text, client_methods};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -10,7 +10,7 @@
 //! Skipped when `npm ci --prefix tests/ext-tasks` has not run, unless
 //! `MCP_REQUIRE_SERVICES=1`.
 
-use mcp_server::http::HttpConfig;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::server_harness::{TestServer, bearer_principal};
 use mcp_tests::ts_sdk::{EXT_TASKS, Sdk};
 

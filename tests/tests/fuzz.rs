@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_protocol::jsonrpc::JsonRpcMessage;
 use mcp_tasks::Owner;
+use mcp_tasks_protocol::jsonrpc::JsonRpcMessage;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -99,14 +99,14 @@ fn fuzz_message_parsing() {
         ],
         |text| {
             let _ = serde_json::from_str::<JsonRpcMessage>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::v2026::ClientRequest>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::v2026::ServerResult>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::tasks::DetailedTask>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::tasks::GetTaskResult>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::tasks::CreateTaskResult>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::v2025::ClientRequest>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::v2025::ServerResult>(&text);
-            let _ = serde_json::from_str::<mcp_protocol::v2025::CreateTaskResult>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::v2026::ClientRequest>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::v2026::ServerResult>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::tasks::DetailedTask>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::tasks::GetTaskResult>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::tasks::CreateTaskResult>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::v2025::ClientRequest>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::v2025::ServerResult>(&text);
+            let _ = serde_json::from_str::<mcp_tasks_protocol::v2025::CreateTaskResult>(&text);
         },
     );
     eprintln!("message parsing: {cases} cases");
@@ -118,12 +118,12 @@ fn fuzz_deep_nesting_is_an_error_not_a_crash() {
     let deep = "[".repeat(100_000) + &"]".repeat(100_000);
     assert!(serde_json::from_str::<JsonRpcMessage>(&deep).is_err());
     let deep_obj = "{\"a\":".repeat(100_000) + "1" + &"}".repeat(100_000);
-    assert!(serde_json::from_str::<mcp_protocol::v2026::ClientRequest>(&deep_obj).is_err());
+    assert!(serde_json::from_str::<mcp_tasks_protocol::v2026::ClientRequest>(&deep_obj).is_err());
 }
 
 #[test]
 fn fuzz_cursor_decoding() {
-    let key = mcp_server::seal::SealKey::random();
+    let key = mcp_tasks_server::seal::SealKey::random();
     let owner = Owner::new("fuzz");
     let cases = fuzz(
         prop_oneof![".{0,120}", "c1\\.[0-9a-f]{0,20}\\.[0-9a-fA-F~]{0,100}"],
@@ -162,10 +162,10 @@ fn fuzz_sse_parsing() {
         ],
         |input: Vec<u8>| {
             // Any split of the bytes into chunks gives the same events.
-            let mut whole = mcp_client::sse::SseParser::new();
+            let mut whole = mcp_tasks_client::sse::SseParser::new();
             let expected = whole.feed(&input);
             for size in [1, 2, 3, 7] {
-                let mut parser = mcp_client::sse::SseParser::new();
+                let mut parser = mcp_tasks_client::sse::SseParser::new();
                 let got: Vec<String> = input.chunks(size).flat_map(|c| parser.feed(c)).collect();
                 assert_eq!(got, expected, "chunks of {size}");
             }
@@ -179,7 +179,7 @@ fn fuzz_sse_parsing() {
 
 #[test]
 fn fuzz_frame_classification() {
-    use mcp_protocol::engine::EndpointBuilder;
+    use mcp_tasks_protocol::engine::EndpointBuilder;
     let endpoint = EndpointBuilder::new(jsonrpsee::RpcModule::new(())).build();
     let cases = fuzz(
         prop_oneof![

@@ -11,10 +11,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_protocol::error_codes;
-use mcp_server::Server;
-use mcp_server::http::HttpConfig;
 use mcp_tasks::FeedItem;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::Server;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::deaf_store::DeafStore;
 use mcp_tests::legacy::{
     DEFAULT_TTL_MS, LEGACY_VERSION, MAX_TTL_MS, assert_initialize_result, assert_task,

@@ -14,10 +14,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_server::{RuntimeConfig, Server};
 use mcp_tasks::TaskStore;
 use mcp_tasks::conformance::StoreFactory;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{
     POLL_EVERY, Reply, SseStream, TestServer, WAIT, demo_tools, open_legacy_session, request,

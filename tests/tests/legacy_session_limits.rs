@@ -4,8 +4,8 @@
 //! principal still gets a session; anonymous callers together count as one principal; a
 //! `DELETE` gives the caller its room back.
 
-use mcp_protocol::error_codes;
-use mcp_server::http::HttpConfig;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{Reply, TestServer, bearer_principal, request};
 

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_client::{ClientConfig, DeclineAll, McpClient, Revision};
-use mcp_protocol::v2026::CallToolResult;
-use mcp_server::http::HttpConfig;
-use mcp_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef};
+use mcp_tasks_client::{ClientConfig, DeclineAll, McpClient, Revision};
+use mcp_tasks_protocol::v2026::CallToolResult;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef};
 use mcp_tests::legacy::{LEGACY_VERSION, init_params};
 use mcp_tests::server_harness::{
     POLL_EVERY, SseEvent, SseStream, TestServer, WAIT, bearer_principal, request, sse_events,
@@ -87,7 +87,7 @@ fn gated(gates: Arc<Gates>, name: &str, policy: TaskPolicy) -> ToolDef {
             let mut guard = DropCount(Arc::clone(&gates), false);
             for n in 0..args.logs {
                 ctx.log(
-                    mcp_protocol::types::LoggingLevel::Info,
+                    mcp_tasks_protocol::types::LoggingLevel::Info,
                     json!(format!("log {n}")),
                 )
                 .await;
@@ -100,7 +100,7 @@ fn gated(gates: Arc<Gates>, name: &str, policy: TaskPolicy) -> ToolDef {
                     tokio::select! {
                         _ = &mut opened => break,
                         _ = tokio::time::sleep(Duration::from_millis(args.tick_ms)) => {
-                            ctx.log(mcp_protocol::types::LoggingLevel::Debug, json!("tick")).await;
+                            ctx.log(mcp_tasks_protocol::types::LoggingLevel::Debug, json!("tick")).await;
                         }
                     }
                 }

@@ -7,7 +7,7 @@ use std::collections::{HashSet, VecDeque};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mcp_protocol::error_codes;
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::legacy::{
     DEFAULT_TTL_MS, MAX_TTL_MS, assert_initialize_result, assert_task, assert_task_support,
     created_task, init_params, related_task,

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use mcp_server::auth::IntrospectionClient;
+use mcp_tasks_server::auth::IntrospectionClient;
 use mcp_tests::issuer::{
     ADMIN_SCOPE, IssuerOptions, Protected, TestIssuer, assert_unavailable, now, protect,
     unreachable_origin,

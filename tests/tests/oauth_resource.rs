@@ -261,9 +261,9 @@ async fn bad_tokens_are_401_invalid_token_and_create_nothing() {
             c.required_scopes = vec![SCOPE.into()];
             c.jwks_refetch_interval = REFETCH_INTERVAL;
         },
-        mcp_server::http::HttpConfig {
+        mcp_tasks_server::http::HttpConfig {
             max_sessions: 1,
-            ..mcp_server::http::HttpConfig::default()
+            ..mcp_tasks_server::http::HttpConfig::default()
         },
     )
     .await;
@@ -687,11 +687,11 @@ async fn one_users_tasks_are_invisible_to_another() {
 #[tokio::test]
 async fn without_credentials_a_scoped_tool_is_refused_on_a_connection() {
     let store = std::sync::Arc::new(mcp_tasks::MemoryStore::default());
-    let server = mcp_server::Server::builder("oauth-tests", "0")
+    let server = mcp_tasks_server::Server::builder("oauth-tests", "0")
         .store(store.clone())
         .tool(mcp_tests::issuer::whoami())
         .build();
-    let (ours, theirs) = mcp_protocol::engine::Connection::memory();
+    let (ours, theirs) = mcp_tasks_protocol::engine::Connection::memory();
     let (_peer, _served) = server.serve_connection(theirs);
     let mut receiver = ours.receiver;
     for (id, tasks) in [(1, false), (2, true)] {

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_server::{CANCELLED_MESSAGE, RuntimeConfig, TaskRuntime};
 use mcp_tasks::{FeedItem, Owner, TaskId, TaskRecord, TaskStore};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_server::{CANCELLED_MESSAGE, RuntimeConfig, TaskRuntime};
 use mcp_tests::deaf_store::DeafStore;
 use mcp_tests::server_harness::launch_demo_task;
 use serde_json::json;

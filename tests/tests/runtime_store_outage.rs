@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::tasks::TaskStatus;
-use mcp_server::{LEASE_LAPSED_MESSAGE, RuntimeConfig, TaskRuntime, WORKER_LOST_MESSAGE};
 use mcp_tasks::{Delivery, Outcome, Owner, TaskId, TaskRecord, TaskStore};
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_server::{LEASE_LAPSED_MESSAGE, RuntimeConfig, TaskRuntime, WORKER_LOST_MESSAGE};
 use mcp_tests::deaf_store::DeafStore;
 use mcp_tests::server_harness::{launch_demo_job, launch_demo_task};
 use serde_json::json;

@@ -7,9 +7,9 @@
 //! it; one the client did not declare is -32021 (the session's `initialize` capabilities
 //! reach the tool).
 
-use mcp_protocol::error_codes;
-use mcp_server::http::HttpConfig;
-use mcp_server::{RuntimeConfig, demo};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, demo};
 use mcp_tests::legacy::LEGACY_VERSION;
 use mcp_tests::schema_check::{Schema, spec_dir};
 use mcp_tests::server_harness::{SseStream, TestServer, WAIT, open_legacy_session, request};

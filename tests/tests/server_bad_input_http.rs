@@ -1,8 +1,8 @@
 //! Bad input over Streamable HTTP: each is answered clearly (the right status and
 //! JSON-RPC code, a message naming the problem) and the server keeps serving.
 
-use mcp_protocol::error_codes;
-use mcp_server::http::HttpConfig;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::server_harness::{
     PROTOCOL_VERSION, Reply, TestServer, accept, call_params, meta, request,
 };

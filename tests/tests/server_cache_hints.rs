@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use mcp_protocol::types::{ContentBlock, PromptMessage, Role};
-use mcp_server::http::HttpConfig;
-use mcp_server::{CacheHint, Cacheable, PromptDef, ResourceData, ResourceDef, Server};
+use mcp_tasks_protocol::types::{ContentBlock, PromptMessage, Role};
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{CacheHint, Cacheable, PromptDef, ResourceData, ResourceDef, Server};
 use mcp_tests::schema_check::{Schema, spec_dir};
 use mcp_tests::server_harness::{TestServer, demo_tools, meta};
 use serde_json::{Value, json};
@@ -108,7 +108,7 @@ async fn each_kind_of_result_carries_the_hint_set_for_it() {
         params["_meta"] = meta(false);
         let reply = s.rpc(method, params).await;
         let result = reply.result();
-        let scope = if hint.scope == mcp_server::CacheScope::Public {
+        let scope = if hint.scope == mcp_tasks_server::CacheScope::Public {
             "public"
         } else {
             "private"

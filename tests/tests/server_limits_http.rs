@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_protocol::error_codes;
-use mcp_server::http::{HostPolicy, HttpConfig};
-use mcp_server::{RuntimeConfig, Server};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::http::{HostPolicy, HttpConfig};
+use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::{LEGACY_VERSION, init_params};
 use mcp_tests::server_harness::{
     POLL_EVERY, Reply, SseEvent, TestServer, WAIT, accept, bearer_principal, call_params,
@@ -24,7 +24,7 @@ const BOB: (&str, &str) = ("authorization", "Bearer bob");
 
 /// A server with the demo tools, configured by `configure`, behind the bearer hook.
 async fn start(
-    configure: impl FnOnce(mcp_server::ServerBuilder) -> mcp_server::ServerBuilder,
+    configure: impl FnOnce(mcp_tasks_server::ServerBuilder) -> mcp_tasks_server::ServerBuilder,
     http: HttpConfig,
 ) -> TestServer {
     let mut builder = Server::builder("mcp-tests", "0")

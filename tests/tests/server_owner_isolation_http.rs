@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_server::http::HttpConfig;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::server_harness::{
     TestServer, WAIT, accept, bearer_principal, meta, request, task_params, update_params,
 };

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine;
-use mcp_protocol::error_codes;
-use mcp_protocol::v2026::CallToolResult;
-use mcp_server::http::HttpConfig;
-use mcp_server::{RuntimeConfig, TaskPolicy, ToolDef};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::v2026::CallToolResult;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, TaskPolicy, ToolDef};
 use mcp_tests::server_harness::{Reply, TestServer, build_server, call_params, request};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_protocol::meta::SUBSCRIPTION_ID;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::meta::SUBSCRIPTION_ID;
 use mcp_tests::server_harness::{TASKS_EXTENSION, TestServer, meta, request};
 use serde_json::{Value, json};
 

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use mcp_protocol::engine::Connection;
-use mcp_server::FEATURE_PAGE;
-use mcp_server::http::HttpConfig;
+use mcp_tasks_protocol::engine::Connection;
+use mcp_tasks_server::FEATURE_PAGE;
+use mcp_tasks_server::http::HttpConfig;
 use mcp_tests::features_fixture::{
     ASKING_KEY, ASKING_PROMPT, BLOB_BASE64, BLOB_URI, FILLERS, Raw, TEMPLATE, TEXT_URI,
     fixture_server, uris,

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use mcp_protocol::engine::Connection;
+use mcp_tasks_protocol::engine::Connection;
 use mcp_tests::features_fixture::{ASKING_PROMPT, BLOB_BASE64, BLOB_URI, TEXT_URI, fixture_server};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,

@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_protocol::error_codes;
-use mcp_protocol::meta::SUBSCRIPTION_ID;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_server::http::HttpConfig;
-use mcp_server::{ANONYMOUS, RuntimeConfig, SHUTDOWN_MESSAGE};
 use mcp_tasks::{Owner, TaskId, TaskRecord};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::meta::SUBSCRIPTION_ID;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{ANONYMOUS, RuntimeConfig, SHUTDOWN_MESSAGE};
 use mcp_tests::server_harness::{TestServer, WAIT, demo_tools, meta, request};
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mcp_protocol::error_codes;
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::server_harness::{
     POLL_EVERY, TASKS_EXTENSION, WAIT, accept, call_params, meta, request, task_params,
     update_params,

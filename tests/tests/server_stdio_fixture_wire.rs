@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_server::demo::catalog::STATIC_TEXT;
-use mcp_server::demo::fixtures::PNG_BASE64;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_server::demo::catalog::STATIC_TEXT;
+use mcp_tasks_server::demo::fixtures::PNG_BASE64;
 use mcp_tests::legacy::{LEGACY_VERSION, init_params};
 use mcp_tests::schema_check::{Schema, spec_dir};
 use mcp_tests::server_harness::{PROTOCOL_VERSION, WAIT, meta, request};

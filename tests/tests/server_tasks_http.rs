@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_protocol::meta::RELATED_TASK;
-use mcp_server::http::HttpConfig;
-use mcp_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef, ToolError};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::meta::RELATED_TASK;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef, ToolError};
 use mcp_tests::server_harness::{
     TASKS_EXTENSION, TestServer, WAIT, accept, call_params, demo_tools, is_iso_timestamp, meta,
     request, task_params,
@@ -389,16 +389,18 @@ async fn partial_answers_leave_the_rest_pending() {
 fn two_rounds_tool() -> ToolDef {
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     struct NoArgs {}
-    fn question(message: &str) -> Result<mcp_protocol::v2026::ElicitRequestParams, ToolError> {
+    fn question(
+        message: &str,
+    ) -> Result<mcp_tasks_protocol::v2026::ElicitRequestParams, ToolError> {
         let params = json!({"mode": "form", "message": message,
             "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string"}}}});
         serde_json::from_value(params)
-            .map(mcp_protocol::v2026::ElicitRequestParams::Form)
+            .map(mcp_tasks_protocol::v2026::ElicitRequestParams::Form)
             .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))
     }
-    fn answer(a: &mcp_protocol::types::ElicitResult) -> String {
+    fn answer(a: &mcp_tasks_protocol::types::ElicitResult) -> String {
         match a.content.as_ref().and_then(|c| c.get("answer")) {
-            Some(mcp_protocol::types::ElicitValue::String(s)) => s.clone(),
+            Some(mcp_tasks_protocol::types::ElicitValue::String(s)) => s.clone(),
             _ => "-".into(),
         }
     }
@@ -408,10 +410,14 @@ fn two_rounds_tool() -> ToolDef {
         |ctx: ToolContext, _: NoArgs| async move {
             let first = ctx.elicit(question("first?")?).await?;
             let second = ctx.elicit(question("second?")?).await?;
-            Ok(mcp_protocol::v2026::CallToolResult::new(vec![
-                mcp_protocol::types::ContentBlock::Text(mcp_protocol::types::TextContent::new(
-                    format!("{} then {}", answer(&first), answer(&second)),
-                )),
+            Ok(mcp_tasks_protocol::v2026::CallToolResult::new(vec![
+                mcp_tasks_protocol::types::ContentBlock::Text(
+                    mcp_tasks_protocol::types::TextContent::new(format!(
+                        "{} then {}",
+                        answer(&first),
+                        answer(&second)
+                    )),
+                ),
             ]))
         },
     )

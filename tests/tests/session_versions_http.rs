@@ -4,7 +4,7 @@
 //! conformance suite's `server-sse-multiple-streams` sends 2025-03-26 inside a 2025-11-25
 //! session). A version the server does not know is still HTTP 400.
 
-use mcp_protocol::error_codes;
+use mcp_tasks_protocol::error_codes;
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{TestServer, request};
 use serde_json::{Value, json};

@@ -7,9 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server::http::HttpConfig;
-use mcp_server::{CallToolResult, Role, Server, TaskPolicy, ToolContext, ToolDef, WorkerConfig};
 use mcp_tasks::{MemoryStore, TaskStore};
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{
+    CallToolResult, Role, Server, TaskPolicy, ToolContext, ToolDef, WorkerConfig,
+};
 use mcp_tests::server_harness::{PROTOCOL_VERSION, TestServer, WAIT};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -104,9 +106,9 @@ async fn a_task_a_worker_claimed_sees_the_declarations() {
 /// key stays used (a reused key is refused), so without the mark the rerun could not ask.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rerun_asks_again_under_its_own_key_marked_with_the_run() {
-    use mcp_server::Delivery;
-    use mcp_server::RuntimeConfig;
     use mcp_tasks::{Job, NewTask, Origin, Owner, WireRevision};
+    use mcp_tasks_server::Delivery;
+    use mcp_tasks_server::RuntimeConfig;
 
     let run = async {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
@@ -244,7 +246,7 @@ fn related_params(related: Value, task: bool) -> Value {
 /// value that is not a list of ids is invalid params, and the tool does not run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn related_task_ids_reach_the_tool_checked_against_the_caller() {
-    use mcp_server::http::HttpConfig;
+    use mcp_tasks_server::http::HttpConfig;
     use mcp_tests::server_harness::bearer_principal;
 
     let run = async {
@@ -315,11 +317,11 @@ async fn related_task_ids_reach_the_tool_checked_against_the_caller() {
     tokio::time::timeout(WAIT, run).await.expect("in time");
 }
 
-/// mcp-client sends a [`ToolCall`]'s related tasks as `relatedTaskIds`; the reference of
+/// mcp-tasks-client sends a [`ToolCall`]'s related tasks as `relatedTaskIds`; the reference of
 /// the task it makes keeps them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_sends_related_task_ids() {
-    use mcp_client::{ClientConfig, DeclineAll, McpClient, Started, ToolCall};
+    use mcp_tasks_client::{ClientConfig, DeclineAll, McpClient, Started, ToolCall};
 
     let run = async {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());

@@ -1,6 +1,6 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
-//! - `schema [--check]`: writes the JSON Schemas generated from `mcp-protocol`'s types into
+//! - `schema [--check]`: writes the JSON Schemas generated from `mcp-tasks-protocol`'s types into
 //!   `schema/`; with `--check`, fails if the committed files are stale.
 //! - `test`: first says which backend services (PostgreSQL, Redis) answer and so which
 //!   backend tests run and which are SKIPPED (under `CI=true` a missing one is an error,
@@ -11,7 +11,7 @@
 //!   of the workspace (`cargo test: ...`), then the official MCP conformance suite's ten
 //!   `tasks-*` scenarios against the demo server (`conformance: N checks passed, M
 //!   failed`), then the client requirement sets of 2026-07-28 and 2025-11-25 against
-//!   `mcp-client`'s conformance client (required: a scored scenario that fails fails the
+//!   `mcp-tasks-client`'s conformance client (required: a scored scenario that fails fails the
 //!   command), and closes with one line `xtask: N passed, M failed, K skipped` (tests
 //!   plus the suite's checks).
 //! - `bench [--seconds S] [--concurrency 1,50] [--runs N] [--long-seconds S] [--json PATH]
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use clap::{Parser, Subcommand};
-use mcp_protocol::schema::{Revision, generate};
+use mcp_tasks_protocol::schema::{Revision, generate};
 
 mod bench;
 mod cluster;

@@ -60,7 +60,7 @@ fn start_demo(root: &Path, cargo: &str, db: &Path) -> Result<(ServerProcess, Str
     start_example(root, cargo, "demo", db)
 }
 
-/// Builds and starts mcp-server's example `example` (the demo's flags) on a free loopback
+/// Builds and starts mcp-tasks-server's example `example` (the demo's flags) on a free loopback
 /// port with a fresh SQLite store, returning it and its URL.
 fn start_example(
     root: &Path,
@@ -70,7 +70,14 @@ fn start_example(
 ) -> Result<(ServerProcess, String), String> {
     let status = Command::new(cargo)
         .current_dir(root)
-        .args(["build", "--quiet", "-p", "mcp-server", "--example", example])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mcp-tasks-server",
+            "--example",
+            example,
+        ])
         .status()
         .map_err(|e| format!("cannot build the {example} server: {e}"))?;
     if !status.success() {
@@ -275,7 +282,7 @@ pub fn run_client_requirements(
             "build",
             "--quiet",
             "-p",
-            "mcp-client",
+            "mcp-tasks-client",
             "--example",
             "conformance-client",
         ])

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use mcp_client::auth::AuthEvent;
+use mcp_tasks_client::auth::AuthEvent;
 
 use super::clear_line;
 

@@ -1,6 +1,6 @@
 //! [`AuthEvent`]: what a login is doing, step by step, for a program that tells its user
 //! ([`AuthConfig::on_event`](super::AuthConfig::on_event)). Each step is also a
-//! `tracing` event at info level (target `mcp_client::auth`).
+//! `tracing` event at info level (target `mcp_tasks_client::auth`).
 
 use std::sync::Arc;
 

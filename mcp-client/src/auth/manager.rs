@@ -84,7 +84,7 @@ impl AuthConfig {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// use mcp_client::auth::{AuthConfig, MemoryTokenStore};
+    /// use mcp_tasks_client::auth::{AuthConfig, MemoryTokenStore};
     ///
     /// let config = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "my-app")
     ///     .with_pre_registered("https://auth.example.com", "my-app-id", Some("s3cret".into()));

@@ -15,10 +15,10 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! use jsonrpsee::RpcModule;
-//! use mcp_protocol::engine::{Connection, EndpointBuilder, register};
+//! use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, register};
 //! # #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 //! # pub struct Text { text: String }
-//! mcp_protocol::request!(Echo, "echo", Text => Text);
+//! mcp_tasks_protocol::request!(Echo, "echo", Text => Text);
 //!
 //! let mut methods = RpcModule::new(());
 //! register::<Echo, _, _, _>(&mut methods, |p, _, _| async move { Ok(p) }).unwrap();

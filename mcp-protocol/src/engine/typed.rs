@@ -47,9 +47,9 @@ pub fn parse_params<M: Request>(params: &Params<'_>) -> Result<M::Params, ErrorO
 /// Registers an async handler for request method `M` on `module`.
 ///
 /// ```
-/// # use mcp_protocol::engine::register;
+/// # use mcp_tasks_protocol::engine::register;
 /// # use jsonrpsee::RpcModule;
-/// # use mcp_protocol::request;
+/// # use mcp_tasks_protocol::request;
 /// # #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 /// # pub struct EchoParams { text: String }
 /// request!(Echo, "echo", EchoParams => EchoParams);

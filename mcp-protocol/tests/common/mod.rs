@@ -3,7 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use mcp_protocol::v2026;
+use mcp_tasks_protocol::v2026;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use mcp_protocol::schema::{Revision, generate};
+use mcp_tasks_protocol::schema::{Revision, generate};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

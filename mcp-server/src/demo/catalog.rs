@@ -13,7 +13,7 @@
 //! | prompt | `test_input_required_result_prompt` | asks `user_context` (elicitation) first |
 
 use base64::Engine;
-use mcp_protocol::types::{
+use mcp_tasks_protocol::types::{
     ContentBlock, EmbeddedResource, ImageContent, PromptMessage, Role, TextResourceContents,
 };
 use schemars::JsonSchema;

@@ -18,10 +18,10 @@
 
 use std::time::Duration;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::error_codes;
-use mcp_protocol::types::LoggingLevel;
-use mcp_protocol::v2026::{CallToolResult, CreateMessageRequestParams};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::types::LoggingLevel;
+use mcp_tasks_protocol::v2026::{CallToolResult, CreateMessageRequestParams};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -66,7 +66,7 @@ pub(super) fn sampling(
 }
 
 /// The text of a sampling answer's content, if it is text.
-pub(super) fn sampled_text(answer: &mcp_protocol::v2026::CreateMessageResult) -> String {
+pub(super) fn sampled_text(answer: &mcp_tasks_protocol::v2026::CreateMessageResult) -> String {
     serde_json::to_value(answer)
         .ok()
         .and_then(|v| {
@@ -230,7 +230,7 @@ fn sep1330_schema() -> Value {
             {"const": "value3", "title": "Third Choice"}]}}}})
 }
 
-fn elicited(answer: &mcp_protocol::types::ElicitResult) -> String {
+fn elicited(answer: &mcp_tasks_protocol::types::ElicitResult) -> String {
     let action = serde_json::to_value(answer.action).unwrap_or(Value::Null);
     let content = serde_json::to_value(&answer.content).unwrap_or(Value::Null);
     format!(

@@ -24,10 +24,12 @@ mod mrtr;
 
 use std::time::Duration;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::error_codes;
-use mcp_protocol::types::{ContentBlock, ElicitAction, ElicitResult, ElicitValue, TextContent};
-use mcp_protocol::v2026::{CallToolResult, ElicitRequestFormParams, ElicitRequestParams};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::types::{
+    ContentBlock, ElicitAction, ElicitResult, ElicitValue, TextContent,
+};
+use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestFormParams, ElicitRequestParams};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

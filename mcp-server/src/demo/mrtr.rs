@@ -15,7 +15,7 @@
 //! | `test_input_required_result_multi_round` | `step1`, then in a second round `step2` |
 //! | `test_input_required_result_capabilities` | only what the request's capabilities allow |
 
-use mcp_protocol::v2026::CallToolResult;
+use mcp_tasks_protocol::v2026::CallToolResult;
 use serde_json::{Value, json};
 
 use super::fixtures::{sampled_text, sampling};
@@ -23,21 +23,21 @@ use super::{NoArgs, answer_str, form, text};
 use crate::context::{ToolContext, ToolError};
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 
-fn name_form(message: &str) -> Result<mcp_protocol::v2026::ElicitRequestParams, ToolError> {
+fn name_form(message: &str) -> Result<mcp_tasks_protocol::v2026::ElicitRequestParams, ToolError> {
     form(
         message,
         json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
     )
 }
 
-fn confirm_form() -> Result<mcp_protocol::v2026::ElicitRequestParams, ToolError> {
+fn confirm_form() -> Result<mcp_tasks_protocol::v2026::ElicitRequestParams, ToolError> {
     form(
         "Please confirm",
         json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}),
     )
 }
 
-fn roots_text(roots: &mcp_protocol::types::ListRootsResult) -> String {
+fn roots_text(roots: &mcp_tasks_protocol::types::ListRootsResult) -> String {
     let uris: Vec<String> = serde_json::to_value(roots)
         .ok()
         .and_then(|v| v.get("roots").and_then(Value::as_array).cloned())

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use indexmap::IndexMap;
-use mcp_protocol::types::{Prompt, PromptArgument, PromptMessage};
+use mcp_tasks_protocol::types::{Prompt, PromptArgument, PromptMessage};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use base64::Engine;
 use futures::future::BoxFuture;
 use indexmap::IndexMap;
-use mcp_protocol::types::{
+use mcp_tasks_protocol::types::{
     BlobResourceContents, Resource, ResourceTemplate, TextOrBlobResourceContents,
     TextResourceContents,
 };

@@ -42,9 +42,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
 use jsonrpsee::Extensions;
-use mcp_protocol::engine::{FrameReceiver, FrameSender, Peer, ReplyWritten, Session, error_frame};
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
+use mcp_tasks_protocol::engine::{
+    FrameReceiver, FrameSender, Peer, ReplyWritten, Session, error_frame,
+};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::{ErrorObject, RequestId};
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
@@ -52,7 +54,7 @@ use crate::auth::{Identity, Refusal};
 use crate::caller::Principal;
 use crate::server::{Server, ServerEndpoint};
 
-pub use mcp_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+pub use mcp_tasks_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 
 struct App {
     endpoint: Arc<ServerEndpoint>,
@@ -75,7 +77,7 @@ struct App {
     /// Every method the server answers.
     methods: std::collections::HashSet<String>,
     /// The tools with `Mcp-Param-*` headers, and their parameters (SEP-2243).
-    param_headers: HashMap<String, Arc<[mcp_protocol::http::ParamHeader]>>,
+    param_headers: HashMap<String, Arc<[mcp_tasks_protocol::http::ParamHeader]>>,
     /// The scopes each tool requires (tools requiring none are absent).
     tool_scopes: HashMap<String, Vec<String>>,
 }

@@ -13,15 +13,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use mcp_protocol::engine::{
+use mcp_tasks_protocol::engine::{
     FrameReceiver, FrameSender, InboundRequest, Incoming, ReplyWritten, Session, error_frame,
 };
-use mcp_protocol::error_codes;
-use mcp_protocol::http::{ParamHeader, decode_header_value, header_matches};
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::method::Request;
-use mcp_protocol::v2025;
-use mcp_protocol::v2026::{self, SubscriptionsListen};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::http::{ParamHeader, decode_header_value, header_matches};
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::v2025;
+use mcp_tasks_protocol::v2026::{self, SubscriptionsListen};
 use serde::Deserialize;
 
 use super::sessions::{SessionLimit, too_many_sessions};
@@ -269,8 +269,8 @@ pub(super) async fn handle_post(
 /// (a session's, or `initialize` opening one), which carry none, and the tasks
 /// extension's, which answer it -32021 (the extension is not declared).
 const OWN_META_RULES: &[&str] = {
-    use mcp_protocol::tasks::methods as ext;
-    use mcp_protocol::v2025::methods as v2025m;
+    use mcp_tasks_protocol::tasks::methods as ext;
+    use mcp_tasks_protocol::v2025::methods as v2025m;
     &[
         v2025m::INITIALIZE,
         v2025m::PING,
@@ -426,7 +426,7 @@ fn check_param_headers(
     struct Call {
         name: String,
         #[serde(default)]
-        arguments: Option<mcp_protocol::JsonObject>,
+        arguments: Option<mcp_tasks_protocol::JsonObject>,
     }
     let call: Call = serde_json::from_str(req.params.as_deref()?.get()).ok()?;
     let params = param_headers.get(&call.name)?;
@@ -587,5 +587,5 @@ fn too_large(limit: usize) -> Response {
 
 /// The member of `params` that `Mcp-Name` must repeat, for the methods that have one.
 fn routed_name(req: &InboundRequest) -> Option<String> {
-    mcp_protocol::http::routed_name(&req.method, req.params.as_deref().map(|p| p.get()))
+    mcp_tasks_protocol::http::routed_name(&req.method, req.params.as_deref().map(|p| p.get()))
 }

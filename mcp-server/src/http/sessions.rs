@@ -33,10 +33,10 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcp_protocol::engine::{FrameSender, Peer, Session};
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
 use mcp_tasks::StoreError;
+use mcp_tasks_protocol::engine::{FrameSender, Peer, Session};
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::{ErrorObject, RequestId};
 use serde_json::value::RawValue;
 
 use super::replay::{Replay, ReplayLimits};
@@ -443,7 +443,7 @@ pub(super) fn store_failed(e: &StoreError) -> Response {
         StatusCode::INTERNAL_SERVER_ERROR
     };
     let error = ErrorObject::from(e);
-    super::json_response(status, mcp_protocol::engine::error_frame(None, error))
+    super::json_response(status, mcp_tasks_protocol::engine::error_frame(None, error))
 }
 
 pub(super) fn unknown_session() -> Response {

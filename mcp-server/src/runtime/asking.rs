@@ -11,11 +11,11 @@
 
 use std::time::Duration;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Peer, PeerError};
-use mcp_protocol::meta::RELATED_TASK;
-use mcp_protocol::tasks::TaskStatus;
-use mcp_protocol::v2025::{self, CreateTaskResult, TaskIdParams};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::{Peer, PeerError};
+use mcp_tasks_protocol::meta::RELATED_TASK;
+use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::v2025::{self, CreateTaskResult, TaskIdParams};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
 /// Timing of the runtime.
 #[derive(Debug, Clone)]

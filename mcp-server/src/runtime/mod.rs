@@ -9,19 +9,19 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::ReplyWritten;
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
 use mcp_tasks::{
     EventError, NewTask, Owner, Recovery, StoreError, TaskEvent, TaskId, TaskKey, TaskRecord,
     TaskStore,
 };
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::ReplyWritten;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use mcp_protocol::v2026::ClientCapabilities;
+use mcp_tasks_protocol::v2026::ClientCapabilities;
 
 use crate::auth::Identity;
 use crate::context::{TaskCaller, ToolContext, ToolError};

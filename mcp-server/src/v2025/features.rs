@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Peer, RequestContext};
-use mcp_protocol::v2025::{
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::{Peer, RequestContext};
+use mcp_tasks_protocol::v2025::{
     CompleteRequestParams, CompleteResult, Completion, CompletionReference, EmptyResult,
     GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, PaginatedRequestParams, ReadResourceResult, ResourceRequestParams,

@@ -7,12 +7,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::Peer;
-use mcp_protocol::jsonrpc::RequestId;
-use mcp_protocol::meta::RELATED_TASK;
-use mcp_protocol::v2025::{self, TaskStatus, TaskStatusNotificationParams};
 use mcp_tasks::{EventError, Millis, SessionChange, StoreError, TaskEvent, TaskId, TaskRecord};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::Peer;
+use mcp_tasks_protocol::jsonrpc::RequestId;
+use mcp_tasks_protocol::meta::RELATED_TASK;
+use mcp_tasks_protocol::v2025::{self, TaskStatus, TaskStatusNotificationParams};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -84,7 +84,7 @@ pub(crate) async fn answer_input(
     store: &Arc<dyn mcp_tasks::TaskStore>,
     session: &LegacySession,
     id: &RequestId,
-    outcome: Result<Box<serde_json::value::RawValue>, mcp_protocol::jsonrpc::ErrorObject>,
+    outcome: Result<Box<serde_json::value::RawValue>, mcp_tasks_protocol::jsonrpc::ErrorObject>,
 ) -> Result<bool, StoreError> {
     let Some((task, key)) = parse_input_request_id(id) else {
         return Ok(false);
@@ -345,7 +345,7 @@ impl Asking {
                         if as_task {
                             stop_client_task.cancel();
                         } else {
-                            self.peer.fail(&id, mcp_protocol::engine::PeerError::Transport(
+                            self.peer.fail(&id, mcp_tasks_protocol::engine::PeerError::Transport(
                                 "the input request's claim was lost".to_owned(),
                             ));
                         }
@@ -366,7 +366,7 @@ impl Asking {
                         if as_task {
                             stop_client_task.cancel();
                         } else {
-                            self.peer.fail(&id, mcp_protocol::engine::PeerError::Transport(
+                            self.peer.fail(&id, mcp_tasks_protocol::engine::PeerError::Transport(
                                 "answered through another instance".to_owned(),
                             ));
                         }

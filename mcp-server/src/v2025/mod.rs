@@ -20,15 +20,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Peer, ReplyWritten, RequestContext};
-use mcp_protocol::meta::PROTOCOL_VERSION_2025_11_25;
-use mcp_protocol::v2025::{
+use mcp_tasks::{EventError, Outcome, Owner, TaskId, WireRevision};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::{Peer, ReplyWritten, RequestContext};
+use mcp_tasks_protocol::meta::PROTOCOL_VERSION_2025_11_25;
+use mcp_tasks_protocol::v2025::{
     self, CallToolRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadResult,
     GetTaskResult, InitializeRequestParams, InitializeResult, ListTasksResult, ResourcesCapability,
     ServerCapabilities, ServerTasksCapability, TaskStatus, TaskSupport, ToolExecution,
 };
-use mcp_tasks::{EventError, Outcome, Owner, TaskId, WireRevision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

@@ -9,10 +9,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jsonrpsee::Extensions;
-use mcp_protocol::engine::Peer;
-use mcp_protocol::types::LoggingLevel;
-use mcp_protocol::v2026::ClientCapabilities;
 use mcp_tasks::{Owner, SessionRecord, TaskId};
+use mcp_tasks_protocol::engine::Peer;
+use mcp_tasks_protocol::types::LoggingLevel;
+use mcp_tasks_protocol::v2026::ClientCapabilities;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 

@@ -5,8 +5,8 @@
 //! **Invariant.** Only wire shapes here; what is offered and read is `features/`'s.
 
 use jsonrpsee::Extensions;
-use mcp_protocol::method::Request;
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::v2026::{
     CompleteReference, CompleteRequestParams, CompleteResult, GetPrompt, GetPromptRequestParams,
     GetPromptResult, InputRequiredOr, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,

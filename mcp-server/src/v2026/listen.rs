@@ -6,13 +6,13 @@
 use std::sync::Arc;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::JsonObject;
-use mcp_protocol::engine::{Peer, RequestContext};
-use mcp_protocol::jsonrpc::{ErrorObject, RequestId};
-use mcp_protocol::tasks::{
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::engine::{Peer, RequestContext};
+use mcp_tasks_protocol::jsonrpc::{ErrorObject, RequestId};
+use mcp_tasks_protocol::tasks::{
     TaskStatusChanged, TaskStatusNotificationParams, TaskSubscriptionNotifications,
 };
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::v2026::{
     self, NotificationMeta, ResourceUpdated, ResourceUpdatedNotificationParams,
     SubscriptionsAcknowledged, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenResult, SubscriptionsListenResultMeta,

@@ -10,16 +10,16 @@ mod listen;
 mod rounds;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::meta::RELATED_TASK_IDS;
-use mcp_protocol::method::Request;
-use mcp_protocol::tasks::{
+use mcp_tasks::{Owner, StoreError, TaskId, WireRevision};
+use mcp_tasks_protocol::meta::RELATED_TASK_IDS;
+use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::tasks::{
     self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
 };
-use mcp_protocol::v2026::{
+use mcp_tasks_protocol::v2026::{
     self, DiscoverResult, ListToolsResult, ResultMeta, ResultType, ServerCapabilities, Tool,
     ToolInputSchema,
 };
-use mcp_tasks::{Owner, StoreError, TaskId, WireRevision};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -234,7 +234,7 @@ pub(crate) async fn tasks_get(
         .store
         .get(&caller.owner, &task_id(&params.task_id))
         .await
-        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
     audit::record("tasks/get", &caller.owner, &params.task_id, &outcome);
     let record = state.metered(outcome?);
     Ok(GetTaskResult::from(views::detailed(&record)))
@@ -258,7 +258,7 @@ pub(crate) async fn tasks_update(
         .store
         .resolve_input(&caller.owner, &task_id(&params.task_id), responses)
         .await
-        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
     audit::record("tasks/update", &caller.owner, &params.task_id, &outcome);
     outcome?;
     Ok(UpdateTaskResult::default())
@@ -276,7 +276,7 @@ pub(crate) async fn tasks_cancel(
         .store
         .request_cancel(&caller.owner, &task_id(&params.task_id))
         .await
-        .map_err(|e| mcp_protocol::jsonrpc::ErrorObject::from(&e));
+        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
     audit::record("tasks/cancel", &caller.owner, &params.task_id, &outcome);
     outcome?;
     Ok(CancelTaskResult::default())

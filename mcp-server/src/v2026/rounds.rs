@@ -6,15 +6,15 @@
 //! on the request (method and name) it was issued for; it carries the answers of every
 //! earlier round, so the server remembers nothing between rounds.
 
-use mcp_protocol::JsonObject;
-use mcp_protocol::v2026::{InputRequests, InputRequiredResult, InputResponses};
 use mcp_tasks::Owner;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::v2026::{InputRequests, InputRequiredResult, InputResponses};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use jsonrpsee::Extensions;
-use mcp_protocol::engine::{Peer, RequestContext};
-use mcp_protocol::v2026::RequestMeta;
+use mcp_tasks_protocol::engine::{Peer, RequestContext};
+use mcp_tasks_protocol::v2026::RequestMeta;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::Caller;

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use mcp_protocol::error_codes;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 use super::env::StoreFactory;
 use super::helpers::{alice, another, json_map, mallory, new_task, open, roomy};

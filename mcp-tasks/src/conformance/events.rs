@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use serde_json::json;
 
 use super::env::StoreFactory;

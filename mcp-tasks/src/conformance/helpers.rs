@@ -65,7 +65,7 @@ pub(crate) async fn another<F: StoreFactory>(factory: &F, env: &Env) -> F::Store
         .unwrap_or_else(|e| panic!("cannot open a second handle: {e}"))
 }
 
-pub(crate) fn json_map(value: serde_json::Value) -> mcp_protocol::JsonObject {
+pub(crate) fn json_map(value: serde_json::Value) -> mcp_tasks_protocol::JsonObject {
     match value {
         serde_json::Value::Object(map) => map,
         other => panic!("not an object: {other}"),

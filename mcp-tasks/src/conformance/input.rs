@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use serde_json::{Value, json};
 
 use super::env::StoreFactory;

@@ -1,6 +1,6 @@
 //! Rule 4: another owner's task reads as unknown, on every operation.
 
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
 use super::env::StoreFactory;
 use super::helpers::{alice, mallory, new_task, open, roomy};

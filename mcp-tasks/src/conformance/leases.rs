@@ -118,7 +118,7 @@ pub async fn create_leased_holds_the_lease_from_the_start<F: StoreFactory>(facto
         .create_leased(new_task(&owner), "node-a", 1_000)
         .await
         .expect("create_leased");
-    assert_eq!(task.status, mcp_protocol::tasks::TaskStatus::Working);
+    assert_eq!(task.status, mcp_tasks_protocol::tasks::TaskStatus::Working);
     let lease = task.lease.clone().expect("a lease from the start");
     assert_eq!(lease.holder, "node-a");
     let read = b.get(&owner, &task.id).await.expect("durable");

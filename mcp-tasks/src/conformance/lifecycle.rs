@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 use super::env::StoreFactory;
 use super::helpers::{alice, another, new_task, open, origin, roomy};

@@ -1,6 +1,6 @@
 //! Rule 16: limits refuse with a typed error and change nothing.
 
-use mcp_protocol::JsonObject;
+use mcp_tasks_protocol::JsonObject;
 use serde_json::{Value, json};
 
 use super::env::StoreFactory;

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use proptest::prelude::*;
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! Payloads round-trip exactly: large results, non-ASCII text, error data.
 
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use serde_json::json;
 
 use super::env::StoreFactory;

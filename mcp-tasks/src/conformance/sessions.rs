@@ -11,7 +11,7 @@ use super::env::StoreFactory;
 use super::helpers::{alice, another, open, roomy};
 use super::report_skip;
 use crate::{Limit, SessionChange, SessionRecord, SessionStore, StoreError, TaskStore};
-use mcp_protocol::types::LoggingLevel;
+use mcp_tasks_protocol::types::LoggingLevel;
 
 const IDLE_MS: u64 = 60_000;
 

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
 
 use super::env::StoreFactory;
 use super::helpers::{alice, another, json_map, new_task, open, roomy};

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;

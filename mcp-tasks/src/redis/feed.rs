@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcp_protocol::tasks::TaskStatus;
+use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, oneshot, watch};
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
-use mcp_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::broadcast;
 

@@ -228,7 +228,7 @@ async fn random_doubles_round_trip_exactly() {
             values.push(json!(f));
         }
     }
-    let mut result = mcp_protocol::JsonObject::new();
+    let mut result = mcp_tasks_protocol::JsonObject::new();
     result.insert("values".into(), serde_json::Value::Array(values));
     store
         .complete(&owner, &task.id, result.clone())
@@ -271,8 +271,8 @@ fn list_and_sweep_queries_use_their_indexes() {
 /// counts released); finished and expired ones are left alone.
 #[tokio::test]
 async fn recover_unfinished_fails_or_requeues_only_unfinished_live_tasks() {
-    use mcp_protocol::jsonrpc::ErrorObject;
-    use mcp_protocol::tasks::TaskStatus;
+    use mcp_tasks_protocol::jsonrpc::ErrorObject;
+    use mcp_tasks_protocol::tasks::TaskStatus;
 
     let db = TempDb::new("recover_unfinished");
     let clock = ManualClock::default();
@@ -293,7 +293,7 @@ async fn recover_unfinished_fails_or_requeues_only_unfinished_live_tasks() {
         .await
         .expect("request input");
     let done = store.create(new_task(&owner, None)).await.expect("create");
-    let mut result = mcp_protocol::JsonObject::new();
+    let mut result = mcp_tasks_protocol::JsonObject::new();
     result.insert("answer".into(), json!(42));
     store
         .complete(&owner, &done.id, result.clone())
@@ -403,9 +403,11 @@ async fn handles_in_one_process_share_the_claim() {
         "{holder}"
     );
     // Recovery claims the file too (and may run from any handle of this process).
-    b.recover_unfinished(mcp_protocol::jsonrpc::ErrorObject::new(-32603, "lost"))
-        .await
-        .expect("recover");
+    b.recover_unfinished(mcp_tasks_protocol::jsonrpc::ErrorObject::new(
+        -32603, "lost",
+    ))
+    .await
+    .expect("recover");
 }
 
 /// A write that meets a read-only database (a file opened read-only underneath, a file

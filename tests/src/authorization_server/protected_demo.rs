@@ -73,11 +73,14 @@ impl ProtectedDemo {
         });
         let server = crate::server_harness::build_server(
             crate::server_harness::demo_tools(),
-            mcp_server::RuntimeConfig::default(),
+            mcp_tasks_server::RuntimeConfig::default(),
         );
-        let mcp = mcp_server::http::router(&server, mcp_server::http::HttpConfig::default()).layer(
-            axum::middleware::from_fn_with_state(Arc::clone(&resource), bearer),
-        );
+        let mcp =
+            mcp_tasks_server::http::router(&server, mcp_tasks_server::http::HttpConfig::default())
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&resource),
+                    bearer,
+                ));
         let routes = Router::new()
             .route(
                 "/.well-known/oauth-protected-resource/mcp",

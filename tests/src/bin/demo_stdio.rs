@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use mcp_server::{RuntimeConfig, Server, demo};
 use mcp_tasks::MemoryStore;
+use mcp_tasks_server::{RuntimeConfig, Server, demo};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -37,7 +37,7 @@ async fn main() -> std::process::ExitCode {
     }
     let server = builder.build();
     tracing::info!("demo server ready on stdio");
-    let served = mcp_server::stdio::serve(&server).await;
+    let served = mcp_tasks_server::stdio::serve(&server).await;
     server.shutdown().await;
     tracing::info!("stdin closed; exiting");
     match served {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::engine::{Connection, EndpointBuilder};
+use mcp_tasks_protocol::engine::{Connection, EndpointBuilder};
 use mcp_tests::{Observed, fixture_methods};
 
 #[tokio::main]

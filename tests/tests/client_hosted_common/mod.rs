@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_client::ClientHandler;
-use mcp_protocol::JsonObject;
-use mcp_protocol::jsonrpc::ErrorObject;
-use mcp_protocol::types::{ElicitResult, ElicitValue};
-use mcp_protocol::v2026::{
+use mcp_tasks_client::ClientHandler;
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+use mcp_tasks_protocol::types::{ElicitResult, ElicitValue};
+use mcp_tasks_protocol::v2026::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitationCapability, SamplingCapability,
 };
