@@ -137,7 +137,6 @@ fn launch(
         job.arguments.clone(),
         crate::runtime::task_caller(&record, identity),
         record.attempt(),
-        Some(slot),
-        None,
+        crate::runtime::Start::Claimed(slot),
     );
 }

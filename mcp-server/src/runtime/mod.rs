@@ -66,6 +66,15 @@ pub struct TaskRuntime {
     inner: Arc<Inner>,
 }
 
+/// How a run began: on the node that created the task (its tool waiting, if `after` is
+/// given, until the response announcing the task is written; the lease is kept
+/// meanwhile), or claimed by a worker (`Claimed`: its capacity, held until the outcome
+/// is written).
+pub(crate) enum Start {
+    Created { after: Option<ReplyWritten> },
+    Claimed(OwnedSemaphorePermit),
+}
+
 /// How a run ended: the tool's own outcome, or its lease lost first.
 enum Ran {
     Finished(Result<JsonObject, ToolError>),
@@ -144,7 +153,7 @@ impl TaskRuntime {
             .await?;
         let caller = task_caller(&record, identity);
         let (key, attempt) = (record.key(), record.attempt());
-        self.run_leased(key, tool, args, caller, attempt, None, after);
+        self.run_leased(key, tool, args, caller, attempt, Start::Created { after });
         Ok(record)
     }
 
@@ -162,7 +171,8 @@ impl TaskRuntime {
             .claim_lease(&key.owner, &key.id, &config.node_id, millis(config.lease))
             .await?;
         let caller = task_caller(record, None);
-        self.run_leased(key, tool, args, caller, record.attempt().max(1), None, None);
+        let start = Start::Created { after: None };
+        self.run_leased(key, tool, args, caller, record.attempt().max(1), start);
         Ok(())
     }
 
@@ -180,9 +190,7 @@ impl TaskRuntime {
     }
 
     /// Runs `tool` as the task `key`, whose lease this node holds, as its run `attempt`;
-    /// `slot` (a worker's capacity) is held until the task's outcome is written. The tool
-    /// starts once `after` fired, if given (the lease is kept meanwhile).
-    #[allow(clippy::too_many_arguments)]
+    /// `start` says how the run began ([`Start`]).
     pub(crate) fn run_leased(
         &self,
         key: TaskKey,
@@ -190,9 +198,12 @@ impl TaskRuntime {
         args: JsonObject,
         caller: TaskCaller,
         attempt: u32,
-        slot: Option<OwnedSemaphorePermit>,
-        after: Option<ReplyWritten>,
+        start: Start,
     ) {
+        let (slot, after) = match start {
+            Start::Created { after } => (None, after),
+            Start::Claimed(slot) => (Some(slot), None),
+        };
         let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
         let wake = Arc::new(Notify::new());
