@@ -15,6 +15,7 @@
 pub(crate) mod features;
 mod input;
 pub(crate) mod session;
+mod watcher;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,11 +46,12 @@ use crate::tool::TaskPolicy;
 use crate::views::{result_2025, task_2025};
 pub(crate) use features::{listen_for_resource_updates, notify_resource_updated};
 pub(crate) use input::answer_input;
-use input::{ask_pending, watch};
+use input::ask_pending;
 use session::Standalone;
 pub(crate) use session::{
     LegacySession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer, session_of,
 };
+use watcher::watch;
 
 /// How many tasks one `tasks/list` page holds.
 const LIST_PAGE: usize = 50;
