@@ -10,8 +10,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::fixtures::{sampled_text, sampling};
-use super::{NoArgs, ask_name, text};
+use super::questions::{ask_name, sampled_text, sampling};
+use super::{NoArgs, text};
 use crate::context::ToolContext;
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::fixtures::PNG_BASE64;
-use super::{answer_str, form};
+use super::questions::{answer_str, form};
 use crate::context::ToolContext;
 use crate::features::{
     CompletionInput, CompletionValues, FeatureDefError, PromptDef, ResourceData, ResourceDef,

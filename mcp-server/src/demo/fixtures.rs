@@ -21,12 +21,13 @@ use std::time::Duration;
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::types::LoggingLevel;
-use mcp_tasks_protocol::v2026::{CallToolResult, CreateMessageRequestParams};
+use mcp_tasks_protocol::v2026::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{NoArgs, form, text};
+use super::questions::{form, sampled_text, sampling};
+use super::{NoArgs, text};
 use crate::context::{ToolContext, ToolError};
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 
@@ -46,35 +47,6 @@ pub(super) fn result(mut value: Value) -> Result<CallToolResult, ToolError> {
             format!("bad fixture result: {e}"),
         )
     })
-}
-
-/// Sampling params written as their wire JSON.
-pub(super) fn sampling(
-    prompt: &str,
-    max_tokens: u32,
-) -> Result<CreateMessageRequestParams, ToolError> {
-    let params = json!({
-        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-        "maxTokens": max_tokens,
-    });
-    serde_json::from_value(params).map_err(|e| {
-        ToolError::rpc(
-            error_codes::INTERNAL_ERROR,
-            format!("bad sampling request: {e}"),
-        )
-    })
-}
-
-/// The text of a sampling answer's content, if it is text.
-pub(super) fn sampled_text(answer: &mcp_tasks_protocol::v2026::CreateMessageResult) -> String {
-    serde_json::to_value(answer)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/content/text")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "(no text)".to_owned())
 }
 
 /// Arguments of `test_sampling`.

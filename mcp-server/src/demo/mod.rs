@@ -15,21 +15,21 @@
 //! (`examples/conformance.rs`): [`fixtures::tools`] (content, progress, logging, asking,
 //! and the input-required fixtures of `mrtr.rs`) and [`catalog::catalog`] (resources,
 //! templates, prompts, completion). [`asking::tools`]: `ask_name` and `ask_model`, which
-//! ask the client (as a task of the client when it hosts them).
+//! ask the client (as a task of the client when it hosts them). The questions all of them
+//! put to the client, and the reading of the answers, are in `questions.rs`.
 
 pub mod asking;
 pub mod catalog;
 pub mod fixtures;
 mod mrtr;
+mod questions;
 
 use std::time::Duration;
 
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
-use mcp_tasks_protocol::types::{
-    ContentBlock, ElicitAction, ElicitResult, ElicitValue, TextContent,
-};
-use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestFormParams, ElicitRequestParams};
+use mcp_tasks_protocol::types::{ContentBlock, ElicitAction, TextContent};
+use mcp_tasks_protocol::v2026::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -37,45 +37,11 @@ use serde_json::{Value, json};
 use crate::context::{ToolContext, ToolError};
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 use mcp_tasks::Delivery;
+use questions::{answer_bool, answer_str, ask_name, form};
 
+/// A tool result of one text block.
 pub(crate) fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
-}
-
-pub(crate) fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ToolError> {
-    let params = json!({ "mode": "form", "message": message, "requestedSchema": schema });
-    serde_json::from_value::<ElicitRequestFormParams>(params)
-        .map(ElicitRequestParams::Form)
-        .map_err(|e| {
-            ToolError::rpc(
-                error_codes::INTERNAL_ERROR,
-                format!("bad elicitation form: {e}"),
-            )
-        })
-}
-
-/// Asks the user's name (a required string field); "stranger" when none is given.
-pub(crate) async fn ask_name(ctx: &ToolContext) -> Result<String, ToolError> {
-    let question = form(
-        "What is your name?",
-        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-    )?;
-    let answer = ctx.elicit(question).await?;
-    Ok(answer_str(&answer, "name").unwrap_or_else(|| "stranger".into()))
-}
-
-pub(crate) fn answer_str(answer: &ElicitResult, field: &str) -> Option<String> {
-    match answer.content.as_ref()?.get(field)? {
-        ElicitValue::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn answer_bool(answer: &ElicitResult, field: &str) -> bool {
-    matches!(
-        answer.content.as_ref().and_then(|c| c.get(field)),
-        Some(ElicitValue::Boolean(true))
-    )
 }
 
 /// Arguments of `greet`.

@@ -18,8 +18,8 @@
 use mcp_tasks_protocol::v2026::CallToolResult;
 use serde_json::{Value, json};
 
-use super::fixtures::{sampled_text, sampling};
-use super::{NoArgs, answer_str, form, text};
+use super::questions::{answer_str, form, sampled_text, sampling};
+use super::{NoArgs, text};
 use crate::context::{ToolContext, ToolError};
 use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 
