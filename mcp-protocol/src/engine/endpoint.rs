@@ -1,12 +1,17 @@
-//! [`Endpoint`]: one side of a JSON-RPC session. It classifies each inbound frame
-//! (request, notification, response), runs requests through the middleware stack into
-//! the method registry, resolves responses against the [`Peer`]'s pending map, and turns
-//! `notifications/cancelled` into a cancelled [`CancellationToken`].
+//! [`Endpoint`]: one side of a JSON-RPC session, serving it. Its read loop takes each
+//! inbound frame as [`frames`] classifies it: a request is registered in the
+//! [`Session`]'s in-flight registry and run through the middleware stack into the method
+//! registry on its own task; a response resolves the [`Peer`]'s pending request; a
+//! `notifications/cancelled` cancels the [`CancellationToken`] of the request it names.
+//! [`EndpointBuilder`] sets the methods, middleware and limits.
+//!
+//! Invariant: a cancelled request gets no response; a handler's panic is an internal
+//! error, never the end of the session; nothing here knows the transport beyond its
+//! frame channels.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -21,11 +26,15 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::layer::util::Identity;
 
+use super::frames::{
+    self, InboundRequest, Incoming, Rejected, Reply, error_frame, readdress_response, too_large,
+};
 use super::peer::Peer;
 use super::service::{InboundNotification, MethodsService, NotificationHandlers};
+use super::session::{Registration, Session};
 use super::transport::{Connection, DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReceiver};
 use crate::error_codes;
-use crate::jsonrpc::{ErrorObject, JsonRpcErrorResponse, RequestId, Version};
+use crate::jsonrpc::{ErrorObject, RequestId};
 
 /// What a request handler knows about the request it serves, found in its `Extensions`.
 #[derive(Debug, Clone)]
@@ -80,210 +89,6 @@ impl ReplyWritten {
     /// Returns once it fired.
     pub async fn wait(&self) {
         self.0.cancelled().await
-    }
-}
-
-/// One classified inbound frame.
-#[derive(Debug)]
-pub enum Incoming {
-    /// A request, to dispatch.
-    Request(InboundRequest),
-    /// A notification: a method and its parameters, no id.
-    Notification {
-        /// The notification's method.
-        method: String,
-        /// The notification's parameters, unparsed.
-        params: Option<Box<RawValue>>,
-    },
-    /// A response to one of our own requests.
-    Response {
-        /// The id of our request it answers.
-        id: RequestId,
-        /// Its result, unparsed, or the error it reports.
-        outcome: Result<Box<RawValue>, ErrorObject>,
-    },
-}
-
-/// An inbound request, not yet dispatched.
-#[derive(Debug)]
-pub struct InboundRequest {
-    /// The request's id.
-    pub id: RequestId,
-    /// The request's method.
-    pub method: String,
-    /// The request's parameters, unparsed.
-    pub params: Option<Box<RawValue>>,
-}
-
-/// A frame refused before dispatch, with the error to answer (when it deserves an answer).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rejected {
-    /// The id to answer, when the frame had a readable one.
-    pub id: Option<RequestId>,
-    /// The error to answer with.
-    pub error: ErrorObject,
-    /// False for a malformed *response*: JSON-RPC never answers a response.
-    pub reply: bool,
-}
-
-impl Rejected {
-    fn new(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Box<Self> {
-        Box::new(Rejected {
-            id,
-            error: ErrorObject::new(code, message),
-            reply: true,
-        })
-    }
-
-    fn with_reply(mut self: Box<Self>, reply: bool) -> Box<Self> {
-        self.reply = reply;
-        self
-    }
-}
-
-/// The per-session state an endpoint serves: the peer, the requests in flight, and the
-/// extensions every request of the session sees (e.g. the authenticated principal).
-#[derive(Debug, Clone)]
-pub struct Session {
-    /// The peer of this session: sends requests and notifications to the other side.
-    pub peer: Peer,
-    /// What every request of the session sees in its extensions.
-    pub extensions: Extensions,
-    inflight: Arc<Mutex<Inflight>>,
-}
-
-/// The requests a session is serving, by id. One id may name several requests at once:
-/// over Streamable HTTP a session is a principal, and two clients of one principal both
-/// number their requests from 1. Each request therefore has its own token, and ends
-/// only its own entry.
-#[derive(Debug, Default)]
-struct Inflight {
-    by_id: HashMap<RequestId, Vec<(u64, CancellationToken)>>,
-    count: usize,
-    next_serial: u64,
-}
-
-/// One request registered in flight (see [`Session::register`]); dropping it (the
-/// request was answered, or its future dropped with the connection) ends its entry.
-#[derive(Debug)]
-struct Registration {
-    inflight: Arc<Mutex<Inflight>>,
-    id: RequestId,
-    serial: u64,
-    cancel: CancellationToken,
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        let mut inflight = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(entries) = inflight.by_id.get_mut(&self.id) else {
-            return;
-        };
-        let before = entries.len();
-        entries.retain(|(serial, _)| *serial != self.serial);
-        let removed = before - entries.len();
-        if entries.is_empty() {
-            inflight.by_id.remove(&self.id);
-        }
-        inflight.count -= removed;
-    }
-}
-
-impl Session {
-    /// A session serving `peer`, whose requests see `extensions`.
-    pub fn new(peer: Peer, extensions: Extensions) -> Session {
-        Session {
-            peer,
-            extensions,
-            inflight: Arc::default(),
-        }
-    }
-
-    /// Cancels every request in flight (the connection is gone).
-    pub fn cancel_all(&self) {
-        let mut inflight = self.lock_inflight();
-        for (_, entries) in inflight.by_id.drain() {
-            for (_, token) in entries {
-                token.cancel();
-            }
-        }
-        inflight.count = 0;
-    }
-
-    /// How many inbound requests are being served.
-    pub fn inflight_count(&self) -> usize {
-        self.lock_inflight().count
-    }
-
-    /// The ids of the inbound requests being served.
-    fn inflight_ids(&self) -> Vec<RequestId> {
-        let inflight = self.lock_inflight();
-        let mut ids: Vec<RequestId> = inflight
-            .by_id
-            .iter()
-            .flat_map(|(id, entries)| entries.iter().map(move |_| id.clone()))
-            .collect();
-        ids.sort_by_key(ToString::to_string);
-        ids
-    }
-
-    /// The same session (in-flight requests, extensions) answering through `peer`: used
-    /// where each inbound request has its own response stream (Streamable HTTP), so that a
-    /// `notifications/cancelled` arriving on another stream still finds the request.
-    pub fn with_peer(&self, peer: Peer) -> Session {
-        Session {
-            peer,
-            extensions: self.extensions.clone(),
-            inflight: Arc::clone(&self.inflight),
-        }
-    }
-
-    /// Cancels the in-flight request `id`, as `notifications/cancelled` would (every
-    /// request of this session with that id). Returns whether one was in flight.
-    pub fn cancel(&self, id: &RequestId) -> bool {
-        match self.lock_inflight().by_id.get(id) {
-            Some(entries) => {
-                for (_, token) in entries {
-                    token.cancel();
-                }
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Registers request `id` as in flight, with a token that `parent` (if any) also
-    /// cancels. Done when the request is read, so that a cancellation read right after it
-    /// is not lost. `None` when `limit` requests are in flight already.
-    fn register(
-        &self,
-        id: &RequestId,
-        limit: usize,
-        parent: Option<&CancellationToken>,
-    ) -> Option<Registration> {
-        let mut inflight = self.lock_inflight();
-        if inflight.count >= limit {
-            return None;
-        }
-        let cancel = parent.map_or_else(CancellationToken::new, CancellationToken::child_token);
-        let serial = inflight.next_serial;
-        inflight.next_serial += 1;
-        inflight.count += 1;
-        inflight
-            .by_id
-            .entry(id.clone())
-            .or_default()
-            .push((serial, cancel.clone()));
-        Some(Registration {
-            inflight: Arc::clone(&self.inflight),
-            id: id.clone(),
-            serial,
-            cancel,
-        })
-    }
-
-    fn lock_inflight(&self) -> std::sync::MutexGuard<'_, Inflight> {
-        self.inflight.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -382,71 +187,6 @@ pub struct Endpoint<S> {
     service: S,
     max_frame_bytes: usize,
     max_inflight_requests: usize,
-}
-
-/// Why a JSON array is refused: MCP has no batches (2025-06-18 removed them).
-const BATCH_REFUSED: &str = "JSON-RPC batches are not supported: MCP sends one message per request";
-
-/// The members of a frame, read without decoding their values.
-#[derive(Deserialize)]
-struct Probe<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    jsonrpc: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    method: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    result: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    error: Option<&'a RawValue>,
-}
-
-/// `Some` whenever the member is present, `null` included.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-/// Reads an id: a string or an integer. Anything else (null, a fraction, an object) is no id.
-fn parse_id(raw: &RawValue) -> Option<RequestId> {
-    serde_json::from_str::<RequestId>(raw.get()).ok()
-}
-
-/// A response frame and, when it is an error, its code (so a transport can choose its
-/// status without parsing the frame again).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// The JSON-RPC response, as sent.
-    pub frame: String,
-    /// The error's code, when the response is an error.
-    pub error_code: Option<i64>,
-}
-
-impl Reply {
-    /// An error response to `id`.
-    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Reply {
-        let error_code = Some(error.code);
-        Reply {
-            frame: error_frame(id, error),
-            error_code,
-        }
-    }
-}
-
-/// The JSON text of an error response.
-pub fn error_frame(id: Option<RequestId>, error: ErrorObject) -> String {
-    let resp = JsonRpcErrorResponse {
-        jsonrpc: Version,
-        id,
-        error,
-    };
-    // An error response holds only strings, integers and JSON values: it always serializes.
-    serde_json::to_string(&resp).unwrap_or_else(|_| {
-        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#
-            .to_owned()
-    })
 }
 
 impl<S> Endpoint<S>
@@ -640,107 +380,7 @@ where
     /// Classifies one frame, or says how to refuse it: invalid JSON is `-32700` with id
     /// `null`; JSON that is not a JSON-RPC 2.0 message is `-32600`.
     pub fn classify(&self, frame: &str) -> Result<Incoming, Box<Rejected>> {
-        // Checked before the probe: serde reads a struct from an array too, so a batch
-        // would otherwise be refused for its first element not being "2.0".
-        if frame.trim_start().starts_with('[') {
-            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
-                Ok(_) => Rejected::new(None, error_codes::INVALID_REQUEST, BATCH_REFUSED),
-                Err(e) => {
-                    Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}"))
-                }
-            });
-        }
-        let probe: Probe<'_> = match serde_json::from_str(frame) {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
-                    Ok(_) => Rejected::new(
-                        None,
-                        error_codes::INVALID_REQUEST,
-                        format!("Invalid request: not a JSON-RPC 2.0 message ({e})"),
-                    ),
-                    Err(e) => {
-                        Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}"))
-                    }
-                });
-            }
-        };
-        let id = probe.id.and_then(parse_id);
-        if probe.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
-            // Answer anything but a (malformed) response: JSON-RPC never answers a response.
-            let reply = probe.method.is_some() || probe.result.is_none() && probe.error.is_none();
-            return Err(Rejected::new(
-                id,
-                error_codes::INVALID_REQUEST,
-                "Invalid request: `jsonrpc` must be \"2.0\"",
-            )
-            .with_reply(reply));
-        }
-        if let Some(method) = probe.method {
-            let Ok(method) = serde_json::from_str::<Cow<'_, str>>(method.get()) else {
-                return Err(Rejected::new(
-                    id,
-                    error_codes::INVALID_REQUEST,
-                    "Invalid request: `method` must be a string",
-                ));
-            };
-            let params = probe.params.map(ToOwned::to_owned);
-            return match probe.id {
-                None => Ok(Incoming::Notification {
-                    method: method.into_owned(),
-                    params,
-                }),
-                Some(_) => match id {
-                    Some(id) => Ok(Incoming::Request(InboundRequest {
-                        id,
-                        method: method.into_owned(),
-                        params,
-                    })),
-                    None => Err(Rejected::new(
-                        None,
-                        error_codes::INVALID_REQUEST,
-                        "Invalid request: `id` must be a string or an integer",
-                    )),
-                },
-            };
-        }
-        let not_a_message = |reason: &str| {
-            Rejected::new(
-                None,
-                error_codes::INVALID_REQUEST,
-                format!("Invalid response: {reason}"),
-            )
-            .with_reply(false)
-        };
-        if probe.result.is_none() && probe.error.is_none() {
-            return Err(Rejected::new(
-                id,
-                error_codes::INVALID_REQUEST,
-                "Invalid request: need `method`, or exactly one of `result` and `error`",
-            ));
-        }
-        let Some(id) = id else {
-            return Err(not_a_message("no usable `id`"));
-        };
-        match (probe.result, probe.error) {
-            (Some(result), None) => Ok(Incoming::Response {
-                id,
-                outcome: Ok(result.to_owned()),
-            }),
-            (None, Some(error)) => {
-                let error = serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|e| {
-                    ErrorObject::new(
-                        error_codes::INTERNAL_ERROR,
-                        format!("peer sent a malformed error object: {e}"),
-                    )
-                });
-                Ok(Incoming::Response {
-                    id,
-                    outcome: Err(error),
-                })
-            }
-            _ => Err(not_a_message("both `result` and `error`")),
-        }
+        frames::classify(frame)
     }
 
     /// Runs one request through the middleware into its handler and returns the response
@@ -908,50 +548,5 @@ where
         if !session.peer.complete(&id, outcome) {
             tracing::warn!(%id, "response for a request nobody is waiting for; dropped");
         }
-    }
-}
-
-fn too_large(limit: usize) -> ErrorObject {
-    ErrorObject::new(
-        error_codes::INVALID_REQUEST,
-        format!("Invalid request: frame exceeds the limit of {limit} bytes"),
-    )
-}
-
-/// Rewrites the id of a serialized response.
-fn readdress_response(json: &str, id: RequestId) -> String {
-    #[derive(Deserialize)]
-    struct Parts<'a> {
-        #[serde(borrow)]
-        result: Option<&'a RawValue>,
-        #[serde(borrow)]
-        error: Option<&'a RawValue>,
-    }
-    #[derive(serde::Serialize)]
-    struct Out<'a> {
-        jsonrpc: Version,
-        id: RequestId,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<&'a RawValue>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<&'a RawValue>,
-    }
-    match serde_json::from_str::<Parts<'_>>(json) {
-        Ok(p) => serde_json::to_string(&Out {
-            jsonrpc: Version,
-            id: id.clone(),
-            result: p.result,
-            error: p.error,
-        })
-        .unwrap_or_else(|_| {
-            error_frame(
-                Some(id),
-                ErrorObject::new(error_codes::INTERNAL_ERROR, "Internal error"),
-            )
-        }),
-        Err(_) => error_frame(
-            Some(id),
-            ErrorObject::new(error_codes::INTERNAL_ERROR, "Internal error"),
-        ),
     }
 }

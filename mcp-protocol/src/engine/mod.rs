@@ -35,17 +35,20 @@
 
 mod client;
 mod endpoint;
+mod frames;
 mod peer;
 mod service;
+mod session;
 mod transport;
 mod typed;
 
 pub use endpoint::{
-    DEFAULT_MAX_INFLIGHT_REQUESTS, Endpoint, EndpointBuilder, InboundRequest, Incoming, Rejected,
-    Reply, ReplyWritten, RequestContext, Session, error_frame,
+    DEFAULT_MAX_INFLIGHT_REQUESTS, Endpoint, EndpointBuilder, ReplyWritten, RequestContext,
 };
+pub use frames::{InboundRequest, Incoming, Rejected, Reply, error_frame};
 pub use peer::{Peer, PeerError, decode};
 pub use service::{InboundNotification, MethodsService, NotificationHandler, NotificationHandlers};
+pub use session::Session;
 pub use transport::{
     Closed, Connection, DEFAULT_CHANNEL_CAPACITY, DEFAULT_MAX_FRAME_BYTES, FrameError,
     FrameReceiver, FrameSender, Inbound, IoTasks,
