@@ -30,7 +30,7 @@
 //! and one line declaring a `#[tokio::test]` per behaviour. Here the backend is
 //! [`MemoryStore`](crate::MemoryStore) so that the example compiles; yours goes in its
 //! place (any [`Backend`](crate::Backend) is a [`TaskStore`]; a complete third-party
-//! backend, a `Mutex<HashMap>`, is `tests/tests/third_party_backend.rs` in the repository):
+//! backend, a `Mutex<HashMap>`, is `tests/tests/it/third_party_backend.rs` in the repository):
 //!
 //! ```
 //! use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! The demo server (the conformance fixture tools) on stdio, with a memory store. Logs go
-//! to stderr; stdout carries only protocol frames. Used by `tests/tests/server_stdio.rs`.
+//! to stderr; stdout carries only protocol frames. Used by `tests/tests/it/server_stdio.rs`.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! Serves the test fixture's methods on stdio (newline-delimited JSON-RPC). Logs go to
-//! stderr; stdout carries only protocol frames. Used by `tests/tests/engine_stdio.rs`.
+//! stderr; stdout carries only protocol frames. Used by `tests/tests/it/engine_stdio.rs`.
 
 use std::sync::Arc;
 

@@ -6,14 +6,12 @@
 //! connection, and sends `notifications/tasks/status`. What it sends is checked against
 //! the official 2025-11-25 schema.
 
-mod client_hosted_common;
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use crate::client_hosted_common::{DropFlag, ada, elicit_and_sample, wait_for};
 use async_trait::async_trait;
-use client_hosted_common::{DropFlag, ada, elicit_and_sample, wait_for};
 use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
 use mcp_tasks::{Limits, ManualClock, MemoryStore, TaskStore};

@@ -338,6 +338,6 @@ async fn shutdown_says_what_it_waits_for() {
         "{line}"
     );
     assert!(line.contains("cancelled"), "{line}");
-    // The 10 s wait itself is the runtime's (tests/server_shutdown.rs); kill now.
+    // The 10 s wait itself is the runtime's (tests/tests/it/server_shutdown.rs); kill now.
     let _ = demo.start_kill();
 }

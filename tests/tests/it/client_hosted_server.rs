@@ -7,12 +7,10 @@
 //! what the server sends a raw hosting client (the task-augmented question, `tasks/get`,
 //! `tasks/result`, `tasks/cancel`) checked against the official 2025-11-25 schema.
 
-mod client_hosted_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_hosted_common::{Answers, wait_for};
+use crate::client_hosted_common::{Answers, wait_for};
 use mcp_tasks::{MemoryStore, TaskStore};
 use mcp_tasks_client::{ClientConfig, DriverConfig, McpClient, Revision, Started};
 use mcp_tasks_protocol::JsonObject;

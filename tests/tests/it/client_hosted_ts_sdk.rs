@@ -11,12 +11,10 @@
 //! Over stdio and Streamable HTTP. Skipped when `npm ci --prefix tests/ts-sdk` has not
 //! run, unless `MCP_REQUIRE_SERVICES=1`.
 
-mod client_hosted_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_hosted_common::{Answers, wait_for};
+use crate::client_hosted_common::{Answers, wait_for};
 use mcp_tasks::{MemoryStore, TaskStore};
 use mcp_tasks_client::{ClientConfig, McpClient, Revision};
 use mcp_tasks_protocol::JsonObject;
