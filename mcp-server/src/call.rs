@@ -12,7 +12,6 @@ use mcp_tasks_protocol::v2026::CallTool;
 
 use crate::audit;
 use crate::auth::Identity;
-use crate::context::ToolError;
 use crate::errors::ServerError;
 use crate::executor::Launch;
 use crate::state::State;
@@ -118,15 +117,4 @@ pub(crate) async fn start_task(
         .unwrap_or_default();
     audit::record("tools/call: create task", owner, &id, &created);
     Ok(created?)
-}
-
-/// The error a tool's failure answers a request with (outside a task).
-pub(crate) fn call_error(e: ToolError) -> ServerError {
-    match e {
-        ToolError::Rpc(e) => ServerError::Rpc(e),
-        ToolError::Cancelled => ServerError::CallCancelled,
-        ToolError::InputRequired => {
-            ServerError::Internal("The tool asked for input in rounds".to_owned())
-        }
-    }
 }

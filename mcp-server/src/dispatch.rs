@@ -49,7 +49,7 @@ fn is_2026(ext: &Extensions) -> bool {
 fn task_session(
     ext: &Extensions,
     method: &str,
-) -> Result<Option<Arc<crate::v2025::LegacySession>>, ServerError> {
+) -> Result<Option<Arc<crate::v2025::McpSession>>, ServerError> {
     match session_of(ext) {
         Some(session) if !session.has_tasks() => Err(ServerError::MethodNotFound(format!(
             "Method not found: {method} is not part of MCP {} (tasks came in 2025-11-25)",

@@ -8,6 +8,8 @@ use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use mcp_tasks_protocol::tasks::missing_capability_error;
 
+use crate::context::ToolError;
+
 /// Why the server refused a request.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ServerError {
@@ -141,6 +143,17 @@ fn with_uri(code: i64, message: String, uri: &str) -> ErrorObject {
 impl From<ServerError> for jsonrpsee::types::ErrorObjectOwned {
     fn from(e: ServerError) -> Self {
         ErrorObject::from(e).into()
+    }
+}
+
+/// The error a tool's failure answers a request with (outside a task).
+pub(crate) fn call_error(e: ToolError) -> ServerError {
+    match e {
+        ToolError::Rpc(e) => ServerError::Rpc(e),
+        ToolError::Cancelled => ServerError::CallCancelled,
+        ToolError::InputRequired => {
+            ServerError::Internal("The tool asked for input in rounds".to_owned())
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use mcp_tasks_protocol::types::Implementation;
 use tokio_util::sync::CancellationToken;
 
 use crate::features::Catalog;
-use crate::features::subscriptions::ResourceWatch;
+use crate::features::feed::ResourceFeed;
 use crate::runtime::TaskRuntime;
 use crate::tool::ToolDef;
 
@@ -24,8 +24,10 @@ pub(crate) struct State {
     pub(crate) tools: IndexMap<String, ToolDef>,
     /// Resources, resource templates and prompts.
     pub(crate) catalog: Catalog,
-    /// Who is subscribed to which resource.
-    pub(crate) resource_watch: ResourceWatch,
+    /// Changed resource URIs, for the 2026-07-28 listen streams.
+    pub(crate) resource_feed: ResourceFeed,
+    /// Which 2025-11-25 sessions this process serves, and their resource subscriptions.
+    pub(crate) session_subscriptions: crate::v2025::subscriptions::SessionSubscriptions,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) runtime: TaskRuntime,
     /// Where created tasks run.

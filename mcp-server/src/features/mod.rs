@@ -9,9 +9,9 @@
 //! instance with the same catalog.
 
 pub(crate) mod completion;
+pub(crate) mod feed;
 pub(crate) mod prompts;
 pub(crate) mod resources;
-pub(crate) mod subscriptions;
 mod template;
 
 use indexmap::IndexMap;

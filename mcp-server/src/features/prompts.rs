@@ -20,9 +20,9 @@ use serde_json::Value;
 
 use super::FeatureDefError;
 use super::completion::{Completer, CompletionInput, CompletionValues};
-use crate::call::call_error;
 use crate::context::{ToolContext, ToolError};
 use crate::errors::ServerError;
+use crate::errors::call_error;
 
 /// Why a prompt handler produced no messages.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

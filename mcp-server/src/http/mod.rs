@@ -73,7 +73,7 @@ struct App {
     idle: FrameSender,
     _idle_rx: FrameReceiver,
     /// MCP 2025-11-25 sessions by `Mcp-Session-Id`.
-    legacy: Mutex<HashMap<String, sessions::LegacyEntry>>,
+    legacy: Mutex<HashMap<String, sessions::SessionEntry>>,
     /// Every method the server answers.
     methods: std::collections::HashSet<String>,
     /// The tools with `Mcp-Param-*` headers, and their parameters (SEP-2243).
@@ -97,7 +97,7 @@ impl Authenticated {
 /// kept for resuming its streams, and its own peer, where the server's requests to this
 /// session's client wait for their answers.
 #[derive(Debug, Clone)]
-struct OpenSession(Arc<crate::v2025::LegacySession>, Arc<replay::Replay>, Peer);
+struct OpenSession(Arc<crate::v2025::McpSession>, Arc<replay::Replay>, Peer);
 
 /// In front of every handler: `Host` and `Origin` (403), an access token in the query
 /// string (400 `invalid_request`: RFC 6750 2.3 and MCP allow the header only, and a 401

@@ -44,9 +44,9 @@ use mcp_tasks_protocol::v2026::{LoggingMessage, LoggingMessageNotificationParams
 use tokio_util::sync::CancellationToken;
 
 use super::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
-use super::sessions::StandaloneGuard;
 use super::{App, rpc_error};
-use crate::v2025::LegacySession;
+use crate::v2025::McpSession;
+use crate::v2025::session::StandaloneGuard;
 
 /// The header a client resumes a stream with.
 pub(super) const LAST_EVENT_ID: &str = "last-event-id";
@@ -56,7 +56,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Whether `session`'s streams are resumable: 2025-11-25 sessions (SEP-1699). Sessions
 /// of earlier revisions keep the plain streams they knew.
-pub(super) fn resumable(session: &LegacySession) -> bool {
+pub(super) fn resumable(session: &McpSession) -> bool {
     session.protocol_version == PROTOCOL_VERSION_2025_11_25
 }
 
@@ -66,7 +66,7 @@ pub(super) fn post_reply(
     app: &App,
     session: Session,
     req: InboundRequest,
-    legacy: Arc<LegacySession>,
+    legacy: Arc<McpSession>,
     replay: &Arc<Replay>,
 ) -> Response {
     let window = if req.method == v2025::GetTaskPayload::METHOD {
@@ -141,11 +141,11 @@ impl Run {
 pub(super) fn get(
     app: &App,
     session: &Session,
-    legacy: Arc<LegacySession>,
+    legacy: Arc<McpSession>,
     replay: &Arc<Replay>,
     headers: &HeaderMap,
 ) -> Response {
-    let fresh = |legacy: Arc<LegacySession>| {
+    let fresh = |legacy: Arc<McpSession>| {
         let reader = replay.open(true);
         let stream = reader.stream();
         let guard = carry_standalone(session, &legacy, replay, stream);
@@ -205,14 +205,14 @@ pub(super) fn get(
 /// connection ends.
 fn carry_standalone(
     session: &Session,
-    legacy: &Arc<LegacySession>,
+    legacy: &Arc<McpSession>,
     replay: &Arc<Replay>,
     stream: u64,
 ) -> StandaloneGuard {
     let (tx, rx) = FrameSender::channel(64);
-    let gone = legacy.set_standalone(session.peer.with_sender(tx));
+    let guard = legacy.set_standalone(session.peer.with_sender(tx));
     tokio::spawn(pump(Arc::clone(replay), stream, rx, None));
-    StandaloneGuard::new(Arc::clone(legacy), gone)
+    guard
 }
 
 /// When to give up a POST's request whose stream has no connection.
@@ -288,7 +288,7 @@ fn respond(
     first: Option<Bytes>,
     reader: Reader,
     guard: Option<StandaloneGuard>,
-    legacy: Arc<LegacySession>,
+    legacy: Arc<McpSession>,
 ) -> Response {
     let events = futures::stream::unfold(
         (reader, guard, legacy),
@@ -352,7 +352,7 @@ fn message(id: EventId, frame: &str) -> Bytes {
 /// Tells the client that `missed` events of the stream it resumed are no longer kept,
 /// as a `notifications/message` at level `error` (unless the session's level is above
 /// it); without an id, so the client's cursor stays where the stream is.
-fn gap_notice(missed: u64, legacy: &LegacySession) -> Bytes {
+fn gap_notice(missed: u64, legacy: &McpSession) -> Bytes {
     if LoggingLevel::Error < legacy.log_level() {
         return Bytes::from_static(b":\n\n");
     }

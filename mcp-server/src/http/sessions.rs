@@ -43,12 +43,12 @@ use super::replay::{Replay, ReplayLimits};
 use super::{
     App, Authenticated, OpenSession, accepts, message_event, not_allowed, resume, rpc_error, sse,
 };
-use crate::v2025::LegacySession;
+use crate::v2025::McpSession;
 
 /// A 2025-11-25 session, the events kept for resuming its streams, its requests to the
 /// client waiting for their answers, and when it was last used.
-pub(super) struct LegacyEntry {
-    session: Arc<LegacySession>,
+pub(super) struct SessionEntry {
+    session: Arc<McpSession>,
     replay: Arc<Replay>,
     /// The session's own outbound half: the server's requests to this session's client
     /// wait here, under ids nobody else can guess.
@@ -58,7 +58,7 @@ pub(super) struct LegacyEntry {
     touched: std::time::Instant,
 }
 
-impl LegacyEntry {
+impl SessionEntry {
     /// The session has ended: its watcher stops and the requests still waiting for the
     /// client's answer fail.
     fn end(&self) {
@@ -88,7 +88,7 @@ pub(super) enum SessionLimit {
 /// it its own sender), its ids behind a random 128-bit prefix. Without the OS's random
 /// numbers the prefix is the session id, secret too for a session opened without
 /// authentication, and the pending map is the session's own either way.
-fn session_peer(idle: &FrameSender, session: &LegacySession) -> Peer {
+fn session_peer(idle: &FrameSender, session: &McpSession) -> Peer {
     let prefix = match mcp_tasks::TaskId::random() {
         Ok(random) => random.as_str().to_owned(),
         Err(e) => {
@@ -179,7 +179,7 @@ impl App {
     /// On a shared store, writes the record of the session `initialize` just opened
     /// here, within the session limit of all instances; refused, the session is
     /// forgotten here too.
-    pub(super) async fn record_session(&self, opened: &LegacySession) -> Result<(), StoreError> {
+    pub(super) async fn record_session(&self, opened: &McpSession) -> Result<(), StoreError> {
         let Some(store) = self.state.store.sessions().filter(|_| self.shared_sessions) else {
             return Ok(());
         };
@@ -250,11 +250,11 @@ impl App {
 
     /// Keeps the session `initialize` just opened (or one restored from the store),
     /// under its id, unless one is held under that id already; returns the one held.
-    pub(super) fn keep_session(&self, opened: &Arc<LegacySession>) -> OpenSession {
+    pub(super) fn keep_session(&self, opened: &Arc<McpSession>) -> OpenSession {
         let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
         let entry = sessions
             .entry(opened.id.clone())
-            .or_insert_with(|| LegacyEntry {
+            .or_insert_with(|| SessionEntry {
                 session: Arc::clone(opened),
                 replay: Replay::new(ReplayLimits {
                     max_events: self.config.sse_replay_max_events,
@@ -295,37 +295,14 @@ pub(super) async fn handle_get(
         return resume::get(&app, &session, legacy, &replay, &headers);
     }
     let (tx, rx) = FrameSender::channel(64);
-    let gone = legacy.set_standalone(session.peer.with_sender(tx));
-    let stream = futures::stream::unfold(
-        (rx, StandaloneGuard(legacy, gone)),
-        |(mut rx, guard)| async move {
-            match rx.recv().await {
-                Some(Ok(frame)) => Some((Ok::<_, Infallible>(message_event(frame)), (rx, guard))),
-                _ => None,
-            }
-        },
-    );
+    let guard = legacy.set_standalone(session.peer.with_sender(tx));
+    let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+        match rx.recv().await {
+            Some(Ok(frame)) => Some((Ok::<_, Infallible>(message_event(frame)), (rx, guard))),
+            _ => None,
+        }
+    });
     sse(&app, stream)
-}
-
-/// Unhooks the standalone stream from its session when the client goes away (unless a
-/// newer GET replaced it), releasing the input requests asked on it.
-pub(super) struct StandaloneGuard(Arc<LegacySession>, tokio_util::sync::CancellationToken);
-
-impl StandaloneGuard {
-    /// Unhooks the standalone stream `gone` was returned for, when dropped.
-    pub(super) fn new(
-        session: Arc<LegacySession>,
-        gone: tokio_util::sync::CancellationToken,
-    ) -> StandaloneGuard {
-        StandaloneGuard(session, gone)
-    }
-}
-
-impl Drop for StandaloneGuard {
-    fn drop(&mut self) {
-        self.0.clear_standalone(&self.1);
-    }
 }
 
 /// `DELETE` with `Mcp-Session-Id` (MCP 2025-11-25): ends the session (on a shared store,
@@ -367,7 +344,7 @@ pub(super) async fn handle_delete(
 /// server does not take, and whatever it named stays pending for its own session.
 pub(super) async fn take_response(
     app: &App,
-    legacy: Option<&Arc<LegacySession>>,
+    legacy: Option<&Arc<McpSession>>,
     session: &Session,
     id: RequestId,
     outcome: Result<Box<RawValue>, ErrorObject>,

@@ -18,7 +18,7 @@ use mcp_tasks_protocol::v2025::{
     ResourceUpdated, ResourceUpdatedNotificationParams,
 };
 
-use super::session::LegacySession;
+use super::session::McpSession;
 use crate::auth::Identity;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
@@ -30,7 +30,7 @@ use mcp_tasks::SessionChange;
 
 fn paged<T>(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     items: Vec<T>,
     kind: &str,
     params: Option<&PaginatedRequestParams>,
@@ -42,7 +42,7 @@ fn paged<T>(
 /// `resources/list`.
 pub(crate) fn resources_list(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: Option<&PaginatedRequestParams>,
 ) -> Result<ListResourcesResult, ServerError> {
     let all = state
@@ -63,7 +63,7 @@ pub(crate) fn resources_list(
 /// `resources/templates/list`.
 pub(crate) fn resource_templates_list(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: Option<&PaginatedRequestParams>,
 ) -> Result<ListResourceTemplatesResult, ServerError> {
     let all = state
@@ -108,7 +108,7 @@ fn shared_sessions(state: &State) -> Option<&dyn mcp_tasks::SessionStore> {
 /// ends. A URI no resource has is refused like a read of it.
 pub(crate) async fn resources_subscribe(
     state: &State,
-    session: &Arc<LegacySession>,
+    session: &Arc<McpSession>,
     params: ResourceRequestParams,
 ) -> Result<EmptyResult, ServerError> {
     if !state.catalog.knows(&params.uri) {
@@ -118,21 +118,23 @@ pub(crate) async fn resources_subscribe(
         let change = SessionChange::Subscribe(params.uri.clone());
         sessions.change_session(&session.id, change).await?;
     }
-    state.resource_watch.subscribe(&params.uri, session);
+    state.session_subscriptions.subscribe(&params.uri, session);
     Ok(EmptyResult::default())
 }
 
 /// `resources/unsubscribe` (of a URI not subscribed to: nothing to do).
 pub(crate) async fn resources_unsubscribe(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: ResourceRequestParams,
 ) -> Result<EmptyResult, ServerError> {
     if let Some(sessions) = shared_sessions(state) {
         let change = SessionChange::Unsubscribe(params.uri.clone());
         sessions.change_session(&session.id, change).await?;
     }
-    state.resource_watch.unsubscribe(&params.uri, session);
+    state
+        .session_subscriptions
+        .unsubscribe(&params.uri, session);
     Ok(EmptyResult::default())
 }
 
@@ -159,7 +161,7 @@ pub(crate) fn listen_for_resource_updates(state: &Arc<State>) {
     let Some(sessions) = shared_sessions(state) else {
         return;
     };
-    if !state.resource_watch.start_listening() {
+    if !state.session_subscriptions.start_listening() {
         return;
     }
     let mut updates = sessions.resource_updates();
@@ -191,20 +193,23 @@ pub(crate) fn listen_for_resource_updates(state: &Arc<State>) {
 /// whose record cannot be read now, goes by what this instance knows.
 async fn deliver_resource_updated(state: &State, uri: &str) {
     let subscribed = match shared_sessions(state) {
-        None => state.resource_watch.changed(uri),
+        None => {
+            state.resource_feed.tell(uri);
+            state.session_subscriptions.changed(uri)
+        }
         Some(sessions) => {
-            state.resource_watch.tell_listeners(uri);
+            state.resource_feed.tell(uri);
             let mut subscribed = Vec::new();
-            for session in state.resource_watch.held() {
+            for session in state.session_subscriptions.held() {
                 if session.standalone_peer().is_none() {
                     continue;
                 }
                 let wants = match sessions.session(&session.id).await {
                     Ok(Some(record)) => record.subscriptions.contains(uri),
-                    Ok(None) => state.resource_watch.is_subscribed(uri, &session),
+                    Ok(None) => state.session_subscriptions.is_subscribed(uri, &session),
                     Err(e) => {
                         tracing::debug!(session = %session.id, error = %e, "session record unreadable; going by this instance's subscriptions");
-                        state.resource_watch.is_subscribed(uri, &session)
+                        state.session_subscriptions.is_subscribed(uri, &session)
                     }
                 };
                 if wants {
@@ -232,7 +237,7 @@ async fn deliver_resource_updated(state: &State, uri: &str) {
 /// `prompts/list`.
 pub(crate) fn prompts_list(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: Option<&PaginatedRequestParams>,
 ) -> Result<ListPromptsResult, ServerError> {
     let all = state
@@ -254,7 +259,7 @@ pub(crate) fn prompts_list(
 /// made with a context asks the client directly, on this request's stream.
 pub(crate) async fn prompts_get(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: GetPromptRequestParams,
     ext: &Extensions,
 ) -> Result<GetPromptResult, ServerError> {

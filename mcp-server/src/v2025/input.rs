@@ -15,7 +15,7 @@ use mcp_tasks_protocol::meta::RELATED_TASK;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::session::LegacySession;
+use super::session::McpSession;
 use crate::retry::while_transient;
 use crate::runtime::asking::{ClientHosts, ask_as_task};
 
@@ -80,7 +80,7 @@ fn claim_marker(task: &TaskId, key: &str) -> String {
 /// (see [`Asking::ask`]), and the question is asked again.
 pub(crate) async fn answer_input(
     store: &Arc<dyn mcp_tasks::TaskStore>,
-    session: &LegacySession,
+    session: &McpSession,
     id: &RequestId,
     outcome: Result<Box<serde_json::value::RawValue>, mcp_tasks_protocol::jsonrpc::ErrorObject>,
 ) -> Result<bool, StoreError> {
@@ -131,7 +131,7 @@ pub(crate) async fn answer_input(
 /// the server's shutdown): the client gave it once and will not give it again.
 pub(super) fn ask_pending(
     store: Arc<dyn mcp_tasks::TaskStore>,
-    session: &Arc<LegacySession>,
+    session: &Arc<McpSession>,
     record: &TaskRecord,
     peer: &Peer,
     gone: &CancellationToken,
@@ -182,7 +182,7 @@ pub(super) fn ask_pending(
 /// One question of a task being asked of the client.
 struct Asking {
     store: Arc<dyn mcp_tasks::TaskStore>,
-    session: Arc<LegacySession>,
+    session: Arc<McpSession>,
     peer: Peer,
     key: String,
     owner: mcp_tasks::Owner,
@@ -406,7 +406,7 @@ impl Asking {
 }
 
 /// Marks an input request as no longer being asked here, waking nobody.
-fn forget(session: &LegacySession, marker: &(TaskId, String)) {
+fn forget(session: &McpSession, marker: &(TaskId, String)) {
     session
         .asking
         .lock()
@@ -415,7 +415,7 @@ fn forget(session: &LegacySession, marker: &(TaskId, String)) {
 }
 
 /// Marks an input request as no longer being asked, and wakes pending `tasks/result`s.
-fn release(session: &LegacySession, marker: &(TaskId, String)) {
+fn release(session: &McpSession, marker: &(TaskId, String)) {
     forget(session, marker);
     session.released.notify_waiters();
 }

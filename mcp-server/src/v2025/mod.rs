@@ -15,6 +15,7 @@
 pub(crate) mod features;
 mod input;
 pub(crate) mod session;
+pub(crate) mod subscriptions;
 mod watcher;
 
 use std::sync::Arc;
@@ -34,10 +35,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Identity;
-use crate::call::{Requester, call_error, find_tool, start_task};
+use crate::call::{Requester, find_tool, start_task};
 use crate::caller::Principal;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
+use crate::errors::call_error;
 use crate::report::{self, Report};
 use crate::retry::Backoff;
 use crate::runtime::CANCELLED_MESSAGE;
@@ -49,7 +51,7 @@ pub(crate) use input::answer_input;
 use input::ask_pending;
 use session::Standalone;
 pub(crate) use session::{
-    LegacySession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer, session_of,
+    McpSession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer, session_of,
 };
 use watcher::watch;
 
@@ -91,7 +93,7 @@ pub(crate) async fn initialize(
         serde_json::to_value(&params.capabilities).unwrap_or_default(),
         serde_json::to_value(&params.client_info).unwrap_or_default(),
     );
-    let session = LegacySession::new(
+    let session = McpSession::new(
         id,
         owner,
         ext.get::<Principal>().map(|p| p.0.clone()),
@@ -113,7 +115,7 @@ pub(crate) async fn initialize(
     if slot.0.set(Arc::clone(&session)).is_err() {
         return Err(already_initialized());
     }
-    state.resource_watch.hold(&session);
+    state.session_subscriptions.hold(&session);
     if session.has_tasks() {
         tokio::spawn(watch(
             state.store_arc(),
@@ -149,9 +151,9 @@ pub(crate) async fn initialize(
 
 /// A session another instance opened, from its record in the shared store: served here
 /// from now on, as if `initialize` had run here (its watcher started).
-pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<LegacySession> {
+pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<McpSession> {
     let subscriptions = record.subscriptions;
-    let session = Arc::new(LegacySession::new(
+    let session = Arc::new(McpSession::new(
         record.id,
         record.owner,
         record.principal,
@@ -160,9 +162,9 @@ pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<Le
         record.log_level,
         state.runtime.config().node_id.clone(),
     ));
-    state.resource_watch.hold(&session);
+    state.session_subscriptions.hold(&session);
     for uri in &subscriptions {
-        state.resource_watch.subscribe(uri, &session);
+        state.session_subscriptions.subscribe(uri, &session);
     }
     if session.has_tasks() {
         tokio::spawn(watch(
@@ -178,7 +180,7 @@ pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<Le
 /// record too, so every instance logs at that level.
 pub(crate) async fn set_level(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: v2025::SetLevelRequestParams,
 ) -> Result<v2025::EmptyResult, ServerError> {
     session.set_log_level(params.level);
@@ -194,7 +196,7 @@ fn already_initialized() -> ServerError {
 }
 
 /// `tools/list` in the 2025-11-25 shape: `execution.taskSupport` from each tool's policy.
-pub(crate) fn tools_list(state: &State, session: &LegacySession) -> v2025::ListToolsResult {
+pub(crate) fn tools_list(state: &State, session: &McpSession) -> v2025::ListToolsResult {
     let tools = state
         .tools()
         .map(|tool| {
@@ -228,7 +230,7 @@ pub(crate) fn tools_list(state: &State, session: &LegacySession) -> v2025::ListT
 /// the tool allows it; otherwise synchronous, with input asked directly.
 pub(crate) async fn tools_call(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     params: CallToolRequestParams,
     ext: &Extensions,
 ) -> Result<Value, ServerError> {
@@ -315,7 +317,7 @@ pub(crate) async fn tools_call(
 /// `tasks/get`.
 pub(crate) async fn tasks_get(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     task_id: &str,
 ) -> Result<GetTaskResult, ServerError> {
     let record = state
@@ -333,7 +335,7 @@ pub(crate) async fn tasks_get(
 /// -32602.
 pub(crate) async fn tasks_cancel(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     task_id: &str,
 ) -> Result<CancelTaskResult, ServerError> {
     let id = TaskId::from_wire(task_id);
@@ -356,7 +358,7 @@ pub(crate) async fn tasks_cancel(
 /// `tasks/list`: the session's (or principal's) tasks, oldest first.
 pub(crate) async fn tasks_list(
     state: &State,
-    session: &LegacySession,
+    session: &McpSession,
     cursor: Option<&str>,
 ) -> Result<ListTasksResult, ServerError> {
     // Cursors are sealed for their owner: a forged, tampered or foreign one is refused.
@@ -388,7 +390,7 @@ pub(crate) async fn tasks_list(
 /// with the related-task `_meta`, or the original JSON-RPC error.
 pub(crate) async fn tasks_result(
     state: &State,
-    session: &Arc<LegacySession>,
+    session: &Arc<McpSession>,
     task_id: &str,
     ext: &Extensions,
 ) -> Result<GetTaskPayloadResult, ServerError> {

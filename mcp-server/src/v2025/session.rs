@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 /// An MCP 2025-11-25 session.
 #[derive(Debug)]
-pub struct LegacySession {
+pub struct McpSession {
     /// The session id (`Mcp-Session-Id` over HTTP).
     pub id: String,
     /// Who owns the session's tasks: the principal, or the session itself.
@@ -79,7 +79,7 @@ const KNOWN_CAP: usize = 4096;
 /// The session revisions `initialize` agrees to, newest first; only the first has tasks.
 pub const SESSION_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-impl LegacySession {
+impl McpSession {
     /// A session with nothing asked and no standalone stream yet.
     pub(super) fn new(
         id: String,
@@ -89,8 +89,8 @@ impl LegacySession {
         client: (serde_json::Value, serde_json::Value),
         log_level: Option<LoggingLevel>,
         node: String,
-    ) -> LegacySession {
-        LegacySession {
+    ) -> McpSession {
+        McpSession {
             id,
             owner,
             principal,
@@ -198,21 +198,23 @@ impl LegacySession {
         *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
     }
 
-    /// Sets the stream for notifications and input requests outside a request; returns
-    /// the token to hand to [`clear_standalone`](Self::clear_standalone) when that stream
-    /// ends.
-    pub fn set_standalone(&self, peer: Peer) -> CancellationToken {
+    /// Sets the stream for notifications and input requests outside a request (replacing
+    /// the previous one); the guard returned unhooks it when dropped (the stream ended).
+    pub fn set_standalone(self: &Arc<Self>, peer: Peer) -> StandaloneGuard {
         let gone = CancellationToken::new();
         *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(Standalone {
             peer,
             gone: gone.clone(),
         });
-        gone
+        StandaloneGuard {
+            session: Arc::clone(self),
+            gone,
+        }
     }
 
-    /// The stream `gone` was returned for has ended: input requests waiting on it are
+    /// The stream `gone` was set for has ended: input requests waiting on it are
     /// released, and it stops being the standalone stream unless another replaced it.
-    pub fn clear_standalone(&self, gone: &CancellationToken) {
+    fn clear_standalone(&self, gone: &CancellationToken) {
         gone.cancel();
         let mut current = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
         if current.as_ref().is_some_and(|s| s.gone.is_cancelled()) {
@@ -265,26 +267,40 @@ impl LegacySession {
 /// The session a request belongs to, if it belongs to a 2025-11-25 one. Transports put a
 /// slot into every request's extensions; `initialize` fills it.
 #[derive(Debug, Clone, Default)]
-pub struct SessionSlot(pub(super) Arc<OnceLock<Arc<LegacySession>>>);
+pub struct SessionSlot(pub(super) Arc<OnceLock<Arc<McpSession>>>);
 
 impl SessionSlot {
     /// A slot already holding `session`.
-    pub fn with(session: Arc<LegacySession>) -> SessionSlot {
+    pub fn with(session: Arc<McpSession>) -> SessionSlot {
         let slot = SessionSlot::default();
         let _ = slot.0.set(session);
         slot
     }
 
-    pub fn get(&self) -> Option<&Arc<LegacySession>> {
+    pub fn get(&self) -> Option<&Arc<McpSession>> {
         self.0.get()
     }
 }
 
 /// The 2025-11-25 session of a request.
-pub(crate) fn session_of(ext: &Extensions) -> Option<Arc<LegacySession>> {
+pub(crate) fn session_of(ext: &Extensions) -> Option<Arc<McpSession>> {
     ext.get::<SessionSlot>().and_then(|s| s.get().cloned())
 }
 
 /// Marks a connection whose own peer is the session's standalone stream (stdio).
 #[derive(Debug, Clone, Copy)]
 pub struct StandaloneIsRequestPeer;
+
+/// Unhooks a standalone stream from its session when the client goes away (unless a
+/// newer GET replaced it), releasing the input requests asked on it.
+#[derive(Debug)]
+pub struct StandaloneGuard {
+    session: Arc<McpSession>,
+    gone: CancellationToken,
+}
+
+impl Drop for StandaloneGuard {
+    fn drop(&mut self) {
+        self.session.clear_standalone(&self.gone);
+    }
+}

@@ -11,7 +11,7 @@ use mcp_tasks_protocol::v2025::{self, TaskStatus, TaskStatusNotificationParams};
 use tokio_util::sync::CancellationToken;
 
 use super::input::{ask_pending, known_hold};
-use super::session::{LegacySession, Standalone};
+use super::session::{McpSession, Standalone};
 use crate::retry::Backoff;
 use crate::views;
 
@@ -25,7 +25,7 @@ use crate::views;
 /// a backoff while the store is unavailable.
 pub(super) async fn watch(
     store: Arc<dyn mcp_tasks::TaskStore>,
-    session: Arc<LegacySession>,
+    session: Arc<McpSession>,
     shutdown: CancellationToken,
 ) {
     let mut events = store.events();
@@ -116,7 +116,7 @@ impl Seen {
     async fn send(
         &mut self,
         store: &Arc<dyn mcp_tasks::TaskStore>,
-        session: &Arc<LegacySession>,
+        session: &Arc<McpSession>,
         record: &TaskRecord,
         stop: &CancellationToken,
     ) {
@@ -127,7 +127,7 @@ impl Seen {
     async fn send_unless(
         &mut self,
         store: &Arc<dyn mcp_tasks::TaskStore>,
-        session: &Arc<LegacySession>,
+        session: &Arc<McpSession>,
         record: &TaskRecord,
         stop: &CancellationToken,
         may_defer: bool,
@@ -181,7 +181,7 @@ impl Seen {
     async fn send_deferred(
         &mut self,
         store: &Arc<dyn mcp_tasks::TaskStore>,
-        session: &Arc<LegacySession>,
+        session: &Arc<McpSession>,
         stop: &CancellationToken,
     ) {
         let now = tokio::time::Instant::now();
@@ -201,7 +201,7 @@ impl Seen {
     async fn resync(
         &mut self,
         store: &Arc<dyn mcp_tasks::TaskStore>,
-        session: &Arc<LegacySession>,
+        session: &Arc<McpSession>,
         stop: &CancellationToken,
     ) -> Result<(), StoreError> {
         if session.standalone().is_none() {

@@ -67,7 +67,7 @@ pub(crate) async fn listen(
         .filter(|uri| state.catalog.knows(uri))
         .cloned()
         .collect();
-    let mut changed_uris = state.resource_watch.feed();
+    let mut changed_uris = state.resource_feed.subscribe();
     let mut ack = v2026::SubscriptionFilter::default();
     TaskSubscriptionNotifications::set_on_filter(&mut ack, &served);
     if params.notifications.resource_subscriptions.is_some() {

@@ -25,10 +25,11 @@ use serde_json::Value;
 
 use crate::audit;
 use crate::cache::Cacheable;
-use crate::call::{Requester, call_error, find_tool, start_task};
+use crate::call::{Requester, find_tool, start_task};
 use crate::caller::{Caller, SUPPORTED_VERSIONS};
 use crate::context::{ToolContext, ToolError};
 use crate::errors::ServerError;
+use crate::errors::call_error;
 use crate::state::State;
 use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;

@@ -1,6 +1,7 @@
-//! Who wants to hear that a resource changed: the MCP 2025-11-25 sessions subscribed to
-//! each URI (`resources/subscribe`), and a feed of changed URIs for MCP 2026-07-28
-//! `subscriptions/listen` streams. [`Server::notify_resource_updated`] feeds both.
+//! Which MCP 2025-11-25 sessions want to hear that a resource changed
+//! (`resources/subscribe`), and which sessions this process serves.
+//! [`Server::notify_resource_updated`] tells them, and the 2026-07-28 listen streams
+//! through their own feed (`features::ResourceFeed`).
 //!
 //! On a shared store the subscriptions live in each session's record too, and a change
 //! seen by any instance is announced through the store (its rule 9): every instance
@@ -16,65 +17,41 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use tokio::sync::broadcast;
+use super::session::McpSession;
 
-use crate::v2025::session::LegacySession;
-
-/// How many changed URIs a slow `subscriptions/listen` stream may fall behind by before
-/// it misses some.
-const FEED_CAPACITY: usize = 256;
-
-/// Resource subscriptions of both revisions.
-#[derive(Debug)]
-pub(crate) struct ResourceWatch {
-    by_uri: Mutex<HashMap<String, Vec<Weak<LegacySession>>>>,
-    feed: broadcast::Sender<String>,
+/// The resource subscriptions of the sessions this process serves.
+#[derive(Debug, Default)]
+pub(crate) struct SessionSubscriptions {
+    by_uri: Mutex<HashMap<String, Vec<Weak<McpSession>>>>,
     /// Every session this process serves (opened or restored here).
-    sessions: Mutex<Vec<Weak<LegacySession>>>,
+    sessions: Mutex<Vec<Weak<McpSession>>>,
     /// Whether the store's announcements are being listened to (started once).
     listening: std::sync::atomic::AtomicBool,
 }
 
-impl Default for ResourceWatch {
-    fn default() -> Self {
-        ResourceWatch {
-            by_uri: Mutex::default(),
-            feed: broadcast::channel(FEED_CAPACITY).0,
-            sessions: Mutex::default(),
-            listening: Default::default(),
-        }
-    }
-}
-
-impl ResourceWatch {
+impl SessionSubscriptions {
     /// `session` is served by this process from now on (see [`held`](Self::held)).
-    pub(crate) fn hold(&self, session: &Arc<LegacySession>) {
+    pub(crate) fn hold(&self, session: &Arc<McpSession>) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.retain(|s| s.upgrade().is_some_and(|s| !s.is_closed()));
         sessions.push(Arc::downgrade(session));
     }
 
     /// The live sessions this process serves.
-    pub(crate) fn held(&self) -> Vec<Arc<LegacySession>> {
+    pub(crate) fn held(&self) -> Vec<Arc<McpSession>> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.retain(|s| s.upgrade().is_some_and(|s| !s.is_closed()));
         sessions.iter().filter_map(Weak::upgrade).collect()
     }
 
     /// Whether `session` subscribed to `uri` through this process.
-    pub(crate) fn is_subscribed(&self, uri: &str, session: &LegacySession) -> bool {
+    pub(crate) fn is_subscribed(&self, uri: &str, session: &McpSession) -> bool {
         let by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
         by_uri.get(uri).is_some_and(|sessions| {
             sessions
                 .iter()
                 .any(|s| s.upgrade().is_some_and(|s| s.id == session.id))
         })
-    }
-
-    /// Tells the 2026-07-28 `subscriptions/listen` streams that `uri` changed.
-    pub(crate) fn tell_listeners(&self, uri: &str) {
-        // No receiver is no error: nobody listens right now.
-        let _ = self.feed.send(uri.to_owned());
     }
 
     /// True the first time only: the caller starts listening to the store's
@@ -87,7 +64,7 @@ impl ResourceWatch {
 
     /// `session` wants `notifications/resources/updated` for `uri` (once, however often
     /// it asks).
-    pub(crate) fn subscribe(&self, uri: &str, session: &Arc<LegacySession>) {
+    pub(crate) fn subscribe(&self, uri: &str, session: &Arc<McpSession>) {
         let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
         let sessions = by_uri.entry(uri.to_owned()).or_default();
         sessions.retain(|s| s.strong_count() > 0);
@@ -100,7 +77,7 @@ impl ResourceWatch {
     }
 
     /// `session` no longer wants to hear about `uri`.
-    pub(crate) fn unsubscribe(&self, uri: &str, session: &LegacySession) {
+    pub(crate) fn unsubscribe(&self, uri: &str, session: &McpSession) {
         let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(sessions) = by_uri.get_mut(uri) {
             sessions.retain(|s| s.upgrade().is_some_and(|s| s.id != session.id));
@@ -110,15 +87,13 @@ impl ResourceWatch {
         }
     }
 
-    /// `uri` changed: the live sessions subscribed to it (ended ones are forgotten), after
-    /// telling the 2026-07-28 streams.
-    pub(crate) fn changed(&self, uri: &str) -> Vec<Arc<LegacySession>> {
-        self.tell_listeners(uri);
+    /// `uri` changed: the live sessions subscribed to it (ended ones are forgotten).
+    pub(crate) fn changed(&self, uri: &str) -> Vec<Arc<McpSession>> {
         let mut by_uri = self.by_uri.lock().unwrap_or_else(|e| e.into_inner());
         let Some(sessions) = by_uri.get_mut(uri) else {
             return Vec::new();
         };
-        let live: Vec<Arc<LegacySession>> = sessions
+        let live: Vec<Arc<McpSession>> = sessions
             .iter()
             .filter_map(Weak::upgrade)
             .filter(|s| !s.is_closed())
@@ -128,10 +103,5 @@ impl ResourceWatch {
             by_uri.remove(uri);
         }
         live
-    }
-
-    /// The changed URIs from now on (for a `subscriptions/listen` stream).
-    pub(crate) fn feed(&self) -> broadcast::Receiver<String> {
-        self.feed.subscribe()
     }
 }
