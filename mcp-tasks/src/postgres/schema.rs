@@ -1,4 +1,7 @@
 //! Names derived from the schema, the embedded migrations, and applying them on connect.
+//!
+//! Each migration's SQL is a file in `migrations/`, `NNNN_what.sql` for version `NNNN`,
+//! embedded with `include_str!`; its doc comment here says what it changes and why.
 
 use tokio_postgres::Client;
 
@@ -21,52 +24,18 @@ struct Migration {
 /// transactions as `tasks`. Ids use the "C" collation: bytewise order, as the list cursor
 /// and the other backends have it. Owners are their UTF-8 bytes (`bytea`), because a
 /// principal may contain NUL, which PostgreSQL text refuses.
-const V1: &str = r#"
-CREATE TABLE tasks (
-    id TEXT COLLATE "C" PRIMARY KEY,
-    owner BYTEA NOT NULL,
-    created_at BIGINT NOT NULL,
-    expires_at BIGINT,
-    live BOOLEAN NOT NULL,
-    lease_expires_at BIGINT,
-    record TEXT NOT NULL
-);
-CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id);
-CREATE INDEX tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX tasks_by_lease ON tasks (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
-CREATE TABLE live_counts (
-    owner BYTEA PRIMARY KEY,
-    live BIGINT NOT NULL
-);
-CREATE TABLE counters (
-    name TEXT PRIMARY KEY,
-    value BIGINT NOT NULL
-);
-INSERT INTO counters (name, value) VALUES ('live_total', 0);
-"#;
+const V1: &str = include_str!("migrations/0001_tasks.sql");
 
 /// Version 2: `queued_tool` is the tool of a task waiting for a worker
 /// ([`TaskRecord::queued_tool`](crate::TaskRecord::queued_tool)), NULL otherwise; claims
 /// read the waiting tasks in creation order through `tasks_queued`. Rows of version 1
 /// hold no job, so NULL is right for all of them.
-const V2: &str = r#"
-ALTER TABLE tasks ADD COLUMN queued_tool TEXT;
-CREATE INDEX tasks_queued ON tasks (created_at, id) WHERE queued_tool IS NOT NULL;
-"#;
+const V2: &str = include_str!("migrations/0002_queued_tool.sql");
 
 /// Version 3: MCP 2025-11-25 session records ([`SessionRecord`](crate::SessionRecord)
 /// as JSON text); `last_seen` and `expires_at` (`last_seen + idle_ms`) kept apart so a
 /// touch is one `UPDATE` that does not rewrite the record.
-const V3: &str = r#"
-CREATE TABLE sessions (
-    id TEXT COLLATE "C" PRIMARY KEY,
-    last_seen BIGINT NOT NULL,
-    idle_ms BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE INDEX sessions_by_expiry ON sessions (expires_at);
-"#;
+const V3: &str = include_str!("migrations/0003_sessions.sql");
 
 /// How many rows each live count is spread over (see [`V4`], whose SQL spells it out).
 pub(crate) const SHARDS: i32 = 16;
@@ -93,134 +62,7 @@ pub(crate) const SHARDS: i32 = 16;
 /// Existing live tasks are spread over the shards in creation order, and the counts
 /// rebuilt from the rows. Instances of an older build must be stopped first: they write
 /// `counters`, which is gone.
-const V4: &str = r#"
-ALTER TABLE tasks ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE tasks ADD COLUMN owner_slot SMALLINT NOT NULL DEFAULT 0;
-ALTER TABLE tasks ADD COLUMN total_slot SMALLINT NOT NULL DEFAULT 0;
-UPDATE tasks SET revision = (record::json ->> 'revision')::bigint;
-UPDATE tasks t SET owner_slot = n.o, total_slot = n.t
-  FROM (SELECT id,
-               (row_number() OVER (PARTITION BY owner ORDER BY created_at, id) - 1) % 16 AS o,
-               (row_number() OVER (ORDER BY created_at, id) - 1) % 16 AS t
-          FROM tasks WHERE live) n
- WHERE t.id = n.id;
-DROP TABLE live_counts;
-DROP TABLE counters;
-CREATE TABLE live_counts (
-    owner BYTEA NOT NULL,
-    shard SMALLINT NOT NULL,
-    live BIGINT NOT NULL,
-    PRIMARY KEY (owner, shard)
-);
-INSERT INTO live_counts (owner, shard, live)
-  SELECT owner, owner_slot, count(*) FROM tasks WHERE live GROUP BY owner, owner_slot;
-INSERT INTO live_counts (owner, shard, live)
-  SELECT '\xff'::bytea, total_slot, count(*) FROM tasks WHERE live GROUP BY total_slot;
-
--- One unit of `p_scope`'s count (an owner, or '\xff' for the total) under `p_max`:
--- the shard it was taken from, or NULL when every shard is full as committed. It never
--- waits for a row another writer holds: when every shard with room is held, SQLSTATE
--- MT003 (busy), and the caller runs the statement again. (Waiting would be exact too,
--- but a locking read whose row fails its re-check keeps the lock, so two writers could
--- each hold a shard the other waits for.) `p_start` spreads writers over the shards.
-CREATE FUNCTION take_slot(p_scope BYTEA, p_max BIGINT, p_start INT) RETURNS SMALLINT
-LANGUAGE plpgsql AS $$
-DECLARE
-    taken SMALLINT;
-BEGIN
-    -- A shard with room that no other writer holds.
-    UPDATE live_counts c SET live = c.live + 1
-     WHERE (c.owner, c.shard) = (
-            SELECT owner, shard FROM live_counts
-             WHERE owner = p_scope AND live < p_max / 16 + (shard < p_max % 16)::int
-             ORDER BY (shard - p_start + 16) % 16
-             LIMIT 1 FOR UPDATE SKIP LOCKED)
-    RETURNING c.shard INTO taken;
-    IF FOUND THEN RETURN taken; END IF;
-    -- A shard with room and no row yet (a concurrent insert of the same row is waited
-    -- for, then passed over).
-    INSERT INTO live_counts (owner, shard, live)
-    SELECT p_scope, g, 1 FROM generate_series(0, 15) g
-     WHERE p_max / 16 + (g < p_max % 16)::int > 0
-       AND NOT EXISTS (SELECT 1 FROM live_counts WHERE owner = p_scope AND shard = g)
-     ORDER BY (g - p_start + 16) % 16
-     LIMIT 1
-    ON CONFLICT DO NOTHING
-    RETURNING shard INTO taken;
-    IF FOUND THEN RETURN taken; END IF;
-    -- Room in shards other writers hold, or rows that appeared meanwhile: busy.
-    IF EXISTS (SELECT 1 FROM live_counts
-                WHERE owner = p_scope AND live < p_max / 16 + (shard < p_max % 16)::int)
-       OR EXISTS (SELECT 1 FROM generate_series(0, 15) g
-                   WHERE p_max / 16 + (g < p_max % 16)::int > 0
-                     AND NOT EXISTS (SELECT 1 FROM live_counts
-                                      WHERE owner = p_scope AND shard = g)) THEN
-        RAISE EXCEPTION 'every live count shard with room is being written'
-            USING ERRCODE = 'MT003';
-    END IF;
-    RETURN NULL;
-END
-$$;
-
--- A new task, counted for its owner and in total, its notifications queued. Over a
--- limit: SQLSTATE MT001 (the owner's) or MT002 (the total), nothing stored.
-CREATE FUNCTION create_task(
-    p_id TEXT, p_owner BYTEA, p_created BIGINT, p_expires BIGINT, p_lease BIGINT,
-    p_record TEXT, p_queued TEXT, p_revision BIGINT,
-    p_owner_max BIGINT, p_total_max BIGINT, p_start INT,
-    p_channel TEXT, p_payloads TEXT[]) RETURNS VOID
-LANGUAGE plpgsql AS $$
-DECLARE
-    o SMALLINT;
-    t SMALLINT;
-BEGIN
-    o := take_slot(p_owner, p_owner_max, p_start);
-    IF o IS NULL THEN
-        RAISE EXCEPTION 'live tasks per owner at the limit' USING ERRCODE = 'MT001';
-    END IF;
-    t := take_slot('\xff'::bytea, p_total_max, p_start);
-    IF t IS NULL THEN
-        RAISE EXCEPTION 'live tasks in total at the limit' USING ERRCODE = 'MT002';
-    END IF;
-    INSERT INTO tasks (id, owner, created_at, expires_at, live, lease_expires_at, record,
-                       queued_tool, revision, owner_slot, total_slot)
-    VALUES (p_id, p_owner, p_created, p_expires, TRUE, p_lease, p_record, p_queued,
-            p_revision, o, t);
-    PERFORM pg_notify(p_channel, payload) FROM unnest(p_payloads) AS payload;
-END
-$$;
-
--- Writes a changed task if its revision is still `p_was` (false otherwise: the caller
--- reads it again), gives back its units when `p_release` (it just finished), and
--- queues its notifications.
-CREATE FUNCTION save_task(
-    p_id TEXT, p_was BIGINT, p_revision BIGINT, p_live BOOLEAN, p_lease BIGINT,
-    p_record TEXT, p_queued TEXT, p_release BOOLEAN,
-    p_channel TEXT, p_payloads TEXT[]) RETURNS BOOLEAN
-LANGUAGE plpgsql AS $$
-DECLARE
-    o BYTEA;
-    os SMALLINT;
-    ts SMALLINT;
-BEGIN
-    UPDATE tasks SET revision = p_revision, live = p_live, lease_expires_at = p_lease,
-                     record = p_record, queued_tool = p_queued
-     WHERE id = p_id AND revision = p_was
-    RETURNING owner, owner_slot, total_slot INTO o, os, ts;
-    IF NOT FOUND THEN
-        RETURN FALSE;
-    END IF;
-    IF p_release THEN
-        -- The owner's shard, then the total's: the order every write takes them in.
-        UPDATE live_counts SET live = greatest(live - 1, 0) WHERE owner = o AND shard = os;
-        UPDATE live_counts SET live = greatest(live - 1, 0)
-         WHERE owner = '\xff'::bytea AND shard = ts;
-    END IF;
-    PERFORM pg_notify(p_channel, payload) FROM unnest(p_payloads) AS payload;
-    RETURN TRUE;
-END
-$$;
-"#;
+const V4: &str = include_str!("migrations/0004_sharded_counts.sql");
 
 /// Version 5: a create is refused also when the scope's committed units already reach
 /// the limit. Each shard's share comes from the limit the writer has now; after the limit
@@ -230,18 +72,7 @@ $$;
 /// sum is a read of at most 16 rows; concurrent creates may each pass it, but no shard
 /// ever goes past its share, so an unchanged limit stays exact as before. Version 4's
 /// `take_slot` is kept as `take_shard`, behind the check.
-const V5: &str = r#"
-ALTER FUNCTION take_slot(BYTEA, BIGINT, INT) RENAME TO take_shard;
-CREATE FUNCTION take_slot(p_scope BYTEA, p_max BIGINT, p_start INT) RETURNS SMALLINT
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF (SELECT coalesce(sum(live), 0) FROM live_counts WHERE owner = p_scope) >= p_max THEN
-        RETURN NULL;
-    END IF;
-    RETURN take_shard(p_scope, p_max, p_start);
-END
-$$;
-"#;
+const V5: &str = include_str!("migrations/0005_limit_sum_check.sql");
 
 /// Version 6: writes in batches. A handle gathers the creates, and the changes, that
 /// its callers make at once and sends each group as one statement, one transaction, one
@@ -264,162 +95,7 @@ $$;
 /// the units of the ones that just finished, grouped by shard in (scope, shard) order,
 /// so batches waiting for each other's rows always wait in one order. The functions of
 /// version 4 stay: claims still write through `save_task`.
-const V6: &str = r#"
-CREATE FUNCTION take_units(p_scope BYTEA, p_max BIGINT, p_start INT, p_n INT,
-                           OUT shards SMALLINT[], OUT busy BOOLEAN, OUT missing BOOLEAN)
-LANGUAGE plpgsql AS $$
-DECLARE
-    need BIGINT;
-    s SMALLINT;
-    room BIGINT;
-BEGIN
-    shards := '{}';
-    busy := FALSE;
-    missing := FALSE;
-    need := least(p_n, p_max - (SELECT coalesce(sum(live), 0) FROM live_counts
-                                 WHERE owner = p_scope));
-    WHILE need > 0 LOOP
-        -- A shard with room that no other writer holds (this one's own come again).
-        SELECT c.shard, p_max / 16 + (c.shard < p_max % 16)::int - c.live INTO s, room
-          FROM live_counts c
-         WHERE c.owner = p_scope AND c.live < p_max / 16 + (c.shard < p_max % 16)::int
-         ORDER BY (c.shard - p_start + 16) % 16
-         LIMIT 1 FOR UPDATE SKIP LOCKED;
-        EXIT WHEN NOT FOUND;
-        room := least(room, need);
-        UPDATE live_counts SET live = live + room WHERE owner = p_scope AND shard = s;
-        shards := shards || array_fill(s, ARRAY[room::int]);
-        need := need - room;
-    END LOOP;
-    IF need > 0 THEN
-        -- Shards with room but no row yet: the caller makes them (`make_shards`);
-        -- room only in shards other writers hold: busy; neither: full.
-        missing := EXISTS (SELECT 1 FROM generate_series(0, 15) g
-                            WHERE p_max / 16 + (g < p_max % 16)::int > 0
-                              AND NOT EXISTS (SELECT 1 FROM live_counts
-                                               WHERE owner = p_scope AND shard = g));
-        busy := EXISTS (SELECT 1 FROM live_counts
-                         WHERE owner = p_scope
-                           AND live < p_max / 16 + (shard < p_max % 16)::int);
-    END IF;
-END
-$$;
-
-CREATE FUNCTION create_tasks(
-    p_ids TEXT[], p_owners BYTEA[], p_created BIGINT[], p_expires BIGINT[],
-    p_leases BIGINT[], p_records TEXT[], p_queued TEXT[], p_revisions BIGINT[],
-    p_owner_max BIGINT, p_total_max BIGINT, p_start INT) RETURNS SMALLINT[]
-LANGUAGE plpgsql AS $$
-DECLARE
-    n INT := cardinality(p_ids);
-    outcome SMALLINT[] := array_fill(0::SMALLINT, ARRAY[n]);
-    oslot SMALLINT[] := array_fill(NULL::SMALLINT, ARRAY[n]);
-    tslot SMALLINT[] := array_fill(NULL::SMALLINT, ARRAY[n]);
-    o BYTEA;
-    mine INT[];
-    got RECORD;
-    k INT;
-    short SMALLINT;
-    back BIGINT;
-BEGIN
-    -- The owners' counts in byte order, then the total: the order every write takes.
-    FOR o IN SELECT DISTINCT x FROM unnest(p_owners) x ORDER BY x LOOP
-        mine := ARRAY(SELECT i FROM generate_subscripts(p_owners, 1) i
-                       WHERE p_owners[i] = o ORDER BY i);
-        got := take_units(o, p_owner_max, p_start, cardinality(mine));
-        FOR k IN 1 .. cardinality(mine) LOOP
-            IF k <= cardinality(got.shards) THEN
-                oslot[mine[k]] := got.shards[k];
-            ELSE
-                outcome[mine[k]] := CASE WHEN got.missing THEN 4 WHEN got.busy THEN 3
-                                         ELSE 1 END;
-            END IF;
-        END LOOP;
-    END LOOP;
-    mine := ARRAY(SELECT i FROM generate_subscripts(p_ids, 1) i
-                   WHERE outcome[i] = 0 ORDER BY i);
-    got := take_units('\xff'::bytea, p_total_max, p_start, cardinality(mine));
-    short := CASE WHEN got.missing THEN 5 WHEN got.busy THEN 3 ELSE 2 END;
-    FOR k IN 1 .. cardinality(mine) LOOP
-        IF k <= cardinality(got.shards) THEN
-            tslot[mine[k]] := got.shards[k];
-        ELSE
-            outcome[mine[k]] := short;
-            -- Its owner's unit goes back (a shard this transaction already holds).
-            UPDATE live_counts SET live = live - 1
-             WHERE owner = p_owners[mine[k]] AND shard = oslot[mine[k]];
-        END IF;
-    END LOOP;
-    IF cardinality(got.shards) < cardinality(mine) THEN
-        -- Taken one after another, the creates refused for their owner's limit would
-        -- have found the units just given back, then no room in the total: as many of
-        -- them as their owner got back are refused for the total instead.
-        FOR o IN SELECT DISTINCT x FROM unnest(p_owners) x LOOP
-            back := (SELECT count(*) FROM generate_subscripts(p_owners, 1) i
-                      WHERE p_owners[i] = o AND outcome[i] = short);
-            FOR k IN SELECT i FROM generate_subscripts(p_owners, 1) i
-                      WHERE p_owners[i] = o AND outcome[i] = 1 ORDER BY i LIMIT back LOOP
-                outcome[k] := short;
-            END LOOP;
-        END LOOP;
-    END IF;
-    INSERT INTO tasks (id, owner, created_at, expires_at, live, lease_expires_at, record,
-                       queued_tool, revision, owner_slot, total_slot)
-    SELECT p_ids[i], p_owners[i], p_created[i], p_expires[i], TRUE, p_leases[i],
-           p_records[i], p_queued[i], p_revisions[i], oslot[i], tslot[i]
-      FROM generate_subscripts(p_ids, 1) i
-     WHERE outcome[i] = 0;
-    RETURN outcome;
-END
-$$;
-
-CREATE FUNCTION save_tasks(
-    p_ids TEXT[], p_was BIGINT[], p_revisions BIGINT[], p_live BOOLEAN[],
-    p_leases BIGINT[], p_records TEXT[], p_queued TEXT[], p_release BOOLEAN[])
-    RETURNS BOOLEAN[]
-LANGUAGE plpgsql AS $$
-DECLARE
-    saved BOOLEAN[] := array_fill(FALSE, ARRAY[cardinality(p_ids)]);
-    done INT[];
-    r RECORD;
-BEGIN
-    PERFORM 1 FROM tasks WHERE id = ANY(p_ids) ORDER BY id FOR UPDATE;
-    WITH u AS (
-        SELECT * FROM unnest(p_ids, p_was, p_revisions, p_live, p_leases, p_records,
-                             p_queued) WITH ORDINALITY
-                      AS u(id, was, revision, live, lease, record, queued, i)),
-    w AS (
-        UPDATE tasks t SET revision = u.revision, live = u.live,
-                           lease_expires_at = u.lease, record = u.record,
-                           queued_tool = u.queued
-          FROM u
-         WHERE t.id = u.id AND t.revision = u.was
-        RETURNING u.i)
-    SELECT array_agg(w.i::int) INTO done FROM w;
-    IF done IS NULL THEN
-        RETURN saved;
-    END IF;
-    FOR k IN 1 .. cardinality(done) LOOP
-        saved[done[k]] := TRUE;
-    END LOOP;
-    FOR r IN
-        SELECT scope, shard, count(*) AS n FROM (
-            SELECT t.owner AS scope, t.owner_slot AS shard
-              FROM tasks t JOIN unnest(done) d(i) ON t.id = p_ids[d.i]
-             WHERE p_release[d.i]
-            UNION ALL
-            SELECT '\xff'::bytea, t.total_slot
-              FROM tasks t JOIN unnest(done) d(i) ON t.id = p_ids[d.i]
-             WHERE p_release[d.i]) units
-         GROUP BY scope, shard ORDER BY scope, shard
-    LOOP
-        UPDATE live_counts SET live = greatest(live - r.n, 0)
-         WHERE owner = r.scope AND shard = r.shard;
-    END LOOP;
-    RETURN saved;
-END
-$$;
-"#;
+const V6: &str = include_str!("migrations/0006_batches.sql");
 
 /// Version 7: a sweep is one statement (`sweep_expired`), so it holds its locks (the
 /// expired task rows, the count shards it gives units back to) for that statement only.
@@ -430,42 +106,7 @@ $$;
 /// time); shards are given back in (scope, shard) order, as every write takes them; empty
 /// shards that no write holds go. The unfinished tasks it removed come back (owners and
 /// ids), with the count of all removed.
-const V7: &str = r#"
-CREATE FUNCTION sweep_expired(p_now BIGINT, p_lock BIGINT,
-                              OUT purged BIGINT, OUT owners BYTEA[], OUT ids TEXT[])
-LANGUAGE plpgsql AS $$
-DECLARE
-    oslots SMALLINT[];
-    tslots SMALLINT[];
-    r RECORD;
-BEGIN
-    PERFORM pg_advisory_xact_lock(p_lock);
-    WITH gone AS (
-        DELETE FROM tasks WHERE ctid = ANY(ARRAY(
-            SELECT ctid FROM tasks WHERE expires_at <= p_now FOR UPDATE SKIP LOCKED))
-        RETURNING tasks.owner, tasks.id, tasks.live, tasks.owner_slot, tasks.total_slot)
-    SELECT count(*),
-           coalesce(array_agg(g.owner) FILTER (WHERE g.live), '{}'),
-           coalesce(array_agg(g.id) FILTER (WHERE g.live), '{}'),
-           coalesce(array_agg(g.owner_slot) FILTER (WHERE g.live), '{}'),
-           coalesce(array_agg(g.total_slot) FILTER (WHERE g.live), '{}')
-      INTO purged, owners, ids, oslots, tslots
-      FROM gone g;
-    FOR r IN
-        SELECT u.scope, u.shard, count(*) AS n FROM (
-            SELECT o.scope, o.shard FROM unnest(owners, oslots) AS o(scope, shard)
-            UNION ALL
-            SELECT '\xff'::bytea, t.shard FROM unnest(tslots) AS t(shard)) u
-         GROUP BY u.scope, u.shard ORDER BY u.scope, u.shard
-    LOOP
-        UPDATE live_counts SET live = greatest(live - r.n, 0)
-         WHERE owner = r.scope AND shard = r.shard;
-    END LOOP;
-    DELETE FROM live_counts WHERE ctid = ANY(ARRAY(
-        SELECT ctid FROM live_counts WHERE live <= 0 FOR UPDATE SKIP LOCKED));
-END
-$$;
-"#;
+const V7: &str = include_str!("migrations/0007_sweep.sql");
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
