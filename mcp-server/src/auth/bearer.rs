@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use axum::http::HeaderMap;
 use futures::future::BoxFuture;
 
-use super::{Authenticator, Challenge, Credentials, Identity, Refusal, bearer_credentials};
+use super::authenticator::{Authenticator, Identity};
+use super::challenge::{Challenge, Refusal};
+use super::credentials::{Credentials, bearer_credentials};
 
 /// `Authorization: Bearer <token>` checked against a fixed table of tokens and the
 /// principal each one stands for.

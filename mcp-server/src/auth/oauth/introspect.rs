@@ -26,11 +26,11 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::claims::{Audience, TokenError, identity};
+use super::config::{IntrospectionClient, OAuthConfig};
 use super::expiring::{Expiring, TokenHash};
 use super::metadata::{ServerMetadata, read_json, request_error};
-use super::token::{Audience, TokenError, identity};
-use super::{IntrospectionClient, OAuthConfig};
-use crate::auth::Identity;
+use crate::auth::authenticator::Identity;
 
 /// The most accepted tokens kept at once; when full, the expired ones make room, else the
 /// one expiring soonest. Refusals are kept apart and cannot take this room.

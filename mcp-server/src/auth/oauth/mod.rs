@@ -37,248 +37,38 @@
 //! A 503 tells the caller only that the keys (or the introspection endpoint) are out of
 //! reach and when to retry; which URL failed and why is logged (`warn`), never sent.
 //!
-//! Modules: `metadata.rs` (the authorization server's metadata, discovered once),
-//! `keys.rs` (the JWKS cache), `token.rs` (JWT validation), `introspect.rs` (RFC 7662),
-//! `expiring.rs` (the bounded maps introspection outcomes are kept in).
+//! Modules: this file the server itself; `config.rs` (its configuration),
+//! `metadata.rs` (the authorization server's metadata, discovered once), `keys.rs` (the
+//! JWKS cache), `token.rs` (JWT validation), `introspect.rs` (RFC 7662), `claims.rs` (what
+//! both make of a token's claims: its identity, or why it is refused), `expiring.rs` (the
+//! bounded maps introspection outcomes are kept in). None of them imports this file.
 
+mod claims;
+mod config;
 mod expiring;
 mod introspect;
 mod keys;
 mod metadata;
 mod token;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
 use futures::future::BoxFuture;
-use jsonwebtoken::Algorithm;
-use reqwest::Url;
-use serde_json::{Value, json};
 
-use super::{Authenticator, Challenge, Credentials, Identity, Refusal, bearer_credentials};
+use super::authenticator::{Authenticator, Identity};
+use super::challenge::{Challenge, Refusal};
+use super::credentials::{Credentials, bearer_credentials};
+use super::resource::metadata_url;
+use config::{http_url, valid_scope};
 use introspect::Introspector;
 use keys::KeyCache;
 use metadata::ServerMetadata;
-pub use token::TokenError;
 
-/// The path of the RFC 9728 metadata document; the MCP endpoint's own path follows it in
-/// the path-suffixed form (`/.well-known/oauth-protected-resource/mcp`).
-pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
-
-/// The algorithms accepted by default: every asymmetric one jsonwebtoken verifies.
-pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::ES384,
-    Algorithm::EdDSA,
-];
-
-/// How a resource server is set up.
-#[derive(Debug, Clone)]
-pub struct OAuthConfig {
-    /// The authorization server's issuer identifier (an `http(s)` URL without query or
-    /// fragment): tokens' `iss` must equal it, and its metadata is found from it.
-    pub issuer: String,
-    /// This MCP server's canonical URL (e.g. `https://mcp.example.com/mcp`): tokens' `aud`
-    /// must contain it (RFC 8707), and the metadata document names it.
-    pub resource: String,
-    /// Scopes every request needs (403 `insufficient_scope` without them); named in the
-    /// 401 challenge's `scope`.
-    pub required_scopes: Vec<String>,
-    /// Scopes advertised in the metadata's `scopes_supported` besides the required ones
-    /// and those tools require.
-    pub scopes_supported: Vec<String>,
-    /// Accepted signature algorithms; HMAC ones are refused by [`OAuthResourceServer::new`].
-    pub algorithms: Vec<Algorithm>,
-    /// Clock skew allowed on `exp` and `nbf`. Default: 60 seconds.
-    pub leeway: Duration,
-    /// The keys are fetched again, on a token whose `kid` is unknown, at most this often;
-    /// a failed metadata discovery is tried again no sooner either, and a 503 for an
-    /// authorization server out of reach says to retry after it (`Retry-After`, whole
-    /// seconds rounded up). Default: 60 seconds.
-    pub jwks_refetch_interval: Duration,
-    /// The JWKS URL, when the authorization server publishes no metadata (discovery is
-    /// then skipped). Default: discovered.
-    pub jwks_uri: Option<String>,
-    /// Bound of each request to the authorization server. Default: 10 seconds.
-    pub http_timeout: Duration,
-    /// The client this server introspects opaque tokens as (RFC 7662); `None` (the
-    /// default): a token that is not a JWT is refused.
-    pub introspection: Option<IntrospectionClient>,
-    /// How long an accepted introspection outcome is kept at most (no longer than the
-    /// token's `exp`); it also bounds refusals. At most 10,000 accepted tokens are kept at
-    /// once, refusals apart. Default: 60 seconds.
-    pub introspection_cache_max: Duration,
-    /// How long a refused token (`active: false`, or an answer failing a check) is kept
-    /// at most, and never longer than [`introspection_cache_max`](Self::introspection_cache_max).
-    /// Default: 10 seconds.
-    pub introspection_refusal_cache_max: Duration,
-    /// How many refused tokens are kept at once, apart from accepted ones (so that made-up
-    /// tokens, which cost one introspection each anyway, never push out or keep out a
-    /// valid one); when full, expired refusals make room, else the oldest. Zero: refusals
-    /// are not kept. Default: 1,000.
-    pub introspection_refusal_cache_size: usize,
-}
-
-/// The credentials a resource server introspects tokens with (`client_secret_basic`).
-/// Its `Debug` hides the secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct IntrospectionClient {
-    /// The client id the authorization server registered for this resource server.
-    pub client_id: String,
-    /// Its secret.
-    pub client_secret: String,
-}
-
-impl IntrospectionClient {
-    /// `client_id` with `client_secret`.
-    pub fn new(
-        client_id: impl Into<String>,
-        client_secret: impl Into<String>,
-    ) -> IntrospectionClient {
-        IntrospectionClient {
-            client_id: client_id.into(),
-            client_secret: client_secret.into(),
-        }
-    }
-}
-
-impl std::fmt::Debug for IntrospectionClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IntrospectionClient")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &"(hidden)")
-            .finish()
-    }
-}
-
-impl OAuthConfig {
-    /// Tokens of `issuer` for `resource`, with the defaults.
-    pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> OAuthConfig {
-        OAuthConfig {
-            issuer: issuer.into(),
-            resource: resource.into(),
-            required_scopes: Vec::new(),
-            scopes_supported: Vec::new(),
-            algorithms: DEFAULT_ALGORITHMS.to_vec(),
-            leeway: Duration::from_secs(60),
-            jwks_refetch_interval: Duration::from_secs(60),
-            jwks_uri: None,
-            http_timeout: Duration::from_secs(10),
-            introspection: None,
-            introspection_cache_max: Duration::from_secs(60),
-            introspection_refusal_cache_max: Duration::from_secs(10),
-            introspection_refusal_cache_size: 1_000,
-        }
-    }
-
-    /// Adds scopes every request needs.
-    pub fn require_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.required_scopes
-            .extend(scopes.into_iter().map(Into::into));
-        self
-    }
-}
-
-/// Why a resource server cannot be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum OAuthConfigError {
-    /// The issuer URL is not usable.
-    #[error("the issuer {0:?} is not an http(s) URL without query or fragment")]
-    Issuer(String),
-    /// The resource URL is not usable.
-    #[error("the resource {0:?} is not an http(s) URL without fragment")]
-    Resource(String),
-    /// The JWKS URL is not usable.
-    #[error("the JWKS URL {0:?} is not an http(s) URL")]
-    JwksUri(String),
-    /// A symmetric (or `none`) algorithm was allowed.
-    #[error(
-        "algorithm {0:?} is not allowed: only asymmetric signatures can be checked with public keys"
-    )]
-    Algorithm(Algorithm),
-    /// The algorithm allowlist is empty.
-    #[error("no algorithm allowed")]
-    NoAlgorithm,
-    /// A required scope is not a valid scope token.
-    #[error(
-        "scope {0:?} is not a valid scope token (printable ASCII, no space, quote or backslash)"
-    )]
-    Scope(String),
-    /// The introspection client has an empty id or secret.
-    #[error("the introspection client needs a client id and a secret")]
-    IntrospectionClient,
-    /// The HTTP client for metadata and JWKS fetches could not be built.
-    #[error("cannot build the HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
-}
-
-/// The RFC 9728 Protected Resource Metadata of a resource, and where it is published.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProtectedResource {
-    /// The resource identifier (`resource`).
-    pub resource: String,
-    /// `authorization_servers`.
-    pub authorization_servers: Vec<String>,
-    /// `scopes_supported` (without the scopes of tools, which the transport adds).
-    pub scopes_supported: Vec<String>,
-    /// The URL of the document, named in challenges: the well-known path with the
-    /// resource's path after it (`https://host/.well-known/oauth-protected-resource/mcp`).
-    pub metadata_url: String,
-}
-
-impl ProtectedResource {
-    /// The JSON document, with `extra_scopes` (those tools require) added to
-    /// `scopes_supported`; `scopes_supported` is left out when there are none.
-    pub fn document(&self, extra_scopes: &BTreeSet<String>) -> Value {
-        let mut scopes = self.scopes_supported.clone();
-        for s in extra_scopes {
-            if !scopes.contains(s) {
-                scopes.push(s.clone());
-            }
-        }
-        let mut doc = json!({
-            "resource": self.resource,
-            "authorization_servers": self.authorization_servers,
-            "bearer_methods_supported": ["header"],
-        });
-        if !scopes.is_empty() {
-            doc["scopes_supported"] = json!(scopes);
-        }
-        doc
-    }
-}
-
-/// The metadata URL of `resource`: its origin, the well-known path, then its path (none
-/// when it is `/`).
-fn metadata_url(resource: &Url) -> String {
-    let path = resource.path().trim_end_matches('/');
-    format!(
-        "{}{PROTECTED_RESOURCE_PATH}{path}",
-        resource.origin().ascii_serialization()
-    )
-}
-
-fn http_url(text: &str) -> Option<Url> {
-    Url::parse(text)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-        .filter(|u| u.fragment().is_none())
-}
-
-fn valid_scope(scope: &str) -> bool {
-    !scope.is_empty()
-        && scope
-            .bytes()
-            .all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\')
-}
+pub use super::resource::{PROTECTED_RESOURCE_PATH, ProtectedResource};
+pub use claims::TokenError;
+pub use config::{DEFAULT_ALGORITHMS, IntrospectionClient, OAuthConfig, OAuthConfigError};
 
 /// An OAuth 2.1 resource server (see the [module](self) documentation). Cheap to clone.
 #[derive(Debug, Clone)]
@@ -487,6 +277,9 @@ impl Authenticator for OAuthResourceServer {
 
 #[cfg(test)]
 mod tests {
+    use jsonwebtoken::Algorithm;
+    use serde_json::json;
+
     use super::*;
 
     /// What tracing writes, kept for the test to read.
@@ -567,23 +360,6 @@ mod tests {
         ] {
             assert!(log.contains(needed), "{needed:?} in {log}");
         }
-    }
-
-    #[test]
-    fn metadata_urls_follow_the_resource_path() {
-        let url = |s: &str| metadata_url(&Url::parse(s).expect("url"));
-        assert_eq!(
-            url("http://127.0.0.1:8000/mcp"),
-            "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
-        );
-        assert_eq!(
-            url("https://mcp.example.com/"),
-            "https://mcp.example.com/.well-known/oauth-protected-resource"
-        );
-        assert_eq!(
-            url("https://mcp.example.com:443/a/b/"),
-            "https://mcp.example.com/.well-known/oauth-protected-resource/a/b"
-        );
     }
 
     #[test]

@@ -1,0 +1,83 @@
+//! The RFC 9728 Protected Resource Metadata: [`ProtectedResource`], the document that tells
+//! a client which authorization server issues tokens for this MCP server, and where it is
+//! published ([`PROTECTED_RESOURCE_PATH`] with the resource's path after it).
+//!
+//! **Invariant.** The document names the resource and its authorization servers and
+//! nothing secret; any authenticator may publish one (the HTTP transport serves it).
+
+use std::collections::BTreeSet;
+
+use reqwest::Url;
+use serde_json::{Value, json};
+
+/// The path of the RFC 9728 metadata document; the MCP endpoint's own path follows it in
+/// the path-suffixed form (`/.well-known/oauth-protected-resource/mcp`).
+pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The RFC 9728 Protected Resource Metadata of a resource, and where it is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedResource {
+    /// The resource identifier (`resource`).
+    pub resource: String,
+    /// `authorization_servers`.
+    pub authorization_servers: Vec<String>,
+    /// `scopes_supported` (without the scopes of tools, which the transport adds).
+    pub scopes_supported: Vec<String>,
+    /// The URL of the document, named in challenges: the well-known path with the
+    /// resource's path after it (`https://host/.well-known/oauth-protected-resource/mcp`).
+    pub metadata_url: String,
+}
+
+impl ProtectedResource {
+    /// The JSON document, with `extra_scopes` (those tools require) added to
+    /// `scopes_supported`; `scopes_supported` is left out when there are none.
+    pub fn document(&self, extra_scopes: &BTreeSet<String>) -> Value {
+        let mut scopes = self.scopes_supported.clone();
+        for s in extra_scopes {
+            if !scopes.contains(s) {
+                scopes.push(s.clone());
+            }
+        }
+        let mut doc = json!({
+            "resource": self.resource,
+            "authorization_servers": self.authorization_servers,
+            "bearer_methods_supported": ["header"],
+        });
+        if !scopes.is_empty() {
+            doc["scopes_supported"] = json!(scopes);
+        }
+        doc
+    }
+}
+
+/// The metadata URL of `resource`: its origin, the well-known path, then its path (none
+/// when it is `/`).
+pub(super) fn metadata_url(resource: &Url) -> String {
+    let path = resource.path().trim_end_matches('/');
+    format!(
+        "{}{PROTECTED_RESOURCE_PATH}{path}",
+        resource.origin().ascii_serialization()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_urls_follow_the_resource_path() {
+        let url = |s: &str| metadata_url(&Url::parse(s).expect("url"));
+        assert_eq!(
+            url("http://127.0.0.1:8000/mcp"),
+            "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            url("https://mcp.example.com/"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            url("https://mcp.example.com:443/a/b/"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/a/b"
+        );
+    }
+}
