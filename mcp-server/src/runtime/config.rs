@@ -58,3 +58,8 @@ pub const LEASE_LAPSED_MESSAGE: &str = "Worker lost: the task store was unavaila
 pub fn worker_lost_error() -> ErrorObject {
     ErrorObject::new(error_codes::INTERNAL_ERROR, WORKER_LOST_MESSAGE)
 }
+
+/// `d` in whole milliseconds, as the store takes lease lengths (saturating).
+pub(super) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

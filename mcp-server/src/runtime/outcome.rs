@@ -1,0 +1,115 @@
+//! A run's outcome: the terminal write a tool's result or error calls for ([`Finish`]),
+//! written once (the first terminal write wins) and retried through a store outage, then
+//! the lease released.
+//!
+//! **Invariant.** An outcome the store cannot take yet stays in its run's memory, named
+//! among the runtime's unwritten ones, until it lands, the task is gone, or shutdown gives
+//! it up.
+
+use mcp_tasks::{StoreError, TaskKey};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::error_codes;
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+
+use super::config::{CANCELLED_MESSAGE, SHUTDOWN_MESSAGE};
+use super::inner::Inner;
+use crate::context::ToolError;
+use crate::retry::while_transient;
+
+/// The terminal write a finished tool calls for.
+#[derive(Debug)]
+enum Finish {
+    Complete(JsonObject),
+    Fail(ErrorObject),
+    Cancel(&'static str),
+}
+
+impl Inner {
+    /// Records how the tool ended (first terminal write wins) and releases the lease.
+    /// A transient store failure is retried with a backoff until the write lands, the
+    /// task is gone, or another writer won; meanwhile the outcome stays in this task's
+    /// memory (so at most one per task this node runs). Shutdown gives up after its
+    /// grace periods and names the task in the log.
+    pub(super) async fn finish(&self, key: &TaskKey, outcome: Result<JsonObject, ToolError>) {
+        let finish = self.outcome_write(outcome);
+        let what = format!("recording the outcome of task {}", key.id);
+        let mut first = true;
+        let written = while_transient(&self.abandon, &what, || {
+            if !std::mem::take(&mut first) {
+                self.unwritten().insert(key.id.clone());
+            }
+            self.write_outcome(key, &finish)
+        })
+        .await;
+        self.unwritten().remove(&key.id);
+        match written {
+            Ok(t) if !t.won => {
+                tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished")
+            }
+            Ok(t) => {
+                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished")
+            }
+            Err(StoreError::NotFound) => {
+                tracing::debug!(task_id = %key.id, "task expired before it finished")
+            }
+            Err(e) if e.is_transient() => {
+                tracing::error!(task_id = %key.id, error = %e, "shutting down with the task's outcome unwritten: the store stayed unavailable; the sweep will fail it as worker lost")
+            }
+            Err(e) => {
+                tracing::error!(task_id = %key.id, error = %e, "cannot record the task's outcome")
+            }
+        }
+        let _ = self
+            .store
+            .release_lease(&key.owner, &key.id, &self.config.node_id)
+            .await;
+    }
+
+    /// The terminal write `outcome` calls for.
+    fn outcome_write(&self, outcome: Result<JsonObject, ToolError>) -> Finish {
+        match outcome {
+            Ok(result) => Finish::Complete(result),
+            Err(ToolError::Rpc(error)) => Finish::Fail(error),
+            Err(ToolError::Cancelled) => Finish::Cancel(if self.stopping.is_cancelled() {
+                SHUTDOWN_MESSAGE
+            } else {
+                CANCELLED_MESSAGE
+            }),
+            Err(ToolError::InputRequired) => Finish::Fail(ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                "The tool asked for input outside a request",
+            )),
+        }
+    }
+
+    /// One attempt at the terminal write; a result over the store's limit fails the task.
+    async fn write_outcome(
+        &self,
+        key: &TaskKey,
+        finish: &Finish,
+    ) -> Result<mcp_tasks::Transition, StoreError> {
+        let store = &self.store;
+        match finish {
+            Finish::Complete(result) => {
+                match store.complete(&key.owner, &key.id, result.clone()).await {
+                    Err(StoreError::LimitExceeded { limit, max }) => {
+                        let error = ErrorObject::new(
+                            error_codes::INTERNAL_ERROR,
+                            format!(
+                                "The tool's result exceeds the server's limit ({limit}, at most {max})"
+                            ),
+                        );
+                        store.fail(&key.owner, &key.id, error).await
+                    }
+                    other => other,
+                }
+            }
+            Finish::Fail(error) => store.fail(&key.owner, &key.id, error.clone()).await,
+            Finish::Cancel(message) => {
+                store
+                    .cancel(&key.owner, &key.id, Some((*message).to_owned()))
+                    .await
+            }
+        }
+    }
+}
