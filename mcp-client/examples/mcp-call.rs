@@ -46,25 +46,17 @@
 //! error says so, naming `--bearer TOKEN`; and when the token given with `--bearer` is
 //! refused (401), the error says that too.
 
-use std::io::{BufRead, IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
-use async_trait::async_trait;
 use clap::Parser;
 use mcp_tasks_client::auth::AuthError;
 use mcp_tasks_client::auth::{AuthConfig, AuthEvent, Authorize, FileTokenStore, LoopbackRedirect};
 use mcp_tasks_client::{
-    ClientConfig, ClientError, ClientHandler, Endpoint, McpClient, Revision, Started, TaskHandle,
-    TaskRef, TaskStatusView,
+    ClientConfig, ClientError, Endpoint, McpClient, Revision, Started, TaskRef,
 };
 use mcp_tasks_protocol::JsonObject;
-use mcp_tasks_protocol::jsonrpc::ErrorObject;
-use mcp_tasks_protocol::types::{
-    ElicitAction, ElicitResult, ElicitValue, PrimitiveSchemaDefinition,
-};
-use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
+use mcp_tasks_protocol::v2026::CallToolResult;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -137,283 +129,19 @@ struct Args {
     #[arg(default_value = "{}")]
     arguments: String,
 }
-
+#[path = "mcp-call/console.rs"]
+mod console;
+#[path = "mcp-call/follow.rs"]
+mod follow;
 #[path = "mcp-call/login.rs"]
 mod login;
+#[path = "mcp-call/questions.rs"]
+mod questions;
 
+use console::{clear_line, on_terminal, server_log};
+use follow::{follow, render};
 use login::{LoginSteps, default_token_file, login_report, progress, show_login};
-
-/// Asks elicitation fields at the terminal.
-struct Terminal;
-
-/// Set while a question waits for its answer at the terminal: the status line is not
-/// redrawn then (it would erase the question), and the server's log lines are held back.
-static PROMPTING: AtomicBool = AtomicBool::new(false);
-
-/// How many times a question is asked before mcp-call gives up on reading its answer.
-const ASKS: usize = 3;
-
-/// Whether stderr is a terminal: only then is the status line redrawn in place.
-fn on_terminal() -> bool {
-    static TERMINAL: OnceLock<bool> = OnceLock::new();
-    *TERMINAL.get_or_init(|| std::io::stderr().is_terminal())
-}
-
-/// What erases the status line before something else is written on stderr: nothing when
-/// stderr is not a terminal (no status line is drawn there).
-fn clear_line() -> &'static str {
-    if on_terminal() { "\r\x1b[2K" } else { "" }
-}
-
-/// The server's log lines (`--stdio`) that arrived while a question waited.
-static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
-    HELD.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Prints a line of the server's stderr above the status line (the next tick redraws
-/// it), or holds it back while a question waits for its answer.
-fn server_log(line: &str) {
-    if PROMPTING.load(Ordering::SeqCst) {
-        held().push(line.to_owned());
-        return;
-    }
-    print_held();
-    eprintln!("{}{line}", clear_line());
-}
-
-/// Prints the log lines held back while a question waited.
-fn print_held() {
-    let lines = std::mem::take(&mut *held());
-    for line in lines {
-        eprintln!("{}{line}", clear_line());
-    }
-}
-
-/// Asks `question` on stderr and reads one line of stdin; `None` at end of input (or
-/// when stdin cannot be read).
-fn prompt(question: &str) -> Option<String> {
-    let mut err = std::io::stderr();
-    let _ = write!(err, "{}{question} ", clear_line());
-    let _ = err.flush();
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
-    }
-}
-
-/// A yes/no answer, if it is one.
-fn yes_no(answer: &str) -> Option<bool> {
-    match answer.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "true" => Some(true),
-        "n" | "no" | "false" => Some(false),
-        _ => None,
-    }
-}
-
-/// A number answer, if it is one: an integer when it reads as one.
-fn number(answer: &str) -> Option<ElicitValue> {
-    let answer = answer.trim();
-    if let Ok(n) = answer.parse::<i64>() {
-        return Some(ElicitValue::Integer(n));
-    }
-    answer
-        .parse::<f64>()
-        .ok()
-        .filter(|n| n.is_finite())
-        .map(ElicitValue::Number)
-}
-
-/// Why [`ask`] has no value.
-#[derive(Debug, PartialEq)]
-enum NoAnswer {
-    /// The input ended.
-    Eof,
-    /// [`ASKS`] answers, none readable.
-    Unreadable,
-}
-
-/// Asks with `read` until `parse` reads the answer, at most [`ASKS`] times.
-fn ask<T>(
-    mut read: impl FnMut() -> Option<String>,
-    parse: impl Fn(&str) -> Option<T>,
-    again: &str,
-) -> Result<T, NoAnswer> {
-    for _ in 0..ASKS {
-        let answer = read().ok_or(NoAnswer::Eof)?;
-        if let Some(value) = parse(&answer) {
-            return Ok(value);
-        }
-        eprintln!("  {again}");
-    }
-    Err(NoAnswer::Unreadable)
-}
-
-/// Asks a yes/no question: after [`ASKS`] answers it cannot read, no; `None` at end of
-/// input.
-fn ask_yes_no(read: impl FnMut() -> Option<String>) -> Option<bool> {
-    match ask(read, yes_no, "please answer y or n") {
-        Ok(yes) => Some(yes),
-        Err(NoAnswer::Unreadable) => {
-            eprintln!("  no answer understood: taken as no");
-            Some(false)
-        }
-        Err(NoAnswer::Eof) => None,
-    }
-}
-
-/// What a form field is called at the terminal: its schema's `title`, else its key.
-fn field_label<'a>(key: &'a str, schema: &'a PrimitiveSchemaDefinition) -> &'a str {
-    let title = match schema {
-        PrimitiveSchemaDefinition::String(s) => &s.title,
-        PrimitiveSchemaDefinition::Number(s) => &s.title,
-        PrimitiveSchemaDefinition::Boolean(s) => &s.title,
-        PrimitiveSchemaDefinition::UntitledSingleSelect(s) => &s.title,
-        PrimitiveSchemaDefinition::TitledSingleSelect(s) => &s.title,
-        PrimitiveSchemaDefinition::UntitledMultiSelect(s) => &s.title,
-        PrimitiveSchemaDefinition::TitledMultiSelect(s) => &s.title,
-        PrimitiveSchemaDefinition::LegacyTitled(s) => &s.title,
-    };
-    title
-        .as_deref()
-        .filter(|t| !t.trim().is_empty())
-        .unwrap_or(key)
-}
-
-#[async_trait]
-impl ClientHandler for Terminal {
-    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        let ElicitRequestParams::Form(form) = params else {
-            eprintln!(
-                "{}The server wants you to open a URL; this CLI declines.",
-                clear_line()
-            );
-            return Ok(ElicitResult::new(ElicitAction::Decline));
-        };
-        PROMPTING.store(true, Ordering::SeqCst);
-        let answered = tokio::task::spawn_blocking(move || {
-            eprintln!("{}{}", clear_line(), form.message);
-            let mut content = indexmap::IndexMap::new();
-            for (name, schema) in &form.requested_schema.properties {
-                let label = field_label(name, schema);
-                let value = match schema {
-                    PrimitiveSchemaDefinition::Boolean(_) => {
-                        let question = format!("  {label} [y/n]:");
-                        ElicitValue::Boolean(ask_yes_no(|| prompt(&question))?)
-                    }
-                    PrimitiveSchemaDefinition::Number(_) => {
-                        let question = format!("  {label} (number):");
-                        ask(|| prompt(&question), number, "please answer a number").ok()?
-                    }
-                    _ => ElicitValue::String(prompt(&format!("  {label}:"))?),
-                };
-                content.insert(name.clone(), value);
-            }
-            Some(ElicitResult::accept(content))
-        })
-        .await;
-        PROMPTING.store(false, Ordering::SeqCst);
-        print_held();
-        answered
-            .ok()
-            .flatten()
-            .map_or_else(|| Ok(ElicitResult::new(ElicitAction::Cancel)), Ok)
-    }
-}
-
-fn render(result: &CallToolResult) -> String {
-    let texts: Vec<String> = result
-        .content
-        .iter()
-        .map(|c| {
-            serde_json::to_value(c)
-                .ok()
-                .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_owned))
-                .unwrap_or_else(|| "[non-text content]".into())
-        })
-        .collect();
-    let prefix = if result.is_error == Some(true) {
-        "tool error: "
-    } else {
-        ""
-    };
-    format!("{prefix}{}", texts.join("\n"))
-}
-
-/// The status line of a task: its id, status and status message.
-fn status_line(id: &str, task: Option<&TaskStatusView>) -> String {
-    match task {
-        Some(task) => {
-            let message = task
-                .status_message()
-                .map(|m| format!(" — {m}"))
-                .unwrap_or_default();
-            format!("{id} {}{message}", task.status().as_str())
-        }
-        None => format!("{id} starting"),
-    }
-}
-
-/// Follows `handle` until it ends or Ctrl-C cancels it: on a terminal one status line
-/// redrawn with a spinner, elsewhere a plain line for each change. `None` after Ctrl-C:
-/// the task was cancelled (or a second Ctrl-C gave up waiting for that).
-async fn follow(handle: TaskHandle) -> Option<Result<CallToolResult, ClientError>> {
-    let mut updates = handle.updates();
-    let spinner = async {
-        let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-        let mut i = 0;
-        let mut last = String::new();
-        loop {
-            if PROMPTING.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(120)).await;
-                continue;
-            }
-            let line = status_line(handle.id(), updates.borrow_and_update().as_ref());
-            if on_terminal() {
-                eprint!("\r\x1b[2K{} {line}", frames[i % frames.len()]);
-            } else if line != last {
-                eprintln!("{line}");
-            }
-            last = line;
-            i += 1;
-            tokio::time::sleep(Duration::from_millis(120)).await;
-        }
-    };
-    tokio::select! {
-        r = handle.wait() => {
-            eprint!("{}", clear_line());
-            return Some(r);
-        }
-        _ = spinner => unreachable!("the spinner never ends"),
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    eprintln!(
-        "{}Cancelling {} (Ctrl-C again to stop waiting)...",
-        clear_line(),
-        handle.id()
-    );
-    let cancel = async {
-        handle.cancel().await?;
-        handle.wait().await
-    };
-    tokio::select! {
-        r = cancel => match r {
-            Err(ClientError::TaskCancelled { .. }) => eprintln!("{} cancelled", handle.id()),
-            Err(e) => eprintln!("{}: {e}", handle.id()),
-            Ok(result) => {
-                eprintln!("{} ended before the cancellation reached it", handle.id());
-                println!("{}", render(&result));
-            }
-        },
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("{} left to the server (not waiting for its cancellation)", handle.id());
-        }
-    }
-    None
-}
+use questions::Terminal;
 
 /// How mcp-call logs in to a server that asks for OAuth: the config, the token file,
 /// and what the login does as it goes.
@@ -697,81 +425,5 @@ async fn main() -> std::process::ExitCode {
             eprintln!("mcp-call: {e}");
             std::process::ExitCode::FAILURE
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Answers from a list, then end of input; counts the questions asked.
-    fn answers<'a>(
-        list: &'a [&'a str],
-        asked: &'a mut usize,
-    ) -> impl FnMut() -> Option<String> + 'a {
-        let mut it = list.iter();
-        move || {
-            *asked += 1;
-            it.next().map(|s| (*s).to_owned())
-        }
-    }
-
-    #[test]
-    fn yes_no_asks_again_on_anything_else() {
-        let mut asked = 0;
-        assert_eq!(
-            ask_yes_no(answers(&["maybe", " YES "], &mut asked)),
-            Some(true)
-        );
-        assert_eq!(asked, 2);
-        let mut asked = 0;
-        assert_eq!(ask_yes_no(answers(&["", "n"], &mut asked)), Some(false));
-        assert_eq!(asked, 2);
-    }
-
-    #[test]
-    fn yes_no_is_bounded() {
-        let mut asked = 0;
-        let list = ["a", "b", "c", "y"];
-        assert_eq!(
-            ask_yes_no(answers(&list, &mut asked)),
-            Some(false),
-            "taken as no"
-        );
-        assert_eq!(asked, ASKS);
-        let mut asked = 0;
-        assert_eq!(
-            ask_yes_no(answers(&["what"], &mut asked)),
-            None,
-            "end of input"
-        );
-        assert_eq!(asked, 2);
-    }
-
-    #[test]
-    fn a_field_is_named_by_its_title_else_its_key() {
-        let field = |schema: serde_json::Value| -> PrimitiveSchemaDefinition {
-            serde_json::from_value(schema).expect("a field schema")
-        };
-        let titled = field(serde_json::json!({"type": "boolean", "title": "Delete it?"}));
-        assert_eq!(field_label("confirm", &titled), "Delete it?");
-        let untitled = field(serde_json::json!({"type": "string"}));
-        assert_eq!(field_label("name", &untitled), "name");
-        let blank = field(serde_json::json!({"type": "number", "title": " "}));
-        assert_eq!(field_label("age", &blank), "age");
-        let select =
-            field(serde_json::json!({"type": "string", "title": "Colour", "enum": ["red"]}));
-        assert_eq!(field_label("colour", &select), "Colour");
-    }
-
-    #[test]
-    fn numbers_are_asked_again_then_declined() {
-        let mut asked = 0;
-        let got = ask(answers(&["ten", "10"], &mut asked), number, "again");
-        assert_eq!(got.map_err(|_| ()), Ok(ElicitValue::Integer(10)));
-        let mut asked = 0;
-        let got = ask(answers(&["x", "NaN", "inf"], &mut asked), number, "again");
-        assert_eq!(got.err(), Some(NoAnswer::Unreadable));
-        assert_eq!(number("2.5"), Some(ElicitValue::Number(2.5)));
     }
 }

@@ -1,36 +1,35 @@
-//! The task driver: follows a task to its end, answering its input requests, and the
-//! [`TaskHandle`] that exposes it. A 2025-11-25 session hands `status`, `cancel` and
-//! `wait` over to `v2025.rs`. Imports `session`, `v2025`, `status`, `handler`,
-//! `reference`, `error`; never `client.rs` or `updates.rs`.
+//! [`TaskHandle`]: a task being followed, the driver's face. It knows the task (id, the
+//! call that made it, the state last seen), owns it (an owning handle dropped before the
+//! task ends cancels the task, unless [`detach`](TaskHandle::detach)ed) and reads or
+//! cancels it in the session's revision. Following a task to its end is in the
+//! children: `follow` (2026-07-28: polling or push, answering each input round) and
+//! `route_2025` (2025-11-25: the server's requests about the task routed to its handler;
+//! the wait is `v2025.rs`'s).
+//!
+//! Invariant: imports `session`, `v2025`, `status`, `handler`, `reference`, `error`;
+//! never `client.rs` or `updates.rs`. An input request is answered at most once per key,
+//! and at most `max_input_rounds` rounds.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use async_trait::async_trait;
-use mcp_tasks_protocol::jsonrpc::ErrorObject;
-use mcp_tasks_protocol::types::{ElicitResult, ListRootsResult};
-use mcp_tasks_protocol::v2026::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    InputRequest,
-};
-use tokio::sync::{broadcast, mpsc};
-
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::tasks::{
-    self, CancelTask, DetailedTask, GetTask, GetTaskResult, Task, TaskIdParams, TaskStatus,
-    UpdateTask, UpdateTaskRequestParams,
+    CancelTask, DetailedTask, GetTask, GetTaskResult, Task, TaskIdParams, TaskStatus,
 };
-use mcp_tasks_protocol::v2026::{self, CallToolResult, SubscriptionsListen};
-use serde_json::Value;
-use tokio::sync::watch;
+use mcp_tasks_protocol::v2026::CallToolResult;
+use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::error::ClientError;
-use crate::handler::{ClientHandler, answer};
+use crate::handler::ClientHandler;
 use crate::reference::{TaskRef, ToolCall};
 use crate::session::Session;
 use crate::status::{TaskStatusView, TaskUpdate};
 use crate::v2025;
+
+mod follow;
+mod route_2025;
 
 #[derive(Debug)]
 struct HandleState {
@@ -149,30 +148,6 @@ impl TaskHandle {
         // The server may ask for input before anyone waits.
         self.route_2025();
         self
-    }
-
-    /// From now on the server's input requests about this task (2025-11-25) go through
-    /// a [`Route2025`]: counted, shown on the update stream, answered by the task's
-    /// handler.
-    fn route_2025(&self) {
-        let route = Arc::new(Route2025 {
-            state: Arc::clone(&self.state),
-            handler: self.handler.clone(),
-            session: Arc::clone(&self.session),
-        });
-        let before = self.session.route(
-            &self.id,
-            Arc::clone(&route) as Arc<dyn ClientHandler>,
-            self.max_input_rounds,
-        );
-        for request in before {
-            match serde_json::from_value(request) {
-                Ok(request) => route.asked(request),
-                Err(e) => {
-                    tracing::debug!(task_id = %self.id, error = %e, "an early input request not shown")
-                }
-            }
-        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, HandleState> {
@@ -358,226 +333,7 @@ impl TaskHandle {
         if self.session.is_2025() {
             return self.wait_2025().await;
         }
-        let config = self.session.config.driver.clone();
-        let started = Instant::now();
-        let mut pushed = self.session.pushed.subscribe();
-        let _listen = if config.push && self.session.supports_tasks() {
-            Some(self.listen())
-        } else {
-            None
-        };
-        let mut stale_polls = 0u32;
-        let mut task = self.get().await?;
-        loop {
-            match &task {
-                DetailedTask::Completed(done) => {
-                    self.state().finished = true;
-                    return serde_json::from_value(Value::Object(done.result.clone())).map_err(
-                        |e| {
-                            ClientError::Protocol(format!(
-                                "completed task's result is not a CallToolResult: {e}"
-                            ))
-                        },
-                    );
-                }
-                DetailedTask::Failed(failed) => {
-                    self.state().finished = true;
-                    return Err(ClientError::TaskFailed {
-                        task_id: self.id.clone(),
-                        error: Box::new(failed.error.clone()),
-                    });
-                }
-                DetailedTask::Cancelled(c) => {
-                    self.state().finished = true;
-                    return Err(ClientError::TaskCancelled {
-                        task_id: self.id.clone(),
-                        message: c.status_message.clone(),
-                    });
-                }
-                DetailedTask::InputRequired(waiting) => {
-                    let fresh = match self.answer_new(&waiting.input_requests).await {
-                        Ok(fresh) => fresh,
-                        // Sent again after the next poll (the answers are kept).
-                        Err(e) if e.is_retryable() => {
-                            tracing::debug!(task_id = %self.id, error = %e, "answers not taken; sending them again");
-                            true
-                        }
-                        Err(e @ ClientError::InputRoundsExceeded { .. }) => {
-                            let _ = self.cancel().await;
-                            self.state().finished = true;
-                            return Err(e);
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    if fresh {
-                        stale_polls = 0;
-                    } else {
-                        stale_polls += 1;
-                        if stale_polls > config.stuck_after_polls {
-                            let _ = self.cancel().await;
-                            self.state().finished = true;
-                            return Err(ClientError::TaskStuck {
-                                task_id: self.id.clone(),
-                                polls: stale_polls,
-                            });
-                        }
-                    }
-                }
-                DetailedTask::Working(_) => stale_polls = 0,
-            }
-            let base = task.to_task();
-            if started.elapsed() > config.wait_limit(base.ttl_ms) {
-                return Err(ClientError::TaskExpired {
-                    task_id: self.id.clone(),
-                });
-            }
-            let interval = config.poll_interval(base.poll_interval_ms);
-            // Wait for a push about this task or the next poll, whichever comes first.
-            let next = tokio::time::timeout(interval, async {
-                loop {
-                    match pushed.recv().await {
-                        Ok(t) if t.task_id() == self.id => return Some(t),
-                        Ok(_) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return None,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                            std::future::pending::<()>().await;
-                        }
-                    }
-                }
-            })
-            .await;
-            task = match next {
-                Ok(Some(t)) => {
-                    self.seen(TaskStatusView::V2026(t.clone()));
-                    t
-                }
-                _ => match self.get().await {
-                    Ok(t) => t,
-                    // The server's store is unavailable; the task goes on: poll again.
-                    Err(e) if e.is_retryable() => {
-                        tracing::debug!(task_id = %self.id, error = %e, "tasks/get not served now; polling again");
-                        task
-                    }
-                    Err(e) => return Err(e),
-                },
-            };
-        }
-    }
-
-    /// The 2025-11-25 wait (`v2025::wait`), with this task's input requests routed to
-    /// its handler (counted against the round bound, and shown on the update stream).
-    async fn wait_2025(&self) -> Result<CallToolResult, ClientError> {
-        // Again: the handler and the bound may have been set since the handle was made.
-        self.route_2025();
-        let seen =
-            |task: &mcp_tasks_protocol::v2025::Task| self.seen(TaskStatusView::V2025(task.clone()));
-        let pushed = self
-            .pushed_2025
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let waited = v2025::wait(&self.session, &self.id, pushed, seen, || {
-            self.state().finished = true;
-        })
-        .await;
-        self.session.unroute(&self.id);
-        if self.session.rounds_exceeded(&self.id) {
-            let _ = self.cancel().await;
-            return Err(ClientError::InputRoundsExceeded {
-                task_id: Some(self.id.clone()),
-                limit: self.max_input_rounds,
-            });
-        }
-        // `tasks/result` answered: the stream shows the final status too.
-        let streaming = self.state().events.is_some();
-        if streaming && let Ok(task) = v2025::get_task(&self.session, &self.id).await {
-            self.seen(TaskStatusView::V2025(task));
-        }
-        waited
-    }
-
-    /// Answers the input requests not answered yet; returns whether there were any.
-    async fn answer_new(&self, requests: &v2026::InputRequests) -> Result<bool, ClientError> {
-        let mut responses = JsonObject::new();
-        let mut new_round = false;
-        for (key, request) in requests.iter() {
-            if self.state().answered.contains(key) {
-                continue;
-            }
-            if let Some(kept) = self.state().unsent.get(key) {
-                responses.insert(key.clone(), kept.clone());
-                continue;
-            }
-            if !new_round {
-                new_round = true;
-                let mut state = self.state();
-                if state.rounds >= self.max_input_rounds {
-                    return Err(ClientError::InputRoundsExceeded {
-                        task_id: Some(self.id.clone()),
-                        limit: self.max_input_rounds,
-                    });
-                }
-                state.rounds += 1;
-            }
-            self.emit(TaskUpdate::InputRequested {
-                key: key.clone(),
-                request: request.clone(),
-            });
-            let request =
-                serde_json::to_value(request).map_err(|e| ClientError::Protocol(e.to_string()))?;
-            let response = answer(self.handler(), &request)
-                .await
-                .map_err(ClientError::rpc)?;
-            self.state().unsent.insert(key.clone(), response.clone());
-            responses.insert(key.clone(), response);
-        }
-        if responses.is_empty() {
-            return Ok(false);
-        }
-        let keys: Vec<String> = responses.keys().cloned().collect();
-        let mut params = UpdateTaskRequestParams::new(&self.id, responses);
-        params.meta = self.id_params().meta;
-        self.session.request::<UpdateTask>(&params).await?;
-        let mut state = self.state();
-        for key in &keys {
-            state.unsent.remove(key);
-        }
-        state.answered.extend(keys);
-        Ok(true)
-    }
-
-    /// Opens `subscriptions/listen` for this task; the stream's notifications reach the
-    /// client's push channel. The returned guard ends the subscription when dropped.
-    fn listen(&self) -> ListenGuard {
-        let session = Arc::clone(&self.session);
-        let mut filter = v2026::SubscriptionFilter::default();
-        tasks::TaskSubscriptionNotifications::set_on_filter(
-            &mut filter,
-            std::slice::from_ref(&self.id),
-        );
-        let params = v2026::SubscriptionsListenRequestParams {
-            meta: session.request_meta(),
-            notifications: filter,
-            extra: JsonObject::new(),
-        };
-        let task = tokio::spawn(async move {
-            // No timeout: the stream lasts until dropped. Errors (-32601 from a server
-            // without it) just leave the driver polling.
-            if let Err(e) = session.peer.request::<SubscriptionsListen>(&params).await {
-                tracing::debug!(error = %e, "no pushed updates; polling");
-            }
-        });
-        ListenGuard(task)
-    }
-}
-
-/// Ends a `subscriptions/listen` when dropped (the request future is dropped, which sends
-/// `notifications/cancelled`).
-struct ListenGuard(tokio::task::JoinHandle<()>);
-
-impl Drop for ListenGuard {
-    fn drop(&mut self) {
-        self.0.abort();
+        self.follow().await
     }
 }
 
@@ -637,69 +393,5 @@ impl Detacher {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .cancel_on_drop = false;
-    }
-}
-
-/// Answers a 2025-11-25 task's server->client requests (counted against the bound by
-/// the session's `Routes`): shows them on the update stream and hands them to the task's
-/// handler (or the client's).
-struct Route2025 {
-    state: Arc<Mutex<HandleState>>,
-    handler: Option<Arc<dyn ClientHandler>>,
-    session: Arc<Session>,
-}
-
-impl Route2025 {
-    fn handler(&self) -> &dyn ClientHandler {
-        match &self.handler {
-            Some(h) => h.as_ref(),
-            None => self.session.handler(),
-        }
-    }
-
-    /// Shows the request on the update stream.
-    fn asked(&self, request: InputRequest) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.rounds += 1;
-        let key = state.rounds.to_string();
-        let update = TaskUpdate::InputRequested { key, request };
-        match &state.events {
-            Some(events) => {
-                let _ = events.send(update);
-            }
-            None => state.early.push(update),
-        }
-    }
-}
-
-#[async_trait]
-impl ClientHandler for Route2025 {
-    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        self.asked(InputRequest::from(params.clone()));
-        self.handler().elicit(params).await
-    }
-
-    async fn sample(
-        &self,
-        params: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, ErrorObject> {
-        self.asked(InputRequest::from(params.clone()));
-        self.handler().sample(params).await
-    }
-
-    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
-        let request =
-            serde_json::from_value(serde_json::json!({"method": "roots/list"})).map_err(|e| {
-                ErrorObject::new(
-                    mcp_tasks_protocol::error_codes::INTERNAL_ERROR,
-                    e.to_string(),
-                )
-            })?;
-        self.asked(request);
-        self.handler().list_roots().await
-    }
-
-    fn capabilities(&self) -> ClientCapabilities {
-        self.handler().capabilities()
     }
 }

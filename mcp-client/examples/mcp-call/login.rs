@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use mcp_tasks_client::auth::AuthEvent;
 
-use super::clear_line;
+use super::console::clear_line;
 
 /// The default token file: `$XDG_CONFIG_HOME/mcp-call/tokens.json`, else
 /// `~/.config/mcp-call/tokens.json`.

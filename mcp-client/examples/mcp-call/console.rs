@@ -1,0 +1,54 @@
+//! mcp-call's stderr, which the status line, the questions and the server's log lines
+//! share: whether it is a terminal, how the status line is erased, and the server's
+//! lines held back while a question waits for its answer.
+//!
+//! Invariant: nothing is written over a question waiting for its answer ([`PROMPTING`]),
+//! and no escape code is written when stderr is not a terminal.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set while a question waits for its answer at the terminal: the status line is not
+/// redrawn then (it would erase the question), and the server's log lines are held back.
+pub(crate) static PROMPTING: AtomicBool = AtomicBool::new(false);
+
+/// Whether stderr is a terminal: only then is the status line redrawn in place.
+pub(crate) fn on_terminal() -> bool {
+    static TERMINAL: OnceLock<bool> = OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::stderr().is_terminal())
+}
+
+/// What erases the status line before something else is written on stderr: nothing when
+/// stderr is not a terminal (no status line is drawn there).
+pub(crate) fn clear_line() -> &'static str {
+    if on_terminal() { "\r\x1b[2K" } else { "" }
+}
+
+/// The server's log lines (`--stdio`) that arrived while a question waited.
+static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Prints a line of the server's stderr above the status line (the next tick redraws
+/// it), or holds it back while a question waits for its answer.
+pub(crate) fn server_log(line: &str) {
+    if PROMPTING.load(Ordering::SeqCst) {
+        held().push(line.to_owned());
+        return;
+    }
+    print_held();
+    eprintln!("{}{line}", clear_line());
+}
+
+/// Prints the log lines held back while a question waited.
+pub(crate) fn print_held() {
+    let lines = std::mem::take(&mut *held());
+    for line in lines {
+        eprintln!("{}{line}", clear_line());
+    }
+}
