@@ -3,10 +3,13 @@
 //! schema mirrors into `Mcp-Param-{Name}` headers (`x-mcp-header`, SEP-2243) with the
 //! value encoding both sides share.
 
+use std::borrow::Cow;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::JsonObject;
 
@@ -275,6 +278,61 @@ pub fn header_matches(kind: ParamType, header: &str, body: &str) -> bool {
     }
 }
 
+/// The members of a request's `params` a server's edge reads before dispatch, borrowed
+/// from the params' text in one pass (everything else is skipped, not parsed): the
+/// `_meta` object (MCP 2026-07-28 declarations), the members `Mcp-Name` repeats, and a
+/// tool call's `arguments` (for its `Mcp-Param-*` headers). Each member is kept as raw
+/// JSON, so a member of the wrong type spoils only itself.
+#[derive(Debug, Default, Deserialize)]
+pub struct ParamsHead<'a> {
+    /// `_meta`, present (even `null`) or not.
+    #[serde(rename = "_meta", borrow, default, deserialize_with = "present")]
+    pub meta: Option<&'a RawValue>,
+    /// `name` (`tools/call`, `prompts/get`).
+    #[serde(borrow, default)]
+    pub name: Option<&'a RawValue>,
+    /// `uri` (`resources/read`).
+    #[serde(borrow, default)]
+    pub uri: Option<&'a RawValue>,
+    /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    #[serde(rename = "taskId", borrow, default)]
+    pub task_id: Option<&'a RawValue>,
+    /// `arguments` (`tools/call`).
+    #[serde(borrow, default)]
+    pub arguments: Option<&'a RawValue>,
+}
+
+impl<'a> ParamsHead<'a> {
+    /// Reads `params` (JSON text, or nothing). Params that are not a JSON object have no
+    /// head: every member is `None`.
+    pub fn read(params: Option<&'a str>) -> ParamsHead<'a> {
+        // serde reads a struct from an array too (its members in order): only an object
+        // has members.
+        params
+            .filter(|p| p.trim_start().starts_with('{'))
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_default()
+    }
+
+    /// The value `Mcp-Name` must carry for a request of `method` (see [`routed_name`]).
+    pub fn routed_name(&self, method: &str) -> Option<Cow<'a, str>> {
+        let raw = match method {
+            m if m == CallTool::METHOD || m == GetPrompt::METHOD => self.name,
+            m if m == ReadResource::METHOD => self.uri,
+            m if m == GetTask::METHOD || m == UpdateTask::METHOD || m == CancelTask::METHOD => {
+                self.task_id
+            }
+            _ => None,
+        }?;
+        serde_json::from_str::<Cow<'a, str>>(raw.get()).ok()
+    }
+}
+
+/// `Some` whenever the member is present, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
 /// The value `Mcp-Name` must carry for a request of `method` with `params` (JSON text):
 /// `params.name` for `tools/call` and `prompts/get`, `params.uri` for `resources/read`,
 /// `params.taskId` for `tasks/get`, `tasks/update` and `tasks/cancel`; `None` otherwise.
@@ -307,6 +365,36 @@ mod tests {
         match v {
             Value::Object(o) => o,
             _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_params_head_reads_what_the_edge_needs_in_one_pass() {
+        let text = r#"{"name":"greet","arguments":{"who":"ada"},"_meta":{"a":1},"x":[1,2]}"#;
+        let head = ParamsHead::read(Some(text));
+        assert_eq!(head.routed_name("tools/call").as_deref(), Some("greet"));
+        assert_eq!(head.routed_name("tasks/get"), None);
+        assert_eq!(head.arguments.map(RawValue::get), Some(r#"{"who":"ada"}"#));
+        assert_eq!(head.meta.map(RawValue::get), Some(r#"{"a":1}"#));
+        // A member of the wrong type spoils only itself.
+        let odd = ParamsHead::read(Some(r#"{"taskId":7,"_meta":null}"#));
+        assert_eq!(odd.routed_name("tasks/get"), None);
+        assert_eq!(odd.meta.map(RawValue::get), Some("null"));
+        assert!(ParamsHead::read(Some("[1]")).meta.is_none());
+        assert!(ParamsHead::read(None).name.is_none());
+        for (method, text) in [
+            ("tools/call", r#"{"name":"a b"}"#),
+            ("resources/read", r#"{"uri":"file:///x"}"#),
+            ("tasks/cancel", r#"{"taskId":"t-1"}"#),
+            ("prompts/get", r#"{"name":"p\u00e9"}"#),
+        ] {
+            assert_eq!(
+                ParamsHead::read(Some(text))
+                    .routed_name(method)
+                    .map(Cow::into_owned),
+                routed_name(method, Some(text)),
+                "{method} {text}"
+            );
         }
     }
 

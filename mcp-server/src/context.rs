@@ -30,10 +30,10 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::asking::{ClientHosts, ask_as_task};
 use crate::auth::Identity;
 use crate::report::Report;
 use crate::retry::{Backoff, while_transient};
-use crate::runtime::asking::{ClientHosts, ask_as_task};
 
 /// How a tool call ended other than with a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,10 +1,10 @@
-//! Every method of the server, registered once: the revision is chosen here, by whether
-//! the request belongs to an MCP 2025-11-25 session, and handed to that revision's
-//! handler (`v2025` or `v2026`). Params are parsed into the revision's own type before the
-//! handler runs; results are serialized once, straight to the response text.
+//! Every method of the server, registered once: each hands its request to the handler of
+//! the request's [`Revision`] (`v2025` or `v2026`), which the edge decided
+//! (`revision.rs`). Params are parsed into the revision's own type before the handler
+//! runs; results are serialized once, straight to the response text.
 //!
-//! **Invariant.** The only place that asks "which revision is this request"; no handler
-//! does.
+//! **Invariant.** The only place that matches a request's revision; no handler does, and
+//! nothing here decides it again.
 
 use std::sync::Arc;
 
@@ -21,11 +21,10 @@ use mcp_tasks_protocol::v2026::{
 use serde::Serialize;
 
 use crate::audit;
-use crate::caller::RequestDeclarations;
 use crate::errors::ServerError;
 use crate::features::Feature;
+use crate::revision::Revision;
 use crate::state::State;
-use crate::v2025::session_of;
 use crate::{v2025 as legacy, v2026 as current};
 
 /// `tasks/result`: MCP 2025-11-25 only.
@@ -40,8 +39,7 @@ fn json(value: impl Serialize) -> Result<Box<serde_json::value::RawValue>, Error
 
 /// Whether the request's own `_meta` names a 2026-07-28 protocol version.
 fn is_2026(ext: &Extensions) -> bool {
-    ext.get::<RequestDeclarations>()
-        .is_some_and(|d| d.protocol_version.is_some())
+    Revision::declarations(ext).is_some_and(|d| d.protocol_version.is_some())
 }
 
 /// The 2025-11-25 session of a task method's request, if any; a session of an earlier
@@ -50,7 +48,7 @@ fn task_session(
     ext: &Extensions,
     method: &str,
 ) -> Result<Option<Arc<crate::v2025::McpSession>>, ServerError> {
-    match session_of(ext) {
+    match Revision::session(ext) {
         Some(session) if !session.has_tasks() => Err(ServerError::MethodNotFound(format!(
             "Method not found: {method} is not part of MCP {} (tasks came in 2025-11-25)",
             session.protocol_version
@@ -75,17 +73,6 @@ fn subscribe_in_2026(method: &str) -> ServerError {
     ServerError::MethodNotFound(format!(
         "Method not found: {method} is not part of MCP 2026-07-28 (use subscriptions/listen with resourceSubscriptions)"
     ))
-}
-
-fn audited<T>(
-    op: &str,
-    owner: &mcp_tasks::Owner,
-    task_id: &str,
-    outcome: Result<T, ServerError>,
-) -> Result<T, ErrorObjectOwned> {
-    let outcome = outcome.map_err(mcp_tasks_protocol::jsonrpc::ErrorObject::from);
-    audit::record(op, owner, task_id, &outcome);
-    outcome.map_err(ErrorObjectOwned::from)
 }
 
 /// Every method of both wires.
@@ -116,19 +103,22 @@ fn register_tools_and_tasks(
         if is_2026(&ext) {
             return Err(removed(v2025::Initialize::METHOD).into());
         }
+        if Revision::session(&ext).is_some() {
+            return Err(legacy::already_initialized().into());
+        }
         let params = parse_params::<v2025::Initialize>(&params)?;
         json(legacy::initialize(&state, params, &ext).await?)
     })?;
 
     module.register_async_method(v2025::Ping::METHOD, |_params, _state, ext| async move {
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(_) => json(mcp_tasks_protocol::v2025::EmptyResult::default()),
             None => Err(removed(v2025::Ping::METHOD).into()),
         }
     })?;
 
     module.register_async_method(v2025::SetLevel::METHOD, |params, state, ext| async move {
-        let Some(session) = session_of(&ext) else {
+        let Some(session) = Revision::session(&ext) else {
             return Err(removed(v2025::SetLevel::METHOD).into());
         };
         let params = parse_params::<v2025::SetLevel>(&params)?;
@@ -136,14 +126,14 @@ fn register_tools_and_tasks(
     })?;
 
     module.register_async_method(ListTools::METHOD, |_params, state, ext| async move {
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(session) => json(legacy::tools_list(&state, &session)),
             None => json(current::tools_list(&state)),
         }
     })?;
 
     module.register_async_method(CallTool::METHOD, |params, state, ext| async move {
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(session) => {
                 let params = parse_params::<v2025::CallTool>(&params)?;
                 json(legacy::tools_call(&state, &session, params, &ext).await?)
@@ -160,7 +150,7 @@ fn register_tools_and_tasks(
             Some(session) => {
                 let params = parse_params::<v2025::GetTask>(&params)?;
                 let outcome = legacy::tasks_get(&state, &session, &params.task_id).await;
-                json(audited(
+                json(audit::audited(
                     "tasks/get",
                     &session.owner,
                     &params.task_id,
@@ -185,7 +175,7 @@ fn register_tools_and_tasks(
             Some(session) => {
                 let params = parse_params::<v2025::CancelTask>(&params)?;
                 let outcome = legacy::tasks_cancel(&state, &session, &params.task_id).await;
-                json(audited(
+                json(audit::audited(
                     "tasks/cancel",
                     &session.owner,
                     &params.task_id,
@@ -205,7 +195,7 @@ fn register_tools_and_tasks(
         };
         let params = parse_params::<v2025::GetTaskPayload>(&params)?;
         let outcome = legacy::tasks_result(&state, &session, &params.task_id, &ext).await;
-        json(audited(
+        json(audit::audited(
             "tasks/result",
             &session.owner,
             &params.task_id,
@@ -220,7 +210,7 @@ fn register_tools_and_tasks(
         let params = parse_params::<v2025::ListTasks>(&params)?;
         let cursor = params.and_then(|p| p.cursor);
         let outcome = legacy::tasks_list(&state, &session, cursor.as_deref()).await;
-        json(audited("tasks/list", &session.owner, "*", outcome)?)
+        json(audit::audited("tasks/list", &session.owner, "*", outcome)?)
     })?;
 
     module.register_async_method(
@@ -244,7 +234,7 @@ fn register_features(
         state
             .catalog
             .offers(Feature::Resources, ListResources::METHOD)?;
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(session) => {
                 let params = parse_params::<v2025::ListResources>(&params)?;
                 json(legacy::features::resources_list(
@@ -266,7 +256,7 @@ fn register_features(
             state
                 .catalog
                 .offers(Feature::Resources, ListResourceTemplates::METHOD)?;
-            match session_of(&ext) {
+            match Revision::session(&ext) {
                 Some(session) => {
                     let params = parse_params::<v2025::ListResourceTemplates>(&params)?;
                     json(legacy::features::resource_templates_list(
@@ -289,7 +279,7 @@ fn register_features(
         state
             .catalog
             .offers(Feature::Resources, ReadResource::METHOD)?;
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(_) => {
                 let params = parse_params::<v2025::ReadResource>(&params)?;
                 json(legacy::features::resources_read(&state, params).await?)
@@ -305,7 +295,7 @@ fn register_features(
         state
             .catalog
             .offers(Feature::Resources, v2025::Subscribe::METHOD)?;
-        let Some(session) = session_of(&ext) else {
+        let Some(session) = Revision::session(&ext) else {
             return Err(subscribe_in_2026(v2025::Subscribe::METHOD).into());
         };
         let params = parse_params::<v2025::Subscribe>(&params)?;
@@ -318,7 +308,7 @@ fn register_features(
             state
                 .catalog
                 .offers(Feature::Resources, v2025::Unsubscribe::METHOD)?;
-            let Some(session) = session_of(&ext) else {
+            let Some(session) = Revision::session(&ext) else {
                 return Err(subscribe_in_2026(v2025::Unsubscribe::METHOD).into());
             };
             let params = parse_params::<v2025::Unsubscribe>(&params)?;
@@ -330,7 +320,7 @@ fn register_features(
         state
             .catalog
             .offers(Feature::Prompts, ListPrompts::METHOD)?;
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(session) => {
                 let params = parse_params::<v2025::ListPrompts>(&params)?;
                 json(legacy::features::prompts_list(
@@ -348,7 +338,7 @@ fn register_features(
 
     module.register_async_method(GetPrompt::METHOD, |params, state, ext| async move {
         state.catalog.offers(Feature::Prompts, GetPrompt::METHOD)?;
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(session) => {
                 let params = parse_params::<v2025::GetPrompt>(&params)?;
                 json(legacy::features::prompts_get(&state, &session, params, &ext).await?)
@@ -364,7 +354,7 @@ fn register_features(
         state
             .catalog
             .offers(Feature::Completions, Complete::METHOD)?;
-        match session_of(&ext) {
+        match Revision::session(&ext) {
             Some(_) => {
                 let params = parse_params::<v2025::Complete>(&params)?;
                 json(legacy::features::complete(&state, params).await?)

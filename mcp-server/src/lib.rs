@@ -96,11 +96,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+mod asking;
 pub mod audit;
 pub mod auth;
 mod cache;
 mod call;
-mod caller;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -112,6 +112,7 @@ pub mod http;
 mod limits;
 mod report;
 mod retry;
+mod revision;
 mod runtime;
 pub mod seal;
 mod server;
@@ -124,8 +125,8 @@ mod v2026;
 mod views;
 mod worker;
 
+pub use auth::{ANONYMOUS, Principal};
 pub use cache::{CacheHint, Cacheable};
-pub use caller::{ANONYMOUS, Caller, Principal, RequestDeclarations, RequestMetaLayer};
 pub use context::{ToolContext, ToolError};
 pub use executor::{Executor, InProcess, Launch, Queue, Role};
 pub use features::{
@@ -133,6 +134,7 @@ pub use features::{
     PromptDef, PromptError, ResourceData, ResourceDef, ResourceError, ResourceTemplateDef,
 };
 pub use mcp_tasks::Delivery;
+pub use revision::{Caller, RequestDeclarations, RequestMetaLayer};
 pub use runtime::{
     CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime,
     WORKER_LOST_MESSAGE, worker_lost_error,

@@ -14,10 +14,10 @@ use mcp_tasks_protocol::types::Implementation;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{CacheHint, CacheHints, Cacheable};
-use crate::caller::RequestMetaLayer;
 use crate::dispatch::methods;
 use crate::executor::{Executor, Role};
 use crate::features::{Catalog, PromptDef, ResourceDef, ResourceTemplateDef};
+use crate::revision::RequestMetaLayer;
 use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::state::State;
 use crate::tool::ToolDef;

@@ -308,17 +308,24 @@ where
                         continue;
                     };
                     let this = Arc::clone(&self);
-                    let session = session.clone();
+                    let peer = session.peer.clone();
+                    let extensions = session.extensions.clone();
                     replies.spawn(async move {
                         // Fired once the response is queued on the connection, ahead of
                         // anything sent after it (or when there is none).
                         let written = ReplyWritten::new();
                         let _fire = written.guard();
-                        if let Some(reply) = this
-                            .serve_registered(&session, req, registration, Some(written))
-                            .await
-                        {
-                            let _ = session.peer.send_frame(reply.frame).await;
+                        let reply = this
+                            .serve_registered(
+                                peer.clone(),
+                                extensions,
+                                req,
+                                registration,
+                                Some(written),
+                            )
+                            .await;
+                        if let Some(reply) = reply {
+                            let _ = peer.send_frame(reply.frame).await;
                         }
                     });
                 }
@@ -385,7 +392,9 @@ where
 
     /// Runs one request through the middleware into its handler and returns the response
     /// frame; `None` when the request was cancelled (a cancelled request gets no response).
-    pub async fn handle_request(&self, session: &Session, req: InboundRequest) -> Option<Reply> {
+    /// `session` is this request's own copy (see [`Session::with_peer`]): the handler sees
+    /// its extensions, moved, not copied again.
+    pub async fn handle_request(&self, session: Session, req: InboundRequest) -> Option<Reply> {
         self.handle_request_inner(session, req, None).await
     }
 
@@ -395,7 +404,7 @@ where
     /// its id.
     pub async fn handle_request_until(
         &self,
-        session: &Session,
+        session: Session,
         req: InboundRequest,
         stop: &CancellationToken,
     ) -> Option<Reply> {
@@ -404,7 +413,7 @@ where
 
     async fn handle_request_inner(
         &self,
-        session: &Session,
+        session: Session,
         req: InboundRequest,
         stop: Option<&CancellationToken>,
     ) -> Option<Reply> {
@@ -412,7 +421,10 @@ where
             tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
             return Some(Reply::error(Some(req.id), self.too_many()));
         };
-        self.serve_registered(session, req, registration, None)
+        let Session {
+            peer, extensions, ..
+        } = session;
+        self.serve_registered(peer, extensions, req, registration, None)
             .await
     }
 
@@ -427,10 +439,12 @@ where
     }
 
     /// [`handle_request`](Self::handle_request) for a request already registered in
-    /// flight (see [`Session::register`]).
+    /// flight (see [`Session::register`]), answering through `peer` and seeing
+    /// `extensions` (its session's, this request's own copy).
     async fn serve_registered(
         &self,
-        session: &Session,
+        peer: Peer,
+        extensions: Extensions,
         req: InboundRequest,
         registration: Registration,
         written: Option<ReplyWritten>,
@@ -447,8 +461,8 @@ where
         };
         let span = tracing::debug_span!("request", %id, method = %method);
         let mut request = Request::owned(method, params, jsonrpsee_id);
-        request.extensions = session.extensions.clone();
-        request.extensions.insert(session.peer.clone());
+        request.extensions = extensions;
+        request.extensions.insert(peer);
         request.extensions.insert(RequestContext {
             id: id.clone(),
             cancel: cancel.clone(),

@@ -13,6 +13,14 @@ use futures::future::BoxFuture;
 use super::challenge::{Challenge, Refusal};
 use super::resource::ProtectedResource;
 
+/// The owner of tasks created by callers without a principal. Their task ids, 128 random
+/// bits, are then the only thing that binds a task to its creator.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The authenticated principal of a request, set by the transport's principal hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
+
 /// An authenticated caller: the principal that owns its tasks, and the scopes its
 /// credentials grant.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -53,7 +53,7 @@ impl BearerTokens {
     /// with a 2025-11-25 session's `session:<id>` owner either.)
     pub fn parse_pair(pair: &str) -> Result<(String, String), String> {
         match pair.split_once(':') {
-            Some((name, _)) if name == crate::ANONYMOUS => Err(format!(
+            Some((name, _)) if name == super::ANONYMOUS => Err(format!(
                 "{name:?} is reserved for unauthenticated callers; pick another name"
             )),
             Some((name, token)) if !name.is_empty() && !token.is_empty() => {

@@ -26,7 +26,7 @@ mod credentials;
 pub mod oauth;
 mod resource;
 
-pub use authenticator::{Authenticator, Identity};
+pub use authenticator::{ANONYMOUS, Authenticator, Identity, Principal};
 pub use bearer::BearerTokens;
 pub use challenge::{Challenge, Refusal};
 pub(crate) use credentials::query_has_token;

@@ -10,9 +10,11 @@
 //! headers (its `x-mcp-header` parameters), notifications (202).
 //! The engine does the rest.
 //!
-//! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline),
-//! `sessions.rs` (2025-11-25 sessions, their limits, GET, DELETE and the responses
-//! that answer the server's requests). `Host`, `Origin` and the caller's
+//! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline, in named
+//! stages), `headers.rs` (the routing headers against the body), `reply.rs` (JSON or
+//! event-stream replies), `sessions.rs` (2025-11-25 sessions, their limits, GET, DELETE
+//! and the responses that answer the server's requests), `resume.rs` and `replay.rs`
+//! (their resumable streams). `Host`, `Origin` and the caller's
 //! identity are checked once, by the `guard` layer in front of every handler, which
 //! puts the principal into the request's extensions.
 //!
@@ -21,8 +23,10 @@
 //! and at that path followed by the endpoint's path.
 
 mod config;
+mod headers;
 mod post;
 mod replay;
+mod reply;
 mod resume;
 mod sessions;
 
@@ -50,8 +54,8 @@ use mcp_tasks_protocol::jsonrpc::{ErrorObject, RequestId};
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
+use crate::auth::Principal;
 use crate::auth::{Identity, Refusal};
-use crate::caller::Principal;
 use crate::server::{Server, ServerEndpoint};
 
 pub use mcp_tasks_protocol::http::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};

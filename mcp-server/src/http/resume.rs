@@ -129,7 +129,7 @@ impl Run {
         ));
         let endpoint = Arc::clone(&self.endpoint);
         tokio::spawn(async move {
-            if let Some(reply) = endpoint.handle_request_until(&session, req, &stop).await {
+            if let Some(reply) = endpoint.handle_request_until(session, req, &stop).await {
                 let _ = tx.send(reply.frame).await;
             }
         });

@@ -27,7 +27,6 @@ use crate::auth::Identity;
 use crate::context::{TaskCaller, ToolContext, ToolError};
 use crate::tool::ToolDef;
 
-pub(crate) mod asking;
 mod config;
 mod events;
 mod inner;

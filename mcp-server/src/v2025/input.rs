@@ -16,8 +16,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::session::McpSession;
+use crate::asking::{ClientHosts, ask_as_task};
 use crate::retry::while_transient;
-use crate::runtime::asking::{ClientHosts, ask_as_task};
 
 /// The JSON-RPC id of every input request starts so: `mcp-input:{n}.{node}:{task}:{key}`,
 /// `n` unique on the asking instance's connection and `node` a tag of that instance, so

@@ -35,8 +35,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Identity;
+use crate::auth::Principal;
 use crate::call::{Requester, find_tool, start_task};
-use crate::caller::Principal;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::errors::call_error;
@@ -50,9 +50,7 @@ pub(crate) use features::{listen_for_resource_updates, notify_resource_updated};
 pub(crate) use input::answer_input;
 use input::ask_pending;
 use session::Standalone;
-pub(crate) use session::{
-    McpSession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer, session_of,
-};
+pub(crate) use session::{McpSession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer};
 use watcher::watch;
 
 /// How many tasks one `tasks/list` page holds.
@@ -191,7 +189,7 @@ pub(crate) async fn set_level(
     Ok(v2025::EmptyResult::default())
 }
 
-fn already_initialized() -> ServerError {
+pub(crate) fn already_initialized() -> ServerError {
     ServerError::InvalidRequest("The session is already initialized".to_owned())
 }
 

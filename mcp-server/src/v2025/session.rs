@@ -8,7 +8,6 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use jsonrpsee::Extensions;
 use mcp_tasks::{Owner, SessionRecord, TaskId};
 use mcp_tasks_protocol::engine::Peer;
 use mcp_tasks_protocol::types::LoggingLevel;
@@ -264,27 +263,16 @@ impl McpSession {
     }
 }
 
-/// The session a request belongs to, if it belongs to a 2025-11-25 one. Transports put a
-/// slot into every request's extensions; `initialize` fills it.
+/// Where `initialize` puts the 2025-11-25 session it opens, for the transport to keep:
+/// the HTTP edge gives each `initialize` an empty slot; over stdio the connection holds
+/// one, and the session in it is every later request's (see `revision.rs`).
 #[derive(Debug, Clone, Default)]
 pub struct SessionSlot(pub(super) Arc<OnceLock<Arc<McpSession>>>);
 
 impl SessionSlot {
-    /// A slot already holding `session`.
-    pub fn with(session: Arc<McpSession>) -> SessionSlot {
-        let slot = SessionSlot::default();
-        let _ = slot.0.set(session);
-        slot
-    }
-
     pub fn get(&self) -> Option<&Arc<McpSession>> {
         self.0.get()
     }
-}
-
-/// The 2025-11-25 session of a request.
-pub(crate) fn session_of(ext: &Extensions) -> Option<Arc<McpSession>> {
-    ext.get::<SessionSlot>().and_then(|s| s.get().cloned())
 }
 
 /// Marks a connection whose own peer is the session's standalone stream (stdio).

@@ -14,11 +14,11 @@ use mcp_tasks_protocol::v2026::{
 
 use super::rounds;
 use crate::cache::Cacheable;
-use crate::caller::Caller;
 use crate::context::ToolContext;
 use crate::errors::ServerError;
 use crate::features::completion::{self, CompletionInput, Target};
 use crate::features::{page, resources};
+use crate::revision::Caller;
 use crate::state::State;
 
 /// One page of `items`, its cursor sealed for this caller.

@@ -19,8 +19,8 @@ use mcp_tasks_protocol::v2026::{
 };
 
 use super::{require_tasks, task_id};
-use crate::caller::Caller;
 use crate::errors::ServerError;
+use crate::revision::Caller;
 use crate::state::State;
 use crate::views;
 

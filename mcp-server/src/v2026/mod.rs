@@ -26,10 +26,11 @@ use serde_json::Value;
 use crate::audit;
 use crate::cache::Cacheable;
 use crate::call::{Requester, find_tool, start_task};
-use crate::caller::{Caller, SUPPORTED_VERSIONS};
 use crate::context::{ToolContext, ToolError};
 use crate::errors::ServerError;
 use crate::errors::call_error;
+use crate::revision::Caller;
+use crate::revision::SUPPORTED_VERSIONS;
 use crate::state::State;
 use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;
@@ -42,6 +43,13 @@ fn require_tasks(caller: &Caller) -> Result<(), ServerError> {
     } else {
         Err(ServerError::MissingTasksCapability)
     }
+}
+
+/// The caller of a task method: one that declares the tasks extension (-32021 otherwise).
+fn task_caller(ext: &Extensions) -> Result<Caller, ServerError> {
+    let caller = Caller::from_extensions(ext);
+    require_tasks(&caller)?;
+    Ok(caller)
 }
 
 fn task_id(id: &str) -> TaskId {
@@ -229,16 +237,13 @@ pub(crate) async fn tasks_get(
     params: tasks::GetTaskRequestParams,
     ext: &Extensions,
 ) -> Result<GetTaskResult, ServerError> {
-    let caller = Caller::from_extensions(ext);
-    require_tasks(&caller)?;
+    let caller = task_caller(ext)?;
     let outcome = state
         .store
         .get(&caller.owner, &task_id(&params.task_id))
-        .await
-        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
-    audit::record("tasks/get", &caller.owner, &params.task_id, &outcome);
-    let record = state.metered(outcome?);
-    Ok(GetTaskResult::from(views::detailed(&record)))
+        .await;
+    let record = audit::audited("tasks/get", &caller.owner, &params.task_id, outcome)?;
+    Ok(GetTaskResult::from(views::detailed(&state.metered(record))))
 }
 
 /// `tasks/update`: answers to the task's input requests.
@@ -247,21 +252,19 @@ pub(crate) async fn tasks_update(
     params: tasks::UpdateTaskRequestParams,
     ext: &Extensions,
 ) -> Result<UpdateTaskResult, ServerError> {
-    let caller = Caller::from_extensions(ext);
-    require_tasks(&caller)?;
+    let caller = task_caller(ext)?;
     if let Some((key, _)) = params.input_responses.iter().find(|(_, v)| !v.is_object()) {
         return Err(ServerError::InvalidParams(format!(
             "Invalid params: inputResponses.{key} must be an object"
         )));
     }
     let responses = params.input_responses.into_iter().collect();
+    let id = task_id(&params.task_id);
     let outcome = state
         .store
-        .resolve_input(&caller.owner, &task_id(&params.task_id), responses)
-        .await
-        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
-    audit::record("tasks/update", &caller.owner, &params.task_id, &outcome);
-    outcome?;
+        .resolve_input(&caller.owner, &id, responses)
+        .await;
+    audit::audited("tasks/update", &caller.owner, &params.task_id, outcome)?;
     Ok(UpdateTaskResult::default())
 }
 
@@ -271,14 +274,11 @@ pub(crate) async fn tasks_cancel(
     params: tasks::CancelTaskRequestParams,
     ext: &Extensions,
 ) -> Result<CancelTaskResult, ServerError> {
-    let caller = Caller::from_extensions(ext);
-    require_tasks(&caller)?;
+    let caller = task_caller(ext)?;
     let outcome = state
         .store
         .request_cancel(&caller.owner, &task_id(&params.task_id))
-        .await
-        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
-    audit::record("tasks/cancel", &caller.owner, &params.task_id, &outcome);
-    outcome?;
+        .await;
+    audit::audited("tasks/cancel", &caller.owner, &params.task_id, outcome)?;
     Ok(CancelTaskResult::default())
 }

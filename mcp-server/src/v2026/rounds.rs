@@ -17,10 +17,10 @@ use mcp_tasks_protocol::engine::{Peer, RequestContext};
 use mcp_tasks_protocol::v2026::RequestMeta;
 use tokio_util::sync::CancellationToken;
 
-use crate::caller::Caller;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::report::Report;
+use crate::revision::Caller;
 use crate::seal::SealKey;
 
 /// What a sealed `requestState` starts with, so that no other sealed token (a cursor)
