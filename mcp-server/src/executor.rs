@@ -10,6 +10,10 @@
 //!   that claims it with [`TaskStore::claim_next`] and reports back through the store
 //!   (`renew_lease`, `complete`/`fail`), or run it however you like with
 //!   [`Launch::run_here`].
+//!
+//! **Invariant.** The store is the only channel between an API node and a worker: the
+//! task record (its [`Job`]: arguments, the request's declarations,
+//! principal and scopes, delivery) holds everything a run needs, wherever it runs.
 
 use std::fmt;
 use std::sync::Arc;

@@ -12,7 +12,9 @@
 //!   `tasks-*` scenarios against the demo server (`conformance: N checks passed, M
 //!   failed`), then the client requirement sets of 2026-07-28 and 2025-11-25 against
 //!   `mcp-tasks-client`'s conformance client (required: a scored scenario that fails fails the
-//!   command), and closes with one line `xtask: N passed, M failed, K skipped` (tests
+//!   command) and the server requirement sets of both revisions against the conformance
+//!   fixture server (`mcp-server/examples/conformance.rs`, required the same way), and
+//!   closes with one line `xtask: N passed, M failed, K skipped` (tests
 //!   plus the suite's checks).
 //! - `bench [--seconds S] [--concurrency 1,50] [--runs N] [--long-seconds S] [--json PATH]
 //!   [--readme] [--skip-store]`: our server beside rmcp and the raw loopback limit, each
@@ -22,6 +24,10 @@
 //!   cursors), N seconds each; `test` runs them for 2 seconds each.
 //! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
 //!   against that backend, one line per behaviour, closing with `N passed, M failed`.
+//! - `standalone`: clones the committed HEAD into an empty temporary folder and runs
+//!   `cargo xtask test` there outside CI, in a target folder of its own (removed at the
+//!   end); it must pass, and skip nothing for want of the official schema files (they ship
+//!   in `spec/`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};

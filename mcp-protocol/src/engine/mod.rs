@@ -11,6 +11,13 @@
 //!
 //! What stays in your hands: the methods themselves, sessions, and HTTP.
 //!
+//! Why not jsonrpsee's server and client as they are (0.26, measured): its server has no
+//! stdio transport, drops notifications without calling a handler and rejects responses
+//! sent by the client; its client cannot answer server->client requests and shuts down
+//! on a response with an unknown id. So the engine uses the parts that fit: `RpcModule`
+//! and `Methods` (the method registry), `RpcServiceT` middleware, the wire types, and
+//! `ClientT` (for `#[rpc(client)]` traits over [`Peer`]).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

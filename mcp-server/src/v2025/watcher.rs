@@ -1,6 +1,29 @@
 //! The per-session watcher of MCP 2025-11-25 sessions: `notifications/tasks/status` on
 //! each change of the session's tasks, and their input requests asked on the standalone
 //! stream (through `input.rs`), nothing about a task the client may not know yet.
+//!
+//! # A task is announced before anything about it
+//!
+//! No status, question or other message naming a task reaches the client before the
+//! `CreateTaskResult` that names it. The transport puts the engine's `ReplyWritten` into
+//! a session's `tools/call` and fires it once the connection has taken the response
+//! (HTTP: the body's end, or the body dropped unsent; stdio: the response queued on the
+//! one outgoing channel, ahead of anything sent after it); `tools_call` hands it to
+//! `call::start_task`, and the runtime starts the tool only once it fired (the lease kept
+//! meanwhile). Until then the task is its record as created (revision 1), which this
+//! watcher never sends (the `CreateTaskResult` says the same), so no stream of any
+//! instance has anything to say about it.
+//!
+//! The wire order is not always enough: a client that reads a question in the same
+//! breath as the `CreateTaskResult` may handle the question first (the official tasks
+//! client library does, and answers "cancel"). So the standalone stream carries nothing
+//! about a task until the client named it in a request here (`tasks/get`,
+//! `tasks/result`, `tasks/cancel`: `McpSession::mark_known`) or `known_hold` passed (twice
+//! its poll interval, 1-10 s): `Seen::deferred` keeps its latest status meanwhile, and
+//! `input.rs`'s `Asking` waits the same before it claims a question. A task queued for
+//! workers (role `api`) is claimable at once: there only this hold keeps the order, and
+//! on a shared store the client's poll may reach another instance, so it is a bounded
+//! delay, not a proof.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

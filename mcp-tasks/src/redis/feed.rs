@@ -1,5 +1,11 @@
 //! The event feed: what the write scripts publish, and the pub/sub pump that brings it
 //! into each handle's broadcast channel.
+//!
+//! Events go out by classic `PUBLISH` on the deployment's one channel (under `{prefix}`,
+//! not sharded), which a Redis Cluster forwards to every node, so one plain pub/sub
+//! connection per handle, to any node, hears them all. Sharded pub/sub (`SPUBLISH`) is
+//! not used: it would take one subscription per shard's node, following slot moves, for
+//! little gain.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
