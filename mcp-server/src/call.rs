@@ -1,5 +1,5 @@
-//! The `tools/call` core both revisions share: find and check the tool, start its task,
-//! and the error a tool's failure in a request answers with.
+//! The `tools/call` core both revisions share: find and check the tool, and start its
+//! task (the error a tool's failure answers a request with is `errors::call_error`).
 //!
 //! **Invariant.** Knows no wire revision's shapes: the revision modules turn what this
 //! returns into their own views.

@@ -1,6 +1,7 @@
 //! The revision a request is served in, decided once, at the edge, and the [`Caller`]
-//! its handlers see. The revision goes into the request's extensions as a [`Revision`]: the MCP 2025-11-25 session it belongs to, or
-//! what its own `_meta` declared (MCP 2026-07-28). The HTTP edge decides it while it
+//! its handlers see. The revision goes into the request's extensions as a [`Revision`]:
+//! the MCP 2025-11-25 session it belongs to, or what its own `_meta` declared (MCP
+//! 2026-07-28). The HTTP edge decides it while it
 //! checks the routing headers (`http/post.rs`, from one read of the params, a
 //! [`ParamsHead`]); for stdio, whose connection is the session, [`RequestMetaLayer`]
 //! decides it in front of the dispatcher. Nothing after the edge reads `_meta` or the
@@ -105,7 +106,7 @@ pub struct RequestDeclarations {
 /// The protocol versions this server speaks on the stateless wire.
 pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION_2026_07_28];
 
-/// Middleware that decides the [`Revision`] of each request no edge decided (stdio): the
+/// Middleware that decides the revision of each request no edge decided (stdio): the
 /// session of the connection once `initialize` opened it, else what the request's
 /// `_meta` declared (never remembered across requests); an unsupported
 /// `protocolVersion` is answered with -32022 before any handler runs. Unknown methods
@@ -144,7 +145,9 @@ pub struct RequestMetaService<S> {
 }
 
 /// The members of `_meta` the declarations read, borrowed: each stays unparsed JSON text
-/// (present even when `null`), so that reading them costs no tree of values.
+/// (present even when `null`), so that reading them costs no tree of values. serde needs
+/// the keys spelled out here; `the_probe_reads_the_members_the_constants_name` holds them
+/// to the constants of `mcp_tasks_protocol::meta`.
 #[derive(Deserialize, Default)]
 struct MetaProbe<'a> {
     #[serde(

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -242,10 +243,11 @@ pub struct TaskRecord {
     pub lease: Option<Lease>,
     /// Bumped by every change; starts at 1.
     pub revision: u64,
-    /// What a worker needs to run the task (absent in records of older builds). Boxed:
-    /// inline it would add about 200 bytes to every record, job or not.
+    /// What a worker needs to run the task (absent in records of older builds). Shared:
+    /// inline it would add about 200 bytes to every record, job or not, and a read of the
+    /// record (`tasks/get`) copies a pointer, not the tool's arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<Box<Job>>,
+    pub job: Option<Arc<Job>>,
 }
 
 impl TaskRecord {

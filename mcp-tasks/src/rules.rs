@@ -40,7 +40,7 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
         cancel_requested: false,
         lease: None,
         revision: 1,
-        job: new.job.map(Box::new),
+        job: new.job.map(std::sync::Arc::new),
     }
 }
 
@@ -61,7 +61,7 @@ pub fn new_leased_record(
     });
     // Its first run starts now, on the creator.
     if let Some(job) = &mut rec.job {
-        job.attempts = 1;
+        std::sync::Arc::make_mut(job).attempts = 1;
     }
     rec
 }
@@ -271,7 +271,7 @@ pub fn claim_job(
     if rec.queued_tool().is_none() {
         return Err(StoreError::NotQueued);
     }
-    let Some(job) = rec.job.as_mut() else {
+    let Some(job) = rec.job.as_mut().map(std::sync::Arc::make_mut) else {
         return Err(StoreError::NotQueued);
     };
     job.attempts = job.attempts.saturating_add(1);

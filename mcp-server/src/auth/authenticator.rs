@@ -25,7 +25,7 @@ pub struct Principal(pub String);
 /// credentials grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
-    /// Owns the caller's tasks and 2025-11-25 sessions. Never [`ANONYMOUS`](crate::ANONYMOUS)
+    /// Owns the caller's tasks and 2025-11-25 sessions. Never [`ANONYMOUS`]
     /// and never of the form `session:<id>` (both belong to unauthenticated callers).
     pub principal: String,
     /// What the caller may do (OAuth scopes); empty for a static token.

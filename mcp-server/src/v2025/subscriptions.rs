@@ -7,7 +7,7 @@
 //! seen by any instance is announced through the store (its rule 9): every instance
 //! hears it and notifies the sessions whose standalone stream it holds, asking their
 //! records whether they are subscribed (a subscription made on another instance is
-//! known here only that way). [`ResourceWatch::held`] lists those sessions.
+//! known here only that way). [`SessionSubscriptions::held`] lists those sessions.
 //!
 //! **Invariant.** Holds sessions weakly: a subscription never keeps a session alive, and
 //! a session that ended (dropped or closed) is forgotten the next time its URI changes.
