@@ -13,8 +13,8 @@
 //! Modules: `config.rs` (settings and policies), `post.rs` (the POST pipeline, in named
 //! stages), `headers.rs` (the routing headers against the body), `reply.rs` (JSON or
 //! event-stream replies), `sessions.rs` (2025-11-25 sessions, their limits, GET, DELETE
-//! and the responses that answer the server's requests), `resume.rs` and `replay.rs`
-//! (their resumable streams). `Host`, `Origin` and the caller's
+//! and the responses that answer the server's requests), `resume.rs` (their resumable
+//! streams, over the session's replay buffer, `v2025/replay.rs`). `Host`, `Origin` and the caller's
 //! identity are checked once, by the `guard` layer in front of every handler, which
 //! puts the principal into the request's extensions.
 //!
@@ -25,7 +25,6 @@
 mod config;
 mod headers;
 mod post;
-mod replay;
 mod reply;
 mod resume;
 mod sessions;
@@ -101,7 +100,11 @@ impl Authenticated {
 /// kept for resuming its streams, and its own peer, where the server's requests to this
 /// session's client wait for their answers.
 #[derive(Debug, Clone)]
-struct OpenSession(Arc<crate::v2025::McpSession>, Arc<replay::Replay>, Peer);
+struct OpenSession(
+    Arc<crate::v2025::McpSession>,
+    Arc<crate::v2025::replay::Replay>,
+    Peer,
+);
 
 /// In front of every handler: `Host` and `Origin` (403), an access token in the query
 /// string (400 `invalid_request`: RFC 6750 2.3 and MCP allow the header only, and a 401

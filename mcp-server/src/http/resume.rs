@@ -43,9 +43,9 @@ use mcp_tasks_protocol::v2025;
 use mcp_tasks_protocol::v2026::{LoggingMessage, LoggingMessageNotificationParams};
 use tokio_util::sync::CancellationToken;
 
-use super::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
 use super::{App, rpc_error};
 use crate::v2025::McpSession;
+use crate::v2025::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
 use crate::v2025::session::StandaloneGuard;
 
 /// The header a client resumes a stream with.

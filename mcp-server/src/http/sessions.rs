@@ -39,11 +39,11 @@ use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::{ErrorObject, RequestId};
 use serde_json::value::RawValue;
 
-use super::replay::{Replay, ReplayLimits};
 use super::{
     App, Authenticated, OpenSession, accepts, message_event, not_allowed, resume, rpc_error, sse,
 };
 use crate::v2025::McpSession;
+use crate::v2025::replay::{Replay, ReplayLimits};
 
 /// A 2025-11-25 session, the events kept for resuming its streams, its requests to the
 /// client waiting for their answers, and when it was last used.

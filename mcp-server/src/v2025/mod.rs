@@ -14,6 +14,7 @@
 
 pub(crate) mod features;
 mod input;
+pub(crate) mod replay;
 pub(crate) mod session;
 pub(crate) mod subscriptions;
 mod watcher;

@@ -29,14 +29,14 @@ static NEXT_READER: AtomicU64 = AtomicU64::new(1);
 
 /// The id of an event: its stream and its position there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct EventId {
-    pub(super) stream: u64,
-    pub(super) seq: u64,
+pub(crate) struct EventId {
+    pub(crate) stream: u64,
+    pub(crate) seq: u64,
 }
 
 impl EventId {
     /// Reads an id this module wrote: two decimal numbers joined by `-`, nothing else.
-    pub(super) fn parse(text: &str) -> Option<EventId> {
+    pub(crate) fn parse(text: &str) -> Option<EventId> {
         let (stream, seq) = text.split_once('-')?;
         let number = |s: &str| {
             (!s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
@@ -58,19 +58,19 @@ impl fmt::Display for EventId {
 
 /// How much one session keeps for replay.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ReplayLimits {
+pub(crate) struct ReplayLimits {
     /// Events kept, over all the session's streams (at least one); also the most
     /// streams kept that hold nothing (requests given up that a resumption would run
     /// again).
-    pub(super) max_events: usize,
+    pub(crate) max_events: usize,
     /// Bytes of event data kept; an event larger than this alone is still kept while it
     /// is the newest.
-    pub(super) max_bytes: usize,
+    pub(crate) max_bytes: usize,
 }
 
 /// One session's streams and the events kept for replay.
 #[derive(Debug)]
-pub(super) struct Replay {
+pub(crate) struct Replay {
     limits: ReplayLimits,
     inner: Mutex<Inner>,
 }
@@ -145,7 +145,7 @@ struct Stream {
 
 /// Starts a stream's request again; the writer it needs is counted already.
 #[derive(Clone)]
-pub(super) struct Redo(pub(super) Arc<dyn Fn() + Send + Sync>);
+pub(crate) struct Redo(pub(crate) Arc<dyn Fn() + Send + Sync>);
 
 impl fmt::Debug for Redo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -155,7 +155,7 @@ impl fmt::Debug for Redo {
 
 /// What a reader reads.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Item {
+pub(crate) enum Item {
     /// The next event.
     Event { id: EventId, frame: Arc<str> },
     /// `missed` events after the cursor are no longer kept (the limits pushed them out).
@@ -164,7 +164,7 @@ pub(super) enum Item {
 
 /// The answer to a resumption.
 #[derive(Debug)]
-pub(super) enum Resume {
+pub(crate) enum Resume {
     /// Read on from the cursor. `standalone`: the session's GET stream, which got a
     /// writer for the caller to carry; `redo`: the stream's request, given up, to run
     /// again in the writer it got.
@@ -180,10 +180,10 @@ pub(super) enum Resume {
 /// A `Last-Event-ID` that names no event of a stream this session holds: never sent in
 /// this session (another session's, or made up), or a stream no longer kept at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct NotHeld;
+pub(crate) struct NotHeld;
 
 impl Replay {
-    pub(super) fn new(limits: ReplayLimits) -> Arc<Replay> {
+    pub(crate) fn new(limits: ReplayLimits) -> Arc<Replay> {
         Arc::new(Replay {
             limits: ReplayLimits {
                 max_events: limits.max_events.max(1),
@@ -199,7 +199,7 @@ impl Replay {
 
     /// A new stream with one writer, and the reader reading it from its start (after
     /// the priming event, position 0).
-    pub(super) fn open(self: &Arc<Self>, standalone: bool) -> Reader {
+    pub(crate) fn open(self: &Arc<Self>, standalone: bool) -> Reader {
         let stream = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
         let reader = NEXT_READER.fetch_add(1, Ordering::Relaxed);
         let wake = Arc::new(Notify::new());
@@ -236,7 +236,7 @@ impl Replay {
 
     /// Keeps `frame` as the next event of `stream`, then drops the oldest events while
     /// the session is over its limits.
-    pub(super) fn push(&self, stream: u64, frame: String) {
+    pub(crate) fn push(&self, stream: u64, frame: String) {
         let mut inner = self.lock();
         let Some(s) = inner.streams.get_mut(&stream) else {
             return;
@@ -270,7 +270,7 @@ impl Replay {
 
     /// One writer of `stream` is gone; once none is left, readers end after the last
     /// event.
-    pub(super) fn end_writer(&self, stream: u64) {
+    pub(crate) fn end_writer(&self, stream: u64) {
         let mut inner = self.lock();
         let Some(s) = inner.streams.get_mut(&stream) else {
             return;
@@ -282,14 +282,14 @@ impl Replay {
 
     /// Makes `stream` redoable: `redo` runs its request again when the client resumes
     /// it after the request was given up, until [`forget_redo`](Self::forget_redo).
-    pub(super) fn set_redo(&self, stream: u64, redo: Redo) {
+    pub(crate) fn set_redo(&self, stream: u64, redo: Redo) {
         if let Some(s) = self.lock().streams.get_mut(&stream) {
             s.redo = Some(redo);
         }
     }
 
     /// The request of `stream` answered: there is nothing to run again.
-    pub(super) fn forget_redo(&self, stream: u64) {
+    pub(crate) fn forget_redo(&self, stream: u64) {
         if let Some(s) = self.lock().streams.get_mut(&stream) {
             s.redo = None;
         }
@@ -297,7 +297,7 @@ impl Replay {
 
     /// The writer of a request given up ends; if a reader has come meanwhile, the writer
     /// passes to the request's next run instead, returned to start.
-    pub(super) fn end_writer_or_redo(&self, stream: u64) -> Option<Redo> {
+    pub(crate) fn end_writer_or_redo(&self, stream: u64) -> Option<Redo> {
         {
             let inner = self.lock();
             let s = inner.streams.get(&stream)?;
@@ -312,7 +312,7 @@ impl Replay {
     }
 
     /// Since when no reader reads `stream` (`None`: one does, or the stream is gone).
-    pub(super) fn detached_since(&self, stream: u64) -> Option<Instant> {
+    pub(crate) fn detached_since(&self, stream: u64) -> Option<Instant> {
         self.lock()
             .streams
             .get(&stream)
@@ -320,7 +320,7 @@ impl Replay {
     }
 
     /// What wakes on every change of `stream`.
-    pub(super) fn wake(&self, stream: u64) -> Option<Arc<Notify>> {
+    pub(crate) fn wake(&self, stream: u64) -> Option<Arc<Notify>> {
         self.lock()
             .streams
             .get(&stream)
@@ -330,7 +330,7 @@ impl Replay {
     /// Resumes the stream of `last` after it: the events up to `last` are acknowledged
     /// (dropped), and a new reader replaces the one reading now, if any. A standalone
     /// stream gets a writer, which the caller ends with [`end_writer`](Self::end_writer).
-    pub(super) fn resume(self: &Arc<Self>, last: EventId) -> Result<Resume, NotHeld> {
+    pub(crate) fn resume(self: &Arc<Self>, last: EventId) -> Result<Resume, NotHeld> {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let s = inner.streams.get_mut(&last.stream).ok_or(NotHeld)?;
@@ -400,7 +400,7 @@ impl Replay {
 /// has read everything, or when a newer reader took the stream over. Dropping it leaves
 /// the stream without a reader (detached), to be resumed.
 #[derive(Debug)]
-pub(super) struct Reader {
+pub(crate) struct Reader {
     replay: Arc<Replay>,
     stream: u64,
     cursor: u64,
@@ -410,13 +410,13 @@ pub(super) struct Reader {
 
 impl Reader {
     /// The stream read.
-    pub(super) fn stream(&self) -> u64 {
+    pub(crate) fn stream(&self) -> u64 {
         self.stream
     }
 
     /// The next item; `None` once the stream has ended (or another reader took it).
     /// Cancel-safe: nothing is consumed until it returns.
-    pub(super) async fn next(&mut self) -> Option<Item> {
+    pub(crate) async fn next(&mut self) -> Option<Item> {
         let wake = Arc::clone(&self.wake);
         loop {
             let notified = wake.notified();
