@@ -236,8 +236,8 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     fn events(&self) -> EventStream;
 
     /// Where the store keeps MCP 2025-11-25 session records
-    /// ([`SessionStore`](crate::SessionStore), its own contract), if it keeps them.
-    fn sessions(&self) -> Option<&dyn crate::SessionStore> {
+    /// ([`SessionStore`](crate::session::SessionStore), its own contract), if it keeps them.
+    fn sessions(&self) -> Option<&dyn crate::session::SessionStore> {
         None
     }
 }

@@ -108,7 +108,7 @@ impl Backend for MemoryStore {
         EventStream::new(self.inner.events.subscribe())
     }
 
-    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+    fn session_store(&self) -> Option<&dyn crate::session::SessionStore> {
         Some(self)
     }
 }

@@ -207,7 +207,7 @@ impl Backend for PostgresStore {
         EventStream::with_resync(self.inner.events.subscribe())
     }
 
-    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+    fn session_store(&self) -> Option<&dyn crate::session::SessionStore> {
         Some(self)
     }
 }

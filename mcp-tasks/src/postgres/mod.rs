@@ -157,7 +157,7 @@ struct Inner {
 struct Batches {
     create: batch::Batcher<db::NewRow, db::Created>,
     save: batch::Batcher<db::SavedRow, bool>,
-    read: batch::Batcher<db::ReadKey, Option<crate::TaskRecord>>,
+    read: batch::Batcher<db::ReadKey, Option<crate::record::TaskRecord>>,
 }
 
 impl Batches {

@@ -194,7 +194,7 @@ impl Backend for RedisStore {
         EventStream::with_resync_signal(shared.events.subscribe(), shared.resync.subscribe())
     }
 
-    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+    fn session_store(&self) -> Option<&dyn crate::session::SessionStore> {
         Some(self)
     }
 }

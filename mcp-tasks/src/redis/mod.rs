@@ -330,7 +330,10 @@ impl RedisStore {
 
     /// The unfinished tasks counted against the limits: `owner`'s, and all owners'
     /// (summed over the shards).
-    pub async fn live_tasks(&self, owner: &crate::Owner) -> Result<(usize, usize), StoreError> {
+    pub async fn live_tasks(
+        &self,
+        owner: &crate::record::Owner,
+    ) -> Result<(usize, usize), StoreError> {
         let counts = self.inner.shard_counts(owner).await?;
         let n = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let mine = counts.iter().map(|c| c.owner).sum();

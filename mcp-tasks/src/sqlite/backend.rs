@@ -150,7 +150,7 @@ impl Backend for SqliteStore {
         EventStream::new(self.inner.events.subscribe())
     }
 
-    fn session_store(&self) -> Option<&dyn crate::SessionStore> {
+    fn session_store(&self) -> Option<&dyn crate::session::SessionStore> {
         Some(self)
     }
 }
