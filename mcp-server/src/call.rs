@@ -22,7 +22,7 @@ use crate::tool::ToolDef;
 pub(crate) fn find_tool<'s>(
     state: &'s State,
     name: &str,
-    args: &JsonObject,
+    args: &mut JsonObject,
     identity: Option<&Identity>,
 ) -> Result<&'s ToolDef, ServerError> {
     let tool = state
@@ -35,7 +35,7 @@ pub(crate) fn find_tool<'s>(
             scopes: needed.to_vec(),
         });
     }
-    tool.validate(args)?;
+    tool.validate_in_place(args)?;
     Ok(tool)
 }
 

@@ -232,10 +232,28 @@ impl ToolDef {
 
     /// Checks `args` against the input schema: `-32602` naming the first violations.
     pub fn validate(&self, args: &JsonObject) -> Result<(), ErrorObject> {
-        let value = Value::Object(args.clone());
+        self.check(&Value::Object(args.clone()))
+    }
+
+    /// [`validate`](Self::validate) without copying `args` (lent to the validator as a
+    /// JSON value and given back, whatever the outcome).
+    pub(crate) fn validate_in_place(&self, args: &mut JsonObject) -> Result<(), ErrorObject> {
+        let value = Value::Object(std::mem::take(args));
+        let checked = self.check(&value);
+        if let Value::Object(lent) = value {
+            *args = lent;
+        }
+        checked
+    }
+
+    /// Checks `value`; valid arguments (the usual case) cost one pass and no error list.
+    fn check(&self, value: &Value) -> Result<(), ErrorObject> {
+        if self.validator.is_valid(value) {
+            return Ok(());
+        }
         let problems: Vec<String> = self
             .validator
-            .iter_errors(&value)
+            .iter_errors(value)
             .take(5)
             .map(|e| {
                 let at = e.instance_path().to_string();
@@ -314,4 +332,36 @@ fn checked_param_headers(
             tool: name.to_owned(),
             reason: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Args {
+        n: u32,
+    }
+
+    #[test]
+    fn arguments_checked_in_place_come_back_whatever_the_outcome() {
+        let tool = ToolDef::new(
+            "count",
+            TaskPolicy::Synchronous,
+            |_ctx, _args: Args| async { Ok(CallToolResult::text("ok")) },
+        )
+        .expect("a valid tool");
+        let mut good: JsonObject = serde_json::from_str(r#"{"n":3}"#).expect("json");
+        assert!(tool.validate_in_place(&mut good).is_ok());
+        assert_eq!(good["n"], 3);
+        let mut bad: JsonObject = serde_json::from_str(r#"{"n":"three"}"#).expect("json");
+        let refused = tool
+            .validate_in_place(&mut bad)
+            .expect_err("a string is no u32");
+        assert_eq!(refused.code, error_codes::INVALID_PARAMS);
+        assert!(refused.message.contains("count"), "{}", refused.message);
+        assert_eq!(bad["n"], "three");
+        assert_eq!(tool.validate(&bad), Err(refused));
+    }
 }

@@ -230,12 +230,12 @@ pub(crate) fn tools_list(state: &State, session: &McpSession) -> v2025::ListTool
 pub(crate) async fn tools_call(
     state: &State,
     session: &McpSession,
-    params: CallToolRequestParams,
+    mut params: CallToolRequestParams,
     ext: &Extensions,
 ) -> Result<Value, ServerError> {
-    let args = params.arguments.clone().unwrap_or_default();
+    let mut args = params.arguments.take().unwrap_or_default();
     let identity = ext.get::<Identity>().cloned();
-    let tool = find_tool(state, &params.name, &args, identity.as_ref())?;
+    let tool = find_tool(state, &params.name, &mut args, identity.as_ref())?;
     let peer = ext
         .get::<Peer>()
         .cloned()

@@ -108,12 +108,12 @@ pub(crate) fn tools_list(state: &State) -> ListToolsResult {
 /// (after any preflight rounds), else the tool runs now, in MRTR rounds.
 pub(crate) async fn tools_call(
     state: &State,
-    params: v2026::CallToolRequestParams,
+    mut params: v2026::CallToolRequestParams,
     ext: &Extensions,
 ) -> Result<CallToolReply, ServerError> {
     let caller = Caller::from_extensions(ext);
-    let args = params.arguments.clone().unwrap_or_default();
-    let tool = find_tool(state, &params.name, &args, caller.identity.as_ref())?;
+    let mut args = params.arguments.take().unwrap_or_default();
+    let tool = find_tool(state, &params.name, &mut args, caller.identity.as_ref())?;
     if tool.policy() == TaskPolicy::Required && !caller.declares_tasks {
         return Err(ServerError::MissingTasksCapability);
     }
