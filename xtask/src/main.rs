@@ -39,6 +39,7 @@ mod bench;
 mod cluster;
 mod conformance;
 mod services;
+mod standalone;
 mod suite;
 
 #[derive(Parser)]
@@ -121,7 +122,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Schema { check } => schema(check),
         Cmd::Test { rest } => test(&rest),
-        Cmd::Standalone => standalone(),
+        Cmd::Standalone => standalone::standalone(),
         Cmd::Fuzz { seconds } => fuzz(seconds),
         Cmd::Bench {
             seconds,
@@ -388,96 +389,6 @@ fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, St
     Ok(Some(report))
 }
 
-/// `cargo xtask standalone`: a clone of HEAD in an empty temporary folder (no `../shared`
-/// beside it) runs the test command outside CI, with the official schemas of its own
-/// `spec/` (no `MCP_SPEC_DIR`). It builds into a folder of its own inside the target
-/// folder (`$CARGO_TARGET_DIR`, else `target/`), `standalone-<pid>-<time>`, removed when
-/// it ends, whatever the outcome: the workspace's crates hash their paths relative to the
-/// workspace root, so the clone's crates have the same artifact names as this checkout's
-/// and sharing the folder itself would swap its binaries (`target/debug/demo`, ...) for the
-/// clone's under whoever else is building or testing there.
-fn standalone() -> Result<(), String> {
-    let root = workspace_root();
-    let salt = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let run = format!("{}-{salt}", std::process::id());
-    let folder = std::env::temp_dir().join(format!("mcp-standalone-{run}"));
-    let cwd = std::env::current_dir().unwrap_or_else(|_| root.clone());
-    let target = target_dir(&root, std::env::var_os("CARGO_TARGET_DIR"), &cwd)
-        .join(format!("standalone-{run}"));
-    std::fs::create_dir_all(&folder)
-        .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
-    let result = standalone_in(&root, &folder.join("repo"), &target);
-    // What this run made: the clone and its build (the size of a cold debug build).
-    for made in [&folder, &target] {
-        match std::fs::remove_dir_all(made) {
-            Ok(()) => println!("xtask: standalone: removed {}", made.display()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => eprintln!("xtask: standalone: cannot remove {}: {e}", made.display()),
-        }
-    }
-    result
-}
-
-/// The target folder cargo builds this workspace into: `CARGO_TARGET_DIR` (`env`; a
-/// relative one is read from `cwd`, as cargo does), else `target/` at the workspace root.
-fn target_dir(root: &Path, env: Option<std::ffi::OsString>, cwd: &Path) -> PathBuf {
-    match env.filter(|d| !d.is_empty()) {
-        Some(dir) => cwd.join(dir),
-        None => root.join("target"),
-    }
-}
-
-/// Clones HEAD of `root` into `clone` and runs its test command there, building into
-/// `target`.
-fn standalone_in(root: &Path, clone: &Path, target: &Path) -> Result<(), String> {
-    let cloned = Command::new("git")
-        .args(["clone", "--quiet", "--no-hardlinks"])
-        .arg(root)
-        .arg(clone)
-        .status()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if !cloned.success() {
-        return Err(format!("git clone into {} failed", clone.display()));
-    }
-    println!(
-        "xtask: standalone: cloned HEAD into {}, building into {}",
-        clone.display(),
-        target.display()
-    );
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .current_dir(clone)
-        .env_remove("CI")
-        .env_remove("MCP_SPEC_DIR")
-        .env_remove("MCP_REQUIRE_SERVICES")
-        .env("CARGO_TARGET_DIR", target)
-        .args(["xtask", "test"])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run the clone's tests: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let summary = stdout
-        .lines()
-        .filter(|l| l.starts_with("xtask: "))
-        .collect::<Vec<_>>()
-        .join("\n");
-    println!("{summary}");
-    if !output.status.success() {
-        return Err("the standalone clone's tests failed".into());
-    }
-    if stdout.contains("official MCP schemas") {
-        return Err(
-            "the standalone clone skipped tests for want of the official schemas: they ship in spec/"
-                .into(),
-        );
-    }
-    println!("xtask: standalone: a clone with nothing beside it passes");
-    Ok(())
-}
-
 /// The distinct skips the tests reported in `log`, in order.
 fn skipped_tests(log: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -567,27 +478,7 @@ impl Totals {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
-
-    use super::{Totals, target_dir};
-
-    #[test]
-    fn the_standalone_build_honours_cargo_target_dir() {
-        let (root, cwd) = (Path::new("/repo"), Path::new("/repo/xtask"));
-        assert_eq!(target_dir(root, None, cwd), PathBuf::from("/repo/target"));
-        assert_eq!(
-            target_dir(root, Some("".into()), cwd),
-            PathBuf::from("/repo/target")
-        );
-        assert_eq!(
-            target_dir(root, Some("/cache/target".into()), cwd),
-            PathBuf::from("/cache/target")
-        );
-        assert_eq!(
-            target_dir(root, Some("../t".into()), cwd),
-            PathBuf::from("/repo/xtask/../t")
-        );
-    }
+    use super::Totals;
 
     #[test]
     fn totals_add_up_cargo_summaries() {
