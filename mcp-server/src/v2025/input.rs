@@ -273,25 +273,26 @@ impl Asking {
         stop: CancellationToken,
     ) {
         // Asked once the client shows it knows the task (at once from its `tasks/result`).
-        let waited = tokio::select! {
-            waited = self.session.until_known(&self.marker.0, self.hold) => waited,
+        tokio::select! {
+            _ = self.session.until_known(&self.marker.0, self.hold) => {}
             _ = gone.cancelled() => {
                 release(&self.session, &self.marker);
                 return;
             }
             _ = stop.cancelled() => return,
-        };
+        }
         if !self.claim().await {
             // Another instance asks it; this one may ask again later (its stream or its
             // claim gone), without waking anyone now.
             forget(&self.session, &self.marker);
             return;
         }
-        // While this one waited, another stream (another instance's `tasks/result`) may
-        // have asked it and had it answered (an asker writes the answer before it gives
-        // up its claim, so the claim just taken shows it): asking again would show the
-        // user the question twice.
-        if waited && self.settled().await {
+        // Another stream (another instance's `tasks/result`, or the standalone stream
+        // through another instance) may have asked it and had it answered since this one
+        // read the task: its asker writes the answer before it gives up its claim, and an
+        // answer that reached a third instance is written there, so the claim just taken
+        // shows it. Asking again would show the user the question twice.
+        if self.settled().await {
             self.unclaim().await;
             forget(&self.session, &self.marker);
             return;

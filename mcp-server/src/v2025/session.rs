@@ -139,22 +139,19 @@ impl McpSession {
             .shift_remove(task);
     }
 
-    /// Returns once the client named `task` in a request, or `bound` passed; `true` when
-    /// it had to wait (the task was not known at once).
-    pub(super) async fn until_known(&self, task: &TaskId, bound: std::time::Duration) -> bool {
+    /// Returns once the client named `task` in a request, or `bound` passed.
+    pub(super) async fn until_known(&self, task: &TaskId, bound: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + bound;
-        let mut waited = false;
         loop {
             let changed = self.known_changed.notified();
             let mut changed = std::pin::pin!(changed);
             changed.as_mut().enable();
             if self.knows(task) {
-                return waited;
+                return;
             }
-            waited = true;
             tokio::select! {
                 _ = changed => {}
-                _ = tokio::time::sleep_until(deadline) => return true,
+                _ = tokio::time::sleep_until(deadline) => return,
             }
         }
     }
