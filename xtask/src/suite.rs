@@ -1,6 +1,9 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
-//! `tests/conformance-suite/package.json`) against the demo server: all ten `tasks-*`
-//! scenarios, each of which must pass every check it runs.
+//! `tests/conformance-suite/package.json`): the ten `tasks-*` scenarios against the demo
+//! server, each of which must pass every check it runs ([`run`]); the server requirement
+//! set of each revision against the conformance fixture server ([`run_requirements`]);
+//! and the client requirement set of each revision against our conformance client
+//! ([`run_client_requirements`]).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -122,7 +122,9 @@ impl PostgresOptions {
 ///   transaction under `pg_advisory_xact_lock`, so instances starting together do not
 ///   race; a schema written by a newer build ([`SCHEMA_VERSION`](Self::SCHEMA_VERSION)) is
 ///   refused with [`StoreError::Backend`].
-/// - Every database failure is [`StoreError::Backend`]. Needs a Tokio runtime. Clones
+/// - A database out of reach (a closed or cut connection, an I/O error, a timeout, the
+///   pool's included, a transient SQLSTATE) is [`StoreError::Unavailable`], which callers
+///   retry; any other database failure is [`StoreError::Backend`]. Needs a Tokio runtime. Clones
 ///   share the pool and the listener; the listener stops when the last clone is dropped.
 /// - Owners and results are stored as text: a NUL character in an owner cannot be
 ///   stored (PostgreSQL text refuses it) and fails with [`StoreError::Backend`].
