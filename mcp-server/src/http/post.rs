@@ -148,11 +148,30 @@ struct Read {
     /// `None`: a request whose `_meta` the middleware refuses with its own error (an
     /// unsupported version, -32022), or an unknown method.
     revision: Option<Revision>,
-    /// The version of the session the request belongs to.
-    session_version: Option<String>,
-    /// The version the body's `_meta` names, even one this server does not speak: a
-    /// header that disagrees with it is a mismatch before any unsupported-version check.
-    body_version: Option<String>,
+    /// Without a revision, the version the body's `_meta` names all the same (one this
+    /// server does not speak): a header that disagrees with it is a mismatch before any
+    /// unsupported-version check.
+    unsupported_version: Option<String>,
+}
+
+impl Read {
+    /// The versions the headers are checked against, read from the revision.
+    fn versions(&self) -> Versions<'_> {
+        match &self.revision {
+            Some(Revision::Session(named)) => Versions {
+                session: Some(&named.protocol_version),
+                body: None,
+            },
+            Some(Revision::Stateless(declared)) => Versions {
+                session: None,
+                body: declared.protocol_version.as_deref(),
+            },
+            None => Versions {
+                session: None,
+                body: self.unsupported_version.as_deref(),
+            },
+        }
+    }
 }
 
 /// Reads the revision of `req` from its session or its params' `_meta`. A malformed
@@ -166,16 +185,14 @@ fn read_revision(
 ) -> Result<Read, Box<Response>> {
     if let Some(OpenSession(named, _, _)) = open {
         return Ok(Read {
-            session_version: Some(named.protocol_version.clone()),
             revision: Some(Revision::Session(Arc::clone(named))),
-            body_version: None,
+            unsupported_version: None,
         });
     }
     match crate::revision::declarations(head.meta) {
         Ok(declared) => Ok(Read {
-            body_version: declared.protocol_version.clone(),
             revision: Some(Revision::Stateless(declared)),
-            session_version: None,
+            unsupported_version: None,
         }),
         Err(e)
             if e.code == error_codes::INVALID_PARAMS
@@ -191,8 +208,7 @@ fn read_revision(
         }
         Err(_) => Ok(Read {
             revision: None,
-            session_version: None,
-            body_version: crate::revision::named_protocol_version(head.meta),
+            unsupported_version: crate::revision::named_protocol_version(head.meta),
         }),
     }
 }
@@ -239,10 +255,7 @@ async fn serve_request(
             Err(refused) => return *refused,
         };
         let routed = head.routed_name(&req.method);
-        let versions = Versions {
-            session: read.session_version.as_deref(),
-            body: read.body_version.as_deref(),
-        };
+        let versions = read.versions();
         if let Some(refused) = check_headers(
             headers,
             &req,
