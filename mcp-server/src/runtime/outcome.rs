@@ -25,7 +25,8 @@ enum Finish {
 }
 
 impl Inner {
-    /// Records how the tool ended (first terminal write wins) and releases the lease.
+    /// Records how the tool ended (first terminal write wins) and releases the lease
+    /// where that write did not end it.
     /// A transient store failure is retried with a backoff until the write lands, the
     /// task is gone, or another writer won; meanwhile the outcome stays in this task's
     /// memory (so at most one per task this node runs). Shutdown gives up after its
@@ -42,6 +43,10 @@ impl Inner {
         })
         .await;
         self.unwritten().remove(&key.id);
+        // A terminal write ends the lease with it (the store's rule 11): a record that
+        // came back without our lease needs no second write.
+        let ended = matches!(&written, Ok(t) if t.record.lease.as_ref()
+            .is_none_or(|lease| lease.holder != self.config.node_id));
         match written {
             Ok(t) if !t.won => {
                 tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished")
@@ -59,10 +64,12 @@ impl Inner {
                 tracing::error!(task_id = %key.id, error = %e, "cannot record the task's outcome")
             }
         }
-        let _ = self
-            .store
-            .release_lease(&key.owner, &key.id, &self.config.node_id)
-            .await;
+        if !ended {
+            let _ = self
+                .store
+                .release_lease(&key.owner, &key.id, &self.config.node_id)
+                .await;
+        }
     }
 
     /// The terminal write `outcome` calls for.
