@@ -43,6 +43,7 @@ mod legacy_ts_sdk;
 mod mcp_call_cli;
 mod multi_node;
 mod oauth_demo;
+mod oauth_dpop;
 mod oauth_end_to_end;
 mod oauth_introspection;
 mod oauth_keys;
