@@ -10,6 +10,7 @@ mod announce_order;
 mod batches_refused;
 mod client_2025;
 mod client_bad_server;
+mod client_credentials_cli;
 mod client_demo;
 mod client_early_task_messages;
 mod client_headers;
