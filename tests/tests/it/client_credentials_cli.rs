@@ -3,13 +3,20 @@
 //! that trusts the test authorization server (JWT access tokens). It logs in with the
 //! client credentials grant, steps up for the tool's scope with the same grant, runs the
 //! tool as a task owned by the client (`{issuer}#{client_id}`), and a second run uses
-//! the token kept in the token file. A wrong secret is said and nothing is run.
+//! the token kept in the token file. A wrong secret is said and nothing is run. In the
+//! library: the token is obtained again in the last part of its lifetime, ahead of a
+//! 401, as refreshes are, and a client bound to another issuer sends nothing.
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 
+use mcp_tasks_client::auth::{
+    AuthConfig, AuthError, ClientAuth, Grant, MachineClient, MemoryTokenStore,
+};
+use mcp_tasks_client::{ClientConfig, ClientError, DeclineAll, McpClient};
 use mcp_tests::authorization_server::{
-    AccessTokens, AuthorizationServer, AuthorizationServerOptions,
+    AccessTokens, AuthorizationServer, AuthorizationServerOptions, Knobs,
 };
 use mcp_tests::issuer::{ADMIN_SCOPE, protect};
 use mcp_tests::server_harness::WAIT;
@@ -73,11 +80,8 @@ async fn mcp_call_logs_in_with_client_credentials_and_runs_a_task_as_the_client(
     )
     .await;
     assert!(run.success, "{run:?}");
-    // It ran as a task (its status line: the task id, then `working`).
-    assert!(
-        run.stderr.lines().any(|l| l.ends_with(" working")),
-        "{run:?}"
-    );
+    // It ran as a task (kept in the server's store).
+    assert_eq!(protected.store.len(), 1, "{run:?}");
     // The tool ran as the client: its principal is the client id at the issuer.
     let principal = format!("{}#{id}", auth.issuer_url());
     assert!(
@@ -109,6 +113,7 @@ async fn mcp_call_logs_in_with_client_credentials_and_runs_a_task_as_the_client(
     .await;
     assert!(again.success, "{again:?}");
     assert_eq!(auth.grants().len(), 2, "{again:?}");
+    assert_eq!(protected.store.len(), 2, "{again:?}");
 
     // A wrong secret: refused at the token endpoint, said, nothing run.
     let other = dir.join("other.json");
@@ -121,5 +126,70 @@ async fn mcp_call_logs_in_with_client_credentials_and_runs_a_task_as_the_client(
     assert!(!wrong.success, "{wrong:?}");
     assert!(wrong.stderr.contains("invalid_client"), "{wrong:?}");
     assert!(!wrong.stdout.contains("principal"), "{wrong:?}");
+    assert_eq!(protected.store.len(), 2, "{wrong:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn machine(id: &str, secret: &str, issuer: Option<&str>) -> AuthConfig {
+    AuthConfig::new(Arc::new(MemoryTokenStore::new()), "nightly-job").with_grant(
+        Grant::ClientCredentials(MachineClient {
+            client_id: id.to_owned(),
+            auth: ClientAuth::Secret(secret.to_owned()),
+            issuer: issuer.map(str::to_owned),
+        }),
+    )
+}
+
+async fn connect(url: &str, auth: AuthConfig) -> Result<McpClient, ClientError> {
+    let config = ClientConfig {
+        auth: Some(auth),
+        ..ClientConfig::default()
+    };
+    tokio::time::timeout(
+        WAIT,
+        McpClient::connect_http(url, Arc::new(DeclineAll), config),
+    )
+    .await
+    .expect("in time")
+}
+
+#[tokio::test]
+async fn a_machine_token_is_renewed_ahead_of_its_expiry_and_bound_clients_stay_home() {
+    let auth = AuthorizationServer::start(AuthorizationServerOptions {
+        tokens: AccessTokens::Jwt,
+        scopes_supported: vec![SCOPE.to_owned()],
+        knobs: Knobs {
+            // Announced only: the token keeps working, so a renewal seen is one made
+            // ahead of the expiry, not after a 401.
+            token_lifetime_secs: Some(2),
+            ..Knobs::default()
+        },
+        ..AuthorizationServerOptions::default()
+    })
+    .await;
+    let protected = protect(&auth.issuer, |c| c.required_scopes = vec![SCOPE.into()]).await;
+    let (id, secret) = auth.register_client("http://127.0.0.1:1/unused");
+    let url = protected.server.url.as_str();
+
+    let client = connect(url, machine(&id, &secret, Some(auth.issuer_url())))
+        .await
+        .expect("connects");
+    client.list_tools().await.expect("tools/list");
+    assert_eq!(auth.grants(), ["client_credentials"]);
+    // Past half of the announced lifetime: the next request renews first.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    client.list_tools().await.expect("tools/list");
+    assert_eq!(auth.grants(), ["client_credentials", "client_credentials"]);
+
+    // Bound to another issuer: the secret is never sent, the connection says why.
+    let before = auth.token_credentials().len();
+    let refused = connect(url, machine(&id, &secret, Some("https://as.example.com"))).await;
+    let Err(ClientError::Auth(e)) = &refused else {
+        panic!("expected an auth error: {refused:?}");
+    };
+    assert!(
+        matches!(&**e, AuthError::MachineClientForOtherIssuer { .. }),
+        "{e}"
+    );
+    assert_eq!(auth.token_credentials().len(), before);
 }
