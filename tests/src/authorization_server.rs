@@ -4,7 +4,8 @@
 //! redirects to the client's registered redirect URI with `code`, `state` and `iss`
 //! (RFC 9207), and a token endpoint that checks the client's secret
 //! (`client_secret_post` or `client_secret_basic`), PKCE S256 and the `resource` (RFC 8707), and issues refresh
-//! tokens.
+//! tokens; the client credentials grant gives a registered client a token of its own
+//! (`sub` its client id).
 //!
 //! Access tokens are [`AccessTokens::Opaque`] (`at-N`, which a resource server in the
 //! test looks up with [`AuthorizationServer::issued`]) or [`AccessTokens::Jwt`]: signed
@@ -425,6 +426,19 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
 /// An access and a refresh token for `scope` (less any withheld scope) at `resource`;
 /// `refreshed`: the answer to a refresh.
 fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str, refreshed: bool) -> Value {
+    let subject = s.options.subject.clone();
+    issue_for(s, client_id, &subject, scope, resource, refreshed)
+}
+
+/// [`issue`] with `sub` `subject`.
+fn issue_for(
+    s: &mut Inner,
+    client_id: &str,
+    subject: &str,
+    scope: &str,
+    resource: &str,
+    refreshed: bool,
+) -> Value {
     let withheld = s.options.knobs.withheld_scope.clone();
     let granted: Vec<&str> = scope
         .split_whitespace()
@@ -436,7 +450,7 @@ fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str, refreshed:
         (AccessTokens::Jwt, Some(key)) => {
             let audience = s.options.knobs.audience.as_deref().unwrap_or(resource);
             let scopes: Vec<&str> = granted.split_whitespace().collect();
-            let mut claims = access_claims(&s.issuer, &s.options.subject, audience, &scopes);
+            let mut claims = access_claims(&s.issuer, subject, audience, &scopes);
             claims["client_id"] = json!(client_id);
             key.sign(&claims)
         }
@@ -518,6 +532,26 @@ async fn token(
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
             };
             axum::Json(issue(&mut s, &client_id, &old.scope, &old.resource, true)).into_response()
+        }
+        // A machine client on its own behalf: `sub` is its client id (RFC 9068 §2.2),
+        // and no refresh token (RFC 6749 §4.4.3).
+        "client_credentials" => {
+            let mut answer = issue_for(
+                &mut s,
+                &client_id,
+                &client_id,
+                &field("scope"),
+                &field("resource"),
+                false,
+            );
+            if let Some(refresh) = answer
+                .as_object_mut()
+                .and_then(|a| a.remove("refresh_token"))
+                .and_then(|r| r.as_str().map(str::to_owned))
+            {
+                s.refresh.remove(&refresh);
+            }
+            axum::Json(answer).into_response()
         }
         _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
     }

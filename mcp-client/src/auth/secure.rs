@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 
+use super::dpop::{DPOP, DPOP_NONCE, DpopKey, USE_DPOP_NONCE};
 use super::error::AuthError;
 
 /// The most of a metadata document, registration answer or token answer read: 1 MiB
@@ -94,11 +95,18 @@ pub async fn read_capped(mut response: reqwest::Response, url: &str) -> Result<V
     }
 }
 
-/// The HTTP client the `oauth2` crate's token requests go through: the login's
-/// `reqwest::Client`, with the answer read by [`read_capped`]. Its error carries the
-/// [`AuthError`] to report.
+/// The HTTP client token requests go through (the `oauth2` crate's and the machine
+/// grants'): the login's `reqwest::Client`, with the answer read by [`read_capped`].
+/// With a DPoP key, each request carries a fresh proof, and a `400 use_dpop_nonce`
+/// answer with a `DPoP-Nonce` is retried once with that nonce (RFC 9449 §8). Its error
+/// carries the [`AuthError`] to report.
 #[derive(Debug, Clone)]
-pub struct CappedHttp(pub reqwest::Client);
+pub struct CappedHttp {
+    /// The client (no redirects followed).
+    pub http: reqwest::Client,
+    /// The DPoP key proofs are signed with, if the login uses DPoP.
+    pub dpop: Option<std::sync::Arc<DpopKey>>,
+}
 
 impl<'c> oauth2::AsyncHttpClient<'c> for CappedHttp {
     type Error = CappedError;
@@ -107,7 +115,49 @@ impl<'c> oauth2::AsyncHttpClient<'c> for CappedHttp {
     >;
 
     fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(send_capped(self.0.clone(), request))
+        Box::pin(send_with_dpop(self.clone(), request))
+    }
+}
+
+/// Whether `response` is a token endpoint's `use_dpop_nonce` error.
+fn wants_nonce(response: &oauth2::HttpResponse) -> bool {
+    response.status() == oauth2::http::StatusCode::BAD_REQUEST
+        && serde_json::from_slice::<serde_json::Value>(response.body())
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+            .as_deref()
+            == Some(USE_DPOP_NONCE)
+}
+
+async fn send_with_dpop(
+    http: CappedHttp,
+    request: oauth2::HttpRequest,
+) -> Result<oauth2::HttpResponse, CappedError> {
+    let Some(key) = &http.dpop else {
+        return send_capped(http.http, request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let url = parts.uri.to_string();
+    let mut retried = false;
+    loop {
+        let proof = key
+            .proof(parts.method.as_str(), &url, None)
+            .map_err(CappedError)?;
+        let mut request = oauth2::http::Request::from_parts(parts.clone(), body.clone());
+        let value = oauth2::http::HeaderValue::from_str(&proof)
+            .map_err(|e| CappedError(AuthError::Key(e.to_string())))?;
+        request.headers_mut().insert(DPOP, value);
+        let response = send_capped(http.http.clone(), request).await?;
+        let nonce = response
+            .headers()
+            .get(DPOP_NONCE)
+            .and_then(|v| v.to_str().ok());
+        let fresh = nonce.is_some_and(|n| key.remember_nonce(&url, n));
+        if !retried && fresh && wants_nonce(&response) {
+            retried = true;
+            continue;
+        }
+        return Ok(response);
     }
 }
 
