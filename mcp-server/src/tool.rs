@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mcp_tasks_protocol::JsonObject;
@@ -28,6 +29,16 @@ pub enum TaskPolicy {
     Optional,
     /// Only as a task: a caller that cannot take a task gets an error.
     Required,
+    /// Answers in the request when the tool finishes within the deadline; becomes a task
+    /// at the deadline otherwise, the tool running on with nothing lost (its status
+    /// message, its questions, its cancellation). On MCP 2026-07-28 only for a request that
+    /// declares the tasks extension (any other runs synchronously to the end); questions
+    /// asked before the deadline end the round with `input_required` as for any
+    /// synchronous call. MCP 2025-11-25 lets the client choose: the tool is listed as
+    /// `taskSupport: "optional"`, a call with `params.task` gets a task at once (that
+    /// revision requires it), one without runs synchronously. The store is written only
+    /// when the call is promoted.
+    After(Duration),
 }
 
 /// Decides, per call, whether an `Optional` tool runs as a task (e.g. only when the
@@ -284,6 +295,22 @@ impl ToolDef {
             TaskPolicy::Synchronous => false,
             TaskPolicy::Required => true,
             TaskPolicy::Optional => self.selector.as_ref().is_none_or(|s| s(args)),
+            TaskPolicy::After(_) => true,
+        }
+    }
+
+    /// The deadline at which a call of this tool becomes a task, if it does: the tool's
+    /// own ([`TaskPolicy::After`]), or for an `Optional` tool that wants a task for these
+    /// arguments the server's default (`ServerBuilder::promote_after`), when set.
+    pub(crate) fn deadline(
+        &self,
+        args: &JsonObject,
+        default: Option<Duration>,
+    ) -> Option<Duration> {
+        match self.policy {
+            TaskPolicy::After(deadline) => Some(deadline),
+            TaskPolicy::Optional if self.wants_task(args) => default,
+            TaskPolicy::Optional | TaskPolicy::Synchronous | TaskPolicy::Required => None,
         }
     }
 

@@ -21,7 +21,8 @@ use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
-use mcp_tasks_protocol::v2026::ClientCapabilities;
+use futures::future::BoxFuture;
+use mcp_tasks_protocol::v2026::{CallToolResult, ClientCapabilities};
 
 use crate::auth::Identity;
 use crate::context::{TaskCaller, ToolContext, ToolError};
@@ -173,29 +174,79 @@ impl TaskRuntime {
             Start::Created { after } => (None, after),
             Start::Claimed(slot) => (Some(slot), None),
         };
-        let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
         let wake = Arc::new(Notify::new());
+        let ctx = ToolContext::task(
+            Arc::clone(&self.inner.store),
+            key.clone(),
+            Arc::clone(&wake),
+            cancel.clone(),
+            caller,
+            attempt,
+        );
+        let name = tool.name().to_owned();
+        let work = Box::pin(async move {
+            if let Some(after) = after {
+                after.wait().await;
+            }
+            tool.run(ctx, args).await
+        });
+        self.spawn_run(key, name, work, cancel, wake, slot);
+    }
+
+    /// A token for a tool that may become one of this runtime's tasks: cancelled when the
+    /// runtime stops, like those of the tasks it runs.
+    pub(crate) fn tool_cancellation(&self) -> CancellationToken {
+        self.inner.stopping.child_token()
+    }
+
+    /// Creates `new` as a task leased to this node, for a tool already running here
+    /// (a call promoted at its deadline), which [`adopt`](Self::adopt) then hands over.
+    pub(crate) async fn create_leased(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+        let config = &self.inner.config;
+        self.inner
+            .store
+            .create_leased(new, &config.node_id, millis(config.lease))
+            .await
+    }
+
+    /// Runs the tool already under way in `work` (the tool `tool`) as the task `key`,
+    /// which this node created leased to itself ([`create_leased`](Self::create_leased)):
+    /// `cancel` is the tool's token, `wake` the one its context waits for answers on.
+    pub(crate) fn adopt(
+        &self,
+        key: TaskKey,
+        tool: &str,
+        work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
+        cancel: CancellationToken,
+        wake: Arc<Notify>,
+    ) {
+        self.spawn_run(key, tool.to_owned(), work, cancel, wake, None);
+    }
+
+    /// Lists the task `key` among those running here and drives `work` as its run on the
+    /// runtime's tracker: against its lease, then writing how it ended.
+    fn spawn_run(
+        &self,
+        key: TaskKey,
+        tool: String,
+        work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
+        cancel: CancellationToken,
+        wake: Arc<Notify>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) {
         self.inner.running().insert(
             key.id.clone(),
             Running {
                 owner: key.owner.clone(),
                 cancel: cancel.clone(),
-                wake: Arc::clone(&wake),
+                wake,
             },
         );
         let runtime = self.clone();
         self.inner.tasks.spawn(async move {
-            let span = tracing::info_span!("task", task_id = %key.id, tool = tool.name());
-            let ctx = ToolContext::task(
-                Arc::clone(&store),
-                key.clone(),
-                wake,
-                cancel.clone(),
-                caller,
-                attempt,
-            );
-            let run = runtime.run(ctx, &key, &tool, args, &cancel, after);
+            let span = tracing::info_span!("task", task_id = %key.id, tool = tool);
+            let run = runtime.run(&key, work, &cancel);
             match tracing::Instrument::instrument(run, span).await {
                 Ran::Finished(outcome) => {
                     runtime.inner.finish(&key, outcome).await;
@@ -214,19 +265,10 @@ impl TaskRuntime {
 
     async fn run(
         &self,
-        ctx: ToolContext,
         key: &TaskKey,
-        tool: &ToolDef,
-        args: JsonObject,
+        work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
         cancel: &CancellationToken,
-        after: Option<ReplyWritten>,
     ) -> Ran {
-        let work = async {
-            if let Some(after) = after {
-                after.wait().await;
-            }
-            tool.run(ctx, args).await
-        };
         let renew = self.inner.keep_lease(key);
         tokio::select! {
             biased;

@@ -28,6 +28,7 @@ mod client_task_api;
 mod conformance_fixture;
 mod crash;
 mod custom_executor;
+mod deadline_promotion;
 mod demo_cli;
 mod demo_try_it;
 mod engine_bad_input;
