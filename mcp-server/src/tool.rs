@@ -70,6 +70,8 @@ pub struct ToolDef {
     pub(crate) param_headers: Arc<[ParamHeader]>,
     /// What a lost worker means for its tasks (default: at most once).
     pub(crate) delivery: Delivery,
+    /// A deadline-promoted call writes its task record when it starts, not at the deadline.
+    pub(crate) record_up_front: bool,
     /// Scopes a caller's credentials must grant to call it.
     scopes: Vec<String>,
     validator: Arc<jsonschema::Validator>,
@@ -144,6 +146,7 @@ impl ToolDef {
             preflight: None,
             param_headers,
             delivery: Delivery::AtMostOnce,
+            record_up_front: false,
             scopes: Vec::new(),
             validator: Arc::new(validator),
             handler,
@@ -156,6 +159,20 @@ impl ToolDef {
     /// `max_attempts` runs in all ([`ToolContext::attempt`] says which run it is).
     pub fn delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
+        self
+    }
+
+    /// Makes a deadline-promoted call of this tool ([`TaskPolicy::After`], or `Optional`
+    /// under `ServerBuilder::promote_after`) durable from its start: its task record is
+    /// written when the call starts (leased to this node, the lease kept while the call
+    /// runs) instead of at the deadline, so a node lost before the deadline leaves a task
+    /// that the sweep recovers by the tool's [`delivery`](Self::delivery) (an at-least-once
+    /// tool runs again). A call that answers within the deadline ends its record as the
+    /// call ended (completed with the result, failed, or cancelled when the round ended
+    /// `input_required`), kept until its TTL like any finished task; no client is told
+    /// its id. Costs two store writes per call that answers in time (none without).
+    pub fn record_up_front(mut self) -> Self {
+        self.record_up_front = true;
         self
     }
 

@@ -39,8 +39,8 @@ use config::millis;
 use inner::{Inner, Running};
 
 pub use config::{
-    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, WORKER_LOST_MESSAGE,
-    worker_lost_error,
+    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, ROUND_ENDED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE,
+    WORKER_LOST_MESSAGE, worker_lost_error,
 };
 
 /// Runs tools as tasks. Cheap to clone.
@@ -56,6 +56,15 @@ pub struct TaskRuntime {
 pub(crate) enum Start {
     Created { after: Option<ReplyWritten> },
     Claimed(OwnedSemaphorePermit),
+}
+
+/// How a call that answered in its request ended, for its task record
+/// ([`TaskRuntime::end_answered`]).
+pub(crate) enum Answered {
+    /// The tool's outcome: its result as a JSON object, or how it failed.
+    Ended(Result<JsonObject, ToolError>),
+    /// The round ended `input_required`: the client goes on in a new call.
+    RoundEnded,
 }
 
 /// How a run ended: the tool's own outcome, or its lease lost first.
@@ -222,6 +231,25 @@ impl TaskRuntime {
         wake: Arc<Notify>,
     ) {
         self.spawn_run(key, tool.to_owned(), work, cancel, wake, None);
+    }
+
+    /// Keeps the lease of the task `key` (created leased to this node) until it is lost;
+    /// answers why it was.
+    pub(crate) async fn keep_lease(&self, key: &TaskKey) -> ErrorObject {
+        self.inner.keep_lease(key).await
+    }
+
+    /// Ends the task `key`, whose call answered in its request, in the background: as the
+    /// tool ended (`outcome`), or cancelled with `message` when the call's round ended
+    /// `input_required`. Retried through a store outage like any run's outcome.
+    pub(crate) fn end_answered(&self, key: TaskKey, outcome: Answered) {
+        let runtime = self.clone();
+        self.inner.tasks.spawn(async move {
+            match outcome {
+                Answered::Ended(outcome) => runtime.inner.finish(&key, outcome).await,
+                Answered::RoundEnded => runtime.inner.end_round(&key).await,
+            }
+        });
     }
 
     /// Lists the task `key` among those running here and drives `work` as its run on the

@@ -11,7 +11,7 @@ use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
-use super::config::{CANCELLED_MESSAGE, SHUTDOWN_MESSAGE};
+use super::config::{CANCELLED_MESSAGE, ROUND_ENDED_MESSAGE, SHUTDOWN_MESSAGE};
 use super::inner::Inner;
 use crate::context::ToolError;
 use crate::retry::while_transient;
@@ -69,6 +69,18 @@ impl Inner {
                 .store
                 .release_lease(&key.owner, &key.id, &self.config.node_id)
                 .await;
+        }
+    }
+
+    /// Ends the task of a call whose round ended `input_required` in its request:
+    /// cancelled, saying so (its client goes on in a new call, with a record of its own).
+    pub(super) async fn end_round(&self, key: &TaskKey) {
+        let finish = Finish::Cancel(ROUND_ENDED_MESSAGE);
+        let what = format!("ending the record of call {}", key.id);
+        let written =
+            while_transient(&self.abandon, &what, || self.write_outcome(key, &finish)).await;
+        if let Err(e) = written {
+            tracing::debug!(task_id = %key.id, error = %e, "cannot end the record of a call that answered input_required");
         }
     }
 

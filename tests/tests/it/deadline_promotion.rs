@@ -110,11 +110,20 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with(false).await
+}
+
+/// The server with `work`, its record written up front when `up_front`.
+async fn setup_with(up_front: bool) -> Setup {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
     let stopped = Arc::new(AtomicBool::new(false));
+    let mut tool = work_tool(Arc::clone(&stopped));
+    if up_front {
+        tool = tool.record_up_front();
+    }
     let server = Server::builder("mcp-tests", "0")
         .store(Arc::clone(&store))
-        .tool(work_tool(Arc::clone(&stopped)))
+        .tool(tool)
         .build();
     let front = TestServer::start_server(server, HttpConfig::default()).await;
     Setup {
@@ -126,9 +135,31 @@ async fn setup() -> Setup {
 
 impl Setup {
     async fn tasks_in_store(&self) -> usize {
+        self.records().await.len()
+    }
+
+    async fn records(&self) -> Vec<mcp_tasks::TaskRecord> {
         let owner = Owner::new(mcp_tasks_server::ANONYMOUS);
         let page = self.store.list(&owner, None, 100).await.expect("list");
-        page.tasks.len()
+        page.tasks
+    }
+
+    /// The only record, once `done` holds for it (bounded by `WAIT`).
+    async fn only_record(
+        &self,
+        done: impl Fn(&mcp_tasks::TaskRecord) -> bool,
+    ) -> mcp_tasks::TaskRecord {
+        let seen = tokio::time::timeout(WAIT, async {
+            loop {
+                let records = self.records().await;
+                assert!(records.len() <= 1, "one record at most: {records:?}");
+                if let Some(record) = records.into_iter().next().filter(|r| done(r)) {
+                    return record;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        seen.await.expect("the record got there in time")
     }
 }
 
@@ -309,5 +340,57 @@ async fn on_2025_11_25_the_client_chooses() {
     assert_eq!(
         plain["result"]["content"][0]["text"], "request: ",
         "{plain}"
+    );
+}
+
+/// With the record written up front, a quick call still answers in the request, and its
+/// record ends completed with the same result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_front_a_quick_call_ends_its_record_completed() {
+    let s = setup_with(true).await;
+    let reply = s.front.call("work", json!({ "ms": 0 }), true).await;
+    assert_eq!(reply.result()["resultType"], "complete", "{}", reply.text);
+    let record = s.only_record(|r| r.is_terminal()).await;
+    assert_eq!(record.status.as_str(), "completed");
+    match &record.outcome {
+        Some(mcp_tasks::Outcome::Result(result)) => {
+            assert_eq!(result["content"][0]["text"], "request: ", "{result:?}")
+        }
+        other => panic!("no result: {other:?}"),
+    }
+}
+
+/// With the record written up front, a slow call's task is that record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_front_a_slow_call_becomes_the_record_it_wrote() {
+    let s = setup_with(true).await;
+    let reply = s.front.call("work", json!({ "ms": 1000 }), true).await;
+    let created = reply.result();
+    assert_eq!(created["resultType"], "task", "{}", reply.text);
+    assert_eq!(created["statusMessage"], "working", "{}", reply.text);
+    let task_id = created["taskId"].as_str().expect("taskId").to_owned();
+    let record = s.only_record(|r| r.is_terminal()).await;
+    assert_eq!(record.id.as_str(), task_id);
+    assert_eq!(record.status.as_str(), "completed");
+}
+
+/// With the record written up front, a round ending `input_required` cancels its record,
+/// saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_front_a_round_ending_input_required_cancels_its_record() {
+    let s = setup_with(true).await;
+    let args = json!({ "ms": 0, "ask_before": true });
+    let reply = s.front.call("work", args, true).await;
+    assert_eq!(
+        reply.result()["resultType"],
+        "input_required",
+        "{}",
+        reply.text
+    );
+    let record = s.only_record(|r| r.is_terminal()).await;
+    assert_eq!(record.status.as_str(), "cancelled");
+    assert_eq!(
+        record.status_message.as_deref(),
+        Some(mcp_tasks_server::ROUND_ENDED_MESSAGE)
     );
 }
