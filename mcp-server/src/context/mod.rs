@@ -186,13 +186,19 @@ impl ToolContext {
         scope: CallScope,
         promotion: Option<Arc<Promotion>>,
     ) -> ToolContext {
+        let mode = Mode::Rounds {
+            answers,
+            wanted: Mutex::default(),
+            promotion,
+        };
+        ToolContext::synchronous(mode, cancel, scope)
+    }
+
+    /// A synchronous call's context: `mode` and what the request brought.
+    fn synchronous(mode: Mode, cancel: CancellationToken, scope: CallScope) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
-                mode: Mode::Rounds {
-                    answers,
-                    wanted: Mutex::default(),
-                    promotion,
-                },
+                mode,
                 cancel,
                 asked: AtomicU32::new(0),
                 report: scope.report,
@@ -229,18 +235,7 @@ impl ToolContext {
 
     /// A context for a synchronous 2025-11-25 call, asking the client directly.
     pub(crate) fn direct(peer: Peer, cancel: CancellationToken, scope: CallScope) -> ToolContext {
-        ToolContext {
-            inner: Arc::new(Inner {
-                mode: Mode::Direct { peer },
-                cancel,
-                asked: AtomicU32::new(0),
-                report: scope.report,
-                client_capabilities: scope.client_capabilities,
-                identity: scope.identity,
-                related_tasks: scope.related_tasks,
-                attempt: 1,
-            }),
-        }
+        ToolContext::synchronous(Mode::Direct { peer }, cancel, scope)
     }
 
     /// A context for one synchronous round that may become a task at its deadline
