@@ -62,9 +62,10 @@ impl DeadlineCall<'_> {
     ) -> Result<CallToolReply, ServerError> {
         let runtime = &self.state.runtime;
         // Durable from the start when the tool asks for it: the record now, leased here.
-        let up_front = match self.tool.record_up_front {
-            true => Some(self.create(args.clone(), None).await?),
-            false => None,
+        let up_front = if self.tool.record_up_front {
+            Some(self.create(args.clone(), None).await?)
+        } else {
+            None
         };
         let promotion = Arc::new(Promotion::default());
         // The tool's own token: the request's cancels it only while the call is the
@@ -100,7 +101,8 @@ impl DeadlineCall<'_> {
                 // The record's lease went before the deadline: the sweep recovers the task
                 // by the tool's delivery; this call stops.
                 lost = &mut renew => return Err(call_error(ToolError::Rpc(lost))),
-                _ = &mut timer, if !timer_fired => {
+                // A call its client cancelled is not promoted: it ends in the request.
+                _ = &mut timer, if !timer_fired && !cancel.is_cancelled() => {
                     timer_fired = true;
                     let promoted = self.promote(&promotion, &job_args, up_front.as_ref()).await;
                     if let Some((record, wake)) = promoted {
