@@ -12,7 +12,8 @@
 //!   resource URL's origin with the request's path, whatever listener the request came
 //!   through (a server behind a proxy, named by its public URL).
 //! - The real `mcp-call` (`--client-id --client-key --dpop`, `private_key_jwt`) runs a
-//!   task on the real demo binary (`--oauth-require-dpop --oauth-dpop-nonce`).
+//!   task on the real demo binary (`--oauth-require-dpop --oauth-dpop-nonce`); another
+//!   run, with another key, gets a token bound to it; another client's key is refused.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -479,6 +480,16 @@ async fn mcp_call_with_a_client_key_and_dpop_runs_a_task_on_the_demo() {
     let proofs = auth.dpop_proofs();
     assert!(
         proofs.len() == 2 && proofs[0].is_none() && proofs[1].is_some(),
+        "{proofs:?}"
+    );
+
+    // Another run: another key, so the token kept in the token file (bound to the first
+    // key) is of no use; a new one is bound to the new key.
+    let (success, stdout, stderr) = mcp_call(&id, "tokens.json").await;
+    assert!(success, "{stdout}\n{stderr}");
+    let proofs = auth.dpop_proofs();
+    assert!(
+        proofs.len() == 4 && proofs[3].is_some() && proofs[3] != proofs[1],
         "{proofs:?}"
     );
 
