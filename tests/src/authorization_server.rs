@@ -290,7 +290,7 @@ impl AuthorizationServer {
 
     /// The client id and secret (empty when none, or for a client assertion: the id it
     /// proved, empty when refused) each token request presented, in order, whatever the
-    /// request (one refused for its DPoP proof is not read this far).
+    /// request.
     pub fn token_credentials(&self) -> Vec<(String, String)> {
         lock(&self.shared).token_credentials.clone()
     }

@@ -176,14 +176,14 @@ pub(super) async fn token(
     let mut s = lock(&s);
     let field = |n: &str| f.get(n).cloned().unwrap_or_default();
     s.grants.push(field("grant_type"));
-    // The proof first: a request refused for its nonce is sent again as it was, with the
-    // same client assertion.
-    let jkt = match dpop_key(&mut s, &headers) {
-        Ok(jkt) => jkt,
-        Err(refusal) => return refusal.into_response(),
-    };
+    // The client first, its assertion's jti then used: a request refused for its DPoP
+    // nonce must come again with a fresh assertion.
     let client_id = match client(&mut s, &headers, &field) {
         Ok(id) => id,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let jkt = match dpop_key(&mut s, &headers) {
+        Ok(jkt) => jkt,
         Err(refusal) => return refusal.into_response(),
     };
     let subject = s.options.subject.clone();

@@ -470,13 +470,17 @@ async fn mcp_call_with_a_client_key_and_dpop_runs_a_task_on_the_demo() {
         "{stderr}"
     );
     // One client credentials grant, authenticated by an assertion (no secret), its DPoP
-    // proof refused once for the nonce, then bound.
+    // proof refused once for the nonce, then bound; the retry's assertion is a fresh one
+    // (the server accepts each assertion's jti once, and checks it before the nonce).
     assert_eq!(
         auth.grants(),
         ["client_credentials", "client_credentials"],
         "{stderr}"
     );
-    assert_eq!(auth.token_credentials(), [(id.clone(), String::new())]);
+    assert_eq!(
+        auth.token_credentials(),
+        [(id.clone(), String::new()), (id.clone(), String::new())]
+    );
     let proofs = auth.dpop_proofs();
     assert!(
         proofs.len() == 2 && proofs[0].is_none() && proofs[1].is_some(),
