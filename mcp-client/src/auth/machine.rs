@@ -285,49 +285,51 @@ async fn token_request(
     client: &MachineClient,
     audience: &str,
     methods: Option<&[String]>,
-    mut form: Vec<(&'static str, String)>,
+    form: Vec<(&'static str, String)>,
 ) -> Result<TokenAnswer, AuthError> {
     require_https(endpoint, "token endpoint")?;
-    let mut request = oauth2::http::Request::builder()
-        .method(oauth2::http::Method::POST)
-        .uri(endpoint)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("accept", "application/json");
-    match &client.auth {
-        ClientAuth::Secret(secret) => {
-            let basic = methods.is_none_or(|m| {
-                m.iter().any(|m| m == CLIENT_SECRET_BASIC)
-                    || !m.iter().any(|m| m == CLIENT_SECRET_POST)
-            });
-            if basic {
-                // RFC 6749 §2.3.1: both form-urlencoded before Basic encoding.
-                let pair = format!("{}:{}", percent(&client.client_id), percent(secret));
-                request =
-                    request.header("authorization", format!("Basic {}", STANDARD.encode(pair)));
-            } else {
-                form.push(("client_id", client.client_id.clone()));
-                form.push(("client_secret", secret.clone()));
+    // Made again for a DPoP nonce retry: a client assertion is good for one request.
+    let build = || {
+        let mut form = form.clone();
+        let mut request = oauth2::http::Request::builder()
+            .method(oauth2::http::Method::POST)
+            .uri(endpoint)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept", "application/json");
+        match &client.auth {
+            ClientAuth::Secret(secret) => {
+                let basic = methods.is_none_or(|m| {
+                    m.iter().any(|m| m == CLIENT_SECRET_BASIC)
+                        || !m.iter().any(|m| m == CLIENT_SECRET_POST)
+                });
+                if basic {
+                    // RFC 6749 §2.3.1: both form-urlencoded before Basic encoding.
+                    let pair = format!("{}:{}", percent(&client.client_id), percent(secret));
+                    request =
+                        request.header("authorization", format!("Basic {}", STANDARD.encode(pair)));
+                } else {
+                    form.push(("client_id", client.client_id.clone()));
+                    form.push(("client_secret", secret.clone()));
+                }
             }
+            ClientAuth::PrivateKeyJwt(key) => {
+                form.push(("client_id", client.client_id.clone()));
+                form.push(("client_assertion_type", ASSERTION_TYPE.into()));
+                form.push((
+                    "client_assertion",
+                    client_assertion(key, &client.client_id, audience)?,
+                ));
+            }
+            ClientAuth::None => form.push(("client_id", client.client_id.clone())),
         }
-        ClientAuth::PrivateKeyJwt(key) => {
-            form.push(("client_id", client.client_id.clone()));
-            form.push(("client_assertion_type", ASSERTION_TYPE.into()));
-            form.push((
-                "client_assertion",
-                client_assertion(key, &client.client_id, audience)?,
-            ));
-        }
-        ClientAuth::None => form.push(("client_id", client.client_id.clone())),
-    }
-    let body = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
-        .finish();
-    let request = request
-        .body(body.into_bytes())
-        .map_err(|e| AuthError::TokenRequest(e.to_string()))?;
-    let response = oauth2::AsyncHttpClient::call(http, request)
-        .await
-        .map_err(|CappedError(e)| e)?;
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        request
+            .body(body.into_bytes())
+            .map_err(|e| AuthError::TokenRequest(e.to_string()))
+    };
+    let response = http.send_rebuilt(build).await.map_err(|CappedError(e)| e)?;
     let answer: TokenAnswer = serde_json::from_slice(response.body()).map_err(|e| {
         AuthError::TokenRequest(format!(
             "unreadable answer from {endpoint} (HTTP {}): {e}",

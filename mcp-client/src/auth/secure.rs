@@ -98,8 +98,9 @@ pub async fn read_capped(mut response: reqwest::Response, url: &str) -> Result<V
 /// The HTTP client token requests go through (the `oauth2` crate's and the machine
 /// grants'): the login's `reqwest::Client`, with the answer read by [`read_capped`].
 /// With a DPoP key, each request carries a fresh proof, and a `400 use_dpop_nonce`
-/// answer with a `DPoP-Nonce` is retried once with that nonce (RFC 9449 §8). Its error
-/// carries the [`AuthError`] to report.
+/// answer with a `DPoP-Nonce` is retried once with that nonce (RFC 9449 §8): the same
+/// request, or one made again ([`send_rebuilt`](CappedHttp::send_rebuilt), for a fresh
+/// client assertion). Its error carries the [`AuthError`] to report.
 #[derive(Debug, Clone)]
 pub struct CappedHttp {
     /// The client (no redirects followed).
@@ -115,7 +116,8 @@ impl<'c> oauth2::AsyncHttpClient<'c> for CappedHttp {
     >;
 
     fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(send_with_dpop(self.clone(), request))
+        let http = self.clone();
+        Box::pin(async move { http.send_rebuilt(move || Ok(request.clone())).await })
     }
 }
 
@@ -129,21 +131,32 @@ fn wants_nonce(response: &oauth2::HttpResponse) -> bool {
             == Some(USE_DPOP_NONCE)
 }
 
+impl CappedHttp {
+    /// Sends the request `build` makes; with a DPoP key, with a proof, and a
+    /// `use_dpop_nonce` answer with a new nonce is retried once with a request `build`
+    /// makes again (a client assertion's `jti` is good for one request).
+    pub async fn send_rebuilt(
+        &self,
+        build: impl Fn() -> Result<oauth2::HttpRequest, AuthError> + Send,
+    ) -> Result<oauth2::HttpResponse, CappedError> {
+        send_with_dpop(self, build).await
+    }
+}
+
 async fn send_with_dpop(
-    http: CappedHttp,
-    request: oauth2::HttpRequest,
+    http: &CappedHttp,
+    build: impl Fn() -> Result<oauth2::HttpRequest, AuthError> + Send,
 ) -> Result<oauth2::HttpResponse, CappedError> {
     let Some(key) = &http.dpop else {
-        return send_capped(http.http, request).await;
+        return send_capped(http.http.clone(), build().map_err(CappedError)?).await;
     };
-    let (parts, body) = request.into_parts();
-    let url = parts.uri.to_string();
     let mut retried = false;
     loop {
+        let mut request = build().map_err(CappedError)?;
+        let url = request.uri().to_string();
         let proof = key
-            .proof(parts.method.as_str(), &url, None)
+            .proof(request.method().as_str(), &url, None)
             .map_err(CappedError)?;
-        let mut request = oauth2::http::Request::from_parts(parts.clone(), body.clone());
         let value = oauth2::http::HeaderValue::from_str(&proof)
             .map_err(|e| CappedError(AuthError::Key(e.to_string())))?;
         request.headers_mut().insert(DPOP, value);

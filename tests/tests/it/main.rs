@@ -46,6 +46,7 @@ mod mcp_call_cli;
 mod multi_node;
 mod oauth_demo;
 mod oauth_dpop;
+mod oauth_dpop_http;
 mod oauth_end_to_end;
 mod oauth_introspection;
 mod oauth_keys;

@@ -3,7 +3,9 @@
 //! test (`cnf.jkt` the proof key's thumbprint) and proofs signed with keys made here:
 //! a good proof, a replayed `jti`, a wrong `htu` or `htm`, a stale `iat`, a wrong `ath`,
 //! another key, a missing proof for a bound token, the nonce dance, and a server that
-//! requires DPoP. A proof made by the client library (`DpopKey`) passes too.
+//! requires DPoP. A proof made by the client library (`DpopKey`) passes too. A proof
+//! whose token is refused is not remembered: it cannot push real proofs out of the
+//! replay cache.
 
 use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use base64::Engine;
@@ -333,4 +335,51 @@ async fn a_server_requiring_dpop_refuses_bearer_tokens_and_takes_the_clients_pro
         .await
         .is_ok()
     );
+}
+
+#[tokio::test]
+async fn proofs_with_tokens_refused_do_not_fill_the_replay_cache() {
+    let issuer = TestIssuer::start().await;
+    // Room for one jti: any proof remembered pushes the previous one out.
+    let rs = server(
+        &issuer,
+        DpopPolicy {
+            replay_cache_size: 1,
+            ..DpopPolicy::default()
+        },
+    );
+    let key = Prover::new();
+    let bound = token(&issuer, Some(&key.jkt));
+    let auth = format!("DPoP {bound}");
+    let good = key.proof("POST", RESOURCE, &bound, json!({}));
+    assert!(
+        call(&rs, Method::POST, &headers(&auth, &[&good]))
+            .await
+            .is_ok()
+    );
+    // Well-formed proofs, each with a token the server refuses (expired, or bound to
+    // another key): refused, and not remembered.
+    let mut expired = issuer.claims("agent-7", RESOURCE, &["mcp"]);
+    expired["cnf"] = json!({ "jkt": key.jkt });
+    expired["exp"] = json!(now() - 600);
+    let expired = issuer.key.sign(&expired);
+    let other = token(&issuer, Some(&Prover::new().jkt));
+    for junk in [expired, other] {
+        let proof = key.proof("POST", RESOURCE, &junk, json!({}));
+        assert!(
+            call(
+                &rs,
+                Method::POST,
+                &headers(&format!("DPoP {junk}"), &[&proof])
+            )
+            .await
+            .is_err()
+        );
+    }
+    // So the good proof is still known: its replay is refused.
+    let again = refused(
+        call(&rs, Method::POST, &headers(&auth, &[&good])).await,
+        "invalid_dpop_proof",
+    );
+    assert!(again.message.contains("used before"), "{}", again.message);
 }

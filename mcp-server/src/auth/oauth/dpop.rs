@@ -6,7 +6,9 @@
 //! memory), `ath` the token's SHA-256 and, when [`DpopPolicy::require_nonce`], `nonce`
 //! one this server issued (rotated every [`DpopPolicy::nonce_lifetime`], the previous
 //! one still accepted). It answers the key's RFC 7638 thumbprint, which the caller
-//! compares with the token's `cnf.jkt`.
+//! compares with the token's `cnf.jkt`; only then is the proof's `jti` remembered
+//! ([`DpopVerifier::accept`]), so that callers without a valid token cannot fill the
+//! replay cache and push the `jti`s of real proofs out of it.
 //!
 //! **Invariant.** Nothing here fetches anything; the replay cache and the nonces are the
 //! only state, both bounded.
@@ -175,6 +177,14 @@ fn unix_now() -> i64 {
         .unwrap_or_default()
 }
 
+/// A proof that passed every check but the replay cache.
+#[derive(Debug)]
+pub(super) struct CheckedProof {
+    /// The RFC 7638 thumbprint of its key.
+    pub(super) jkt: String,
+    jti: String,
+}
+
 /// Checks DPoP proofs for one resource server (see the [module](self) documentation).
 pub(super) struct DpopVerifier {
     policy: DpopPolicy,
@@ -233,15 +243,15 @@ impl DpopVerifier {
     }
 
     /// Checks `proof` for a `method` request to `url` presenting `access_token`; answers
-    /// the proof key's thumbprint (to compare with the token's `cnf.jkt`). A proof that
-    /// passes every other check is remembered, so that it passes only once.
+    /// it with the key's thumbprint (to compare with the token's `cnf.jkt`), to
+    /// [`accept`](Self::accept) once the token is accepted.
     pub(super) fn verify(
         &self,
         proof: &str,
         method: &str,
         url: &Url,
         access_token: &str,
-    ) -> Result<String, DpopError> {
+    ) -> Result<CheckedProof, DpopError> {
         if proof.len() > MAX_PROOF_BYTES {
             return Err(DpopError::Malformed("too long"));
         }
@@ -285,9 +295,16 @@ impl DpopVerifier {
         if self.policy.require_nonce && !self.nonce_valid(claims.nonce.as_deref()) {
             return Err(DpopError::UseNonce);
         }
-        let jkt = thumbprint(&jwk)?;
-        self.remember(&jkt, &claims.jti)?;
-        Ok(jkt)
+        Ok(CheckedProof {
+            jkt: thumbprint(&jwk)?,
+            jti: claims.jti,
+        })
+    }
+
+    /// Remembers a checked proof's `jti`, so that it passes only once: refuses it when
+    /// seen before ([`DpopError::Replayed`]).
+    pub(super) fn accept(&self, proof: &CheckedProof) -> Result<(), DpopError> {
+        self.remember(&proof.jkt, &proof.jti)
     }
 
     /// Records `jti` (of the key `jkt`); refuses it when seen within its window.
@@ -295,6 +312,10 @@ impl DpopVerifier {
         let key: [u8; 32] = Sha256::digest(format!("{jkt}\n{jti}").as_bytes()).into();
         let now = Instant::now();
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        // Before making room: a full cache must not forget the very proof replayed.
+        if seen.set.contains(&key) {
+            return Err(DpopError::Replayed);
+        }
         while let Some((until, old)) = seen.order.front().copied() {
             let full = seen.order.len() >= self.policy.replay_cache_size.max(1);
             if until > now && !full {
@@ -303,9 +324,7 @@ impl DpopVerifier {
             seen.order.pop_front();
             seen.set.remove(&old);
         }
-        if !seen.set.insert(key) {
-            return Err(DpopError::Replayed);
-        }
+        seen.set.insert(key);
         let until = now
             .checked_add(self.policy.proof_window.saturating_mul(2))
             .unwrap_or(now);
@@ -334,6 +353,10 @@ mod tests {
         let v = verifier(3, Duration::from_secs(60));
         assert_eq!(v.remember("k", "a"), Ok(()));
         assert_eq!(v.remember("k", "a"), Err(DpopError::Replayed));
+        // Full: still refused, not pushed out to make room for itself.
+        let one = verifier(1, Duration::from_secs(60));
+        assert_eq!(one.remember("k", "a"), Ok(()));
+        assert_eq!(one.remember("k", "a"), Err(DpopError::Replayed));
         // The same jti of another key is another proof.
         assert_eq!(v.remember("other", "a"), Ok(()));
         for jti in ["b", "c", "d", "e"] {

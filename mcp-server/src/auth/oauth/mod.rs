@@ -64,7 +64,7 @@ use super::challenge::{Challenge, Refusal};
 use super::credentials::{Credentials, bearer_credentials};
 use super::resource::metadata_url;
 use config::{http_url, valid_scope};
-use dpop::DpopVerifier;
+use dpop::{CheckedProof, DpopVerifier};
 use introspect::Introspector;
 use keys::KeyCache;
 use metadata::ServerMetadata;
@@ -226,14 +226,14 @@ impl OAuthResourceServer {
         }
     }
 
-    /// Checks the `DPoP` proof of a `method` request to `uri` presenting `token`;
-    /// answers the proof key's thumbprint.
+    /// Checks the `DPoP` proof of a `method` request to `uri` presenting `token` (its
+    /// `jti` is remembered once the token is accepted).
     fn proof_key(
         &self,
         target: Option<(&Method, &Uri)>,
         headers: &HeaderMap,
         token: &str,
-    ) -> Result<String, Refusal> {
+    ) -> Result<CheckedProof, Refusal> {
         let Some((method, uri)) = target else {
             return Err(self.dpop_refusal(
                 "invalid_dpop_proof",
@@ -251,7 +251,7 @@ impl OAuthResourceServer {
         url.set_path(uri.path());
         url.set_query(None);
         match self.inner.dpop.verify(proof, method.as_str(), &url, token) {
-            Ok(jkt) => Ok(jkt),
+            Ok(proof) => Ok(proof),
             Err(DpopError::UseNonce) => {
                 Err(self.dpop_refusal("use_dpop_nonce", DpopError::UseNonce.to_string()))
             }
@@ -290,11 +290,11 @@ impl OAuthResourceServer {
         headers: &HeaderMap,
     ) -> Result<Option<Identity>, Refusal> {
         let required = &self.inner.config.required_scopes;
-        let mut proof_key = None;
+        let mut proof = None;
         let token = match bearer_credentials(headers) {
             Credentials::Bearer(token) => token,
             Credentials::Dpop(token) => {
-                proof_key = Some(self.proof_key(target, headers, token)?);
+                proof = Some(self.proof_key(target, headers, token)?);
                 token
             }
             Credentials::None => {
@@ -309,7 +309,13 @@ impl OAuthResourceServer {
         };
         let identity = match self.accepted(token).await {
             Ok((identity, bound)) => {
-                self.check_binding(bound.as_deref(), proof_key.as_deref())?;
+                self.check_binding(bound.as_deref(), proof.as_ref().map(|p| p.jkt.as_str()))?;
+                if let Some(proof) = &proof {
+                    self.inner
+                        .dpop
+                        .accept(proof)
+                        .map_err(|e| self.dpop_refusal("invalid_dpop_proof", e.to_string()))?;
+                }
                 identity
             }
             Err(TokenError::KeysUnavailable(reason)) => {
