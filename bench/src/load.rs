@@ -1,7 +1,8 @@
 //! The load generator: `concurrency` clients, each running one workload's operation in a
 //! loop for `seconds`, over Streamable HTTP (HTTP/1.1 keep-alive, TCP_NODELAY). Prints
-//! one JSON object: throughput, latency percentiles, errors, completions per second and,
-//! for the push workload, completion-to-client latency.
+//! one JSON object: throughput, latency percentiles, errors, completions per second,
+//! for the push workload completion-to-client latency and, for the deadline workload,
+//! the split between synchronous answers and promoted tasks.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,10 @@ pub enum Workload {
     /// A task with one input round trip: `tools/call ask`, `tasks/get` until
     /// input_required, `tasks/update` with the answer, `tasks/get` until completed.
     Update,
+    /// A deadline-promoted call (ours only): `tools/call maybe {ms}`, `ms` drawn uniformly
+    /// from the plan's `work_ms`; a `complete` reply is a synchronous answer, a `task`
+    /// reply is a promoted task, read with `tasks/get` until completed.
+    Deadline,
 }
 
 impl Workload {
@@ -40,6 +45,7 @@ impl Workload {
             Workload::LifecyclePush => "task lifecycle, push",
             Workload::Get => "tasks/get",
             Workload::Update => "task with input (tasks/update)",
+            Workload::Deadline => "deadline-promoted call",
         }
     }
 }
@@ -54,6 +60,8 @@ pub struct Plan {
     pub seconds: f64,
     pub live_tasks: usize,
     pub push_ms: u64,
+    /// The deadline workload's work per call, in ms: uniform in `.0..=.1`.
+    pub work_ms: (u64, u64),
 }
 
 const VERSION: &str = "2026-07-28";
@@ -303,8 +311,46 @@ async fn push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, Stri
     ))
 }
 
+/// What one operation was, beyond its latency.
+#[derive(Debug, Clone, Copy, Default)]
+struct Outcome {
+    /// Completion-to-client latency (push workload), when measured.
+    push_us: Option<u64>,
+    /// Deadline workload: whether the call was promoted to a task.
+    promoted: Option<bool>,
+}
+
+/// xorshift64: cheap, seeded, uniform enough for picking a task or a duration.
+fn next(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
+/// A deadline-promoted call of `ms`: whether it was promoted.
+async fn deadline_call(rpc: &mut Rpc, ms: u64) -> Result<bool, String> {
+    let reply = rpc
+        .call(
+            "tools/call",
+            json!({"name": "maybe", "arguments": {"ms": ms}}),
+        )
+        .await?;
+    match reply.get("resultType").and_then(Value::as_str) {
+        Some("task") => {
+            poll_until(rpc, &task_id(&reply)?, "completed").await?;
+            Ok(true)
+        }
+        Some("complete") | None if reply["isError"] != true => Ok(false),
+        _ => Err(format!("tools/call maybe: {reply}")),
+    }
+}
+
 struct Worker {
     latencies_us: Vec<u64>,
+    /// The deadline workload's latencies, by how the call answered.
+    synchronous_us: Vec<u64>,
+    promoted_us: Vec<u64>,
     push_us: Vec<u64>,
     /// Completion time of each operation, in ms since the start.
     done_ms: Vec<u32>,
@@ -318,7 +364,7 @@ async fn operation(
     plan: &Plan,
     live: &[String],
     rng: &mut u64,
-) -> Result<Option<u64>, String> {
+) -> Result<Outcome, String> {
     match plan.workload {
         Workload::Call => {
             rpc.call("tools/call", json!({"name": "echo", "arguments": {}}))
@@ -333,13 +379,14 @@ async fn operation(
                 .await?;
             poll_until(rpc, &task_id(&created)?, "completed").await?;
         }
-        Workload::LifecyclePush => return push_lifecycle(rpc, plan.push_ms).await,
+        Workload::LifecyclePush => {
+            return Ok(Outcome {
+                push_us: push_lifecycle(rpc, plan.push_ms).await?,
+                promoted: None,
+            });
+        }
         Workload::Get => {
-            // xorshift64: a uniform pick, no dependency.
-            *rng ^= *rng << 13;
-            *rng ^= *rng >> 7;
-            *rng ^= *rng << 17;
-            let id = &live[(*rng % live.len() as u64) as usize];
+            let id = &live[(next(rng) % live.len() as u64) as usize];
             let task = rpc.call("tasks/get", json!({"taskId": id})).await?;
             if status(&task) != "working" {
                 return Err(format!("a live task is not working: {task}"));
@@ -372,8 +419,16 @@ async fn operation(
             .await?;
             poll_until(rpc, &id, "completed").await?;
         }
+        Workload::Deadline => {
+            let (min, max) = plan.work_ms;
+            let ms = min + next(rng) % (max - min).saturating_add(1);
+            return Ok(Outcome {
+                push_us: None,
+                promoted: Some(deadline_call(rpc, ms).await?),
+            });
+        }
     }
-    Ok(None)
+    Ok(Outcome::default())
 }
 
 /// Creates the working tasks the `get` workload reads (64 at a time).
@@ -425,6 +480,8 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
         workers.push(tokio::spawn(async move {
             let mut w = Worker {
                 latencies_us: Vec::new(),
+                synchronous_us: Vec::new(),
+                promoted_us: Vec::new(),
                 push_us: Vec::new(),
                 done_ms: Vec::new(),
                 errors: 0,
@@ -436,10 +493,16 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 match operation(&mut rpc, &plan, &live, &mut rng).await {
-                    Ok(push) => {
-                        w.latencies_us.push(t.elapsed().as_micros() as u64);
+                    Ok(outcome) => {
+                        let us = t.elapsed().as_micros() as u64;
+                        w.latencies_us.push(us);
                         w.done_ms.push(started.elapsed().as_millis() as u32);
-                        w.push_us.extend(push);
+                        w.push_us.extend(outcome.push_us);
+                        match outcome.promoted {
+                            Some(true) => w.promoted_us.push(us),
+                            Some(false) => w.synchronous_us.push(us),
+                            None => {}
+                        }
                     }
                     Err(e) => {
                         w.errors += 1;
@@ -457,10 +520,13 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
     stop.store(true, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
     let (mut latencies, mut push, mut done) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut synchronous, mut promoted) = (Vec::new(), Vec::new());
     let (mut errors, mut first_error, mut requests) = (0, None, 0);
     for w in workers {
         let w = w.await.map_err(|e| e.to_string())?;
         latencies.extend(w.latencies_us);
+        synchronous.extend(w.synchronous_us);
+        promoted.extend(w.promoted_us);
         push.extend(w.push_us);
         done.extend(w.done_ms);
         errors += w.errors;
@@ -469,6 +535,8 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
     }
     latencies.sort_unstable();
     push.sort_unstable();
+    synchronous.sort_unstable();
+    promoted.sort_unstable();
     // Operations finished in each whole second of the run.
     let whole_seconds = plan.seconds.floor() as usize;
     let mut per_second = vec![0u64; whole_seconds];
@@ -496,5 +564,14 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
         "push_p99_us": percentile(&push, 0.99),
         "push_max_us": push.last().copied().unwrap_or(0),
         "each_second": per_second,
+        "synchronous": synchronous.len(),
+        "synchronous_per_second": synchronous.len() as f64 / elapsed,
+        "synchronous_p50_us": percentile(&synchronous, 0.50),
+        "synchronous_p99_us": percentile(&synchronous, 0.99),
+        "promoted": promoted.len(),
+        "promoted_per_second": promoted.len() as f64 / elapsed,
+        "promoted_p50_us": percentile(&promoted, 0.50),
+        "promoted_p99_us": percentile(&promoted, 0.99),
+        "work_ms": (plan.workload == Workload::Deadline).then_some([plan.work_ms.0, plan.work_ms.1]),
     }))
 }

@@ -2,11 +2,12 @@
 //! pinned to its own core.
 //!
 //! ```text
-//! mcp-bench serve ours [--store URL]    our server (mcp-tasks-server), benchmark tools
-//! mcp-bench serve rmcp                  rmcp 3.x with the same tools
-//! mcp-bench serve echo                  axum answering one fixed JSON-RPC body
+//! mcp-bench serve ours [--store URL] [--deadline-ms D]   our server (mcp-tasks-server)
+//! mcp-bench serve rmcp                                   rmcp 3.x with the same tools
+//! mcp-bench serve echo                                   axum answering one fixed body
 //! mcp-bench load --url URL --workload W --concurrency C --seconds S
-//! mcp-bench memory --tasks N            memory store bytes per finished task
+//!                [--work-min-ms A --work-max-ms B]       (the deadline workload's work)
+//! mcp-bench memory --tasks N                             memory store bytes per finished task
 //! ```
 //!
 //! Servers print `listening on URL` on stdout, then serve until killed. `load` and
@@ -62,6 +63,10 @@ enum Command {
         /// (claims and runs queued tasks; its HTTP endpoint is not used).
         #[arg(long, default_value = "all")]
         role: mcp_tasks_server::Role,
+        /// Our server's deadline for `maybe`, in ms: a call that takes longer becomes a
+        /// task at that instant.
+        #[arg(long, default_value_t = ours::DEFAULT_DEADLINE_MS)]
+        deadline_ms: u64,
     },
     /// Drive a server with one workload.
     Load {
@@ -81,6 +86,12 @@ enum Command {
         /// How long the push workload's task works, in ms (long enough to subscribe).
         #[arg(long, default_value_t = 5)]
         push_ms: u64,
+        /// The `deadline` workload's work per call, in ms, drawn uniformly from
+        /// `MIN..=MAX` (default: 0 to twice `maybe`'s default deadline).
+        #[arg(long, default_value_t = 0)]
+        work_min_ms: u64,
+        #[arg(long, default_value_t = 2 * ours::DEFAULT_DEADLINE_MS)]
+        work_max_ms: u64,
     },
     /// Measure the memory store's bytes per finished task.
     Memory {
@@ -131,13 +142,23 @@ fn main() -> std::process::ExitCode {
                 namespace,
                 clients,
                 role,
+                deadline_ms,
             } => {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 match target {
                     Target::Ours => {
-                        ours::serve(listener, &store, namespace.as_deref(), clients, role).await
+                        let deadline = std::time::Duration::from_millis(deadline_ms);
+                        ours::serve(
+                            listener,
+                            &store,
+                            namespace.as_deref(),
+                            clients,
+                            role,
+                            deadline,
+                        )
+                        .await
                     }
                     Target::Rmcp => rmcp_server::serve(listener).await,
                     Target::Echo => echo::serve(listener).await,
@@ -150,7 +171,14 @@ fn main() -> std::process::ExitCode {
                 seconds,
                 live_tasks,
                 push_ms,
+                work_min_ms,
+                work_max_ms,
             } => {
+                if work_min_ms > work_max_ms {
+                    return Err(format!(
+                        "--work-min-ms {work_min_ms} is above --work-max-ms {work_max_ms}"
+                    ));
+                }
                 let report = load::run(load::Plan {
                     urls: url,
                     workload,
@@ -158,6 +186,7 @@ fn main() -> std::process::ExitCode {
                     seconds,
                     live_tasks,
                     push_ms,
+                    work_ms: (work_min_ms, work_max_ms),
                 })
                 .await?;
                 println!("{report}");

@@ -18,7 +18,7 @@ use crate::tools;
 #[derive(Debug, Deserialize, JsonSchema)]
 struct NoArgs {}
 
-/// Arguments of `work`.
+/// Arguments of `work` and `maybe`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct WorkArgs {
     /// How long the work takes, in milliseconds.
@@ -30,10 +30,29 @@ fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
 }
 
+/// The default deadline of `maybe`: 10 ms. Far above what the server itself spends on a
+/// call (about 0.1 ms alone, a few ms at p99 under 50 clients) and the timer's 1-ms
+/// granularity, so that the tool's work, not queueing, decides which calls are promoted;
+/// short enough that each client finishes dozens of calls a second, so that a 5-second
+/// run measures the server rather than the sleep.
+pub const DEFAULT_DEADLINE_MS: u64 = 10;
+
+/// Waits `ms` (not at all for 0) unless cancelled; then answers `{"done_at_us": T}`.
+async fn sleep_then_done(ctx: ToolContext, ms: u64) -> Result<CallToolResult, ToolError> {
+    if ms > 0 {
+        tokio::select! {
+            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+        }
+    }
+    Ok(text(tools::done_now()))
+}
+
 fn build(
     store: Arc<dyn mcp_tasks::TaskStore>,
     clients: usize,
     role: mcp_tasks_server::Role,
+    deadline: Duration,
 ) -> Result<Server, String> {
     let echo = ToolDef::new(
         "echo",
@@ -44,17 +63,19 @@ fn build(
     let work = ToolDef::new(
         "work",
         TaskPolicy::Required,
-        |ctx: ToolContext, args: WorkArgs| async move {
-            if args.ms > 0 {
-                tokio::select! {
-                    _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
-                    _ = tokio::time::sleep(Duration::from_millis(args.ms)) => {}
-                }
-            }
-            Ok(text(tools::done_now()))
-        },
+        |ctx: ToolContext, args: WorkArgs| sleep_then_done(ctx, args.ms),
     )
     .map_err(|e| e.to_string())?;
+    let maybe = ToolDef::new(
+        "maybe",
+        TaskPolicy::After(deadline),
+        |ctx: ToolContext, args: WorkArgs| sleep_then_done(ctx, args.ms),
+    )
+    .map_err(|e| e.to_string())?
+    .description(format!(
+        "Waits `ms` milliseconds; a task if that takes over {} ms.",
+        deadline.as_millis()
+    ));
     let ask = ToolDef::new(
         "ask",
         TaskPolicy::Required,
@@ -82,22 +103,25 @@ fn build(
             .tool(echo)
             .tool(work)
             .tool(ask)
+            .tool(maybe)
             .build(),
     )
 }
 
-/// Serves until the process is killed; prints the URL on stdout first.
+/// Serves until the process is killed; prints the URL on stdout first. `deadline` is
+/// `maybe`'s.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store_url: &str,
     namespace: Option<&str>,
     clients: usize,
     role: mcp_tasks_server::Role,
+    deadline: Duration,
 ) -> Result<(), String> {
     let store = mcp_tasks_server::store_url::open(store_url, namespace, Limits::default())
         .await
         .map_err(|e| e.to_string())?;
-    let server = build(store, clients, role)?;
+    let server = build(store, clients, role, deadline)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     crate::announce(&format!("http://{addr}/mcp"));
     mcp_tasks_server::http::serve(

@@ -5,6 +5,7 @@
 //! | `echo` | synchronously | answers `"hello"` |
 //! | `work {ms}` | as a task | waits `ms` (not at all for 0), then answers `{"done_at_us": T}`, the wall-clock microsecond it finished (push latency is measured from it) |
 //! | `ask` | as a task | asks for a name (one input request), then answers it |
+//! | `maybe {ms}` (ours only) | in the request, a task past its deadline | as `work`; the deadline is `mcp-bench serve ours --deadline-ms` (rmcp has no such policy) |
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

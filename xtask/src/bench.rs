@@ -5,7 +5,9 @@
 //! For each workload, target and concurrency (and each of `--runs`), a fresh server
 //! process is pinned to CPU 0 and the load generator to CPU 1 (`taskset`; unpinned, and
 //! said so, where that is impossible). Reported: throughput, latency p50/p90/p99/max,
-//! push latency, requests per operation, the server's peak RSS; the median run of each
+//! push latency, requests per operation, the server's peak RSS, and for the
+//! deadline-promoted tool the split between synchronous answers and promoted tasks
+//! (ours only); the median run of each
 //! row by throughput. Then: a long lifecycle run (first vs last 10 s) on ours and rmcp,
 //! lifecycles on SQLite / PostgreSQL / Redis / a three-node Redis Cluster (the one
 //! `MCP_TEST_REDIS_CLUSTER_NODES` names, else one started here with `cluster.rs`, skipped
@@ -32,14 +34,20 @@ use render::{per_second, publish};
 const TARGETS: [&str; 3] = ["ours", "rmcp", "echo"];
 
 /// The workloads, each with the targets it applies to.
-const WORKLOADS: [(&str, &[&str]); 5] = [
+const WORKLOADS: [(&str, &[&str]); 6] = [
     ("call", &["ours", "rmcp", "echo"]),
     ("lifecycle-poll", &["ours", "rmcp"]),
     ("lifecycle-push", &["ours"]),
     // The limit of `get` is echo's `call`: the same fixed-size exchange.
     ("get", &["ours", "rmcp"]),
     ("update", &["ours", "rmcp"]),
+    // A tool taking 0-2x its deadline: synchronous answers vs promoted tasks (rmcp has
+    // no deadline promotion).
+    ("deadline", &["ours"]),
 ];
+
+/// The deadline of the `deadline` workload's tool, in ms; each call works 0 to twice this.
+const DEADLINE_MS: u64 = 10;
 
 struct Bench {
     binary: PathBuf,
@@ -103,6 +111,16 @@ impl Bench {
             .args(["load", "--url", url, "--workload", workload])
             .args(["--concurrency", &concurrency.to_string()])
             .args(["--seconds", &seconds.to_string()])
+            .args(if workload == "deadline" {
+                vec![
+                    "--work-min-ms".to_owned(),
+                    "0".to_owned(),
+                    "--work-max-ms".to_owned(),
+                    (2 * DEADLINE_MS).to_string(),
+                ]
+            } else {
+                Vec::new()
+            })
             .output()
             .map_err(|e| format!("cannot run the load generator: {e}"))?;
         if !output.status.success() {
@@ -298,7 +316,23 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
     for (workload, targets) in WORKLOADS {
         for &c in &options.concurrency {
             for target in TARGETS.iter().filter(|t| targets.contains(t)) {
-                rows.push(bench.row(target, &[], workload, c, options.seconds, options.runs)?);
+                if workload == "deadline" {
+                    let deadline = DEADLINE_MS.to_string();
+                    let extra = ["--deadline-ms", deadline.as_str()];
+                    let mut row =
+                        bench.row(target, &extra, workload, c, options.seconds, options.runs)?;
+                    row["deadline_ms"] = json!(DEADLINE_MS);
+                    rows.push(row);
+                } else {
+                    rows.push(bench.row(
+                        target,
+                        &[],
+                        workload,
+                        c,
+                        options.seconds,
+                        options.runs,
+                    )?);
+                }
             }
         }
     }

@@ -146,6 +146,7 @@ fn markdown(report: &Value, options: &Options) -> String {
             us(&push["push_max_us"])
         );
     }
+    deadline_table(&mut md, &rows);
     if let Some(long) = report["long"].as_array().filter(|l| !l.is_empty()) {
         let _ = writeln!(
             md,
@@ -236,6 +237,46 @@ fn markdown(report: &Value, options: &Options) -> String {
     md
 }
 
+/// The deadline-promoted rows (ours only), split into synchronous answers and promoted
+/// tasks; nothing when the report has none.
+fn deadline_table(md: &mut String, rows: &[Value]) {
+    let deadline: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["workload_key"] == "deadline")
+        .collect();
+    let Some(first) = deadline.first() else {
+        return;
+    };
+    let work = |i: usize| first["work_ms"][i].as_u64().unwrap_or(0);
+    let _ = writeln!(
+        md,
+        "\nDeadline-promoted calls (ours; `maybe`, deadline {} ms, each call working {}-{} ms, uniform): a call that ends within the deadline answers synchronously, a longer one becomes a task read with `tasks/get` until completed:\n",
+        first["deadline_ms"],
+        work(0),
+        work(1)
+    );
+    let _ = writeln!(
+        md,
+        "| clients | calls/s | synchronous/s | promoted/s | synchronous p50 / p99 | promoted p50 / p99 | req/op |"
+    );
+    let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|---:|");
+    for r in deadline {
+        let _ = writeln!(
+            md,
+            "| {} | {:.0} | {:.0} | {:.0} | {} / {} | {} / {} | {:.1} |",
+            r["concurrency"],
+            per_second(r),
+            r["synchronous_per_second"].as_f64().unwrap_or(0.0),
+            r["promoted_per_second"].as_f64().unwrap_or(0.0),
+            us(&r["synchronous_p50_us"]),
+            us(&r["synchronous_p99_us"]),
+            us(&r["promoted_p50_us"]),
+            us(&r["promoted_p99_us"]),
+            r["requests_per_operation"].as_f64().unwrap_or(0.0),
+        );
+    }
+}
+
 fn us(v: &Value) -> String {
     let us = v.as_u64().unwrap_or(0);
     if us >= 10_000 {
@@ -255,4 +296,40 @@ fn write_readme(root: &Path, markdown: &str) -> Result<(), String> {
     };
     let updated = format!("{}{BEGIN}\n{markdown}{}", &text[..b], &text[e..]);
     std::fs::write(&path, updated).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn the_deadline_rows_render_their_split() {
+        let rows = [
+            json!({"target": "ours", "workload_key": "call", "concurrency": 1, "per_second": 7000.0}),
+            json!({
+                "target": "ours", "workload_key": "deadline", "concurrency": 50,
+                "deadline_ms": 10, "work_ms": [0, 20], "per_second": 3210.4,
+                "synchronous_per_second": 1922.2, "promoted_per_second": 1288.2,
+                "synchronous_p50_us": 10932, "synchronous_p99_us": 36379,
+                "promoted_p50_us": 21020, "promoted_p99_us": 43376,
+                "requests_per_operation": 3.04,
+            }),
+        ];
+        let mut md = String::new();
+        super::deadline_table(&mut md, &rows);
+        assert!(
+            md.contains("deadline 10 ms, each call working 0-20 ms"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 50 | 3210 | 1922 | 1288 | 10.9 ms / 36.4 ms | 21.0 ms / 43.4 ms | 3.0 |"
+            ),
+            "{md}"
+        );
+        // No deadline row (an older report): no table.
+        let mut none = String::new();
+        super::deadline_table(&mut none, &rows[..1]);
+        assert_eq!(none, "");
+    }
 }
