@@ -67,6 +67,10 @@ enum Command {
         /// task at that instant.
         #[arg(long, default_value_t = ours::DEFAULT_DEADLINE_MS)]
         deadline_ms: u64,
+        /// `maybe` writes each call's task record when the call starts, not at the
+        /// deadline (`ToolDef::record_up_front`).
+        #[arg(long)]
+        record_up_front: bool,
     },
     /// Drive a server with one workload.
     Load {
@@ -143,6 +147,7 @@ fn main() -> std::process::ExitCode {
                 clients,
                 role,
                 deadline_ms,
+                record_up_front,
             } => {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
@@ -157,6 +162,7 @@ fn main() -> std::process::ExitCode {
                             clients,
                             role,
                             deadline,
+                            record_up_front,
                         )
                         .await
                     }

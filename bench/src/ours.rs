@@ -53,6 +53,7 @@ fn build(
     clients: usize,
     role: mcp_tasks_server::Role,
     deadline: Duration,
+    up_front: bool,
 ) -> Result<Server, String> {
     let echo = ToolDef::new(
         "echo",
@@ -76,6 +77,11 @@ fn build(
         "Waits `ms` milliseconds; a task if that takes over {} ms.",
         deadline.as_millis()
     ));
+    let maybe = if up_front {
+        maybe.record_up_front()
+    } else {
+        maybe
+    };
     let ask = ToolDef::new(
         "ask",
         TaskPolicy::Required,
@@ -109,7 +115,8 @@ fn build(
 }
 
 /// Serves until the process is killed; prints the URL on stdout first. `deadline` is
-/// `maybe`'s.
+/// `maybe`'s; `up_front` writes its calls' records when they start
+/// (`ToolDef::record_up_front`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store_url: &str,
@@ -117,11 +124,12 @@ pub async fn serve(
     clients: usize,
     role: mcp_tasks_server::Role,
     deadline: Duration,
+    up_front: bool,
 ) -> Result<(), String> {
     let store = mcp_tasks_server::store_url::open(store_url, namespace, Limits::default())
         .await
         .map_err(|e| e.to_string())?;
-    let server = build(store, clients, role, deadline)?;
+    let server = build(store, clients, role, deadline, up_front)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     crate::announce(&format!("http://{addr}/mcp"));
     mcp_tasks_server::http::serve(
