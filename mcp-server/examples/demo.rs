@@ -57,6 +57,17 @@
 //! a task's lease lasts without renewal (default 30000; renewed every third of it), i.e.
 //! about how long a task of a dead instance stays `working` before it is failed.
 //!
+//! # Telemetry
+//!
+//! Logs go to stderr (`RUST_LOG`, default `info`). With `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! set, the request and task spans go over OTLP/HTTP too (the standard `OTEL_*`
+//! variables; see `mcp_tasks_server::telemetry`); the service is `mcp-tasks-demo` unless
+//! `OTEL_SERVICE_NAME` says otherwise.
+//!
+//! ```text
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 demo --http 127.0.0.1:8000
+//! ```
+//!
 //! # Who may call
 //!
 //! - Nothing said: every HTTP caller is one anonymous principal.
@@ -218,12 +229,15 @@ fn say_shutdown_wait(server: &Server, grace: Duration) {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    // Logs to stderr; traces over OTLP when the OTEL_* variables name an endpoint. Kept
+    // until the end: dropping it flushes the spans still buffered.
+    let _telemetry = match mcp_tasks_server::telemetry::init("info", "mcp-tasks-demo") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("demo: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let args = Args::parse();
     let store = match mcp_tasks_server::store_url::open(
         &args.store,

@@ -76,6 +76,7 @@ pub(crate) async fn start_task(
         return Err(ServerError::ShuttingDown);
     }
     let new = NewTask {
+        trace_context: crate::telemetry::creating_context(),
         owner: owner.clone(),
         ttl_ms,
         poll_interval_ms: state.poll_interval_ms,

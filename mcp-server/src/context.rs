@@ -135,6 +135,8 @@ pub(crate) struct TaskCaller {
     pub(crate) client_capabilities: Option<ClientCapabilities>,
     /// The earlier tasks it named as related.
     pub(crate) related_tasks: Vec<String>,
+    /// Its trace context (the task's runs continue its trace).
+    pub(crate) trace_context: Option<mcp_tasks::TraceContext>,
 }
 
 enum Mode {
@@ -519,10 +521,12 @@ impl ToolContext {
                 })
                 .await;
                 asked.map_err(store_error)?;
+                crate::telemetry::task_event!(keys = ?keys, method = M::METHOD, "input requested");
                 let mut got = Vec::with_capacity(keys.len());
                 for input_key in &keys {
                     got.push(self.wait_for(store.as_ref(), key, wake, input_key).await?);
                 }
+                crate::telemetry::task_event!(keys = ?keys, "input answered");
                 got
             }
         };

@@ -307,7 +307,16 @@ where
                     req.extensions_mut().insert(revision);
                 }
             }
-            inner.call(req).await
+            // The request's span (none unless traces are exported), once its revision
+            // is known.
+            let span = crate::telemetry::request_span(&req);
+            if span.is_none() {
+                return inner.call(req).await;
+            }
+            let method = req.method_name().to_owned();
+            let response = tracing::Instrument::instrument(inner.call(req), span.clone()).await;
+            crate::telemetry::request_done(&span, &method, &response);
+            response
         }
     }
 

@@ -6,7 +6,7 @@
 //! among the runtime's unwritten ones, until it lands, the task is gone, or shutdown gives
 //! it up.
 
-use mcp_tasks::{StoreError, TaskKey};
+use mcp_tasks::{StoreError, TaskKey, TaskRecord};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -30,7 +30,12 @@ impl Inner {
     /// task is gone, or another writer won; meanwhile the outcome stays in this task's
     /// memory (so at most one per task this node runs). Shutdown gives up after its
     /// grace periods and names the task in the log.
-    pub(super) async fn finish(&self, key: &TaskKey, outcome: Result<JsonObject, ToolError>) {
+    /// Returns the record as the write left it (`None`: not written).
+    pub(super) async fn finish(
+        &self,
+        key: &TaskKey,
+        outcome: Result<JsonObject, ToolError>,
+    ) -> Option<TaskRecord> {
         let finish = self.outcome_write(outcome);
         let what = format!("recording the outcome of task {}", key.id);
         let mut first = true;
@@ -42,12 +47,15 @@ impl Inner {
         })
         .await;
         self.unwritten().remove(&key.id);
+        let mut after = None;
         match written {
             Ok(t) if !t.won => {
-                tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished")
+                tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished");
+                after = Some(t.record);
             }
             Ok(t) => {
-                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished")
+                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished");
+                after = Some(t.record);
             }
             Err(StoreError::NotFound) => {
                 tracing::debug!(task_id = %key.id, "task expired before it finished")
@@ -63,6 +71,7 @@ impl Inner {
             .store
             .release_lease(&key.owner, &key.id, &self.config.node_id)
             .await;
+        after
     }
 
     /// The terminal write `outcome` calls for.

@@ -73,4 +73,5 @@ mod spec_in_repo;
 mod stdio_eof_answers;
 mod store_outage;
 mod task_context;
+mod telemetry_otlp;
 mod third_party_backend;
