@@ -117,5 +117,8 @@ pub(crate) async fn start_task(
         .map(|r| r.id.as_str().to_owned())
         .unwrap_or_default();
     audit::record("tools/call: create task", owner, &id, &created);
+    if created.is_ok() {
+        crate::telemetry::task_created(tool.name());
+    }
     Ok(created?)
 }

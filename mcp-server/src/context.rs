@@ -136,7 +136,11 @@ pub(crate) struct TaskCaller {
     /// The earlier tasks it named as related.
     pub(crate) related_tasks: Vec<String>,
     /// Its trace context (the task's runs continue its trace).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub(crate) trace_context: Option<mcp_tasks::TraceContext>,
+    /// When the task was created (store milliseconds).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) created_at: mcp_tasks::Millis,
 }
 
 enum Mode {
@@ -522,11 +526,13 @@ impl ToolContext {
                 .await;
                 asked.map_err(store_error)?;
                 crate::telemetry::task_event!(keys = ?keys, method = M::METHOD, "input requested");
+                let asked_at = std::time::Instant::now();
                 let mut got = Vec::with_capacity(keys.len());
                 for input_key in &keys {
                     got.push(self.wait_for(store.as_ref(), key, wake, input_key).await?);
                 }
                 crate::telemetry::task_event!(keys = ?keys, "input answered");
+                crate::telemetry::input_waited(asked_at.elapsed());
                 got
             }
         };

@@ -307,15 +307,13 @@ where
                     req.extensions_mut().insert(revision);
                 }
             }
-            // The request's span (none unless traces are exported), once its revision
-            // is known.
-            let span = crate::telemetry::request_span(&req);
-            if span.is_none() {
+            // The request's span and timing (none unless telemetry is on), once its
+            // revision is known.
+            let Some(observer) = crate::telemetry::observe(&req, known) else {
                 return inner.call(req).await;
-            }
-            let method = req.method_name().to_owned();
-            let response = tracing::Instrument::instrument(inner.call(req), span.clone()).await;
-            crate::telemetry::request_done(&span, &method, &response);
+            };
+            let response = tracing::Instrument::instrument(inner.call(req), observer.span()).await;
+            observer.done(&response);
             response
         }
     }

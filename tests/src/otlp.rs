@@ -1,6 +1,6 @@
-//! An OTLP/HTTP receiver for the telemetry tests: `POST /v1/traces` bodies decoded from
-//! protobuf (the `opentelemetry-proto` messages) and kept, on `127.0.0.1:0`. What a
-//! collector would see, without one.
+//! An OTLP/HTTP receiver for the telemetry tests: `POST /v1/traces` and `/v1/metrics`
+//! bodies decoded from protobuf (the `opentelemetry-proto` messages) and kept, on
+//! `127.0.0.1:0`. What a collector would see, without one.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +11,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -86,6 +89,7 @@ pub struct OtlpReceiver {
     /// `http://127.0.0.1:PORT` (the exporters append `/v1/traces`).
     pub endpoint: String,
     spans: Arc<Mutex<Vec<ReceivedSpan>>>,
+    metrics: Arc<Mutex<Vec<String>>>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -131,13 +135,45 @@ async fn traces(
     )
 }
 
+async fn metrics(
+    State(names): State<Arc<Mutex<Vec<String>>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
+    let protobuf = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/x-protobuf");
+    if !protobuf {
+        return (StatusCode::UNSUPPORTED_MEDIA_TYPE, Vec::new());
+    }
+    let Ok(request) = ExportMetricsServiceRequest::decode(body) else {
+        return (StatusCode::BAD_REQUEST, Vec::new());
+    };
+    let mut received = names.lock().expect("metric names");
+    for resource in request.resource_metrics {
+        for scope in resource.scope_metrics {
+            received.extend(scope.metrics.into_iter().map(|m| m.name));
+        }
+    }
+    (
+        StatusCode::OK,
+        ExportMetricsServiceResponse::default().encode_to_vec(),
+    )
+}
+
 impl OtlpReceiver {
     /// Listens on `127.0.0.1:0`.
     pub async fn start() -> OtlpReceiver {
         let spans = Arc::new(Mutex::new(Vec::new()));
+        let names = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new()
             .route("/v1/traces", post(traces))
-            .with_state(Arc::clone(&spans));
+            .with_state(Arc::clone(&spans))
+            .merge(
+                Router::new()
+                    .route("/v1/metrics", post(metrics))
+                    .with_state(Arc::clone(&names)),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the OTLP receiver");
@@ -148,7 +184,31 @@ impl OtlpReceiver {
         OtlpReceiver {
             endpoint: format!("http://{addr}"),
             spans,
+            metrics: names,
             server,
+        }
+    }
+
+    /// Waits (at most [`EXPORT_WAIT`]) until a metric named `name` was received.
+    pub async fn wait_for_metric(&self, name: &str) {
+        let found = tokio::time::timeout(EXPORT_WAIT, async {
+            loop {
+                if self
+                    .metrics
+                    .lock()
+                    .expect("metric names")
+                    .iter()
+                    .any(|n| n == name)
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        if found.is_err() {
+            let seen = self.metrics.lock().expect("metric names").clone();
+            panic!("no metric {name} within {EXPORT_WAIT:?}; received: {seen:?}");
         }
     }
 

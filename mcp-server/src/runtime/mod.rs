@@ -185,19 +185,15 @@ impl TaskRuntime {
             },
         );
         let runtime = self.clone();
-        let traced = crate::telemetry::task_span(
-            &key.id,
-            tool.name(),
-            attempt,
-            caller.trace_context.as_ref(),
-        );
+        let claimed = slot.as_ref().map(|_| self.inner.config.node_id.as_str());
+        let observed = crate::telemetry::task_run(&key.id, tool.name(), attempt, &caller, claimed);
         self.inner.tasks.spawn(async move {
-            if slot.is_some() {
-                let node = &runtime.inner.config.node_id;
-                crate::telemetry::task_event!(parent: &traced, node = %node, "task claimed");
-            }
-            let span =
-                tracing::info_span!(parent: &traced, "task", task_id = %key.id, tool = tool.name());
+            let span = tracing::info_span!(
+                parent: observed.span(),
+                "task",
+                task_id = %key.id,
+                tool = tool.name()
+            );
             let ctx = ToolContext::task(
                 Arc::clone(&store),
                 key.clone(),
@@ -209,16 +205,16 @@ impl TaskRuntime {
             let run = runtime.run(ctx, &key, &tool, args, &cancel, after);
             match tracing::Instrument::instrument(run, span).await {
                 Ran::Finished(outcome) => {
-                    let after = runtime.inner.finish(&key, outcome).await;
+                    let written = runtime.inner.finish(&key, outcome).await;
                     runtime.inner.running().remove(&key.id);
-                    crate::telemetry::task_finished(&traced, after.as_ref());
+                    observed.finished(written.as_ref());
                 }
                 Ran::LeaseLost(lost) => {
                     // Still listed as running: the sweep leaves it to this recovery,
                     // which knows why the lease went.
                     runtime.inner.recover(&key, lost).await;
                     runtime.inner.running().remove(&key.id);
-                    crate::telemetry::task_done(&traced, "lease_lost", Some("lease_lost"));
+                    observed.lease_lost();
                 }
             }
             drop(slot);
@@ -325,5 +321,6 @@ pub(crate) fn task_caller(record: &TaskRecord, identity: Option<Identity>) -> Ta
         client_capabilities,
         related_tasks: job.map(|job| job.related_tasks.clone()).unwrap_or_default(),
         trace_context: record.trace_context.clone(),
+        created_at: record.created_at,
     }
 }

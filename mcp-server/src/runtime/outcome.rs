@@ -6,7 +6,7 @@
 //! among the runtime's unwritten ones, until it lands, the task is gone, or shutdown gives
 //! it up.
 
-use mcp_tasks::{StoreError, TaskKey, TaskRecord};
+use mcp_tasks::{StoreError, TaskKey, Transition};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -30,12 +30,12 @@ impl Inner {
     /// task is gone, or another writer won; meanwhile the outcome stays in this task's
     /// memory (so at most one per task this node runs). Shutdown gives up after its
     /// grace periods and names the task in the log.
-    /// Returns the record as the write left it (`None`: not written).
+    /// Returns the terminal write (`None`: it did not land).
     pub(super) async fn finish(
         &self,
         key: &TaskKey,
         outcome: Result<JsonObject, ToolError>,
-    ) -> Option<TaskRecord> {
+    ) -> Option<Transition> {
         let finish = self.outcome_write(outcome);
         let what = format!("recording the outcome of task {}", key.id);
         let mut first = true;
@@ -51,11 +51,11 @@ impl Inner {
         match written {
             Ok(t) if !t.won => {
                 tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished");
-                after = Some(t.record);
+                after = Some(t);
             }
             Ok(t) => {
                 tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished");
-                after = Some(t.record);
+                after = Some(t);
             }
             Err(StoreError::NotFound) => {
                 tracing::debug!(task_id = %key.id, "task expired before it finished")

@@ -3,15 +3,20 @@
 
 use std::io::IsTerminal;
 
+use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig, WithHttpConfig};
+use opentelemetry_otlp::{
+    MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig,
+};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{ManualReader, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::filter::{EnvFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
 
+use super::prometheus::Prometheus;
 use super::{ENABLED, TARGET};
 
 /// Why [`init`] could not set telemetry up.
@@ -28,11 +33,26 @@ pub enum TelemetryError {
     Subscriber(String),
 }
 
+/// What [`init`] sets up besides what the `OTEL_*` variables say.
+#[derive(Debug, Clone)]
+pub struct TelemetryConfig {
+    /// The log filter when `RUST_LOG` is not set (e.g. `info`).
+    pub default_log_filter: String,
+    /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES`
+    /// names one.
+    pub service_name: String,
+    /// Whether to keep the metrics for a Prometheus scrape ([`Telemetry::prometheus`]).
+    pub prometheus: bool,
+}
+
 /// The telemetry of the process, as [`init`] set it up. Dropping it flushes and stops
-/// the export (spans still buffered are sent, within the exporter's timeout).
+/// the export (spans and metrics still buffered are sent, within the exporter's
+/// timeout).
 #[derive(Debug)]
 pub struct Telemetry {
     traces: Option<SdkTracerProvider>,
+    metrics: Option<SdkMeterProvider>,
+    prometheus: Option<Prometheus>,
 }
 
 impl Telemetry {
@@ -40,14 +60,22 @@ impl Telemetry {
     pub fn traces(&self) -> bool {
         self.traces.is_some()
     }
+
+    /// What renders and serves `/metrics`, when [`TelemetryConfig::prometheus`] asked.
+    pub fn prometheus(&self) -> Option<Prometheus> {
+        self.prometheus.clone()
+    }
 }
 
 impl Drop for Telemetry {
     fn drop(&mut self) {
+        // Nothing to do about an export that fails at exit.
         if let Some(traces) = self.traces.take() {
             ENABLED.store(false, std::sync::atomic::Ordering::Relaxed);
-            // Nothing to do about an export that failed at exit.
             let _ = traces.shutdown();
+        }
+        if let Some(metrics) = self.metrics.take() {
+            let _ = metrics.shutdown();
         }
     }
 }
@@ -61,12 +89,22 @@ fn set(name: &str) -> bool {
 /// signals or for traces), `OTEL_TRACES_EXPORTER` is not `none` and `OTEL_SDK_DISABLED`
 /// is not `true`.
 fn traces_configured() -> bool {
+    otlp_configured("TRACES")
+}
+
+/// The same for metrics (`OTEL_METRICS_EXPORTER`, `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`).
+fn metrics_configured() -> bool {
+    otlp_configured("METRICS")
+}
+
+fn otlp_configured(signal: &str) -> bool {
     let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    let exporter_none =
-        std::env::var("OTEL_TRACES_EXPORTER").is_ok_and(|v| v.trim().eq_ignore_ascii_case("none"));
+    let exporter_none = std::env::var(format!("OTEL_{signal}_EXPORTER"))
+        .is_ok_and(|v| v.trim().eq_ignore_ascii_case("none"));
     !disabled
         && !exporter_none
-        && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        && (set("OTEL_EXPORTER_OTLP_ENDPOINT")
+            || set(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")))
 }
 
 /// Sets the process's global `tracing` subscriber: logs to stderr filtered by
@@ -79,10 +117,10 @@ fn traces_configured() -> bool {
 /// not built in), the per-signal variables, `OTEL_EXPORTER_OTLP_HEADERS` and `_TIMEOUT`,
 /// `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (the service is `service_name`
 /// when neither names one), `OTEL_TRACES_SAMPLER` and `_ARG`, `OTEL_BSP_*`.
-pub fn init(default_filter: &str, service_name: &str) -> Result<Telemetry, TelemetryError> {
+pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(v) if !v.is_empty() => EnvFilter::try_new(v),
-        _ => EnvFilter::try_new(default_filter),
+        _ => EnvFilter::try_new(&config.default_log_filter),
     }
     .map_err(|e| TelemetryError::LogFilter(e.to_string()))?
     // The spans of this module are for OpenTelemetry, not the log.
@@ -94,8 +132,17 @@ pub fn init(default_filter: &str, service_name: &str) -> Result<Telemetry, Telem
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter);
     let traces = traces_configured()
-        .then(|| tracer_provider(service_name))
+        .then(|| tracer_provider(&config.service_name))
         .transpose()?;
+    let otlp_metrics = metrics_configured();
+    let (metrics, prometheus) = if otlp_metrics || config.prometheus {
+        let (provider, prometheus) =
+            meter_provider(&config.service_name, otlp_metrics, config.prometheus)?;
+        super::metrics::install(&provider.meter("mcp-tasks-server"));
+        (Some(provider), prometheus)
+    } else {
+        (None, None)
+    };
     let export = traces.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("mcp-tasks-server"))
@@ -109,7 +156,42 @@ pub fn init(default_filter: &str, service_name: &str) -> Result<Telemetry, Telem
     if traces.is_some() {
         ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    Ok(Telemetry { traces })
+    Ok(Telemetry {
+        traces,
+        metrics,
+        prometheus,
+    })
+}
+
+/// The meter provider: an OTLP exporter read every `OTEL_METRIC_EXPORT_INTERVAL` (when
+/// `otlp`), and the reader of the Prometheus scrapes (when `prometheus`).
+fn meter_provider(
+    service_name: &str,
+    otlp: bool,
+    prometheus: bool,
+) -> Result<(SdkMeterProvider, Option<Prometheus>), TelemetryError> {
+    let mut builder = SdkMeterProvider::builder().with_resource(resource(service_name));
+    if otlp {
+        let mut exporter = MetricExporter::builder()
+            .with_http()
+            .with_http_client(http::BlockingClient::new()?)
+            .with_timeout(http::export_timeout());
+        if !set("OTEL_EXPORTER_OTLP_PROTOCOL") && !set("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") {
+            exporter = exporter.with_protocol(Protocol::HttpBinary);
+        }
+        let exporter = exporter
+            .build()
+            .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+        builder = builder.with_reader(PeriodicReader::builder(exporter).build());
+    }
+    let prometheus = prometheus.then(|| {
+        let reader = std::sync::Arc::new(ManualReader::builder().build());
+        builder = std::mem::take(&mut builder).with_reader(super::prometheus::SharedReader(
+            std::sync::Arc::clone(&reader),
+        ));
+        Prometheus { reader }
+    });
+    Ok((builder.build(), prometheus))
 }
 
 /// The resource: the SDK's (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, the SDK's

@@ -2,6 +2,7 @@
 //! W3C trace context read from and written to text.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use jsonrpsee::core::server::MethodResponse;
 use jsonrpsee::types::{Id, Request};
@@ -128,14 +129,73 @@ pub(super) fn request_span(req: &Request<'_>) -> tracing::Span {
     span
 }
 
-pub(super) fn request_done(span: &tracing::Span, method: &str, response: &MethodResponse) {
-    if let Some(code) = response.as_error_code() {
-        span.set_attribute("error.type", code.to_string());
-        span.set_attribute("rpc.response.status_code", code.to_string());
-        span.set_status(Status::error(format!("JSON-RPC error {code}")));
-    } else if method == "tools/call" && tool_failed(response.as_json().get()) {
-        span.set_attribute("error.type", "tool_error");
-        span.set_status(Status::error("the tool's result has isError"));
+/// A request being timed for `mcp.server.operation.duration`.
+#[derive(Debug)]
+pub(super) struct Metered {
+    started: Instant,
+    /// The method, `_OTHER` for one the server does not have (bounded labels).
+    method: String,
+    tool: Option<String>,
+    version: Option<String>,
+}
+
+impl Metered {
+    pub(super) fn start(req: &Request<'_>, known: bool) -> Metered {
+        let method = if known { req.method_name() } else { "_OTHER" }.to_owned();
+        let tool = (method == "tools/call")
+            .then(|| text(ParamsHead::read(req.params.as_ref().map(|p| p.get())).name))
+            .flatten();
+        let version = match req.extensions().get::<Revision>() {
+            Some(Revision::Session(s)) => Some(s.protocol_version.clone()),
+            Some(Revision::Stateless(d)) => d.protocol_version.clone(),
+            None => None,
+        };
+        Metered {
+            started: Instant::now(),
+            method,
+            tool,
+            version,
+        }
+    }
+}
+
+pub(super) fn request_done(
+    span: &tracing::Span,
+    method: &str,
+    metered: Option<Metered>,
+    response: &MethodResponse,
+) {
+    let code = response.as_error_code();
+    let error = match code {
+        Some(code) => Some(code.to_string()),
+        None if method == "tools/call" && tool_failed(response.as_json().get()) => {
+            Some("tool_error".to_owned())
+        }
+        None => None,
+    };
+    if !span.is_none() {
+        if let Some(error) = &error {
+            span.set_attribute("error.type", error.clone());
+            span.set_status(Status::error(match code {
+                Some(code) => format!("JSON-RPC error {code}"),
+                None => "the tool's result has isError".to_owned(),
+            }));
+        }
+        if let Some(code) = code {
+            span.set_attribute("rpc.response.status_code", code.to_string());
+        }
+    }
+    if let (Some(m), Some(instruments)) = (metered, super::metrics::get()) {
+        // A tool is named only once the server knew it (no JSON-RPC error): the label's
+        // values stay the registry's.
+        let tool = m.tool.as_deref().filter(|_| code.is_none());
+        instruments.operation(
+            m.started.elapsed(),
+            m.method,
+            tool,
+            m.version.as_deref(),
+            error.as_deref(),
+        );
     }
 }
 
@@ -189,6 +249,26 @@ pub(super) fn task_span(
         "gen_ai.operation.name" = "execute_tool",
     );
     if let Some(parent) = trace.and_then(|t| extract(Some(&t.traceparent), t.tracestate.as_deref()))
+    {
+        let _ = span.set_parent(parent);
+    }
+    span
+}
+
+/// The span saying a task failed as worker lost, in its creating call's trace.
+pub(super) fn lost_span(record: &mcp_tasks::TaskRecord, tool: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "mcp.task.lost",
+        otel.name = %format_args!("worker_lost {tool}"),
+        otel.kind = "internal",
+        "mcp.task.id" = %record.id,
+        "gen_ai.tool.name" = tool,
+    );
+    if let Some(parent) = record
+        .trace_context
+        .as_ref()
+        .and_then(|t| extract(Some(&t.traceparent), t.tracestate.as_deref()))
     {
         let _ = span.set_parent(parent);
     }

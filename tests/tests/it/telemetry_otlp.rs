@@ -9,7 +9,8 @@
 //!   `mcp.task.id`; a failing tool's execution span is ERROR; a request about the task
 //!   carries `mcp.task.id`;
 //! - on PostgreSQL, a task created on an API node and run by a worker node: the worker's
-//!   execution span continues the API node's trace.
+//!   execution span continues the API node's trace;
+//! - the metrics are exported over OTLP as well.
 
 use std::path::Path;
 
@@ -53,6 +54,7 @@ fn otel_env<'a>(receiver: &'a OtlpReceiver, service: &'a str) -> Vec<(&'a str, &
         ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
         ("OTEL_SERVICE_NAME", service),
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
     ]
 }
 
@@ -250,6 +252,12 @@ async fn requests_and_tasks_continue_the_callers_trace() {
         .await;
     assert_eq!(get.span.name, "tasks/get");
     assert_attr(&get, "mcp.task.id", &id);
+
+    // The metrics go over OTLP too.
+    receiver
+        .wait_for_metric("mcp.server.operation.duration")
+        .await;
+    receiver.wait_for_metric("mcp.task.finished").await;
     drop(node);
 }
 
