@@ -9,7 +9,8 @@
 //!   `mcp.task.id`; a failing tool's execution span is ERROR; a request about the task
 //!   carries `mcp.task.id`;
 //! - on PostgreSQL, a task created on an API node and run by a worker node: the worker's
-//!   execution span continues the API node's trace;
+//!   execution span continues the API node's trace; when the worker dies, the API
+//!   node's sweep fails the task with a `worker_lost` span (ERROR) in that trace;
 //! - the metrics are exported over OTLP as well.
 
 use std::path::Path;
@@ -331,5 +332,31 @@ async fn a_worker_continues_the_creating_calls_trace_on_postgres() {
         "the worker's claim: {:?}",
         run.span.events
     );
+
+    // The worker dies while its (at most once) task waits for input: the API node's
+    // sweep fails the task as worker lost, with a span in the creating call's trace.
+    let mut worker = worker;
+    let (lost_trace, lost_parent) = caller_trace(8);
+    let lost = task_id_of(
+        &cluster,
+        "confirm_delete",
+        json!({ "filename": "a.txt" }),
+        &lost_trace,
+        &lost_parent,
+    )
+    .await;
+    cluster.poll_status(&lost, "input_required", WAIT).await;
+    worker.kill().await;
+    cluster.poll_status(&lost, "failed", WAIT).await;
+    let swept = receiver
+        .wait_for("worker_lost confirm_delete", |s| {
+            s.trace_id() == lost_trace && s.span.name == "worker_lost confirm_delete"
+        })
+        .await;
+    assert_eq!(swept.service, "otel-test-api", "the API node's sweep");
+    assert_eq!(swept.status_code(), ERROR);
+    assert_attr(&swept, "error.type", "worker_lost");
+    assert_attr(&swept, "mcp.task.id", &lost);
+    assert_attr(&swept, "mcp.task.status", "failed");
     drop((api, worker));
 }
