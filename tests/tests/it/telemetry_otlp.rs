@@ -11,7 +11,8 @@
 //! - on PostgreSQL, a task created on an API node and run by a worker node: the worker's
 //!   execution span continues the API node's trace; when the worker dies, the API
 //!   node's sweep fails the task with a `worker_lost` span (ERROR) in that trace;
-//! - the metrics are exported over OTLP as well.
+//! - the metrics are exported over OTLP as well;
+//! - `mcp-call` sends its CLIENT span's context in `_meta`: the server continues it.
 
 use std::path::Path;
 
@@ -359,4 +360,61 @@ async fn a_worker_continues_the_creating_calls_trace_on_postgres() {
     assert_attr(&swept, "mcp.task.id", &lost);
     assert_attr(&swept, "mcp.task.status", "failed");
     drop((api, worker));
+}
+
+/// `mcp-call` (the client) exports a CLIENT span per request and sends its context in
+/// `params._meta`: the server's SERVER span and the task's execution span are in the
+/// client's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_call_starts_the_trace_the_server_continues() {
+    const CLIENT: i32 = 3;
+    let receiver = OtlpReceiver::start().await;
+    let env = otel_env(&receiver, "otel-test-demo");
+    let node = Node::start_with_env(Path::new(DEMO), "C", &["--store", "memory"], &env).await;
+    let tokens = std::env::temp_dir().join(format!("otel-mcp-call-{}.json", std::process::id()));
+    let mut call = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-call"));
+    call.args(["--http", node.url.as_str(), "--no-browser", "--token-file"])
+        .arg(&tokens)
+        .args(["slow_compute", r#"{"seconds":0.1,"label":"c"}"#])
+        .envs(otel_env(&receiver, "otel-test-client"))
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(WAIT, call.output())
+        .await
+        .expect("mcp-call in time")
+        .expect("mcp-call runs");
+    let _ = std::fs::remove_file(&tokens);
+    assert!(out.status.success(), "{out:?}");
+
+    let client = receiver
+        .wait_for("mcp-call's tools/call", |s| {
+            s.service == "otel-test-client" && s.span.name == "tools/call slow_compute"
+        })
+        .await;
+    assert_eq!(client.span.kind, CLIENT);
+    assert_attr(&client, "mcp.method.name", "tools/call");
+    assert_attr(&client, "gen_ai.tool.name", "slow_compute");
+    let trace = client.trace_id();
+    let server = receiver
+        .wait_for("the server's tools/call", |s| {
+            s.trace_id() == trace && s.span.kind == SERVER
+        })
+        .await;
+    assert_eq!(server.service, "otel-test-demo");
+    assert_eq!(server.span.name, "tools/call slow_compute");
+    assert_eq!(
+        server.parent_span_id(),
+        client.span_id(),
+        "under the client's span"
+    );
+    let run = receiver
+        .wait_for("the task's run", |s| {
+            s.trace_id() == trace && s.span.name == "execute_tool slow_compute"
+        })
+        .await;
+    assert_eq!(run.parent_span_id(), server.span_id());
+    drop(node);
 }
