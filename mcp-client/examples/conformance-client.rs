@@ -9,13 +9,17 @@
 //! This program only chooses what to do per scenario, by name, as the suite's reference
 //! clients do ([`plan`]: one arm for each client scenario of both requirement sets,
 //! scored or not; a name it does not know is an error, exit 1); every behaviour checked (negotiation, `_meta`, headers, MRTR, SSE resumption,
-//! elicitation defaults, the whole OAuth flow) is the mcp-tasks-client library's.
+//! elicitation defaults, the whole OAuth flow, the machine grants, DPoP) is the
+//! mcp-tasks-client library's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_client::auth::{AuthConfig, FollowRedirect, MemoryTokenStore};
+use mcp_tasks_client::auth::{
+    Assertion, AuthConfig, ClientAuth, FollowRedirect, Grant, IdentityProvider, MachineClient,
+    MemoryTokenStore, SigningKey,
+};
 use mcp_tasks_client::{ClientConfig, ClientHandler, McpClient, Revision};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -45,6 +49,23 @@ struct Context {
     issuer: Option<String>,
     #[serde(default)]
     tool_calls: Vec<ToolCall>,
+    /// `auth/client-credentials-jwt`: the client's private key (PKCS#8 PEM) and its
+    /// algorithm.
+    #[serde(rename = "private_key_pem")]
+    private_key_pem: Option<String>,
+    #[serde(rename = "signing_algorithm")]
+    signing_algorithm: Option<String>,
+    /// `auth/enterprise-managed-authorization`: the client at the identity provider,
+    /// the user's ID token and where it is exchanged.
+    #[serde(rename = "idp_client_id")]
+    idp_client_id: Option<String>,
+    #[serde(rename = "idp_id_token")]
+    idp_id_token: Option<String>,
+    #[serde(rename = "idp_token_endpoint")]
+    idp_token_endpoint: Option<String>,
+    /// `auth/wif-jwt-bearer`: the workload's identity token.
+    #[serde(rename = "valid_jwt")]
+    valid_jwt: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,11 +144,26 @@ enum Plan {
     Call(&'static str),
     /// Log in with OAuth (the whole flow is the library's), then call `test-tool`.
     Auth,
+    /// As [`Plan::Auth`], with DPoP-bound tokens.
+    AuthDpop,
+    /// Log in with a machine grant (no browser step), then call `test-tool`.
+    Machine(Machine),
     /// Echo the `inputSchema` of `json_schema_2020_12_tool`, as listed, to
     /// `json_schema_echo`: what the library kept of it.
     EchoSchema,
-    /// A scenario of an extension this client does not implement: said, exit non-zero.
-    Unsupported(&'static str),
+}
+
+/// The machine grants of the authorization extensions' scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    /// Client credentials, `private_key_jwt`.
+    ClientKey,
+    /// Client credentials, a client secret.
+    ClientSecret,
+    /// ID token → ID-JAG at the identity provider → JWT bearer grant.
+    Enterprise,
+    /// JWT bearer grant with a workload token file.
+    Workload,
 }
 
 /// The plan of each client scenario of the 2026-07-28 and 2025-11-25 requirement sets,
@@ -168,23 +204,80 @@ fn plan(scenario: &str) -> Option<Plan> {
         | "auth/iss-unexpected"
         | "auth/iss-normalized"
         | "auth/metadata-issuer-mismatch" => Plan::Auth,
-        "auth/client-credentials-jwt" | "auth/client-credentials-basic" => Plan::Unsupported(
-            "the client credentials grant (an extension) is not implemented by mcp-tasks-client",
-        ),
-        "auth/enterprise-managed-authorization" => Plan::Unsupported(
-            "enterprise-managed authorization (an extension) is not implemented by mcp-tasks-client",
-        ),
-        "auth/dpop" | "auth/dpop-nonce" => {
-            Plan::Unsupported("DPoP (an extension) is not implemented by mcp-tasks-client")
-        }
-        "auth/wif-jwt-bearer" => Plan::Unsupported(
-            "the workload identity JWT bearer grant (an extension) is not implemented by mcp-tasks-client",
-        ),
+        "auth/client-credentials-jwt" => Plan::Machine(Machine::ClientKey),
+        "auth/client-credentials-basic" => Plan::Machine(Machine::ClientSecret),
+        "auth/enterprise-managed-authorization" => Plan::Machine(Machine::Enterprise),
+        "auth/wif-jwt-bearer" => Plan::Machine(Machine::Workload),
+        "auth/dpop" | "auth/dpop-nonce" => Plan::AuthDpop,
         _ => return None,
     })
 }
 
-fn config(scenario: &str, plan: Plan, context: &Context) -> Result<ClientConfig, String> {
+/// The grant of a machine scenario, from `MCP_CONFORMANCE_CONTEXT` (`workload_file`:
+/// where the workload token is written for the library to read).
+fn grant(
+    machine: Machine,
+    context: &Context,
+    workload_file: &std::path::Path,
+) -> Result<Grant, String> {
+    let need = |v: &Option<String>, what: &str| {
+        v.clone()
+            .ok_or_else(|| format!("MCP_CONFORMANCE_CONTEXT has no {what}"))
+    };
+    let client_id = need(&context.client_id, "client_id")?;
+    let secret_client = || -> Result<MachineClient, String> {
+        Ok(MachineClient {
+            client_id: client_id.clone(),
+            auth: ClientAuth::Secret(need(&context.client_secret, "client_secret")?),
+            issuer: None,
+        })
+    };
+    Ok(match machine {
+        Machine::ClientKey => {
+            let pem = need(&context.private_key_pem, "private_key_pem")?;
+            let algorithm = context.signing_algorithm.as_deref().unwrap_or("ES256");
+            let key = SigningKey::from_pem(pem.as_bytes(), algorithm).map_err(|e| e.to_string())?;
+            Grant::ClientCredentials(MachineClient {
+                client_id,
+                auth: ClientAuth::PrivateKeyJwt(Arc::new(key)),
+                issuer: None,
+            })
+        }
+        Machine::ClientSecret => Grant::ClientCredentials(secret_client()?),
+        Machine::Enterprise => Grant::IdentityAssertion {
+            client: secret_client()?,
+            idp: IdentityProvider {
+                token_endpoint: need(&context.idp_token_endpoint, "idp_token_endpoint")?,
+                client: MachineClient {
+                    client_id: need(&context.idp_client_id, "idp_client_id")?,
+                    auth: ClientAuth::None,
+                    issuer: None,
+                },
+            },
+            id_token: Assertion::Value(need(&context.idp_id_token, "idp_id_token")?),
+        },
+        Machine::Workload => {
+            let token = need(&context.valid_jwt, "valid_jwt")?;
+            std::fs::write(workload_file, token)
+                .map_err(|e| format!("cannot write {}: {e}", workload_file.display()))?;
+            Grant::JwtBearer {
+                client: MachineClient {
+                    client_id,
+                    auth: ClientAuth::None,
+                    issuer: None,
+                },
+                assertion: Assertion::File(workload_file.to_owned()),
+            }
+        }
+    })
+}
+
+fn config(
+    scenario: &str,
+    plan: Plan,
+    context: &Context,
+    workload_file: &std::path::Path,
+) -> Result<ClientConfig, String> {
     let mut config = ClientConfig {
         revision: match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
             Ok("2026-07-28") => Revision::V2026_07_28,
@@ -194,7 +287,17 @@ fn config(scenario: &str, plan: Plan, context: &Context) -> Result<ClientConfig,
         request_timeout: Duration::from_secs(20),
         ..ClientConfig::default()
     };
-    if plan == Plan::Auth {
+    if let Plan::Machine(machine) = plan {
+        let store = Arc::new(MemoryTokenStore::new());
+        config.auth = Some(
+            AuthConfig::new(store, "mcp-tasks-client conformance").with_grant(grant(
+                machine,
+                context,
+                workload_file,
+            )?),
+        );
+    }
+    if matches!(plan, Plan::Auth | Plan::AuthDpop) {
         let browser = FollowRedirect::new(REDIRECT_URI).map_err(|e| e.to_string())?;
         let mut auth = AuthConfig::new(
             Arc::new(MemoryTokenStore::new()),
@@ -213,16 +316,32 @@ fn config(scenario: &str, plan: Plan, context: &Context) -> Result<ClientConfig,
                 .ok_or("the pre-registration context has no issuer to bind the client to")?;
             auth = auth.with_pre_registered(issuer, id, context.client_secret.clone());
         }
+        if plan == Plan::AuthDpop {
+            auth = auth.with_dpop().map_err(|e| e.to_string())?;
+        }
         config.auth = Some(auth);
     }
     Ok(config)
 }
 
 async fn run(scenario: &str, plan: Plan, url: &str, context: &Context) -> Result<(), String> {
-    if let Plan::Unsupported(why) = plan {
-        return Err(format!("scenario {scenario}: {why}"));
-    }
-    let config = config(scenario, plan, context)?;
+    let workload_file =
+        std::env::temp_dir().join(format!("conformance-workload-{}.jwt", std::process::id()));
+    let config = config(scenario, plan, context, &workload_file);
+    let result = match config {
+        Ok(config) => session(plan, url, context, config).await,
+        Err(e) => Err(e),
+    };
+    let _ = std::fs::remove_file(&workload_file);
+    result
+}
+
+async fn session(
+    plan: Plan,
+    url: &str,
+    context: &Context,
+    config: ClientConfig,
+) -> Result<(), String> {
     let client = McpClient::connect_http(url, Arc::new(Approve), config)
         .await
         .map_err(|e| format!("connect: {e}"))?;
@@ -243,9 +362,11 @@ async fn run(scenario: &str, plan: Plan, url: &str, context: &Context) -> Result
         }
     };
     match plan {
-        Plan::Connect | Plan::Unsupported(_) => {}
+        Plan::Connect => {}
         Plan::Call(tool) => call(tool.into(), JsonObject::new()).await?,
-        Plan::Auth => call("test-tool".into(), JsonObject::new()).await?,
+        Plan::Auth | Plan::AuthDpop | Plan::Machine(_) => {
+            call("test-tool".into(), JsonObject::new()).await?
+        }
         Plan::ContextCalls => {
             if context.tool_calls.is_empty() {
                 return Err("MCP_CONFORMANCE_CONTEXT lists no toolCalls".into());

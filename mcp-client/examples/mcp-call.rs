@@ -41,7 +41,12 @@
 //! refreshed, saved to the token file); `--login` ends saying whether it logged in, only
 //! refreshed, or found the stored login good. A client registered beforehand is given
 //! with the issuer it belongs to (`--client-id ID [--client-secret SECRET]
-//! --client-issuer ISSUER`) and used only with that authorization server. A server that
+//! --client-issuer ISSUER`) and used only with that authorization server. A program
+//! with no person at hand logs in as a machine client, with the client credentials
+//! grant: `--client-id ID --client-secret SECRET`, or `--client-key KEY.pem` for a
+//! signed client assertion (`private_key_jwt`); `--client-issuer` then binds it to that
+//! authorization server (with `--client-credentials` when a secret is used). `--dpop`
+//! binds the tokens to a key made for the run (RFC 9449). A server that
 //! answers 401 without publishing OAuth metadata may take a static token instead: the
 //! error says so, naming `--bearer TOKEN`; and when the token given with `--bearer` is
 //! refused (401), the error says that too.
@@ -51,7 +56,10 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Parser;
 use mcp_tasks_client::auth::AuthError;
-use mcp_tasks_client::auth::{AuthConfig, AuthEvent, Authorize, FileTokenStore, LoopbackRedirect};
+use mcp_tasks_client::auth::{
+    AuthConfig, AuthEvent, Authorize, ClientAuth, FileTokenStore, Grant, LoopbackRedirect,
+    MachineClient, SigningKey,
+};
 use mcp_tasks_client::{
     ClientConfig, ClientError, Endpoint, McpClient, Revision, Started, TaskRef,
 };
@@ -86,13 +94,40 @@ struct Args {
     /// fix it when the authorization server wants a registered redirect URI).
     #[arg(long, default_value_t = 0)]
     redirect_port: u16,
-    /// A client id registered beforehand with the authorization server `--client-issuer`
-    /// (no dynamic registration there).
-    #[arg(long, requires_all = ["http", "client_issuer"])]
+    /// A client id registered beforehand: with `--client-issuer` alone, the client of
+    /// the browser login there; with `--client-secret` or `--client-key` and no
+    /// `--client-issuer` (or with `--client-credentials`), a machine client that logs in
+    /// with the client credentials grant, no browser.
+    #[arg(long, requires = "http")]
     client_id: Option<String>,
     /// The secret of `--client-id`, if it has one.
     #[arg(long, requires = "client_id")]
     client_secret: Option<String>,
+    /// A private key file (PEM: PKCS#8 for EC keys, PKCS#1 for RSA) of `--client-id`:
+    /// the client credentials grant with a signed client assertion (`private_key_jwt`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "client_id",
+        conflicts_with = "client_secret"
+    )]
+    client_key: Option<std::path::PathBuf>,
+    /// The algorithm `--client-key` signs with.
+    #[arg(
+        long,
+        value_name = "ALG",
+        default_value = "ES256",
+        requires = "client_key"
+    )]
+    client_key_alg: String,
+    /// Log in with the client credentials grant even with `--client-issuer` (the
+    /// client's credentials then go to that authorization server only).
+    #[arg(long, requires = "client_id")]
+    client_credentials: bool,
+    /// Use DPoP (RFC 9449): a key made for this run, tokens bound to it, a proof with
+    /// every request.
+    #[arg(long, requires = "http")]
+    dpop: bool,
     /// The issuer of the authorization server `--client-id` is registered with, exactly
     /// as its metadata writes `issuer`. The id and secret are used there only: a server
     /// naming another authorization server never receives them (the login registers
@@ -177,8 +212,31 @@ async fn auth_config(
         let _ = redirect_uri.set(loopback.redirect_uri());
         auth = auth.with_authorize(Arc::new(loopback));
     }
-    if let (Some(id), Some(issuer)) = (&args.client_id, &args.client_issuer) {
-        auth = auth.with_pre_registered(issuer.clone(), id.clone(), args.client_secret.clone());
+    if let Some(id) = &args.client_id {
+        let machine =
+            args.client_credentials || args.client_key.is_some() || args.client_issuer.is_none();
+        if machine {
+            let client_auth = match (&args.client_key, &args.client_secret) {
+                (Some(path), _) => ClientAuth::PrivateKeyJwt(Arc::new(
+                    SigningKey::from_pem_file(path, &args.client_key_alg)
+                        .map_err(|e| e.to_string())?,
+                )),
+                (None, Some(secret)) => ClientAuth::Secret(secret.clone()),
+                (None, None) => {
+                    return Err("--client-id needs --client-secret or --client-key for the client credentials grant, or --client-issuer for a browser login".into());
+                }
+            };
+            auth = auth.with_grant(Grant::ClientCredentials(MachineClient {
+                client_id: id.clone(),
+                auth: client_auth,
+                issuer: args.client_issuer.clone(),
+            }));
+        } else if let Some(issuer) = &args.client_issuer {
+            auth = auth.with_pre_registered(issuer.clone(), id.clone(), args.client_secret.clone());
+        }
+    }
+    if args.dpop {
+        auth = auth.with_dpop().map_err(|e| e.to_string())?;
     }
     if let Some(url) = &args.client_metadata_url {
         auth = auth.with_client_metadata_url(url.clone());

@@ -80,8 +80,10 @@
 //!   resource metadata is served at `/.well-known/oauth-protected-resource/mcp`.
 //!   `--oauth-introspection-client-id ID` with `--oauth-introspection-client-secret
 //!   SECRET`: opaque (non-JWT) tokens are checked at the authorization server's RFC 7662
-//!   `introspection_endpoint`, as that client. `--bearer` and `--oauth-issuer` cannot be
-//!   combined.
+//!   `introspection_endpoint`, as that client. A DPoP-bound token (`cnf.jkt`, RFC 9449)
+//!   passes only with its proof; `--oauth-require-dpop` refuses bearer tokens, and
+//!   `--oauth-dpop-nonce` has proofs carry a nonce of this server. `--bearer` and
+//!   `--oauth-issuer` cannot be combined.
 //!
 //! ```text
 //! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --oauth-scope mcp
@@ -157,6 +159,13 @@ struct Args {
     /// That client's secret.
     #[arg(long, requires = "oauth_introspection_client_id")]
     oauth_introspection_client_secret: Option<String>,
+    /// Accept DPoP-bound access tokens only (RFC 9449), each request with its proof.
+    /// (A token bound to a key always needs its proof, with or without this flag.)
+    #[arg(long, requires = "oauth_issuer")]
+    oauth_require_dpop: bool,
+    /// DPoP proofs must carry a nonce of this server (`use_dpop_nonce`, `DPoP-Nonce`).
+    #[arg(long, requires = "oauth_issuer")]
+    oauth_dpop_nonce: bool,
 }
 
 async fn shutdown_signal() {
@@ -368,6 +377,8 @@ async fn main() -> std::process::ExitCode {
         ) {
             config.introspection = Some(IntrospectionClient::new(id.clone(), secret.clone()));
         }
+        config.dpop.required = args.oauth_require_dpop;
+        config.dpop.require_nonce = args.oauth_dpop_nonce;
         match OAuthResourceServer::new(config) {
             Ok(auth) => {
                 let introspection = args.oauth_introspection_client_id.as_deref();

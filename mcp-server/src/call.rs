@@ -52,6 +52,53 @@ pub(crate) struct Requester {
     pub(crate) announced: Option<ReplyWritten>,
 }
 
+/// What a task's job keeps of its caller besides the arguments.
+pub(crate) struct JobOf<'a> {
+    pub(crate) identity: Option<&'a Identity>,
+    pub(crate) declarations: Option<serde_json::Value>,
+    pub(crate) related_tasks: Vec<String>,
+}
+
+/// The task to create for a call of `tool` with `args` by `owner` (asked on the
+/// `revision` wire, with this TTL if the client asked for one): its record keeps what a
+/// worker needs to run it (the job).
+pub(crate) fn new_task(
+    state: &State,
+    owner: &Owner,
+    tool: &ToolDef,
+    args: JsonObject,
+    ttl_ms: Option<u64>,
+    revision: WireRevision,
+    caller: JobOf<'_>,
+) -> NewTask {
+    NewTask {
+        // The creating call's trace: whoever runs the task continues it.
+        trace_context: crate::telemetry::creating_context(),
+        owner: owner.clone(),
+        ttl_ms,
+        poll_interval_ms: state.poll_interval_ms,
+        origin: Origin {
+            // `tools/call` on both wires.
+            method: CallTool::METHOD.to_owned(),
+            tool: Some(tool.name().to_owned()),
+            revision,
+        },
+        status_message: None,
+        job: Some(Job {
+            arguments: args,
+            declarations: caller.declarations,
+            principal: caller.identity.map(|i| i.principal.clone()),
+            scopes: caller
+                .identity
+                .map(|i| i.scopes.clone())
+                .unwrap_or_default(),
+            related_tasks: caller.related_tasks,
+            delivery: tool.delivery,
+            attempts: 0,
+        }),
+    }
+}
+
 /// Creates a task of `owner` running `tool` with `args` (asked on the `revision` wire,
 /// with this TTL if the client asked for one) and hands it to the server's executor
 /// (this node runs it, or a worker node claims it). The task is durable when this
@@ -75,31 +122,12 @@ pub(crate) async fn start_task(
     if !state.runtime.is_accepting() {
         return Err(ServerError::ShuttingDown);
     }
-    let new = NewTask {
-        trace_context: crate::telemetry::creating_context(),
-        owner: owner.clone(),
-        ttl_ms,
-        poll_interval_ms: state.poll_interval_ms,
-        origin: Origin {
-            // `tools/call` on both wires.
-            method: CallTool::METHOD.to_owned(),
-            tool: Some(tool.name().to_owned()),
-            revision,
-        },
-        status_message: None,
-        job: Some(Job {
-            arguments: args,
-            declarations,
-            principal: identity.as_ref().map(|i| i.principal.clone()),
-            scopes: identity
-                .as_ref()
-                .map(|i| i.scopes.clone())
-                .unwrap_or_default(),
-            related_tasks,
-            delivery: tool.delivery,
-            attempts: 0,
-        }),
+    let job = JobOf {
+        identity: identity.as_ref(),
+        declarations,
+        related_tasks,
     };
+    let new = new_task(state, owner, tool, args, ttl_ms, revision, job);
     let launch = Launch {
         runtime: state.runtime.clone(),
         new,

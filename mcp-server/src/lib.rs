@@ -137,8 +137,8 @@ pub use features::{
 pub use mcp_tasks::Delivery;
 pub use revision::{Caller, RequestDeclarations, RequestMetaLayer};
 pub use runtime::{
-    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, TaskRuntime,
-    WORKER_LOST_MESSAGE, worker_lost_error,
+    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, ROUND_ENDED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE,
+    TaskRuntime, WORKER_LOST_MESSAGE, worker_lost_error,
 };
 pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoint};
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};

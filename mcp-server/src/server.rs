@@ -37,6 +37,7 @@ pub struct ServerBuilder {
     executor: Option<Arc<dyn Executor>>,
     worker: WorkerConfig,
     poll_interval_ms: Option<u64>,
+    promote_after: Option<std::time::Duration>,
     cursor_key: Option<crate::seal::SealKey>,
     stateless: bool,
     max_inflight_requests: usize,
@@ -174,6 +175,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Makes every [`TaskPolicy::Optional`](crate::TaskPolicy::Optional) tool
+    /// deadline-promoted, as [`TaskPolicy::After`](crate::TaskPolicy::After)`(deadline)`:
+    /// a call that would have become a task at once (the client allows it and the tool's
+    /// selector wants one) answers in the request when the tool finishes within
+    /// `deadline`, and becomes a task at the deadline otherwise. Default: off, such calls
+    /// become tasks at once.
+    pub fn promote_after(mut self, deadline: std::time::Duration) -> Self {
+        self.promote_after = Some(deadline);
+        self
+    }
+
     /// Starts the task runtime and returns the server. Needs a tokio runtime.
     pub fn build(self) -> Server {
         let store = self
@@ -196,6 +208,7 @@ impl ServerBuilder {
                 runtime,
                 executor,
                 poll_interval_ms: self.poll_interval_ms,
+                promote_after: self.promote_after,
                 shutdown: CancellationToken::new(),
                 cursor_key: self.cursor_key.unwrap_or_else(crate::seal::SealKey::random),
                 stateless: self.stateless,
@@ -235,6 +248,7 @@ impl Server {
             executor: None,
             worker: WorkerConfig::default(),
             poll_interval_ms: None,
+            promote_after: None,
             cursor_key: None,
             stateless: true,
             max_inflight_requests: mcp_tasks_protocol::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,

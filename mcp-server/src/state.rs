@@ -33,6 +33,8 @@ pub(crate) struct State {
     /// Where created tasks run.
     pub(crate) executor: Arc<dyn crate::executor::Executor>,
     pub(crate) poll_interval_ms: Option<u64>,
+    /// The deadline of `Optional` tools' calls (`ServerBuilder::promote_after`).
+    pub(crate) promote_after: Option<std::time::Duration>,
     /// Cancelled when the server shuts down: ends listen streams.
     pub(crate) shutdown: CancellationToken,
     /// Seals the cursors handed out by `tasks/list`.

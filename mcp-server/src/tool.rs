@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mcp_tasks_protocol::JsonObject;
@@ -28,6 +29,16 @@ pub enum TaskPolicy {
     Optional,
     /// Only as a task: a caller that cannot take a task gets an error.
     Required,
+    /// Answers in the request when the tool finishes within the deadline; becomes a task
+    /// at the deadline otherwise, the tool running on with nothing lost (its status
+    /// message, its questions, its cancellation). On MCP 2026-07-28 only for a request that
+    /// declares the tasks extension (any other runs synchronously to the end); questions
+    /// asked before the deadline end the round with `input_required` as for any
+    /// synchronous call. MCP 2025-11-25 lets the client choose: the tool is listed as
+    /// `taskSupport: "optional"`, a call with `params.task` gets a task at once (that
+    /// revision requires it), one without runs synchronously. The store is written only
+    /// when the call is promoted.
+    After(Duration),
 }
 
 /// Decides, per call, whether an `Optional` tool runs as a task (e.g. only when the
@@ -59,6 +70,8 @@ pub struct ToolDef {
     pub(crate) param_headers: Arc<[ParamHeader]>,
     /// What a lost worker means for its tasks (default: at most once).
     pub(crate) delivery: Delivery,
+    /// A deadline-promoted call writes its task record when it starts, not at the deadline.
+    pub(crate) record_up_front: bool,
     /// Scopes a caller's credentials must grant to call it.
     scopes: Vec<String>,
     validator: Arc<jsonschema::Validator>,
@@ -133,6 +146,7 @@ impl ToolDef {
             preflight: None,
             param_headers,
             delivery: Delivery::AtMostOnce,
+            record_up_front: false,
             scopes: Vec::new(),
             validator: Arc::new(validator),
             handler,
@@ -145,6 +159,20 @@ impl ToolDef {
     /// `max_attempts` runs in all ([`ToolContext::attempt`] says which run it is).
     pub fn delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
+        self
+    }
+
+    /// Makes a deadline-promoted call of this tool ([`TaskPolicy::After`], or `Optional`
+    /// under `ServerBuilder::promote_after`) durable from its start: its task record is
+    /// written when the call starts (leased to this node, the lease kept while the call
+    /// runs) instead of at the deadline, so a node lost before the deadline leaves a task
+    /// that the sweep recovers by the tool's [`delivery`](Self::delivery) (an at-least-once
+    /// tool runs again). A call that answers within the deadline ends its record as the
+    /// call ended (completed with the result, failed, or cancelled when the round ended
+    /// `input_required`), kept until its TTL like any finished task; no client is told
+    /// its id. Costs two store writes per call that answers in time (none without).
+    pub fn record_up_front(mut self) -> Self {
+        self.record_up_front = true;
         self
     }
 
@@ -284,6 +312,22 @@ impl ToolDef {
             TaskPolicy::Synchronous => false,
             TaskPolicy::Required => true,
             TaskPolicy::Optional => self.selector.as_ref().is_none_or(|s| s(args)),
+            TaskPolicy::After(_) => true,
+        }
+    }
+
+    /// The deadline at which a call of this tool becomes a task, if it does: the tool's
+    /// own ([`TaskPolicy::After`]), or for an `Optional` tool that wants a task for these
+    /// arguments the server's default (`ServerBuilder::promote_after`), when set.
+    pub(crate) fn deadline(
+        &self,
+        args: &JsonObject,
+        default: Option<Duration>,
+    ) -> Option<Duration> {
+        match self.policy {
+            TaskPolicy::After(deadline) => Some(deadline),
+            TaskPolicy::Optional if self.wants_task(args) => default,
+            TaskPolicy::Optional | TaskPolicy::Synchronous | TaskPolicy::Required => None,
         }
     }
 

@@ -50,7 +50,8 @@ use crate::record::{
 /// 11. **Leases.** `claim_lease` succeeds when no live lease exists or the caller holds it;
 ///     `renew_lease` needs the caller to hold a live lease (a lapsed one is lost) and
 ///     `release_lease` needs the caller to hold it. `create_leased` gives the same task and
-///     lease as `create` then `claim_lease`, in one write.
+///     lease as `create` then `claim_lease`, in one write. A terminal write ends the lease
+///     (the record it returns has none), so a finished worker need not release it.
 /// 12. **TTL.** A task expires when `now >= created_at + ttl`. From then on it reads as
 ///     `NotFound`; `sweep` deletes it and reports it if it was unfinished. `sweep` also
 ///     reports unfinished tasks whose lease lapsed (their worker is gone).

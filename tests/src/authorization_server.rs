@@ -3,8 +3,12 @@
 //! authorization endpoint that approves at once, as a user saying yes would, and
 //! redirects to the client's registered redirect URI with `code`, `state` and `iss`
 //! (RFC 9207), and a token endpoint that checks the client's secret
-//! (`client_secret_post` or `client_secret_basic`), PKCE S256 and the `resource` (RFC 8707), and issues refresh
-//! tokens.
+//! (`client_secret_post` or `client_secret_basic`) or signed assertion
+//! (`private_key_jwt`, RFC 7523), PKCE S256 and the `resource` (RFC 8707), and issues
+//! refresh tokens; the client credentials grant gives a registered client a token of its
+//! own (`sub` its client id). A token request with a valid DPoP proof (RFC 9449) gets
+//! tokens bound to the proof's key (`cnf.jkt`, `token_type` `DPoP`); with
+//! [`Knobs::dpop_nonce`] the proof must carry the server's nonce.
 //!
 //! Access tokens are [`AccessTokens::Opaque`] (`at-N`, which a resource server in the
 //! test looks up with [`AuthorizationServer::issued`]) or [`AccessTokens::Jwt`]: signed
@@ -30,16 +34,15 @@ use axum::routing::{get, post};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
-use sha2::Digest;
 use tokio::net::TcpListener;
 
+mod proofs;
 mod protected_demo;
+mod token;
 
 pub use protected_demo::{Prm, ProtectedDemo};
 
-use crate::issuer::{
-    IssuerOptions, SigningKey, TOKEN_LIFETIME_SECS, TestIssuer, access_claims, basic_credentials,
-};
+use crate::issuer::{IssuerOptions, SigningKey, TestIssuer};
 
 /// What kind of access tokens the server issues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,6 +90,9 @@ pub struct Knobs {
     /// malicious authorization server collecting client credentials would (the token
     /// endpoint still records what it is sent, and refuses unknown clients).
     pub approve_any_client: bool,
+    /// DPoP proofs at the token endpoint must carry the server's nonce: a proof without
+    /// it gets 400 `use_dpop_nonce` and a `DPoP-Nonce` (RFC 9449 §8).
+    pub dpop_nonce: bool,
 }
 
 /// How an [`AuthorizationServer`] is set up.
@@ -136,12 +142,16 @@ pub struct Issued {
     pub scope: String,
     /// The resource (RFC 8707) it was asked for.
     pub resource: String,
+    /// The thumbprint of the DPoP key it is bound to, if any.
+    pub jkt: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 struct Client {
     secret: String,
     redirect_uris: Vec<String>,
+    /// The public JWK of a `private_key_jwt` client (which has no secret).
+    key: Option<Value>,
 }
 
 #[derive(Debug, Clone)]
@@ -171,6 +181,13 @@ struct Inner {
     /// The client id and secret each token request presented (either method).
     token_credentials: Vec<(String, String)>,
     registrations: usize,
+    /// The `jti`s of the DPoP proofs and client assertions accepted.
+    seen: proofs::Seen,
+    /// The nonce DPoP proofs carry with [`Knobs::dpop_nonce`].
+    dpop_nonce: String,
+    /// Per DPoP proof received at the token endpoint: its key's thumbprint, or `None`
+    /// when refused.
+    dpop_proofs: Vec<Option<String>>,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -199,7 +216,10 @@ impl AuthorizationServer {
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
             "registration_endpoint": format!("{base}/register"),
-            "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
+            "token_endpoint_auth_methods_supported":
+                ["client_secret_post", "client_secret_basic", "private_key_jwt"],
+            "token_endpoint_auth_signing_alg_values_supported": proofs::ALGORITHMS,
+            "dpop_signing_alg_values_supported": proofs::ALGORITHMS,
             "authorization_response_iss_parameter_supported": true,
         });
         if !options.scopes_supported.is_empty() {
@@ -228,11 +248,14 @@ impl AuthorizationServer {
             grants: Vec::new(),
             token_credentials: Vec::new(),
             registrations: 0,
+            seen: proofs::Seen::default(),
+            dpop_nonce: format!("nonce-{}", URL_SAFE_NO_PAD.encode(rand_bytes())),
+            dpop_proofs: Vec::new(),
         }));
         let routes = Router::new()
             .route("/register", post(register))
             .route("/authorize", get(authorize))
-            .route("/token", post(token))
+            .route("/token", post(token::token))
             .with_state(Arc::clone(&shared));
         let issuer = TestIssuer::start_with(IssuerOptions {
             extra_metadata: Some(metadata),
@@ -265,8 +288,9 @@ impl AuthorizationServer {
         lock(&self.shared).authorization_clients.clone()
     }
 
-    /// The client id and secret (empty when none) each token request presented, in
-    /// order, whatever the request.
+    /// The client id and secret (empty when none, or for a client assertion: the id it
+    /// proved, empty when refused) each token request presented, in order, whatever the
+    /// request.
     pub fn token_credentials(&self) -> Vec<(String, String)> {
         lock(&self.shared).token_credentials.clone()
     }
@@ -285,9 +309,33 @@ impl AuthorizationServer {
             Client {
                 secret: secret.clone(),
                 redirect_uris: vec![redirect_uri.to_owned()],
+                key: None,
             },
         );
         (id, secret)
+    }
+
+    /// Registers a machine client out of band that authenticates with assertions
+    /// signed by the key of the public `jwk` (`private_key_jwt`); returns its id.
+    pub fn register_client_key(&self, jwk: Value) -> String {
+        let mut s = lock(&self.shared);
+        s.next += 1;
+        let id = format!("key-client-{}", s.next);
+        s.clients.insert(
+            id.clone(),
+            Client {
+                secret: String::new(),
+                redirect_uris: Vec::new(),
+                key: Some(jwk),
+            },
+        );
+        id
+    }
+
+    /// Per DPoP proof the token endpoint received, in order: the thumbprint of its key
+    /// when accepted, `None` when refused (for its nonce too).
+    pub fn dpop_proofs(&self) -> Vec<Option<String>> {
+        lock(&self.shared).dpop_proofs.clone()
     }
 
     /// The `grant_type` of each token request, in order.
@@ -350,6 +398,7 @@ async fn register(State(s): State<Shared>, axum::Json(body): axum::Json<Value>) 
         Client {
             secret: secret.clone(),
             redirect_uris: redirect_uris.clone(),
+            key: None,
         },
     );
     (
@@ -422,105 +471,11 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
     Redirect::to(to.as_str()).into_response()
 }
 
-/// An access and a refresh token for `scope` (less any withheld scope) at `resource`;
-/// `refreshed`: the answer to a refresh.
-fn issue(s: &mut Inner, client_id: &str, scope: &str, resource: &str, refreshed: bool) -> Value {
-    let withheld = s.options.knobs.withheld_scope.clone();
-    let granted: Vec<&str> = scope
-        .split_whitespace()
-        .filter(|g| withheld.as_deref() != Some(*g))
-        .collect();
-    let granted = granted.join(" ");
-    s.next += 1;
-    let access = match (s.options.tokens, &s.key) {
-        (AccessTokens::Jwt, Some(key)) => {
-            let audience = s.options.knobs.audience.as_deref().unwrap_or(resource);
-            let scopes: Vec<&str> = granted.split_whitespace().collect();
-            let mut claims = access_claims(&s.issuer, &s.options.subject, audience, &scopes);
-            claims["client_id"] = json!(client_id);
-            key.sign(&claims)
-        }
-        _ => format!("at-{}", s.next),
-    };
-    let refresh = format!("rt-{}", s.next);
-    let issued = Issued {
-        scope: granted.clone(),
-        resource: resource.to_owned(),
-    };
-    s.access.insert(access.clone(), issued.clone());
-    s.refresh.insert(refresh.clone(), issued);
-    let lifetime = s
-        .options
-        .knobs
-        .token_lifetime_secs
-        .map_or(TOKEN_LIFETIME_SECS, |l| {
-            i64::try_from(l).unwrap_or(i64::MAX)
-        });
-    let mut answer = json!({
-        "access_token": access,
-        "token_type": "Bearer",
-        "expires_in": lifetime,
-        "refresh_token": refresh,
-        "scope": granted,
-    });
-    if refreshed
-        && s.options.knobs.refresh_omits_scope
-        && let Some(fields) = answer.as_object_mut()
-    {
-        fields.remove("scope");
-    }
-    answer
-}
-
-async fn token(
-    State(s): State<Shared>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    let f: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let mut s = lock(&s);
-    let field = |n: &str| f.get(n).cloned().unwrap_or_default();
-    s.grants.push(field("grant_type"));
-    // client_secret_post or client_secret_basic, both advertised.
-    let (client_id, secret) =
-        basic_credentials(&headers).unwrap_or_else(|| (field("client_id"), field("client_secret")));
-    s.token_credentials
-        .push((client_id.clone(), secret.clone()));
-    if s.clients.get(&client_id).map(|c| c.secret.as_str()) != Some(secret.as_str()) {
-        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
-    }
-    match field("grant_type").as_str() {
-        "authorization_code" => {
-            if let Some(error) = s.options.knobs.token_error {
-                return oauth_error(StatusCode::BAD_REQUEST, error);
-            }
-            let Some(code) = s.codes.remove(&field("code")) else {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            };
-            let computed = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(field("code_verifier")));
-            if computed != code.challenge
-                || code.client_id != client_id
-                || code.resource != field("resource")
-            {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            }
-            axum::Json(issue(
-                &mut s,
-                &client_id,
-                &code.scope,
-                &code.resource,
-                false,
-            ))
-            .into_response()
-        }
-        "refresh_token" => {
-            let Some(old) = s.refresh.remove(&field("refresh_token")) else {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            };
-            axum::Json(issue(&mut s, &client_id, &old.scope, &old.resource, true)).into_response()
-        }
-        _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
-    }
+/// 16 random bytes.
+fn rand_bytes() -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).expect("random");
+    bytes
 }
 
 /// The user's browser for a CLI that logs in through a loopback redirect (mcp-call):

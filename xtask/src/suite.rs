@@ -172,6 +172,8 @@ pub struct RequirementsReport {
     pub scored: usize,
     /// Scored scenarios with a failing check.
     pub scenarios_failed: Vec<String>,
+    /// Every scenario with a failing check, scored or not.
+    pub every_failed: Vec<String>,
 }
 
 /// The suite's requirement set of `revision` (`2026-07-28`, `2025-11-25`) against the
@@ -262,6 +264,7 @@ fn requirements_report(revision: &str, text: &str) -> Result<RequirementsReport,
     };
     let scenarios_failed = scored("✗ ");
     Ok(RequirementsReport {
+        every_failed: listed(all, "✗ "),
         revision: revision.to_owned(),
         passed,
         failed,
@@ -273,6 +276,7 @@ fn requirements_report(revision: &str, text: &str) -> Result<RequirementsReport,
 /// The suite's requirement set of `revision` for clients, run against our conformance
 /// client (`mcp-client/examples/conformance-client.rs`): the suite starts a scenario
 /// server (and authorization servers) per scenario and runs the client against each.
+/// Every check must pass (`Total: N passed, 0 failed`), those of unscored scenarios too.
 pub fn run_client_requirements(
     root: &Path,
     cargo: &str,
@@ -327,6 +331,16 @@ pub fn run_client_requirements(
         started.elapsed().as_secs_f64()
     );
     require_success(output.status, "client", &report)?;
+    // The client implements every scenario of the set, the extensions' too: one
+    // failing check anywhere fails the leg, not only a scored scenario.
+    if report.failed > 0 {
+        return Err(format!(
+            "the conformance client failed {} checks of the client requirement set {} (scenarios: {})",
+            report.failed,
+            report.revision,
+            report.every_failed.join(", ")
+        ));
+    }
     Ok(report)
 }
 
@@ -374,6 +388,7 @@ mod tests {
         let r = super::requirements_report("2026-07-28", run).expect("report");
         assert_eq!((r.passed, r.failed, r.scored), (12, 4, 2));
         assert_eq!(r.scenarios_failed, ["auth/x"]);
+        assert_eq!(r.every_failed, ["auth/x", "auth/dpop"]);
     }
 
     #[cfg(unix)]

@@ -15,13 +15,14 @@ pub struct Challenge {
 }
 
 impl Challenge {
-    /// Reads the Bearer challenge among the `WWW-Authenticate` header values; other
-    /// schemes are skipped. A header without a Bearer challenge gives the default.
+    /// Reads the Bearer and DPoP (RFC 9449 §7.1) challenges among the
+    /// `WWW-Authenticate` header values, the first value of each parameter standing;
+    /// other schemes are skipped. A header without either gives the default.
     pub fn parse<'a>(values: impl IntoIterator<Item = &'a str>) -> Challenge {
         let mut out = Challenge::default();
         for value in values {
             for (scheme, params) in challenges(value) {
-                if !scheme.eq_ignore_ascii_case("bearer") {
+                if !scheme.eq_ignore_ascii_case("bearer") && !scheme.eq_ignore_ascii_case("dpop") {
                     continue;
                 }
                 for (name, value) in params {

@@ -29,7 +29,9 @@ pub struct ResourceMetadata {
 pub struct ServerMetadata {
     /// The issuer identifier; must equal the one the metadata was fetched for.
     pub issuer: String,
-    /// Where the user authorizes.
+    /// Where the user authorizes (empty when the server has none: one serving only
+    /// machine grants).
+    #[serde(default)]
     pub authorization_endpoint: String,
     /// Where codes and refresh tokens become access tokens.
     pub token_endpoint: String,
@@ -65,7 +67,9 @@ impl ServerMetadata {
 
     /// Checks that the endpoints the client uses are https (or loopback http).
     pub(crate) fn require_https(&self) -> Result<(), AuthError> {
-        require_https(&self.authorization_endpoint, "authorization endpoint")?;
+        if !self.authorization_endpoint.is_empty() {
+            require_https(&self.authorization_endpoint, "authorization endpoint")?;
+        }
         require_https(&self.token_endpoint, "token endpoint")?;
         if let Some(endpoint) = &self.registration_endpoint {
             require_https(endpoint, "registration endpoint")?;

@@ -217,6 +217,21 @@ pub enum AuthError {
         /// The most read, in bytes.
         limit: usize,
     },
+    /// A key, client assertion or token file of the configuration is not usable (an
+    /// unreadable PEM or workload token file, a signing failure).
+    #[error("{0}")]
+    Key(String),
+    /// The machine client is bound to another authorization server than the one the
+    /// MCP server names: its credentials are not sent there.
+    #[error(
+        "the server names the authorization server {issuer}, but the client credentials are for {bound}: they are not sent to another authorization server (if {issuer} is the right one, configure the client for it)"
+    )]
+    MachineClientForOtherIssuer {
+        /// The issuer the MCP server names.
+        issuer: String,
+        /// The issuer the client is bound to.
+        bound: String,
+    },
     /// An URL in the configuration or a metadata document is not usable.
     #[error("invalid URL {url}: {reason}")]
     InvalidUrl {

@@ -171,6 +171,7 @@ fn token_set(
         .map(|s| s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "));
     TokenSet {
         access_token: r.access_token().secret().clone(),
+        token_type: Some(r.token_type().as_ref().to_owned()),
         // A refresh that returns no new refresh token keeps the old one (RFC 6749 §6).
         refresh_token: r
             .refresh_token()
@@ -186,7 +187,7 @@ fn token_set(
 
 /// Exchanges `code` (with the PKCE verifier of `pending` and the `resource`) for tokens.
 pub async fn exchange_code(
-    http: &reqwest::Client,
+    http: &CappedHttp,
     metadata: &ServerMetadata,
     client: &RegisteredClient,
     pending: Pending,
@@ -199,7 +200,7 @@ pub async fn exchange_code(
         .exchange_code(AuthorizationCode::new(code))
         .set_pkce_verifier(pending.verifier)
         .add_extra_param("resource", resource)
-        .request_async(&CappedHttp(http.clone()))
+        .request_async(http)
         .await
         .map_err(token_error)?;
     Ok(token_set(&response, scope, None))
@@ -208,7 +209,7 @@ pub async fn exchange_code(
 /// Trades `refresh_token` for new tokens (with the `resource`); `scope`, the scope
 /// granted before, stands when the answer names none (RFC 6749 §5.1: unchanged).
 pub async fn refresh(
-    http: &reqwest::Client,
+    http: &CappedHttp,
     metadata: &ServerMetadata,
     client: &RegisteredClient,
     refresh_token: &str,
@@ -220,7 +221,7 @@ pub async fn refresh(
     let response = oauth
         .exchange_refresh_token(&token)
         .add_extra_param("resource", resource)
-        .request_async(&CappedHttp(http.clone()))
+        .request_async(http)
         .await
         .map_err(token_error)?;
     Ok(token_set(&response, scope, Some(refresh_token)))

@@ -3,114 +3,18 @@
 //! spec's steps — discovery, client registration, the browser step, the code exchange,
 //! or a refresh first when one can do — and keeps the result in the token store.
 
-use std::sync::Arc;
-
 use tokio::sync::Mutex;
 
-use super::browser::Authorize;
 use super::challenge::Challenge;
+use super::config::AuthConfig;
 use super::discovery::{self, ServerMetadata};
 use super::error::AuthError;
-use super::event::{AuthEvent, AuthObserver};
+use super::event::AuthEvent;
 use super::flow;
-use super::registration::{self, ClientIdentity, PreRegisteredClient};
-use super::store::{Credentials, TokenSet, TokenStore};
-
-/// How a client logs in to servers that ask for OAuth.
-#[derive(Debug, Clone)]
-pub struct AuthConfig {
-    /// Who the client is at authorization servers.
-    pub identity: ClientIdentity,
-    /// The browser step; `None`: never start one (only stored and refreshed tokens are
-    /// used, and a server that wants a login fails with [`AuthError::LoginRequired`]).
-    pub authorize: Option<Arc<dyn Authorize>>,
-    /// Where logins are kept.
-    pub store: Arc<dyn TokenStore>,
-    /// How many times one connection re-authorizes for more scope (403
-    /// `insufficient_scope`) before giving up with [`AuthError::ScopeNeverGranted`].
-    pub max_step_ups: u32,
-    /// Ask for `offline_access` (a refresh token) when the authorization server lists it.
-    pub offline_access: bool,
-    /// Told each step of a login as it happens ([`on_event`](AuthConfig::on_event)).
-    pub observer: Option<AuthObserver>,
-}
-
-impl AuthConfig {
-    /// Logins kept in `store`, the client registering as `client_name`, no browser step
-    /// yet ([`with_authorize`](AuthConfig::with_authorize)).
-    pub fn new(store: Arc<dyn TokenStore>, client_name: impl Into<String>) -> AuthConfig {
-        AuthConfig {
-            identity: ClientIdentity {
-                client_name: client_name.into(),
-                metadata_url: None,
-                pre_registered: Vec::new(),
-            },
-            authorize: None,
-            store,
-            max_step_ups: 2,
-            offline_access: true,
-            observer: None,
-        }
-    }
-
-    /// Calls `f` with each step of a login ([`AuthEvent`]): to tell the user what is
-    /// going on (discovery, registration, the browser step, a refresh, saving).
-    pub fn on_event(mut self, f: impl Fn(&AuthEvent) + Send + Sync + 'static) -> AuthConfig {
-        self.observer = Some(AuthObserver::new(f));
-        self
-    }
-
-    /// The browser step to run when a login is needed.
-    pub fn with_authorize(mut self, authorize: Arc<dyn Authorize>) -> AuthConfig {
-        self.authorize = Some(authorize);
-        self
-    }
-
-    /// The HTTPS URL of this client's Client ID Metadata Document.
-    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> AuthConfig {
-        self.identity.metadata_url = Some(url.into());
-        self
-    }
-
-    /// A client registered beforehand with the authorization server whose issuer
-    /// identifier is `issuer` (exactly as its metadata writes `issuer`).
-    ///
-    /// The id and secret are used only when the authorization server the MCP server
-    /// names has that issuer; with any other one they are never sent (a server could
-    /// otherwise name an authorization server of its own and receive them): the login
-    /// uses the Client ID Metadata Document or dynamic registration there, or fails with
-    /// [`AuthError::PreRegisteredForOtherIssuer`]. Call it again for clients at other
-    /// authorization servers; a second client for the same issuer replaces the first.
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// use mcp_tasks_client::auth::{AuthConfig, MemoryTokenStore};
-    ///
-    /// let config = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "my-app")
-    ///     .with_pre_registered("https://auth.example.com", "my-app-id", Some("s3cret".into()));
-    /// assert!(config.identity.pre_registered_for("https://auth.example.com").is_some());
-    /// assert!(config.identity.pre_registered_for("https://evil.example.com").is_none());
-    /// ```
-    pub fn with_pre_registered(
-        mut self,
-        issuer: impl Into<String>,
-        client_id: impl Into<String>,
-        client_secret: Option<String>,
-    ) -> AuthConfig {
-        let issuer = issuer.into();
-        self.identity.pre_registered.retain(|p| p.issuer != issuer);
-        self.identity.pre_registered.push(PreRegisteredClient {
-            issuer,
-            client: super::store::RegisteredClient {
-                client_id: client_id.into(),
-                client_secret,
-                token_endpoint_auth_method: None,
-                redirect_uri: None,
-            },
-        });
-        self
-    }
-}
+use super::machine::{self, Grant};
+use super::registration;
+use super::secure::CappedHttp;
+use super::store::{Credentials, TokenSet};
 
 #[derive(Debug, Default)]
 struct State {
@@ -170,6 +74,61 @@ impl Authorizer {
         &self.server
     }
 
+    /// The client token requests go through (with the DPoP key, if any).
+    fn token_http(&self) -> CappedHttp {
+        CappedHttp {
+            http: self.http.clone(),
+            dpop: self.config.dpop.clone(),
+        }
+    }
+
+    /// What to send with a `method` request to `url`: the `Authorization` value and,
+    /// for a DPoP-bound token, the proof (with `ath`, and the server's nonce once it
+    /// gave one). `None` while there is no token. See [`bearer`](Authorizer::bearer)
+    /// for when the token is renewed first.
+    pub async fn presentation(
+        &self,
+        method: &str,
+        url: &str,
+    ) -> Result<Option<Presentation>, AuthError> {
+        let Some(token) = self.bearer().await? else {
+            return Ok(None);
+        };
+        let dpop_bound = self
+            .state
+            .lock()
+            .await
+            .credentials
+            .as_ref()
+            .is_some_and(|c| {
+                c.tokens
+                    .as_ref()
+                    .is_some_and(|t| t.access_token == token && t.is_dpop())
+            });
+        Ok(Some(match &self.config.dpop {
+            Some(key) if dpop_bound => Presentation {
+                authorization: format!("DPoP {token}"),
+                dpop: Some(key.proof(method, url, Some(&token))?),
+                token,
+            },
+            _ => Presentation {
+                authorization: format!("Bearer {token}"),
+                dpop: None,
+                token,
+            },
+        }))
+    }
+
+    /// The server of `url` answered with a `DPoP-Nonce`: kept for the next proofs.
+    /// Returns whether it is new (a request refused with `use_dpop_nonce` is worth
+    /// sending again then).
+    pub fn dpop_nonce(&self, url: &str, nonce: &str) -> bool {
+        self.config
+            .dpop
+            .as_ref()
+            .is_some_and(|key| key.remember_nonce(url, nonce))
+    }
+
     /// Logs `event` and tells the observer.
     fn emit(&self, event: AuthEvent) {
         tracing::info!(?event, "login step");
@@ -181,6 +140,15 @@ impl Authorizer {
     async fn loaded<'a>(&self, state: &'a mut State) -> Result<&'a mut State, AuthError> {
         if !state.loaded {
             state.credentials = self.config.store.load(&self.server).await?;
+            // A login of another machine client is not this one's.
+            if let Some(grant) = &self.config.grant
+                && state
+                    .credentials
+                    .as_ref()
+                    .is_some_and(|c| c.client.client_id != grant.client().client_id)
+            {
+                state.credentials = None;
+            }
             state.scope = state
                 .credentials
                 .as_ref()
@@ -198,6 +166,20 @@ impl Authorizer {
     pub async fn bearer(&self) -> Result<Option<String>, AuthError> {
         let mut guard = self.state.lock().await;
         let state = self.loaded(&mut guard).await?;
+        if let Some(grant) = &self.config.grant {
+            if !state.ahead_failed
+                && let Some(credentials) = state.credentials.clone()
+                && credentials
+                    .tokens
+                    .as_ref()
+                    .is_some_and(TokenSet::renewal_due)
+                && let Err(e) = self.renew_ahead(state, grant, &credentials).await
+            {
+                tracing::info!(error = %e, "renewing ahead of the expiry failed; the token is sent as it is");
+                state.ahead_failed = true;
+            }
+            return Ok(current(state).map(str::to_owned));
+        }
         if !state.ahead_failed
             && let Some(credentials) = state.credentials.clone()
             && credentials
@@ -230,7 +212,7 @@ impl Authorizer {
             issuer: credentials.issuer.clone(),
         });
         let refreshed = flow::refresh(
-            &self.http,
+            &self.token_http(),
             &metadata,
             &credentials.client,
             refresh_token,
@@ -239,6 +221,62 @@ impl Authorizer {
         )
         .await?;
         self.keep_refreshed(state, credentials, refreshed).await
+    }
+
+    /// Runs the machine grant again before the token expires, at the authorization
+    /// server that issued it.
+    async fn renew_ahead(
+        &self,
+        state: &mut State,
+        grant: &Grant,
+        credentials: &Credentials,
+    ) -> Result<(), AuthError> {
+        let metadata = discovery::server_metadata(&self.http, &credentials.issuer).await?;
+        let scope = credentials.tokens.as_ref().and_then(|t| t.scope.clone());
+        self.machine_login(state, &metadata, grant, &credentials.resource, scope)
+            .await
+    }
+
+    /// Gets a token with the machine `grant` and saves it.
+    async fn machine_login(
+        &self,
+        state: &mut State,
+        metadata: &ServerMetadata,
+        grant: &Grant,
+        resource: &str,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        state.authorizations += 1;
+        let tokens = machine::run(
+            &self.token_http(),
+            metadata,
+            grant,
+            resource,
+            scope.as_deref(),
+        )
+        .await?;
+        self.emit(AuthEvent::TokenReceived {
+            scope: tokens.scope.clone(),
+            refresh_token: tokens.refresh_token.is_some(),
+        });
+        let credentials = Credentials {
+            server: self.server.clone(),
+            resource: resource.to_owned(),
+            issuer: metadata.issuer.clone(),
+            client: super::store::RegisteredClient {
+                client_id: grant.client().client_id.clone(),
+                client_secret: None,
+                token_endpoint_auth_method: None,
+                redirect_uri: None,
+            },
+            tokens: Some(tokens),
+        };
+        self.config.store.save(&credentials).await?;
+        self.emit(AuthEvent::Saved);
+        state.credentials = Some(credentials);
+        state.scope = scope;
+        state.ahead_failed = false;
+        Ok(())
     }
 
     /// Saves the tokens a refresh of `credentials` gave and uses them from now on.
@@ -338,10 +376,11 @@ impl Authorizer {
             }
         })?;
         let metadata = discovery::server_metadata(&self.http, &issuer).await?;
-        if !metadata
-            .code_challenge_methods_supported
-            .as_ref()
-            .is_some_and(|m| m.iter().any(|m| m == "S256"))
+        if self.config.grant.is_none()
+            && !metadata
+                .code_challenge_methods_supported
+                .as_ref()
+                .is_some_and(|m| m.iter().any(|m| m == "S256"))
         {
             return Err(AuthError::PkceUnsupported { issuer });
         }
@@ -368,6 +407,11 @@ impl Authorizer {
                 .map(|s| s.join(" "))
         });
         let mut scope = union(state.scope.as_deref(), wanted.as_deref());
+        if let Some(grant) = &self.config.grant {
+            return self
+                .machine_login(state, &metadata, grant, &prm.resource, scope)
+                .await;
+        }
         if self.config.offline_access && metadata.supports_scope("offline_access") {
             scope = union(scope.as_deref(), Some("offline_access"));
         }
@@ -384,7 +428,7 @@ impl Authorizer {
             });
             let scope = credentials.tokens.as_ref().and_then(|t| t.scope.as_deref());
             match flow::refresh(
-                &self.http,
+                &self.token_http(),
                 &metadata,
                 &credentials.client,
                 &refresh_token,
@@ -466,7 +510,7 @@ impl Authorizer {
         let response = response?;
         let code = flow::checked_code(response, &pending.state, metadata)?;
         let tokens = flow::exchange_code(
-            &self.http,
+            &self.token_http(),
             metadata,
             &client,
             pending,
@@ -492,6 +536,25 @@ impl Authorizer {
         state.scope = scope;
         state.ahead_failed = false;
         Ok(())
+    }
+}
+
+/// What a request carries to present the access token.
+#[derive(Clone)]
+pub struct Presentation {
+    /// The access token.
+    pub token: String,
+    /// The `Authorization` header's value (`Bearer TOKEN` or `DPoP TOKEN`).
+    pub authorization: String,
+    /// The `DPoP` header's value, for a DPoP-bound token.
+    pub dpop: Option<String>,
+}
+
+impl std::fmt::Debug for Presentation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Presentation")
+            .field("dpop", &self.dpop.is_some())
+            .finish_non_exhaustive()
     }
 }
 

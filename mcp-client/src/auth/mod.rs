@@ -15,6 +15,13 @@
 //! Each step is an [`AuthEvent`], handed to [`AuthConfig::on_event`] for a program that
 //! tells its user what it is doing.
 //!
+//! A program with no person at hand logs in with a [`Grant`] instead
+//! ([`AuthConfig::with_grant`]): the client credentials grant (a secret, or a signed
+//! client assertion), a workload's JWT (the JWT bearer grant), or enterprise-managed
+//! authorization (an ID-JAG from the identity provider, then the JWT bearer grant).
+//! [`AuthConfig::with_dpop`] binds the tokens to a [`DpopKey`] (RFC 9449): token and MCP
+//! requests carry proofs, and a server's `use_dpop_nonce` is answered with its nonce.
+//!
 //! What a server can make the client do is bounded:
 //! - a pre-registered client ([`AuthConfig::with_pre_registered`]) is bound to the
 //!   issuer it was registered with: its id and secret go only to the authorization
@@ -37,10 +44,13 @@
 
 mod browser;
 mod challenge;
+mod config;
 mod discovery;
+mod dpop;
 mod error;
 mod event;
 mod flow;
+mod machine;
 mod manager;
 mod registration;
 mod secure;
@@ -48,13 +58,17 @@ mod store;
 
 pub use browser::{AuthorizationResponse, Authorize, FollowRedirect, LoopbackRedirect};
 pub use challenge::Challenge;
+pub use config::AuthConfig;
 pub use discovery::{
     ResourceMetadata, ServerMetadata, resource_matches, resource_metadata_urls,
     server_metadata_urls,
 };
+pub use dpop::DpopKey;
+pub(crate) use dpop::{DPOP, DPOP_NONCE, USE_DPOP_NONCE};
 pub use error::AuthError;
 pub use event::{AuthEvent, AuthObserver};
-pub use manager::{AuthConfig, Authorizer};
+pub use machine::{Assertion, ClientAuth, Grant, IdentityProvider, MachineClient, SigningKey};
+pub use manager::{Authorizer, Presentation};
 pub use registration::{ClientIdentity, PreRegisteredClient};
 pub use secure::MAX_BODY_BYTES;
 pub use store::{

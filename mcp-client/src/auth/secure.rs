@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 
+use super::dpop::{DPOP, DPOP_NONCE, DpopKey, USE_DPOP_NONCE};
 use super::error::AuthError;
 
 /// The most of a metadata document, registration answer or token answer read: 1 MiB
@@ -94,11 +95,19 @@ pub async fn read_capped(mut response: reqwest::Response, url: &str) -> Result<V
     }
 }
 
-/// The HTTP client the `oauth2` crate's token requests go through: the login's
-/// `reqwest::Client`, with the answer read by [`read_capped`]. Its error carries the
-/// [`AuthError`] to report.
+/// The HTTP client token requests go through (the `oauth2` crate's and the machine
+/// grants'): the login's `reqwest::Client`, with the answer read by [`read_capped`].
+/// With a DPoP key, each request carries a fresh proof, and a `400 use_dpop_nonce`
+/// answer with a `DPoP-Nonce` is retried once with that nonce (RFC 9449 §8): the same
+/// request, or one made again ([`send_rebuilt`](CappedHttp::send_rebuilt), for a fresh
+/// client assertion). Its error carries the [`AuthError`] to report.
 #[derive(Debug, Clone)]
-pub struct CappedHttp(pub reqwest::Client);
+pub struct CappedHttp {
+    /// The client (no redirects followed).
+    pub http: reqwest::Client,
+    /// The DPoP key proofs are signed with, if the login uses DPoP.
+    pub dpop: Option<std::sync::Arc<DpopKey>>,
+}
 
 impl<'c> oauth2::AsyncHttpClient<'c> for CappedHttp {
     type Error = CappedError;
@@ -107,7 +116,61 @@ impl<'c> oauth2::AsyncHttpClient<'c> for CappedHttp {
     >;
 
     fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(send_capped(self.0.clone(), request))
+        let http = self.clone();
+        Box::pin(async move { http.send_rebuilt(move || Ok(request.clone())).await })
+    }
+}
+
+/// Whether `response` is a token endpoint's `use_dpop_nonce` error.
+fn wants_nonce(response: &oauth2::HttpResponse) -> bool {
+    response.status() == oauth2::http::StatusCode::BAD_REQUEST
+        && serde_json::from_slice::<serde_json::Value>(response.body())
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+            .as_deref()
+            == Some(USE_DPOP_NONCE)
+}
+
+impl CappedHttp {
+    /// Sends the request `build` makes; with a DPoP key, with a proof, and a
+    /// `use_dpop_nonce` answer with a new nonce is retried once with a request `build`
+    /// makes again (a client assertion's `jti` is good for one request).
+    pub async fn send_rebuilt(
+        &self,
+        build: impl Fn() -> Result<oauth2::HttpRequest, AuthError> + Send,
+    ) -> Result<oauth2::HttpResponse, CappedError> {
+        send_with_dpop(self, build).await
+    }
+}
+
+async fn send_with_dpop(
+    http: &CappedHttp,
+    build: impl Fn() -> Result<oauth2::HttpRequest, AuthError> + Send,
+) -> Result<oauth2::HttpResponse, CappedError> {
+    let Some(key) = &http.dpop else {
+        return send_capped(http.http.clone(), build().map_err(CappedError)?).await;
+    };
+    let mut retried = false;
+    loop {
+        let mut request = build().map_err(CappedError)?;
+        let url = request.uri().to_string();
+        let proof = key
+            .proof(request.method().as_str(), &url, None)
+            .map_err(CappedError)?;
+        let value = oauth2::http::HeaderValue::from_str(&proof)
+            .map_err(|e| CappedError(AuthError::Key(e.to_string())))?;
+        request.headers_mut().insert(DPOP, value);
+        let response = send_capped(http.http.clone(), request).await?;
+        let nonce = response
+            .headers()
+            .get(DPOP_NONCE)
+            .and_then(|v| v.to_str().ok());
+        let fresh = nonce.is_some_and(|n| key.remember_nonce(&url, n));
+        if !retried && fresh && wants_nonce(&response) {
+            retried = true;
+            continue;
+        }
+        return Ok(response);
     }
 }
 

@@ -44,8 +44,12 @@ impl std::fmt::Debug for RegisteredClient {
 /// Tokens from a token endpoint.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenSet {
-    /// The bearer token.
+    /// The access token.
     pub access_token: String,
+    /// Its `token_type` as the token endpoint said it (`Bearer`, `DPoP`...); `None`:
+    /// not known (a login stored before it was kept), taken as `Bearer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
     /// To get the next access token without the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,
@@ -75,6 +79,25 @@ impl TokenSet {
     pub fn expires_within(&self, margin_secs: u64) -> bool {
         self.expires_at
             .is_some_and(|at| at <= now_secs().saturating_add(margin_secs))
+    }
+
+    /// Whether the token is bound to a DPoP key (`token_type` `DPoP`, any case): it is
+    /// presented with the `DPoP` scheme and a proof.
+    pub fn is_dpop(&self) -> bool {
+        self.token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+    }
+
+    /// Whether to get a new token ahead of the expiry without a refresh token (a
+    /// machine grant runs again): in the last half of its lifetime, at most its last
+    /// minute.
+    pub fn renewal_due(&self) -> bool {
+        let (Some(received), Some(expires)) = (self.received_at, self.expires_at) else {
+            return false;
+        };
+        let lifetime = expires.saturating_sub(received);
+        lifetime >= 2 && self.expires_within((lifetime / 2).min(60))
     }
 
     /// Whether to refresh before using the access token: it has a refresh token and
@@ -370,6 +393,7 @@ mod tests {
         let now = now_secs();
         let tokens = |received: u64, expires: u64, refresh: bool| TokenSet {
             access_token: "a".to_owned(),
+            token_type: None,
             refresh_token: refresh.then(|| "r".to_owned()),
             expires_at: Some(expires),
             scope: None,

@@ -21,7 +21,9 @@ use mcp_tasks_protocol::jsonrpc::RequestId;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::auth::{AuthError, Authorizer, Challenge};
+use crate::auth::{
+    AuthError, Authorizer, Challenge, DPOP, DPOP_NONCE, Presentation, USE_DPOP_NONCE,
+};
 
 /// Headers every request of an HTTP connection carries, learned as the session goes.
 #[derive(Debug, Default)]
@@ -90,6 +92,15 @@ pub struct ExchangeFailure {
 }
 
 /// Whether an inbound frame is the response to request `id`.
+/// `request` with the access token presented: `Authorization`, and the DPoP proof.
+fn present(mut request: reqwest::RequestBuilder, p: &Presentation) -> reqwest::RequestBuilder {
+    request = request.header(reqwest::header::AUTHORIZATION, &p.authorization);
+    if let Some(proof) = &p.dpop {
+        request = request.header(DPOP, proof);
+    }
+    request
+}
+
 fn is_response_to(frame: &str, id: &RequestId) -> bool {
     #[derive(Deserialize)]
     struct Probe {
@@ -150,7 +161,7 @@ impl Job {
 
     /// The POST of the frame, with `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` of a
     /// `tools/call` whose tool declared them.
-    fn request(&self, bearer: Option<&str>) -> reqwest::RequestBuilder {
+    fn request(&self, presented: Option<&Presentation>) -> reqwest::RequestBuilder {
         let mut request = self
             .client
             .post(&self.url)
@@ -170,8 +181,8 @@ impl Job {
                 }
             }
         }
-        if let Some(token) = bearer {
-            request = request.bearer_auth(token);
+        if let Some(p) = presented {
+            request = present(request, p);
         }
         self.common_headers(request).body(self.frame.clone())
     }
@@ -224,13 +235,24 @@ impl Job {
                     "the server kept refusing the token".into(),
                 )));
             }
-            let bearer = auth.bearer().await.map_err(auth_failed)?;
+            let presented = auth
+                .presentation("POST", &self.url)
+                .await
+                .map_err(auth_failed)?;
+            let bearer = presented.as_ref().map(|p| p.token.clone());
             let response = self
-                .request(bearer.as_deref())
+                .request(presented.as_ref())
                 .send()
                 .await
                 .map_err(ExchangeError::Send)?;
             let status = response.status();
+            // A DPoP server's nonce (RFC 9449 §9), kept for the next proofs; a 401
+            // asking for it is sent again with it, once per new nonce.
+            let new_nonce = response
+                .headers()
+                .get(DPOP_NONCE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|n| auth.dpop_nonce(&self.url, n));
             let challenge = || {
                 Challenge::parse(
                     response
@@ -240,6 +262,12 @@ impl Job {
                         .filter_map(|v| v.to_str().ok()),
                 )
             };
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                && new_nonce
+                && challenge().error.as_deref() == Some(USE_DPOP_NONCE)
+            {
+                continue;
+            }
             if status == reqwest::StatusCode::UNAUTHORIZED {
                 if unauthorized >= MAX_UNAUTHORIZED {
                     // Why, as the challenge says it (RFC 6750 §3), else the body.
@@ -321,9 +349,9 @@ impl Job {
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header("last-event-id", last);
         if let Some(auth) = &self.auth
-            && let Ok(Some(token)) = auth.bearer().await
+            && let Ok(Some(p)) = auth.presentation("GET", &self.url).await
         {
-            request = request.bearer_auth(token);
+            request = present(request, &p);
         }
         let response = self.common_headers(request).send().await.ok()?;
         let is_sse = response
@@ -366,9 +394,9 @@ impl Job {
                 request = request.header("last-event-id", last);
             }
             if let Some(auth) = &self.auth
-                && let Ok(Some(token)) = auth.bearer().await
+                && let Ok(Some(p)) = auth.presentation("GET", &self.url).await
             {
-                request = request.bearer_auth(token);
+                request = present(request, &p);
             }
             let Ok(response) = self.common_headers(request).send().await else {
                 return;

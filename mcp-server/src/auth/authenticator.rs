@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method, Uri};
 use futures::future::BoxFuture;
 
 use super::challenge::{Challenge, Refusal};
@@ -68,6 +68,19 @@ pub trait Authenticator: Send + Sync + 'static {
         &'a self,
         headers: &'a HeaderMap,
     ) -> BoxFuture<'a, Result<Option<Identity>, Refusal>>;
+
+    /// Who sent a `method` request to `uri` with these headers: what an authenticator
+    /// that checks proofs of possession bound to the request (DPoP, RFC 9449: `htm`,
+    /// `htu`) needs. By default, [`authenticate`](Authenticator::authenticate).
+    fn authenticate_request<'a>(
+        &'a self,
+        method: &'a Method,
+        uri: &'a Uri,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Option<Identity>, Refusal>> {
+        let _ = (method, uri);
+        self.authenticate(headers)
+    }
 
     /// The RFC 9728 metadata of the protected resource, when there is one: the HTTP
     /// transport then serves it at `/.well-known/oauth-protected-resource` (and its

@@ -75,6 +75,12 @@ impl BearerTokens {
                     Challenge::new().invalid_token("malformed Authorization header"),
                 ));
             }
+            // Static tokens are bearer tokens: none is bound to a DPoP key.
+            Credentials::Dpop(_) => {
+                return Err(Refusal::unauthorized(
+                    Challenge::new().invalid_token("this server takes bearer tokens, not DPoP"),
+                ));
+            }
         };
         // Every token is compared, so the time taken does not tell which one was close.
         let mut found = None;

@@ -1,6 +1,6 @@
 //! [`Refusal`]: how an authenticator says no (an HTTP status, the `WWW-Authenticate`
-//! challenge, a message), and [`Challenge`], the RFC 6750 `Bearer` challenge with the
-//! RFC 9728 `resource_metadata` parameter.
+//! challenge, a message), and [`Challenge`], the RFC 6750 `Bearer` challenge (or RFC 9449
+//! `DPoP` one) with the RFC 9728 `resource_metadata` parameter.
 
 use std::time::Duration;
 
@@ -18,6 +18,8 @@ pub struct Refusal {
     pub retry_after: Option<Duration>,
     /// The message of the JSON-RPC error in the body.
     pub message: String,
+    /// A `DPoP-Nonce` header to send (RFC 9449 §9): the nonce the next proof must carry.
+    pub dpop_nonce: Option<String>,
 }
 
 impl Refusal {
@@ -45,7 +47,14 @@ impl Refusal {
             www_authenticate: None,
             retry_after: Some(retry_after),
             message: message.into(),
+            dpop_nonce: None,
         }
+    }
+
+    /// With a `DPoP-Nonce` header.
+    pub fn with_dpop_nonce(mut self, nonce: String) -> Refusal {
+        self.dpop_nonce = Some(nonce);
+        self
     }
 
     fn with_challenge(status: StatusCode, challenge: Challenge) -> Refusal {
@@ -59,6 +68,7 @@ impl Refusal {
             www_authenticate: Some(challenge.header()),
             retry_after: None,
             message,
+            dpop_nonce: None,
         }
     }
 }
@@ -72,6 +82,7 @@ impl From<StatusCode> for Refusal {
             www_authenticate: None,
             retry_after: None,
             message: status.canonical_reason().unwrap_or("Refused").to_owned(),
+            dpop_nonce: None,
         }
     }
 }
@@ -90,6 +101,8 @@ pub struct Challenge {
     pub error: Option<&'static str>,
     /// A human-readable reason.
     pub error_description: Option<String>,
+    /// `Some`: a `DPoP` challenge (RFC 9449 §7.1) with these `algs`, instead of `Bearer`.
+    pub dpop_algs: Option<Vec<String>>,
 }
 
 impl Challenge {
@@ -117,6 +130,19 @@ impl Challenge {
         self
     }
 
+    /// A `DPoP` challenge naming the proof algorithms accepted (`algs`).
+    pub fn dpop(mut self, algs: Vec<String>) -> Self {
+        self.dpop_algs = Some(algs);
+        self
+    }
+
+    /// An RFC 9449 error: `use_dpop_nonce` or `invalid_dpop_proof`.
+    pub fn dpop_error(mut self, error: &'static str, description: impl Into<String>) -> Self {
+        self.error = Some(error);
+        self.error_description = Some(description.into());
+        self
+    }
+
     /// `error="invalid_request"` (e.g. a token in the query string).
     pub fn invalid_request(mut self, description: impl Into<String>) -> Self {
         self.error = Some("invalid_request");
@@ -135,6 +161,9 @@ impl Challenge {
     /// The `WWW-Authenticate` value.
     pub fn header(&self) -> String {
         let mut params = Vec::new();
+        if let Some(algs) = &self.dpop_algs {
+            params.push(format!("algs=\"{}\"", quoted(&algs.join(" "))));
+        }
         if let Some(error) = self.error {
             params.push(format!("error=\"{error}\""));
         }
@@ -147,10 +176,15 @@ impl Challenge {
         if let Some(d) = &self.error_description {
             params.push(format!("error_description=\"{}\"", quoted(d)));
         }
-        if params.is_empty() {
-            "Bearer".to_owned()
+        let scheme = if self.dpop_algs.is_some() {
+            "DPoP"
         } else {
-            format!("Bearer {}", params.join(", "))
+            "Bearer"
+        };
+        if params.is_empty() {
+            scheme.to_owned()
+        } else {
+            format!("{scheme} {}", params.join(", "))
         }
     }
 }
@@ -196,5 +230,16 @@ mod tests {
             Some("Bearer error=\"insufficient_scope\", scope=\"w\", error_description=\"x\"")
         );
         assert_eq!(refusal.message, "Forbidden: x");
+        let dpop = Refusal::unauthorized(
+            Challenge::new()
+                .dpop(vec!["ES256".into()])
+                .dpop_error("use_dpop_nonce", "a nonce"),
+        )
+        .with_dpop_nonce("n".into());
+        assert_eq!(
+            dpop.www_authenticate.as_deref(),
+            Some("DPoP algs=\"ES256\", error=\"use_dpop_nonce\", error_description=\"a nonce\"")
+        );
+        assert_eq!(dpop.dpop_nonce.as_deref(), Some("n"));
     }
 }

@@ -1,5 +1,5 @@
 //! What a request carries to authenticate with: [`bearer_credentials`] reads its
-//! `Authorization: Bearer` header (RFC 6750, 2.1) into [`Credentials`], and
+//! `Authorization: Bearer` (RFC 6750, 2.1) or `DPoP` header into [`Credentials`], and
 //! `query_has_token` notices an access token in its query string, which MCP forbids.
 //!
 //! **Invariant.** Reading only: nothing here decides whether a token is valid.
@@ -13,12 +13,16 @@ pub enum Credentials<'h> {
     None,
     /// `Bearer <token>` (the scheme matched without regard to case).
     Bearer(&'h str),
+    /// `DPoP <token>` (RFC 9449 §7.1): a DPoP-bound token, to be checked with the proof
+    /// of the `DPoP` header.
+    Dpop(&'h str),
     /// `Bearer` with no token, a token with characters RFC 6750 does not allow, or a
     /// header value that is not text.
     Malformed,
 }
 
-/// Reads `Authorization: Bearer <token>` (RFC 6750, 2.1).
+/// Reads `Authorization: Bearer <token>` (RFC 6750, 2.1) or `DPoP <token>` (RFC 9449
+/// §7.1, the same token syntax).
 pub fn bearer_credentials(headers: &HeaderMap) -> Credentials<'_> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let Some(value) = values.next() else {
@@ -32,7 +36,8 @@ pub fn bearer_credentials(headers: &HeaderMap) -> Credentials<'_> {
         return Credentials::Malformed;
     };
     let (scheme, rest) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
-    if !scheme.eq_ignore_ascii_case("bearer") {
+    let dpop = scheme.eq_ignore_ascii_case("dpop");
+    if !dpop && !scheme.eq_ignore_ascii_case("bearer") {
         return Credentials::None;
     }
     let token = rest.trim();
@@ -42,7 +47,9 @@ pub fn bearer_credentials(headers: &HeaderMap) -> Credentials<'_> {
         && body
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
-    if well_formed {
+    if well_formed && dpop {
+        Credentials::Dpop(token)
+    } else if well_formed {
         Credentials::Bearer(token)
     } else {
         Credentials::Malformed
@@ -84,6 +91,14 @@ mod tests {
         assert_eq!(
             bearer_credentials(&with_auth(&["bearer xyz"])),
             Credentials::Bearer("xyz")
+        );
+        assert_eq!(
+            bearer_credentials(&with_auth(&["DPoP abc.d"])),
+            Credentials::Dpop("abc.d")
+        );
+        assert_eq!(
+            bearer_credentials(&with_auth(&["dpop "])),
+            Credentials::Malformed
         );
         assert_eq!(
             bearer_credentials(&with_auth(&["Basic dXNlcjpwdw=="])),

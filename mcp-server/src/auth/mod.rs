@@ -14,7 +14,7 @@
 //! ([`ProtectedResource`]), `bearer.rs` ([`BearerTokens`]), `oauth/` (the resource server:
 //! `mod.rs` the server, `config.rs` its configuration, `metadata.rs` the authorization
 //! server's metadata, `keys.rs` the key cache, `token.rs` JWT validation, `introspect.rs`
-//! introspection, `claims.rs` what both make of a token's claims).
+//! introspection, `claims.rs` what both make of a token's claims, `dpop.rs` DPoP proofs).
 //!
 //! This file only names the modules and hands their names on: no module here imports
 //! it, so each uses only those beside or below it.
@@ -32,6 +32,7 @@ pub use challenge::{Challenge, Refusal};
 pub(crate) use credentials::query_has_token;
 pub use credentials::{Credentials, bearer_credentials};
 pub use oauth::{
-    IntrospectionClient, OAuthConfig, OAuthConfigError, OAuthResourceServer, TokenError,
+    DpopError, DpopPolicy, IntrospectionClient, OAuthConfig, OAuthConfigError, OAuthResourceServer,
+    TokenError,
 };
 pub use resource::ProtectedResource;

@@ -61,6 +61,16 @@ pub struct SlowComputeArgs {
     pub label: Option<String>,
 }
 
+/// Arguments of `maybe_slow`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MaybeSlowArgs {
+    /// How long the work takes, in seconds.
+    pub seconds: f64,
+}
+
+/// How long `maybe_slow` answers in its request before it becomes a task.
+pub const MAYBE_SLOW_DEADLINE: Duration = Duration::from_secs(2);
+
 /// Arguments of `confirm_delete`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ConfirmDeleteArgs {
@@ -105,6 +115,17 @@ pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
         .description("Sleeps `seconds`, then reports. Runs as a task when the client allows and seconds > 0; delivered at least once (a run whose worker is lost runs again elsewhere, 3 runs at most).")
         .delivery(Delivery::AtLeastOnce { max_attempts: 3 })
         .select_task(|args| args.get("seconds").and_then(Value::as_f64).is_some_and(|s| s > 0.0)),
+        ToolDef::new("maybe_slow", TaskPolicy::After(MAYBE_SLOW_DEADLINE), |ctx: ToolContext, args: MaybeSlowArgs| async move {
+            let seconds = args.seconds.clamp(0.0, 3600.0);
+            let _ = ctx.status(format!("working for {seconds} s")).await;
+            tokio::select! {
+                _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+                _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+            }
+            let how = if ctx.is_task() { "as a task" } else { "in the request" };
+            Ok(text(format!("done after {seconds} s, answered {how}")))
+        })?
+        .description("Works for `seconds`. Answers in the request when that takes at most 2 s; a client that declared tasks gets a task at 2 s otherwise (the work goes on as that task). Without tasks it answers in the request, however long it takes."),
         ToolDef::new("failing_job", TaskPolicy::Required, |_ctx, _args: NoArgs| async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
             Ok(CallToolResult::error("The job failed: the input could not be processed."))

@@ -129,7 +129,10 @@ async fn guard(
             .invalid_request("access tokens go in the Authorization header, never in the URL");
         return refusal_response(&Refusal::bad_request(challenge), None);
     }
-    let identity = match app.identity(request.headers()).await {
+    let identity = match app
+        .identity(request.method(), request.uri(), request.headers())
+        .await
+    {
         Ok(identity) => identity,
         Err(refused) => return refusal_response(&refused, None),
     };
@@ -241,6 +244,11 @@ fn refusal_response(refusal: &Refusal, id: Option<RequestId>) -> Response {
             header::RETRY_AFTER,
             HeaderValue::from(after.as_secs().max(1)),
         );
+    }
+    if let Some(nonce) = &refusal.dpop_nonce
+        && let Ok(value) = HeaderValue::from_str(nonce)
+    {
+        headers.insert("dpop-nonce", value);
     }
     response
 }
@@ -480,10 +488,15 @@ fn status_of(frame: &str, legacy: bool) -> StatusCode {
 
 impl App {
     /// Who is calling (`None`: anonymous), or why the request is refused.
-    async fn identity(&self, headers: &HeaderMap) -> Result<Option<Identity>, Refusal> {
+    async fn identity(
+        &self,
+        method: &axum::http::Method,
+        uri: &axum::http::Uri,
+        headers: &HeaderMap,
+    ) -> Result<Option<Identity>, Refusal> {
         match &self.config.principal {
             None => Ok(None),
-            Some(hook) => hook.authenticate(headers).await,
+            Some(hook) => hook.authenticate_request(method, uri, headers).await,
         }
     }
 

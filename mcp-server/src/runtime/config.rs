@@ -43,6 +43,11 @@ impl Default for RuntimeConfig {
 pub const SHUTDOWN_MESSAGE: &str = "The server shut down before the task finished.";
 /// Cancellation message of a task cancelled on request.
 pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
+
+/// The status message of the record of a deadline-promoted call written up front whose
+/// round ended `input_required` in its request (`ToolDef::record_up_front`).
+pub const ROUND_ENDED_MESSAGE: &str =
+    "The call answered input_required in its request; the client goes on in a new call.";
 /// Error message of a task whose worker is gone: its server stopped (crashed, was killed)
 /// before the task finished. Written by the sweep when the task's lease lapsed, and by a
 /// single-node server that finds the task unfinished when it starts.

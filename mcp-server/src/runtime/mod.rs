@@ -21,7 +21,8 @@ use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
-use mcp_tasks_protocol::v2026::ClientCapabilities;
+use futures::future::BoxFuture;
+use mcp_tasks_protocol::v2026::{CallToolResult, ClientCapabilities};
 
 use crate::auth::Identity;
 use crate::context::{TaskCaller, ToolContext, ToolError};
@@ -38,8 +39,8 @@ use config::millis;
 use inner::{Inner, Running};
 
 pub use config::{
-    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE, WORKER_LOST_MESSAGE,
-    worker_lost_error,
+    CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, ROUND_ENDED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE,
+    WORKER_LOST_MESSAGE, worker_lost_error,
 };
 
 /// Runs tools as tasks. Cheap to clone.
@@ -55,6 +56,15 @@ pub struct TaskRuntime {
 pub(crate) enum Start {
     Created { after: Option<ReplyWritten> },
     Claimed(OwnedSemaphorePermit),
+}
+
+/// How a call that answered in its request ended, for its task record
+/// ([`TaskRuntime::end_answered`]).
+pub(crate) enum Answered {
+    /// The tool's outcome: its result as a JSON object, or how it failed.
+    Ended(Result<JsonObject, ToolError>),
+    /// The round ended `input_required`: the client goes on in a new call.
+    RoundEnded,
 }
 
 /// How a run ended: the tool's own outcome, or its lease lost first.
@@ -173,36 +183,112 @@ impl TaskRuntime {
             Start::Created { after } => (None, after),
             Start::Claimed(slot) => (Some(slot), None),
         };
-        let store = Arc::clone(&self.inner.store);
         let cancel = self.inner.stopping.child_token();
         let wake = Arc::new(Notify::new());
+        let claimed = slot.as_ref().map(|_| self.inner.config.node_id.as_str());
+        let observed = crate::telemetry::task_run(
+            &key.id,
+            tool.name(),
+            attempt,
+            caller.trace_context.as_ref(),
+            Some(caller.created_at),
+            claimed,
+        );
+        let ctx = ToolContext::task(
+            Arc::clone(&self.inner.store),
+            key.clone(),
+            Arc::clone(&wake),
+            cancel.clone(),
+            caller,
+            attempt,
+        );
+        let work = Box::pin(async move {
+            if let Some(after) = after {
+                after.wait().await;
+            }
+            tool.run(ctx, args).await
+        });
+        self.spawn_run(key, work, cancel, wake, slot, observed);
+    }
+
+    /// A token for a tool that may become one of this runtime's tasks: cancelled when the
+    /// runtime stops, like those of the tasks it runs.
+    pub(crate) fn tool_cancellation(&self) -> CancellationToken {
+        self.inner.stopping.child_token()
+    }
+
+    /// Creates `new` as a task leased to this node, for a tool already running here
+    /// (a call promoted at its deadline), which [`adopt`](Self::adopt) then hands over.
+    pub(crate) async fn create_leased(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+        let config = &self.inner.config;
+        self.inner
+            .store
+            .create_leased(new, &config.node_id, millis(config.lease))
+            .await
+    }
+
+    /// Runs the tool already under way in `work` (the tool `tool`) as the task `key`,
+    /// which this node created leased to itself ([`create_leased`](Self::create_leased)):
+    /// `cancel` is the tool's token, `wake` the one its context waits for answers on.
+    pub(crate) fn adopt(
+        &self,
+        key: TaskKey,
+        tool: &str,
+        work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
+        cancel: CancellationToken,
+        wake: Arc<Notify>,
+    ) {
+        // In the trace of the call it was promoted from (the current span).
+        let trace = crate::telemetry::creating_context();
+        let observed = crate::telemetry::task_run(&key.id, tool, 1, trace.as_ref(), None, None);
+        self.spawn_run(key, work, cancel, wake, None, observed);
+    }
+
+    /// Keeps the lease of the task `key` (created leased to this node) until it is lost;
+    /// answers why it was.
+    pub(crate) async fn keep_lease(&self, key: &TaskKey) -> ErrorObject {
+        self.inner.keep_lease(key).await
+    }
+
+    /// Ends the task `key`, whose call answered in its request, in the background: as the
+    /// tool ended (`outcome`), or cancelled with `message` when the call's round ended
+    /// `input_required`. Retried through a store outage like any run's outcome.
+    pub(crate) fn end_answered(&self, key: TaskKey, outcome: Answered) {
+        let runtime = self.clone();
+        self.inner.tasks.spawn(async move {
+            match outcome {
+                Answered::Ended(outcome) => {
+                    runtime.inner.finish(&key, outcome).await;
+                }
+                Answered::RoundEnded => runtime.inner.end_round(&key).await,
+            }
+        });
+    }
+
+    /// Lists the task `key` among those running here and drives `work` as its run on the
+    /// runtime's tracker: against its lease, then writing how it ended.
+    fn spawn_run(
+        &self,
+        key: TaskKey,
+        work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
+        cancel: CancellationToken,
+        wake: Arc<Notify>,
+        slot: Option<OwnedSemaphorePermit>,
+        observed: crate::telemetry::TaskRun,
+    ) {
         self.inner.running().insert(
             key.id.clone(),
             Running {
                 owner: key.owner.clone(),
                 cancel: cancel.clone(),
-                wake: Arc::clone(&wake),
+                wake,
             },
         );
         let runtime = self.clone();
-        let claimed = slot.as_ref().map(|_| self.inner.config.node_id.as_str());
-        let observed = crate::telemetry::task_run(&key.id, tool.name(), attempt, &caller, claimed);
         self.inner.tasks.spawn(async move {
-            let span = tracing::info_span!(
-                parent: observed.span(),
-                "task",
-                task_id = %key.id,
-                tool = tool.name()
-            );
-            let ctx = ToolContext::task(
-                Arc::clone(&store),
-                key.clone(),
-                wake,
-                cancel.clone(),
-                caller,
-                attempt,
-            );
-            let run = runtime.run(ctx, &key, &tool, args, &cancel, after);
+            let span =
+                tracing::info_span!(parent: observed.span(), "task", task_id = %key.id, tool = observed.tool());
+            let run = runtime.run(&key, work, &cancel);
             match tracing::Instrument::instrument(run, span).await {
                 Ran::Finished(outcome) => {
                     let written = runtime.inner.finish(&key, outcome).await;
@@ -223,19 +309,10 @@ impl TaskRuntime {
 
     async fn run(
         &self,
-        ctx: ToolContext,
         key: &TaskKey,
-        tool: &ToolDef,
-        args: JsonObject,
+        work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
         cancel: &CancellationToken,
-        after: Option<ReplyWritten>,
     ) -> Ran {
-        let work = async {
-            if let Some(after) = after {
-                after.wait().await;
-            }
-            tool.run(ctx, args).await
-        };
         let renew = self.inner.keep_lease(key);
         tokio::select! {
             biased;

@@ -11,7 +11,7 @@ use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
-use super::config::{CANCELLED_MESSAGE, SHUTDOWN_MESSAGE};
+use super::config::{CANCELLED_MESSAGE, ROUND_ENDED_MESSAGE, SHUTDOWN_MESSAGE};
 use super::inner::Inner;
 use crate::context::ToolError;
 use crate::retry::while_transient;
@@ -25,7 +25,8 @@ enum Finish {
 }
 
 impl Inner {
-    /// Records how the tool ended (first terminal write wins) and releases the lease.
+    /// Records how the tool ended (first terminal write wins) and releases the lease
+    /// where that write did not end it.
     /// A transient store failure is retried with a backoff until the write lands, the
     /// task is gone, or another writer won; meanwhile the outcome stays in this task's
     /// memory (so at most one per task this node runs). Shutdown gives up after its
@@ -47,6 +48,10 @@ impl Inner {
         })
         .await;
         self.unwritten().remove(&key.id);
+        // A terminal write ends the lease with it (the store's rule 11): a record that
+        // came back without our lease needs no second write.
+        let ended = matches!(&written, Ok(t) if t.record.lease.as_ref()
+            .is_none_or(|lease| lease.holder != self.config.node_id));
         let mut after = None;
         match written {
             Ok(t) if !t.won => {
@@ -67,11 +72,25 @@ impl Inner {
                 tracing::error!(task_id = %key.id, error = %e, "cannot record the task's outcome")
             }
         }
-        let _ = self
-            .store
-            .release_lease(&key.owner, &key.id, &self.config.node_id)
-            .await;
+        if !ended {
+            let _ = self
+                .store
+                .release_lease(&key.owner, &key.id, &self.config.node_id)
+                .await;
+        }
         after
+    }
+
+    /// Ends the task of a call whose round ended `input_required` in its request:
+    /// cancelled, saying so (its client goes on in a new call, with a record of its own).
+    pub(super) async fn end_round(&self, key: &TaskKey) {
+        let finish = Finish::Cancel(ROUND_ENDED_MESSAGE);
+        let what = format!("ending the record of call {}", key.id);
+        let written =
+            while_transient(&self.abandon, &what, || self.write_outcome(key, &finish)).await;
+        if let Err(e) = written {
+            tracing::debug!(task_id = %key.id, error = %e, "cannot end the record of a call that answered input_required");
+        }
     }
 
     /// The terminal write `outcome` calls for.

@@ -204,25 +204,29 @@ pub(crate) fn task_created(tool: &str) {
 #[derive(Debug)]
 pub(crate) struct TaskRun {
     span: tracing::Span,
-    /// The tool, while metrics are on.
+    /// The tool.
+    tool: String,
+    /// Whether the run is counted in the metrics.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    metered: Option<String>,
+    metered: bool,
 }
 
-/// Starts observing the run `attempt` of the task `task_id` of `tool`; `claimed`: a
-/// worker claimed it from the queue (else it runs where it was created).
+/// Starts observing the run `attempt` of the task `task_id` of `tool`, in the trace of
+/// `trace` (the creating call's); `claimed`: the node that claimed it from the queue
+/// (else it runs where it was created), which waited there since `created_at`.
 #[inline]
 pub(crate) fn task_run(
     task_id: &mcp_tasks::TaskId,
     tool: &str,
     attempt: u32,
-    caller: &crate::context::TaskCaller,
+    trace: Option<&mcp_tasks::TraceContext>,
+    created_at: Option<mcp_tasks::Millis>,
     claimed: Option<&str>,
 ) -> TaskRun {
     #[cfg(feature = "otel")]
     {
         let span = if enabled() {
-            spans::task_span(task_id, tool, attempt, caller.trace_context.as_ref())
+            spans::task_span(task_id, tool, attempt, trace)
         } else {
             tracing::Span::none()
         };
@@ -230,23 +234,27 @@ pub(crate) fn task_run(
             task_event!(parent: &span, node, "task claimed");
         }
         let metered = metrics::get().map(|m| {
-            let queued = (claimed.is_some() && attempt <= 1)
-                .then(|| since(caller.created_at))
-                .flatten();
+            let queued = created_at
+                .filter(|_| claimed.is_some() && attempt <= 1)
+                .and_then(since);
             m.started(tool, queued);
             if claimed.is_some() {
                 m.claimed(tool);
             }
-            tool.to_owned()
         });
-        TaskRun { span, metered }
+        TaskRun {
+            span,
+            tool: tool.to_owned(),
+            metered: metered.is_some(),
+        }
     }
     #[cfg(not(feature = "otel"))]
     {
-        let _ = (task_id, tool, attempt, caller, claimed);
+        let _ = (task_id, tool, attempt, trace, created_at, claimed);
         TaskRun {
             span: tracing::Span::none(),
-            metered: None,
+            tool: tool.to_owned(),
+            metered: false,
         }
     }
 }
@@ -268,6 +276,11 @@ impl TaskRun {
     /// The run's span (the parent of the run's log span).
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// The tool being run.
+    pub(crate) fn tool(&self) -> &str {
+        &self.tool
     }
 
     /// The run wrote its outcome (`written`: the terminal write, `None` when it did
@@ -301,10 +314,10 @@ impl TaskRun {
             if !self.span.is_none() {
                 spans::task_done(&self.span, status, error);
             }
-            if let (Some(tool), Some(m)) = (&self.metered, metrics::get()) {
-                m.stopped(tool);
+            if let (true, Some(m)) = (self.metered, metrics::get()) {
+                m.stopped(&self.tool);
                 if let Some(record) = moved {
-                    m.finished(tool, record.status.as_str(), lived(record));
+                    m.finished(&self.tool, record.status.as_str(), lived(record));
                 }
             }
         }

@@ -201,7 +201,7 @@ pub(crate) fn tools_list(state: &State, session: &McpSession) -> v2025::ListTool
         .map(|tool| {
             let support = match tool.policy() {
                 TaskPolicy::Synchronous => TaskSupport::Forbidden,
-                TaskPolicy::Optional => TaskSupport::Optional,
+                TaskPolicy::Optional | TaskPolicy::After(_) => TaskSupport::Optional,
                 TaskPolicy::Required => TaskSupport::Required,
             };
             let schema = serde_json::from_value(Value::Object(tool.input_schema.clone()))

@@ -5,6 +5,7 @@
 //! **Invariant.** The server decides whether a call is a task, only for a request whose
 //! own `_meta` declares the extension; nothing is remembered between requests.
 
+mod deadline;
 pub(crate) mod features;
 mod listen;
 mod rounds;
@@ -17,8 +18,7 @@ use mcp_tasks_protocol::tasks::{
     self, CallToolReply, CancelTaskResult, CreateTaskResult, GetTaskResult, UpdateTaskResult,
 };
 use mcp_tasks_protocol::v2026::{
-    self, DiscoverResult, ListToolsResult, ResultMeta, ResultType, ServerCapabilities, Tool,
-    ToolInputSchema,
+    self, DiscoverResult, ListToolsResult, ResultMeta, ServerCapabilities, Tool, ToolInputSchema,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -105,7 +105,8 @@ pub(crate) fn tools_list(state: &State) -> ListToolsResult {
 }
 
 /// `tools/call`: a task when the request declares the extension and the tool wants one
-/// (after any preflight rounds), else the tool runs now, in MRTR rounds.
+/// (after any preflight rounds; at its deadline for a deadline-promoted tool), else the
+/// tool runs now, in MRTR rounds.
 pub(crate) async fn tools_call(
     state: &State,
     mut params: v2026::CallToolRequestParams,
@@ -152,6 +153,19 @@ pub(crate) async fn tools_call(
                 Err(e) => return Err(call_error(e)),
             },
         };
+        if let Some(deadline) = tool.deadline(&args, state.promote_after) {
+            let call = deadline::DeadlineCall {
+                state,
+                tool,
+                caller: &caller,
+                target,
+                answers,
+                request_cancel: cancel,
+                scope: scope(),
+                declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
+            };
+            return call.run(args, deadline).await;
+        }
         let record = start_task(
             state,
             &caller.owner,
@@ -174,17 +188,15 @@ pub(crate) async fn tools_call(
     }
 
     let ctx = ToolContext::rounds(answers.clone(), cancel, scope());
-    match tool.run(ctx.clone(), args).await {
-        Ok(mut result) => {
-            result.result_type = ResultType::Complete;
-            Ok(CallToolReply::Complete(result))
-        }
-        Err(ToolError::InputRequired) => {
-            rounds::input_required(&state.cursor_key, &caller.owner, target, &ctx, answers)
-                .map(CallToolReply::InputRequired)
-        }
-        Err(e) => Err(call_error(e)),
-    }
+    let result = tool.run(ctx.clone(), args).await;
+    rounds::call_reply(
+        &state.cursor_key,
+        &caller.owner,
+        target,
+        &ctx,
+        answers,
+        result,
+    )
 }
 
 /// The most related task ids one request may name.

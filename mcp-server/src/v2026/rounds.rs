@@ -17,8 +17,11 @@ use mcp_tasks_protocol::engine::{Peer, RequestContext};
 use mcp_tasks_protocol::v2026::RequestMeta;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{CallScope, ToolContext};
-use crate::errors::ServerError;
+use mcp_tasks_protocol::tasks::CallToolReply;
+use mcp_tasks_protocol::v2026::{CallToolResult, ResultType};
+
+use crate::context::{CallScope, ToolContext, ToolError};
+use crate::errors::{ServerError, call_error};
 use crate::report::Report;
 use crate::revision::Caller;
 use crate::seal::SealKey;
@@ -127,4 +130,27 @@ pub(crate) fn input_required(
     .map_err(|e| ServerError::Internal(e.to_string()))?;
     let state = key.seal(owner, &format!("{ROUND_STATE_PREFIX}{state}"));
     Ok(InputRequiredResult::new(requests).with_request_state(state))
+}
+
+/// The answer of a synchronous `tools/call` round whose tool ended with `result`: the
+/// result, `input_required` (what it asked for in `ctx`, with the answers so far), or
+/// the error it failed with.
+pub(crate) fn call_reply(
+    key: &SealKey,
+    owner: &Owner,
+    target: Target<'_>,
+    ctx: &ToolContext,
+    answers: JsonObject,
+    result: Result<CallToolResult, ToolError>,
+) -> Result<CallToolReply, ServerError> {
+    match result {
+        Ok(mut result) => {
+            result.result_type = ResultType::Complete;
+            Ok(CallToolReply::Complete(result))
+        }
+        Err(ToolError::InputRequired) => {
+            input_required(key, owner, target, ctx, answers).map(CallToolReply::InputRequired)
+        }
+        Err(e) => Err(call_error(e)),
+    }
 }

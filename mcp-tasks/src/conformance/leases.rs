@@ -1,7 +1,9 @@
 //! Rule 11: worker leases, and lapsed leases found by the sweep.
 
+use mcp_tasks_protocol::jsonrpc::ErrorObject;
+
 use super::env::StoreFactory;
-use super::helpers::{alice, another, new_task, open, roomy};
+use super::helpers::{alice, another, json_map, new_task, open, roomy};
 use crate::{StoreError, TaskStore};
 
 /// A live lease held by one worker refuses another; the holder may re-claim.
@@ -137,4 +139,46 @@ pub async fn create_leased_holds_the_lease_from_the_start<F: StoreFactory>(facto
         vec![&task.id],
         "a lapsed lease from create_leased is reported"
     );
+}
+
+/// A terminal write ends the task's lease: the record it returns and every later read
+/// have none, and the holder's release afterwards is harmless.
+pub async fn terminal_write_ends_the_lease<F: StoreFactory>(factory: &F) {
+    let (store, _env) = open(factory, "lease_terminal", roomy()).await;
+    let owner = alice();
+    for finish in 0..3 {
+        let task = store.create(new_task(&owner)).await.expect("create");
+        store
+            .claim_lease(&owner, &task.id, "node-a", 5_000)
+            .await
+            .expect("claim");
+        let written = match finish {
+            0 => {
+                store
+                    .complete(
+                        &owner,
+                        &task.id,
+                        json_map(serde_json::json!({"content": []})),
+                    )
+                    .await
+            }
+            1 => {
+                let error = ErrorObject::new(-32603, "tool failed");
+                store.fail(&owner, &task.id, error).await
+            }
+            _ => store.cancel(&owner, &task.id, None).await,
+        }
+        .expect("terminal write");
+        assert!(written.won);
+        assert_eq!(
+            written.record.lease, None,
+            "the returned record, finish {finish}"
+        );
+        let read = store.get(&owner, &task.id).await.expect("get");
+        assert_eq!(read.lease, None, "a later read, finish {finish}");
+        store
+            .release_lease(&owner, &task.id, "node-a")
+            .await
+            .expect("releasing an ended lease is harmless");
+    }
 }

@@ -210,6 +210,7 @@ registry!($;
     lease_renew_and_release_need_the_holder,
     lapsed_lease_is_reported_and_reclaimable,
     create_leased_holds_the_lease_from_the_start,
+    terminal_write_ends_the_lease,
     // claims
     queued_tasks_are_claimed_once_across_handles,
     claims_follow_creation_order_per_tool,

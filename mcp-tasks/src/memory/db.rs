@@ -10,6 +10,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use mcp_tasks_protocol::JsonObject;
 use tokio::sync::broadcast;
 
 use crate::clock::Clock;
@@ -70,21 +71,29 @@ impl Stored {
             self.record.outcome = Some(Outcome::Result(map));
             self.result = None;
         }
-        let out = match f(&mut self.record) {
-            Ok(value) => Ok((value, self.record.clone())),
-            Err(e) => Err(e),
-        };
-        self.compact();
-        out
+        let out = f(&mut self.record);
+        // Compact before copying: the copy then takes the result map itself, not a deep
+        // copy of it.
+        let result = self.compact();
+        out.map(|value| {
+            let mut record = self.record.clone();
+            if let Some(map) = result {
+                record.outcome = Some(Outcome::Result(map));
+            }
+            (value, record)
+        })
     }
 
-    /// Moves a completed result out of the record into compact text.
-    fn compact(&mut self) {
-        if let Some(Outcome::Result(map)) = &self.record.outcome
-            && let Ok(text) = serde_json::to_string(map)
-        {
-            self.result = Some(text.into_boxed_str());
-            self.record.outcome = None;
+    /// Moves a completed result out of the record into compact text; returns the map.
+    fn compact(&mut self) -> Option<JsonObject> {
+        let Some(Outcome::Result(map)) = &self.record.outcome else {
+            return None;
+        };
+        let text = serde_json::to_string(map).ok()?;
+        self.result = Some(text.into_boxed_str());
+        match self.record.outcome.take() {
+            Some(Outcome::Result(map)) => Some(map),
+            _ => None,
         }
     }
 

@@ -95,6 +95,18 @@ impl Audience {
     }
 }
 
+/// `cnf` (RFC 7800): the confirmation a token is bound with; `jkt` (RFC 9449 §6) the
+/// SHA-256 thumbprint of the DPoP key.
+#[derive(Deserialize)]
+pub(super) struct Cnf {
+    #[serde(default)]
+    pub(super) jkt: Option<String>,
+}
+
+/// An accepted token: the identity it stands for, and the thumbprint of the DPoP key it
+/// is bound to (`cnf.jkt`), if any.
+pub(super) type Accepted = (Identity, Option<String>);
+
 /// `scp`: an array of scopes (or, from some servers, a space-separated string).
 #[derive(Deserialize)]
 #[serde(untagged)]

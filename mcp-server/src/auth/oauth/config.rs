@@ -11,6 +11,8 @@ use std::time::Duration;
 use jsonwebtoken::Algorithm;
 use reqwest::Url;
 
+use super::dpop::DpopPolicy;
+
 /// The algorithms accepted by default: every asymmetric one jsonwebtoken verifies.
 pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
     Algorithm::RS256,
@@ -70,6 +72,10 @@ pub struct OAuthConfig {
     /// valid one); when full, expired refusals make room, else the oldest. Zero: refusals
     /// are not kept. Default: 1,000.
     pub introspection_refusal_cache_size: usize,
+    /// DPoP (RFC 9449): whether tokens must be DPoP-bound, whether proofs need a
+    /// nonce, the proofs' time window and replay cache. A token bound to a key
+    /// (`cnf.jkt`) always needs a valid proof, whatever this says.
+    pub dpop: DpopPolicy,
 }
 
 /// The credentials a resource server introspects tokens with (`client_secret_basic`).
@@ -121,6 +127,7 @@ impl OAuthConfig {
             introspection_cache_max: Duration::from_secs(60),
             introspection_refusal_cache_max: Duration::from_secs(10),
             introspection_refusal_cache_size: 1_000,
+            dpop: DpopPolicy::default(),
         }
     }
 

@@ -26,11 +26,10 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::claims::{Audience, TokenError, identity};
+use super::claims::{Accepted, Audience, Cnf, TokenError, identity};
 use super::config::{IntrospectionClient, OAuthConfig};
 use super::expiring::{Expiring, TokenHash};
 use super::metadata::{ServerMetadata, read_json, request_error};
-use crate::auth::authenticator::Identity;
 
 /// The most accepted tokens kept at once; when full, the expired ones make room, else the
 /// one expiring soonest. Refusals are kept apart and cannot take this room.
@@ -52,16 +51,18 @@ struct Response {
     exp: Option<i64>,
     #[serde(default)]
     nbf: Option<i64>,
+    #[serde(default)]
+    cnf: Option<Cnf>,
 }
 
 /// The outcomes kept: accepted tokens and refused ones, each map bounded on its own.
 struct Outcomes {
-    accepted: Expiring<Identity>,
+    accepted: Expiring<Accepted>,
     refused: Expiring<TokenError>,
 }
 
 /// One introspection in progress, awaited by every request with its token.
-type Flight = Arc<tokio::sync::OnceCell<Result<Identity, TokenError>>>;
+type Flight = Arc<tokio::sync::OnceCell<Result<Accepted, TokenError>>>;
 
 type Flights = Mutex<HashMap<TokenHash, Flight>>;
 
@@ -135,7 +136,7 @@ impl Introspector {
         &self,
         config: &OAuthConfig,
         token: &str,
-    ) -> Result<Identity, TokenError> {
+    ) -> Result<Accepted, TokenError> {
         let key: TokenHash = Sha256::digest(token.as_bytes()).into();
         if let Some(hit) = self.cached(&key) {
             return hit;
@@ -162,7 +163,7 @@ impl Introspector {
             .clone()
     }
 
-    fn cached(&self, key: &TokenHash) -> Option<Result<Identity, TokenError>> {
+    fn cached(&self, key: &TokenHash) -> Option<Result<Accepted, TokenError>> {
         let now = Instant::now();
         let outcomes = self.outcomes();
         match outcomes.accepted.get(key, now) {
@@ -177,7 +178,7 @@ impl Introspector {
         config: &OAuthConfig,
         token: &str,
         key: TokenHash,
-    ) -> Result<Identity, TokenError> {
+    ) -> Result<Accepted, TokenError> {
         let response = self.ask(token).await?;
         let now = unix_now();
         let outcome = check(config, response.as_ref(), now);
@@ -188,7 +189,7 @@ impl Introspector {
 
     /// Keeps `outcome` for `lifetime` in the map of its kind (and forgets any outcome of
     /// the other kind for the token).
-    fn keep(&self, key: TokenHash, outcome: &Result<Identity, TokenError>, lifetime: Duration) {
+    fn keep(&self, key: TokenHash, outcome: &Result<Accepted, TokenError>, lifetime: Duration) {
         let now = Instant::now();
         // A lifetime past what an Instant can hold is a misconfiguration: keep nothing.
         let Some(until) = now.checked_add(lifetime) else {
@@ -260,7 +261,7 @@ fn check(
     config: &OAuthConfig,
     answer: Option<&Response>,
     now: i64,
-) -> Result<Identity, TokenError> {
+) -> Result<Accepted, TokenError> {
     let Some(answer) = answer else {
         return Err(TokenError::Inactive);
     };
@@ -290,12 +291,13 @@ fn check(
         return Err(TokenError::NotYetValid);
     }
     // The principal is the configured issuer's, whether or not the answer names it.
-    identity(
+    let identity = identity(
         &config.issuer,
         answer.sub.clone(),
         answer.scope.as_deref(),
         None,
-    )
+    )?;
+    Ok((identity, answer.cnf.as_ref().and_then(|c| c.jkt.clone())))
 }
 
 fn unix_now() -> i64 {
@@ -323,6 +325,7 @@ fn form_urlencode(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::authenticator::Identity;
 
     fn config() -> OAuthConfig {
         OAuthConfig::new("https://as.example.com", "https://mcp.example.com/mcp")
@@ -353,15 +356,15 @@ mod tests {
         let minute = Duration::from_secs(60);
         let alice = Identity::new("https://as.example.com#alice");
         let (valid, later): (TokenHash, TokenHash) = ([0xA0; 32], [0xB0; 32]);
-        intro.keep(valid, &Ok(alice.clone()), minute);
+        intro.keep(valid, &Ok((alice.clone(), None)), minute);
         // Far more made-up tokens than refusals are kept.
         for n in 0..100 {
             intro.keep([n; 32], &Err(TokenError::Inactive), minute);
         }
-        assert_eq!(intro.cached(&valid), Some(Ok(alice.clone())));
+        assert_eq!(intro.cached(&valid), Some(Ok((alice.clone(), None))));
         // A token accepted after the flood is kept as well.
-        intro.keep(later, &Ok(alice.clone()), minute);
-        assert_eq!(intro.cached(&later), Some(Ok(alice.clone())));
+        intro.keep(later, &Ok((alice.clone(), None)), minute);
+        assert_eq!(intro.cached(&later), Some(Ok((alice.clone(), None))));
         // The refusals are bounded, the newest kept, the oldest gone.
         assert_eq!(intro.cached(&[99; 32]), Some(Err(TokenError::Inactive)));
         assert_eq!(intro.cached(&[0; 32]), None);
@@ -371,8 +374,8 @@ mod tests {
             assert_eq!(outcomes.accepted.len(), 2);
         }
         // A token accepted after a refusal is no longer refused, and the other way round.
-        intro.keep([99; 32], &Ok(alice.clone()), minute);
-        assert_eq!(intro.cached(&[99; 32]), Some(Ok(alice)));
+        intro.keep([99; 32], &Ok((alice.clone(), None)), minute);
+        assert_eq!(intro.cached(&[99; 32]), Some(Ok((alice, None))));
         intro.keep(valid, &Err(TokenError::Expired), minute);
         assert_eq!(intro.cached(&valid), Some(Err(TokenError::Expired)));
         assert_eq!(intro.outcomes().accepted.len(), 2, "[99; 32] and later");
@@ -385,10 +388,10 @@ mod tests {
         intro.keep([1; 32], &Err(TokenError::Inactive), minute);
         assert_eq!(intro.cached(&[1; 32]), None);
         let bob = Identity::new("https://as.example.com#bob");
-        intro.keep([2; 32], &Ok(bob.clone()), minute);
-        assert_eq!(intro.cached(&[2; 32]), Some(Ok(bob.clone())));
+        intro.keep([2; 32], &Ok((bob.clone(), None)), minute);
+        assert_eq!(intro.cached(&[2; 32]), Some(Ok((bob.clone(), None))));
         // A lifetime no Instant can reach is not kept (nor a panic).
-        intro.keep([3; 32], &Ok(bob), Duration::MAX);
+        intro.keep([3; 32], &Ok((bob, None)), Duration::MAX);
         assert_eq!(intro.cached(&[3; 32]), None);
     }
 
@@ -424,7 +427,12 @@ mod tests {
             "active": true, "sub": "u1", "aud": ["x", c.resource], "iss": c.issuer,
             "exp": now + 10, "scope": "a b",
         });
-        let id = check(&c, Some(&answer(ok.clone())), now).expect("active");
+        let (id, jkt) = check(&c, Some(&answer(ok.clone())), now).expect("active");
+        assert_eq!(jkt, None);
+        let mut bound = ok.clone();
+        bound["cnf"] = serde_json::json!({ "jkt": "thumb" });
+        let (_, jkt) = check(&c, Some(&answer(bound)), now).expect("active");
+        assert_eq!(jkt.as_deref(), Some("thumb"));
         assert_eq!(id.principal, "https://as.example.com#u1");
         assert_eq!(id.scopes.len(), 2);
         let with = |k: &str, v: serde_json::Value| {

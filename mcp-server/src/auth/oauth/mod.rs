@@ -45,6 +45,7 @@
 
 mod claims;
 mod config;
+mod dpop;
 mod expiring;
 mod introspect;
 mod keys;
@@ -54,14 +55,16 @@ mod token;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method, Uri};
 use futures::future::BoxFuture;
+use reqwest::Url;
 
 use super::authenticator::{Authenticator, Identity};
 use super::challenge::{Challenge, Refusal};
 use super::credentials::{Credentials, bearer_credentials};
 use super::resource::metadata_url;
 use config::{http_url, valid_scope};
+use dpop::{CheckedProof, DpopVerifier};
 use introspect::Introspector;
 use keys::KeyCache;
 use metadata::ServerMetadata;
@@ -69,6 +72,7 @@ use metadata::ServerMetadata;
 pub use super::resource::{PROTECTED_RESOURCE_PATH, ProtectedResource};
 pub use claims::TokenError;
 pub use config::{DEFAULT_ALGORITHMS, IntrospectionClient, OAuthConfig, OAuthConfigError};
+pub use dpop::{DpopError, DpopPolicy};
 
 /// An OAuth 2.1 resource server (see the [module](self) documentation). Cheap to clone.
 #[derive(Debug, Clone)]
@@ -82,6 +86,9 @@ struct Inner {
     metadata: ProtectedResource,
     keys: KeyCache,
     introspector: Option<Introspector>,
+    /// The resource URL: DPoP proofs' `htu` is its origin and the request's path.
+    resource: Url,
+    dpop: DpopVerifier,
 }
 
 impl OAuthResourceServer {
@@ -157,12 +164,15 @@ impl OAuthResourceServer {
                 config.introspection_refusal_cache_size,
             )
         });
+        let dpop = DpopVerifier::new(config.dpop.clone(), config.algorithms.clone());
         Ok(OAuthResourceServer {
             inner: Arc::new(Inner {
                 config,
                 metadata,
                 keys,
                 introspector,
+                resource,
+                dpop,
             }),
         })
     }
@@ -173,8 +183,14 @@ impl OAuthResourceServer {
     }
 
     /// Validates `token` (see the [module](self) documentation) into the identity it
-    /// stands for; required scopes are not checked here.
+    /// stands for; required scopes are not checked here, nor a DPoP binding (which
+    /// needs the request: [`Authenticator::authenticate_request`]).
     pub async fn validate(&self, token: &str) -> Result<Identity, TokenError> {
+        self.accepted(token).await.map(|(identity, _)| identity)
+    }
+
+    /// The identity of `token` and the DPoP key thumbprint it is bound to, if any.
+    async fn accepted(&self, token: &str) -> Result<(Identity, Option<String>), TokenError> {
         let inner = &self.inner;
         token::validate(
             &inner.config,
@@ -186,7 +202,64 @@ impl OAuthResourceServer {
     }
 
     fn challenge(&self) -> Challenge {
-        Challenge::new().resource_metadata(Some(self.inner.metadata.metadata_url.clone()))
+        let challenge =
+            Challenge::new().resource_metadata(Some(self.inner.metadata.metadata_url.clone()));
+        if self.inner.config.dpop.required {
+            challenge.dpop(self.inner.dpop.algorithms())
+        } else {
+            challenge
+        }
+    }
+
+    /// 401 with a `DPoP` challenge: `error` (`invalid_token`, `invalid_dpop_proof`,
+    /// `use_dpop_nonce`, the latter with a fresh `DPoP-Nonce`).
+    fn dpop_refusal(&self, error: &'static str, description: String) -> Refusal {
+        let challenge = Challenge::new()
+            .resource_metadata(Some(self.inner.metadata.metadata_url.clone()))
+            .dpop(self.inner.dpop.algorithms())
+            .dpop_error(error, description);
+        let refusal = Refusal::unauthorized(challenge);
+        if error == "use_dpop_nonce" {
+            refusal.with_dpop_nonce(self.inner.dpop.nonce())
+        } else {
+            refusal
+        }
+    }
+
+    /// Checks the `DPoP` proof of a `method` request to `uri` presenting `token` (its
+    /// `jti` is remembered once the token is accepted).
+    fn proof_key(
+        &self,
+        target: Option<(&Method, &Uri)>,
+        headers: &HeaderMap,
+        token: &str,
+    ) -> Result<CheckedProof, Refusal> {
+        let Some((method, uri)) = target else {
+            return Err(self.dpop_refusal(
+                "invalid_dpop_proof",
+                "this server cannot check DPoP proofs on this path".into(),
+            ));
+        };
+        let mut proofs = headers.get_all("dpop").iter();
+        let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+            return Err(self.dpop_refusal("invalid_dpop_proof", DpopError::Missing.to_string()));
+        };
+        let proof = proof.to_str().map_err(|_| {
+            self.dpop_refusal("invalid_dpop_proof", "the DPoP header is not text".into())
+        })?;
+        let mut url = self.inner.resource.clone();
+        url.set_path(uri.path());
+        url.set_query(None);
+        match self.inner.dpop.verify(proof, method.as_str(), &url, token) {
+            Ok(proof) => Ok(proof),
+            Err(DpopError::UseNonce) => {
+                Err(self.dpop_refusal("use_dpop_nonce", DpopError::UseNonce.to_string()))
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "DPoP proof refused");
+                Err(self.dpop_refusal("invalid_dpop_proof", e.to_string()))
+            }
+        }
     }
 
     /// 503: the token cannot be checked now because `what` (of the authorization server)
@@ -208,10 +281,22 @@ impl OAuthResourceServer {
         )
     }
 
-    async fn check(&self, headers: &HeaderMap) -> Result<Option<Identity>, Refusal> {
+    /// Who sent the request (`target`: its method and URI, which DPoP proofs are
+    /// checked against; `None` where the transport does not pass them, and then a DPoP
+    /// token is refused).
+    async fn check(
+        &self,
+        target: Option<(&Method, &Uri)>,
+        headers: &HeaderMap,
+    ) -> Result<Option<Identity>, Refusal> {
         let required = &self.inner.config.required_scopes;
+        let mut proof = None;
         let token = match bearer_credentials(headers) {
             Credentials::Bearer(token) => token,
+            Credentials::Dpop(token) => {
+                proof = Some(self.proof_key(target, headers, token)?);
+                token
+            }
             Credentials::None => {
                 return Err(Refusal::unauthorized(self.challenge().scope(required)));
             }
@@ -222,8 +307,17 @@ impl OAuthResourceServer {
                 ));
             }
         };
-        let identity = match self.validate(token).await {
-            Ok(identity) => identity,
+        let identity = match self.accepted(token).await {
+            Ok((identity, bound)) => {
+                self.check_binding(bound.as_deref(), proof.as_ref().map(|p| p.jkt.as_str()))?;
+                if let Some(proof) = &proof {
+                    self.inner
+                        .dpop
+                        .accept(proof)
+                        .map_err(|e| self.dpop_refusal("invalid_dpop_proof", e.to_string()))?;
+                }
+                identity
+            }
             Err(TokenError::KeysUnavailable(reason)) => {
                 let issuer = &self.inner.config.issuer;
                 tracing::warn!(%issuer, %reason, "cannot check a token: the authorization server's keys are out of reach");
@@ -250,12 +344,47 @@ impl OAuthResourceServer {
     }
 }
 
+impl OAuthResourceServer {
+    /// A token bound to a key (`bound`) passes only with a proof of that key
+    /// (`proved`); with [`DpopPolicy::required`], every token must be bound.
+    fn check_binding(&self, bound: Option<&str>, proved: Option<&str>) -> Result<(), Refusal> {
+        match (bound, proved) {
+            (Some(bound), Some(proved)) if bound == proved => Ok(()),
+            (Some(_), Some(_)) => {
+                Err(self.dpop_refusal("invalid_dpop_proof", DpopError::KeyMismatch.to_string()))
+            }
+            (Some(_), None) => Err(self.dpop_refusal(
+                "invalid_token",
+                "the token is DPoP-bound: present it with the DPoP scheme and a proof".into(),
+            )),
+            (None, Some(_)) => Err(self.dpop_refusal(
+                "invalid_token",
+                "the token is not DPoP-bound: present it with the Bearer scheme".into(),
+            )),
+            (None, None) if self.inner.config.dpop.required => Err(self.dpop_refusal(
+                "invalid_token",
+                "this server accepts DPoP-bound tokens only".into(),
+            )),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
 impl Authenticator for OAuthResourceServer {
     fn authenticate<'a>(
         &'a self,
         headers: &'a HeaderMap,
     ) -> BoxFuture<'a, Result<Option<Identity>, Refusal>> {
-        Box::pin(self.check(headers))
+        Box::pin(self.check(None, headers))
+    }
+
+    fn authenticate_request<'a>(
+        &'a self,
+        method: &'a Method,
+        uri: &'a Uri,
+        headers: &'a HeaderMap,
+    ) -> BoxFuture<'a, Result<Option<Identity>, Refusal>> {
+        Box::pin(self.check(Some((method, uri)), headers))
     }
 
     fn protected_resource(&self) -> Option<&ProtectedResource> {
@@ -339,7 +468,7 @@ mod tests {
                 axum::http::header::AUTHORIZATION,
                 format!("Bearer {token}").parse().expect("header value"),
             );
-            let refusal = server.check(&headers).await.expect_err("a 503");
+            let refusal = server.check(None, &headers).await.expect_err("a 503");
             assert_eq!(refusal.status, axum::http::StatusCode::SERVICE_UNAVAILABLE);
             assert_eq!(refusal.retry_after, Some(Duration::from_secs(60)));
             assert_eq!(

@@ -1,5 +1,5 @@
 //! Access token validation: a JWT's header and algorithm, the signing key, the signature,
-//! then the claims (`iss`, `aud`, `exp`, `nbf`, `sub`), into an [`Identity`] (as
+//! then the claims (`iss`, `aud`, `exp`, `nbf`, `sub`), into an identity (as
 //! `claims.rs` reads them); a token that is not a JWT goes to introspection
 //! (`introspect.rs`) when it is configured.
 
@@ -9,11 +9,10 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
-use super::claims::{Scp, TokenError, identity};
+use super::claims::{Accepted, Cnf, Scp, TokenError, identity};
 use super::config::OAuthConfig;
 use super::introspect::Introspector;
 use super::keys::{KeyCache, Lookup};
-use crate::auth::authenticator::Identity;
 
 /// Tokens longer than this are refused unread.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -29,6 +28,8 @@ struct Claims {
     scope: Option<String>,
     #[serde(default)]
     scp: Option<Scp>,
+    #[serde(default)]
+    cnf: Option<Cnf>,
 }
 
 /// The `alg` the token's header names, as written (so that `none` can be named).
@@ -59,7 +60,7 @@ pub(super) async fn validate(
     keys: &KeyCache,
     introspector: Option<&Introspector>,
     token: &str,
-) -> Result<Identity, TokenError> {
+) -> Result<Accepted, TokenError> {
     if token.len() > MAX_TOKEN_BYTES {
         return Err(TokenError::Malformed);
     }
@@ -73,7 +74,7 @@ async fn validate_jwt(
     config: &OAuthConfig,
     keys: &KeyCache,
     token: &str,
-) -> Result<Identity, TokenError> {
+) -> Result<Accepted, TokenError> {
     if token.split('.').count() != 3 {
         return Err(TokenError::Malformed);
     }
@@ -101,7 +102,8 @@ async fn validate_jwt(
         match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
             Ok(data) => {
                 let c = data.claims;
-                return identity(&c.iss, c.sub, c.scope.as_deref(), c.scp);
+                let jkt = c.cnf.and_then(|c| c.jkt);
+                return Ok((identity(&c.iss, c.sub, c.scope.as_deref(), c.scp)?, jkt));
             }
             // Without a `kid` several keys may fit: try the next.
             Err(e) if matches!(e.kind(), ErrorKind::InvalidSignature) => {

@@ -30,10 +30,14 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::asking::{ClientHosts, ask_as_task};
 use crate::auth::Identity;
 use crate::report::Report;
-use crate::retry::{Backoff, while_transient};
+
+mod input;
+mod promotion;
+
+use crate::retry::while_transient;
+pub(crate) use promotion::{Phase, Promotion, TaskBinding};
 
 /// How a tool call ended other than with a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -145,17 +149,15 @@ pub(crate) struct TaskCaller {
 
 enum Mode {
     /// A synchronous call: answers from this round's `inputResponses`; unanswered
-    /// requests are collected for the `input_required` result.
+    /// requests are collected for the `input_required` result. A call that may become a
+    /// task at its deadline has a `promotion`: once promoted, it is a task.
     Rounds {
         answers: JsonObject,
         wanted: Mutex<BTreeMap<String, Value>>,
+        promotion: Option<Arc<Promotion>>,
     },
     /// A task: input goes through the store.
-    Task {
-        store: Arc<dyn TaskStore>,
-        key: TaskKey,
-        wake: Arc<Notify>,
-    },
+    Task(TaskBinding),
     /// A synchronous call in an MCP 2025-11-25 session: input requests go to the client
     /// as server->client requests on the call's own stream.
     Direct { peer: Peer },
@@ -168,7 +170,7 @@ impl std::fmt::Debug for Mode {
                 .debug_struct("Rounds")
                 .field("answers", &answers.len())
                 .finish(),
-            Mode::Task { key, .. } => f.debug_struct("Task").field("key", key).finish(),
+            Mode::Task(task) => f.debug_struct("Task").field("key", &task.key).finish(),
             Mode::Direct { .. } => f.debug_struct("Direct").finish_non_exhaustive(),
         }
     }
@@ -181,12 +183,28 @@ impl ToolContext {
         cancel: CancellationToken,
         scope: CallScope,
     ) -> ToolContext {
+        ToolContext::round(answers, cancel, scope, None)
+    }
+
+    fn round(
+        answers: JsonObject,
+        cancel: CancellationToken,
+        scope: CallScope,
+        promotion: Option<Arc<Promotion>>,
+    ) -> ToolContext {
+        let mode = Mode::Rounds {
+            answers,
+            wanted: Mutex::default(),
+            promotion,
+        };
+        ToolContext::synchronous(mode, cancel, scope)
+    }
+
+    /// A synchronous call's context: `mode` and what the request brought.
+    fn synchronous(mode: Mode, cancel: CancellationToken, scope: CallScope) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
-                mode: Mode::Rounds {
-                    answers,
-                    wanted: Mutex::default(),
-                },
+                mode,
                 cancel,
                 asked: AtomicU32::new(0),
                 report: scope.report,
@@ -209,7 +227,7 @@ impl ToolContext {
     ) -> ToolContext {
         ToolContext {
             inner: Arc::new(Inner {
-                mode: Mode::Task { store, key, wake },
+                mode: Mode::Task(TaskBinding { store, key, wake }),
                 cancel,
                 asked: AtomicU32::new(0),
                 report: Report::default(),
@@ -223,30 +241,34 @@ impl ToolContext {
 
     /// A context for a synchronous 2025-11-25 call, asking the client directly.
     pub(crate) fn direct(peer: Peer, cancel: CancellationToken, scope: CallScope) -> ToolContext {
-        ToolContext {
-            inner: Arc::new(Inner {
-                mode: Mode::Direct { peer },
-                cancel,
-                asked: AtomicU32::new(0),
-                report: scope.report,
-                client_capabilities: scope.client_capabilities,
-                identity: scope.identity,
-                related_tasks: scope.related_tasks,
-                attempt: 1,
-            }),
-        }
+        ToolContext::synchronous(Mode::Direct { peer }, cancel, scope)
     }
 
-    /// Whether this call runs as a task.
+    /// A context for one synchronous round that may become a task at its deadline
+    /// (`promotion` says when it has).
+    pub(crate) fn promotable(
+        answers: JsonObject,
+        cancel: CancellationToken,
+        scope: CallScope,
+        promotion: Arc<Promotion>,
+    ) -> ToolContext {
+        ToolContext::round(answers, cancel, scope, Some(promotion))
+    }
+
+    /// Whether this call runs as a task (a call promoted at its deadline does from then on).
     pub fn is_task(&self) -> bool {
-        matches!(self.inner.mode, Mode::Task { .. })
+        self.task_id().is_some()
     }
 
     /// The task's id, when running as one.
     pub fn task_id(&self) -> Option<&str> {
         match &self.inner.mode {
-            Mode::Task { key, .. } => Some(key.id.as_str()),
-            Mode::Rounds { .. } | Mode::Direct { .. } => None,
+            Mode::Task(task) => Some(task.key.id.as_str()),
+            Mode::Rounds { promotion, .. } => promotion
+                .as_ref()
+                .and_then(|p| p.task())
+                .map(|key| key.id.as_str()),
+            Mode::Direct { .. } => None,
         }
     }
 
@@ -307,6 +329,9 @@ impl ToolContext {
     /// and **does nothing in a task** (a task reports through [`status`](Self::status)).
     /// A notification that cannot be delivered is dropped: progress is advisory.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if self.is_task() {
+            return;
+        }
         self.inner.report.progress(progress, total, message).await;
     }
 
@@ -316,6 +341,9 @@ impl ToolContext {
     /// request's `_meta` carries `io.modelcontextprotocol/logLevel`, at or above it. Does
     /// nothing in a task. Undeliverable messages are dropped.
     pub async fn log(&self, level: LoggingLevel, data: impl Into<Value>) {
+        if self.is_task() {
+            return;
+        }
         self.inner.report.log(level, None, data.into()).await;
     }
 
@@ -379,28 +407,44 @@ impl ToolContext {
 
     /// Sets the task's status message (the one progress channel tasks have; render
     /// structured progress into the text). Does nothing in a synchronous call.
+    /// In a call that may become a task at its deadline, the message is kept until then:
+    /// the task starts with it.
     pub async fn status(&self, message: impl Into<String>) -> Result<(), ToolError> {
-        match &self.inner.mode {
-            Mode::Task { store, key, .. } => {
-                let message = message.into();
-                while_transient(
-                    &self.inner.cancel,
-                    "setting a task's status message",
-                    || store.set_status_message(&key.owner, &key.id, Some(message.clone())),
-                )
-                .await
-                .map_err(store_error)?;
-                Ok(())
+        let task = match &self.inner.mode {
+            Mode::Task(task) => task.clone(),
+            Mode::Rounds {
+                promotion: Some(promotion),
+                ..
+            } => {
+                let mut phase = promotion.phase().await;
+                match &mut *phase {
+                    Phase::Call { status } => {
+                        *status = Some(message.into());
+                        return Ok(());
+                    }
+                    Phase::Ending => return Ok(()),
+                    Phase::Task(task) => task.clone(),
+                }
             }
-            Mode::Rounds { .. } | Mode::Direct { .. } => Ok(()),
-        }
+            Mode::Rounds { .. } | Mode::Direct { .. } => return Ok(()),
+        };
+        let message = message.into();
+        let TaskBinding { store, key, .. } = &task;
+        while_transient(
+            &self.inner.cancel,
+            "setting a task's status message",
+            || store.set_status_message(&key.owner, &key.id, Some(message.clone())),
+        )
+        .await
+        .map_err(store_error)?;
+        Ok(())
     }
 
     /// The input requests this round could not answer (synchronous calls).
     pub(crate) fn wanted(&self) -> BTreeMap<String, Value> {
         match &self.inner.mode {
             Mode::Rounds { wanted, .. } => wanted.lock().map(|w| w.clone()).unwrap_or_default(),
-            Mode::Task { .. } | Mode::Direct { .. } => BTreeMap::new(),
+            Mode::Task(_) | Mode::Direct { .. } => BTreeMap::new(),
         }
     }
 
@@ -435,106 +479,48 @@ impl ToolContext {
             calls.push((key, n, call));
         }
         let answers = match &self.inner.mode {
-            Mode::Rounds { answers, wanted } => {
-                let mut got = Vec::with_capacity(calls.len());
-                let mut missing = false;
-                for (key, n, call) in calls {
-                    let key = key.unwrap_or_else(|| format!("mrtr-{n}"));
-                    match answers.get(&key) {
-                        Some(answer) => got.push(answer.clone()),
-                        None => {
-                            missing = true;
-                            if let Ok(mut w) = wanted.lock() {
-                                w.insert(key, call);
+            Mode::Rounds {
+                answers,
+                wanted,
+                promotion,
+            } => {
+                // A promotable call decides under its phase lock: a task asks the task's
+                // way; a call that cannot answer ends the round and is no longer
+                // promotable.
+                let mut phase = match promotion {
+                    Some(promotion) => Some(promotion.phase().await),
+                    None => None,
+                };
+                if let Some(Phase::Task(task)) = phase.as_deref() {
+                    let task = task.clone();
+                    drop(phase);
+                    self.ask_in_task(&task, calls).await?
+                } else {
+                    let mut got = Vec::with_capacity(calls.len());
+                    let mut missing = false;
+                    for (key, n, call) in calls {
+                        let key = key.unwrap_or_else(|| format!("mrtr-{n}"));
+                        match answers.get(&key) {
+                            Some(answer) => got.push(answer.clone()),
+                            None => {
+                                missing = true;
+                                if let Ok(mut w) = wanted.lock() {
+                                    w.insert(key, call);
+                                }
                             }
                         }
                     }
-                }
-                if missing {
-                    return Err(ToolError::InputRequired);
-                }
-                got
-            }
-            Mode::Direct { peer } => {
-                // A client that hosts this kind of request as a task (its `initialize`
-                // declared `tasks.requests`) is asked as one; the call's cancellation
-                // cancels the client's task.
-                let hosts = self
-                    .inner
-                    .client_capabilities
-                    .as_ref()
-                    .and_then(|c| serde_json::to_value(c).ok())
-                    .map(|c| ClientHosts::of(&c))
-                    .unwrap_or_default();
-                let mut got = Vec::with_capacity(calls.len());
-                for (_, _, call) in calls {
-                    let params = call.get("params").cloned().unwrap_or(Value::Null);
-                    let raw = serde_json::value::to_raw_value(&params)
-                        .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;
-                    let answer = if hosts.hosts(M::METHOD) {
-                        let params = match params {
-                            Value::Object(params) => params,
-                            _ => JsonObject::new(),
-                        };
-                        let cancel = &self.inner.cancel;
-                        match ask_as_task(peer, M::METHOD, params, hosts, cancel, None).await {
-                            Err(_) if cancel.is_cancelled() => return Err(ToolError::Cancelled),
-                            other => other.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
+                    if missing {
+                        if let Some(phase) = phase.as_deref_mut() {
+                            *phase = Phase::Ending;
                         }
-                    } else {
-                        tokio::select! {
-                            _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
-                            r = peer.request_raw(M::METHOD, Some(&raw)) => r.map_err(|e| ToolError::Rpc(ErrorObject::from(e)))?,
-                        }
-                    };
-                    let answer = serde_json::from_str(answer.get())
-                        .map_err(|e| ToolError::rpc(error_codes::INTERNAL_ERROR, e.to_string()))?;
-                    got.push(answer);
-                }
-                got
-            }
-            Mode::Task { store, key, wake } => {
-                let keys: Vec<String> = calls
-                    .iter()
-                    // Keys are unique for the task's whole life: a later run asks anew,
-                    // under its own keys marked with the run.
-                    .map(|(key, n, _)| match (key, self.inner.attempt) {
-                        (Some(key), 0 | 1) => key.clone(),
-                        (Some(key), run) => format!("{key}-r{run}"),
-                        (None, 0 | 1) => format!("input-{n}"),
-                        (None, run) => format!("input-r{run}-{n}"),
-                    })
-                    .collect();
-                let requests: BTreeMap<String, Value> = keys
-                    .iter()
-                    .cloned()
-                    .zip(calls.into_iter().map(|(_, _, call)| call))
-                    .collect();
-                // A retry after a lost reply may find its own keys already there: that
-                // attempt landed.
-                let mut retried = false;
-                let asked = while_transient(&self.inner.cancel, "asking a task's input", || {
-                    let attempt = store.request_input(&key.owner, &key.id, requests.clone());
-                    let again = std::mem::replace(&mut retried, true);
-                    async move {
-                        match attempt.await {
-                            Err(StoreError::InputKeyReused { .. }) if again => Ok(()),
-                            other => other.map(drop),
-                        }
+                        return Err(ToolError::InputRequired);
                     }
-                })
-                .await;
-                asked.map_err(store_error)?;
-                crate::telemetry::task_event!(keys = ?keys, method = M::METHOD, "input requested");
-                let asked_at = std::time::Instant::now();
-                let mut got = Vec::with_capacity(keys.len());
-                for input_key in &keys {
-                    got.push(self.wait_for(store.as_ref(), key, wake, input_key).await?);
+                    got
                 }
-                crate::telemetry::task_event!(keys = ?keys, "input answered");
-                crate::telemetry::input_waited(asked_at.elapsed());
-                got
             }
+            Mode::Direct { peer } => self.ask_directly::<M>(peer, calls).await?,
+            Mode::Task(task) => self.ask_in_task(task, calls).await?,
         };
         answers
             .into_iter()
@@ -547,49 +533,5 @@ impl ToolContext {
                 })
             })
             .collect()
-    }
-
-    async fn wait_for(
-        &self,
-        store: &dyn TaskStore,
-        key: &TaskKey,
-        wake: &Notify,
-        input_key: &str,
-    ) -> Result<Value, ToolError> {
-        let mut backoff = Backoff::default();
-        loop {
-            // Register for the wake-up before looking, so an answer arriving in between
-            // is not missed.
-            let notified = wake.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            // While the store is unavailable, look again after a backoff: the answer
-            // waits in the store, and the lease decides how long the tool may wait.
-            let unavailable = match store
-                .take_input_response(&key.owner, &key.id, input_key)
-                .await
-            {
-                Ok(Some(answer)) => return Ok(answer),
-                Ok(None) => false,
-                Err(e) if e.is_transient() => {
-                    tracing::debug!(error = %e, "store unavailable while waiting for input; looking again");
-                    true
-                }
-                Err(e) => return Err(store_error(e)),
-            };
-            let pause = async {
-                if unavailable {
-                    backoff.wait().await;
-                } else {
-                    backoff = Backoff::default();
-                    tokio::time::sleep(INPUT_RECHECK).await;
-                }
-            };
-            tokio::select! {
-                _ = self.inner.cancel.cancelled() => return Err(ToolError::Cancelled),
-                _ = &mut notified => {}
-                _ = pause => {}
-            }
-        }
     }
 }

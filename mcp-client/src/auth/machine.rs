@@ -1,0 +1,552 @@
+//! Logins without a person: the grants a program (a background agent, a workload) uses.
+//!
+//! - The client credentials grant (the MCP OAuth client credentials extension), the
+//!   client authenticated with a secret (`client_secret_basic` or `client_secret_post`,
+//!   as the authorization server lists them) or a signed JWT (`private_key_jwt`,
+//!   RFC 7523 §2.2);
+//! - the JWT bearer grant (RFC 7523 §2.1) with a workload's identity token, read from a
+//!   file at each grant (workload identity federation: the platform rotates the file);
+//! - enterprise-managed authorization: the user's ID token is exchanged at the
+//!   enterprise identity provider for an identity assertion authorization grant
+//!   (ID-JAG, RFC 8693 token exchange), which the JWT bearer grant trades for an
+//!   access token at the MCP server's authorization server.
+//!
+//! Every token request carries the RFC 8707 `resource`; a refused grant is an
+//! [`AuthError::TokenRefused`], never retried with another grant.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde::Deserialize;
+
+use super::discovery::ServerMetadata;
+use super::error::AuthError;
+use super::registration::{CLIENT_SECRET_BASIC, CLIENT_SECRET_POST};
+use super::secure::{CappedError, CappedHttp, require_https};
+use super::store::{TokenSet, now_secs};
+
+const CLIENT_CREDENTIALS: &str = "client_credentials";
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+/// How long a client assertion is valid.
+const ASSERTION_LIFETIME_SECS: u64 = 60;
+
+/// A private key that signs client assertions (`private_key_jwt`).
+#[derive(Clone)]
+pub struct SigningKey {
+    key: EncodingKey,
+    algorithm: Algorithm,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKey {
+    /// A PEM private key: `PRIVATE KEY` (PKCS#8) for EC and Ed25519 keys, `RSA PRIVATE
+    /// KEY` (PKCS#1) for RSA keys, signing with `algorithm` (`ES256`, `ES384`, `EdDSA`,
+    /// `RS256`, `PS256`...).
+    pub fn from_pem(pem: &[u8], algorithm: &str) -> Result<SigningKey, AuthError> {
+        let algorithm: Algorithm = algorithm
+            .parse()
+            .map_err(|_| AuthError::Key(format!("unknown signing algorithm {algorithm}")))?;
+        let (label, der) = pem_der(pem)?;
+        let key = match (algorithm, label.as_str()) {
+            (Algorithm::ES256 | Algorithm::ES384, "PRIVATE KEY") => EncodingKey::from_ec_der(&der),
+            (Algorithm::EdDSA, "PRIVATE KEY") => EncodingKey::from_ed_der(&der),
+            (
+                Algorithm::RS256
+                | Algorithm::RS384
+                | Algorithm::RS512
+                | Algorithm::PS256
+                | Algorithm::PS384
+                | Algorithm::PS512,
+                "RSA PRIVATE KEY",
+            ) => EncodingKey::from_rsa_der(&der),
+            (Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512, _) => {
+                return Err(AuthError::Key(format!(
+                    "{algorithm:?} is not an asymmetric algorithm: private_key_jwt needs one"
+                )));
+            }
+            (_, label) => {
+                return Err(AuthError::Key(format!(
+                    "a {label} PEM block does not fit {algorithm:?}: EC and Ed25519 keys must be PKCS#8 (BEGIN PRIVATE KEY; convert with `openssl pkcs8 -topk8 -nocrypt`), RSA keys PKCS#1 (BEGIN RSA PRIVATE KEY)"
+                )));
+            }
+        };
+        let key = SigningKey { key, algorithm };
+        // A key ring cannot read fails here, not at the first token request.
+        client_assertion(&key, "probe", "probe")
+            .map_err(|_| AuthError::Key("the client key is not a usable private key".into()))?;
+        Ok(key)
+    }
+
+    /// Reads a PEM key file (see [`from_pem`](SigningKey::from_pem)).
+    pub fn from_pem_file(
+        path: impl AsRef<std::path::Path>,
+        algorithm: &str,
+    ) -> Result<SigningKey, AuthError> {
+        let path = path.as_ref();
+        let pem = std::fs::read(path)
+            .map_err(|e| AuthError::Key(format!("cannot read {}: {e}", path.display())))?;
+        SigningKey::from_pem(&pem, algorithm)
+    }
+}
+
+/// How a machine client authenticates at the token endpoint.
+#[derive(Debug, Clone)]
+pub enum ClientAuth {
+    /// A client secret: `client_secret_basic` when the authorization server lists it
+    /// (or lists nothing), else `client_secret_post`.
+    Secret(String),
+    /// A JWT signed with the client's key (`private_key_jwt`, RFC 7523 §2.2): `iss` and
+    /// `sub` the client id, `aud` the issuer.
+    PrivateKeyJwt(Arc<SigningKey>),
+    /// No authentication: the client id in the form (a public client).
+    None,
+}
+
+/// A client known to the authorization server beforehand, for the machine grants.
+#[derive(Clone)]
+pub struct MachineClient {
+    /// The client id.
+    pub client_id: String,
+    /// How it authenticates.
+    pub auth: ClientAuth,
+    /// The issuer it is registered with, if bound: its credentials then go to that
+    /// authorization server only ([`AuthError::MachineClientForOtherIssuer`]). `None`:
+    /// the authorization server the MCP server's metadata names (https or loopback).
+    pub issuer: Option<String>,
+}
+
+impl std::fmt::Debug for MachineClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let auth = match &self.auth {
+            ClientAuth::Secret(_) => "secret",
+            ClientAuth::PrivateKeyJwt(_) => "private_key_jwt",
+            ClientAuth::None => "none",
+        };
+        f.debug_struct("MachineClient")
+            .field("client_id", &self.client_id)
+            .field("auth", &auth)
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
+/// A JWT the client presents: given, or read from a file at each use.
+#[derive(Clone)]
+pub enum Assertion {
+    /// The token itself.
+    Value(String),
+    /// A file holding it (surrounding whitespace ignored), read at each grant.
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for Assertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Assertion::Value(_) => f.write_str("Assertion::Value(…)"),
+            Assertion::File(p) => f.debug_tuple("Assertion::File").field(p).finish(),
+        }
+    }
+}
+
+impl Assertion {
+    fn read(&self) -> Result<String, AuthError> {
+        let token = match self {
+            Assertion::Value(v) => v.trim().to_owned(),
+            Assertion::File(path) => std::fs::read_to_string(path)
+                .map_err(|e| AuthError::Key(format!("cannot read {}: {e}", path.display())))?
+                .trim()
+                .to_owned(),
+        };
+        if token.is_empty() {
+            return Err(AuthError::Key("the assertion to present is empty".into()));
+        }
+        Ok(token)
+    }
+}
+
+/// The enterprise identity provider where ID tokens become ID-JAGs.
+#[derive(Debug, Clone)]
+pub struct IdentityProvider {
+    /// Its token endpoint (https, or http on a loopback host).
+    pub token_endpoint: String,
+    /// The client registered there.
+    pub client: MachineClient,
+}
+
+/// A login without a browser step.
+#[derive(Debug, Clone)]
+pub enum Grant {
+    /// The client credentials grant.
+    ClientCredentials(MachineClient),
+    /// The JWT bearer grant with a workload identity token (workload identity
+    /// federation).
+    JwtBearer {
+        /// The client (often a public one: [`ClientAuth::None`]).
+        client: MachineClient,
+        /// The workload's token.
+        assertion: Assertion,
+    },
+    /// Enterprise-managed authorization: the ID token exchanged at the identity
+    /// provider for an ID-JAG, then the JWT bearer grant with it.
+    IdentityAssertion {
+        /// The client at the MCP server's authorization server.
+        client: MachineClient,
+        /// Where the ID token is exchanged.
+        idp: IdentityProvider,
+        /// The user's ID token from that identity provider.
+        id_token: Assertion,
+    },
+}
+
+impl Grant {
+    /// The client at the MCP server's authorization server.
+    pub fn client(&self) -> &MachineClient {
+        match self {
+            Grant::ClientCredentials(c) => c,
+            Grant::JwtBearer { client, .. } | Grant::IdentityAssertion { client, .. } => client,
+        }
+    }
+}
+
+/// The label and DER bytes of the first PEM block of `pem`.
+fn pem_der(pem: &[u8]) -> Result<(String, Vec<u8>), AuthError> {
+    let bad = || AuthError::Key("the client key is not a PEM private key".into());
+    let text = std::str::from_utf8(pem).map_err(|_| bad())?;
+    let begin = text.find("-----BEGIN ").ok_or_else(bad)?;
+    let rest = &text[begin + "-----BEGIN ".len()..];
+    let label_end = rest.find("-----").ok_or_else(bad)?;
+    let label = rest[..label_end].to_owned();
+    let body = &rest[label_end + 5..];
+    let end = body
+        .find(&format!("-----END {label}-----"))
+        .ok_or_else(bad)?;
+    let b64: String = body[..end].split_whitespace().collect();
+    let der = STANDARD.decode(b64).map_err(|_| bad())?;
+    Ok((label, der))
+}
+
+/// A token endpoint's answer (the members used), success or error.
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: Option<String>,
+    token_type: Option<String>,
+    expires_in: Option<u64>,
+    refresh_token: Option<String>,
+    scope: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+fn percent(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// A signed client assertion for `client_id` at `audience`.
+fn client_assertion(
+    key: &SigningKey,
+    client_id: &str,
+    audience: &str,
+) -> Result<String, AuthError> {
+    let now = now_secs();
+    let mut jti = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut jti)
+        .map_err(|_| AuthError::Key("no randomness for a client assertion".into()))?;
+    let claims = serde_json::json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + ASSERTION_LIFETIME_SECS,
+        "jti": URL_SAFE_NO_PAD.encode(jti),
+    });
+    jsonwebtoken::encode(&Header::new(key.algorithm), &claims, &key.key)
+        .map_err(|e| AuthError::Key(format!("cannot sign the client assertion: {e}")))
+}
+
+/// POSTs `form` to `endpoint` with `client`'s authentication (`audience`: the issuer
+/// a client assertion is for; `methods`: what the server lists); reads the answer.
+async fn token_request(
+    http: &CappedHttp,
+    endpoint: &str,
+    client: &MachineClient,
+    audience: &str,
+    methods: Option<&[String]>,
+    form: Vec<(&'static str, String)>,
+) -> Result<TokenAnswer, AuthError> {
+    require_https(endpoint, "token endpoint")?;
+    // Made again for a DPoP nonce retry: a client assertion is good for one request.
+    let build = || {
+        let mut form = form.clone();
+        let mut request = oauth2::http::Request::builder()
+            .method(oauth2::http::Method::POST)
+            .uri(endpoint)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept", "application/json");
+        match &client.auth {
+            ClientAuth::Secret(secret) => {
+                let basic = methods.is_none_or(|m| {
+                    m.iter().any(|m| m == CLIENT_SECRET_BASIC)
+                        || !m.iter().any(|m| m == CLIENT_SECRET_POST)
+                });
+                if basic {
+                    // RFC 6749 §2.3.1: both form-urlencoded before Basic encoding.
+                    let pair = format!("{}:{}", percent(&client.client_id), percent(secret));
+                    request =
+                        request.header("authorization", format!("Basic {}", STANDARD.encode(pair)));
+                } else {
+                    form.push(("client_id", client.client_id.clone()));
+                    form.push(("client_secret", secret.clone()));
+                }
+            }
+            ClientAuth::PrivateKeyJwt(key) => {
+                form.push(("client_id", client.client_id.clone()));
+                form.push(("client_assertion_type", ASSERTION_TYPE.into()));
+                form.push((
+                    "client_assertion",
+                    client_assertion(key, &client.client_id, audience)?,
+                ));
+            }
+            ClientAuth::None => form.push(("client_id", client.client_id.clone())),
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        request
+            .body(body.into_bytes())
+            .map_err(|e| AuthError::TokenRequest(e.to_string()))
+    };
+    let response = http.send_rebuilt(build).await.map_err(|CappedError(e)| e)?;
+    let answer: TokenAnswer = serde_json::from_slice(response.body()).map_err(|e| {
+        AuthError::TokenRequest(format!(
+            "unreadable answer from {endpoint} (HTTP {}): {e}",
+            response.status()
+        ))
+    })?;
+    if let Some(error) = answer.error.clone() {
+        return Err(AuthError::TokenRefused {
+            error,
+            description: answer.error_description,
+        });
+    }
+    if !response.status().is_success() || answer.access_token.is_none() {
+        return Err(AuthError::TokenRequest(format!(
+            "{endpoint} answered HTTP {} without an access token",
+            response.status()
+        )));
+    }
+    Ok(answer)
+}
+
+fn token_set(answer: TokenAnswer, scope: Option<&str>) -> TokenSet {
+    TokenSet {
+        access_token: answer.access_token.unwrap_or_default(),
+        token_type: answer.token_type,
+        refresh_token: answer.refresh_token,
+        expires_at: answer.expires_in.map(|s| now_secs().saturating_add(s)),
+        scope: answer.scope.or_else(|| scope.map(str::to_owned)),
+        received_at: Some(now_secs()),
+    }
+}
+
+/// Checks that `client` may be used at `issuer`.
+pub fn check_binding(client: &MachineClient, issuer: &str) -> Result<(), AuthError> {
+    match &client.issuer {
+        Some(bound) if bound != issuer => Err(AuthError::MachineClientForOtherIssuer {
+            issuer: issuer.to_owned(),
+            bound: bound.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `grant` at `metadata`'s authorization server for `resource` and `scope`.
+pub async fn run(
+    http: &CappedHttp,
+    metadata: &ServerMetadata,
+    grant: &Grant,
+    resource: &str,
+    scope: Option<&str>,
+) -> Result<TokenSet, AuthError> {
+    let client = grant.client();
+    check_binding(client, &metadata.issuer)?;
+    let mut form: Vec<(&'static str, String)> = Vec::new();
+    match grant {
+        Grant::ClientCredentials(_) => form.push(("grant_type", CLIENT_CREDENTIALS.into())),
+        Grant::JwtBearer { assertion, .. } => {
+            form.push(("grant_type", JWT_BEARER.into()));
+            form.push(("assertion", assertion.read()?));
+        }
+        Grant::IdentityAssertion { idp, id_token, .. } => {
+            let jag = identity_assertion(http, idp, id_token, metadata, resource, scope).await?;
+            form.push(("grant_type", JWT_BEARER.into()));
+            form.push(("assertion", jag));
+        }
+    }
+    form.push(("resource", resource.to_owned()));
+    if let Some(scope) = scope {
+        form.push(("scope", scope.to_owned()));
+    }
+    let answer = token_request(
+        http,
+        &metadata.token_endpoint,
+        client,
+        &metadata.issuer,
+        metadata.token_endpoint_auth_methods_supported.as_deref(),
+        form,
+    )
+    .await?;
+    Ok(token_set(answer, scope))
+}
+
+/// The RFC 8693 token exchange at the identity provider: the ID token for an ID-JAG
+/// whose audience is the authorization server and whose resource is the MCP server.
+async fn identity_assertion(
+    http: &CappedHttp,
+    idp: &IdentityProvider,
+    id_token: &Assertion,
+    metadata: &ServerMetadata,
+    resource: &str,
+    scope: Option<&str>,
+) -> Result<String, AuthError> {
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE.to_owned()),
+        ("requested_token_type", ID_JAG.to_owned()),
+        ("audience", metadata.issuer.clone()),
+        ("resource", resource.to_owned()),
+        ("subject_token", id_token.read()?),
+        ("subject_token_type", ID_TOKEN.to_owned()),
+    ];
+    if let Some(scope) = scope {
+        form.push(("scope", scope.to_owned()));
+    }
+    // The identity provider's own token endpoint: no DPoP there (the ID-JAG is not a
+    // token presented to a resource).
+    let plain = CappedHttp {
+        http: http.http.clone(),
+        dpop: None,
+    };
+    let audience = idp.client.issuer.clone().unwrap_or_else(|| {
+        url::Url::parse(&idp.token_endpoint)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default()
+    });
+    let answer = token_request(
+        &plain,
+        &idp.token_endpoint,
+        &idp.client,
+        &audience,
+        None,
+        form,
+    )
+    .await?;
+    Ok(answer.access_token.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ec_pem() -> (String, Vec<u8>) {
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .expect("pair");
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            STANDARD.encode(pkcs8.as_ref())
+        );
+        (pem, pair.public_key().as_ref().to_vec())
+    }
+
+    #[test]
+    fn a_client_assertion_is_signed_for_the_issuer() {
+        let (pem, public) = ec_pem();
+        let key = SigningKey::from_pem(pem.as_bytes(), "ES256").expect("key");
+        let jwt = client_assertion(&key, "cid", "https://as.example").expect("signed");
+        let x = URL_SAFE_NO_PAD.encode(&public[1..33]);
+        let y = URL_SAFE_NO_PAD.encode(&public[33..]);
+        let mut validation = jsonwebtoken::Validation::new(Algorithm::ES256);
+        validation.set_audience(&["https://as.example"]);
+        let claims = jsonwebtoken::decode::<serde_json::Value>(
+            &jwt,
+            &jsonwebtoken::DecodingKey::from_ec_components(&x, &y).expect("key"),
+            &validation,
+        )
+        .expect("verifies")
+        .claims;
+        assert_eq!(claims["iss"], "cid");
+        assert_eq!(claims["sub"], "cid");
+        assert!(claims["jti"].as_str().is_some_and(|j| !j.is_empty()));
+    }
+
+    #[test]
+    fn unusable_keys_are_refused_when_read() {
+        let (pem, _) = ec_pem();
+        assert!(matches!(
+            SigningKey::from_pem(pem.as_bytes(), "RS256"),
+            Err(AuthError::Key(_))
+        ));
+        assert!(matches!(
+            SigningKey::from_pem(pem.as_bytes(), "HS256"),
+            Err(AuthError::Key(_))
+        ));
+        assert!(matches!(
+            SigningKey::from_pem(b"not a key", "ES256"),
+            Err(AuthError::Key(_))
+        ));
+        let garbage = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        assert!(matches!(
+            SigningKey::from_pem(garbage.as_bytes(), "ES256"),
+            Err(AuthError::Key(_))
+        ));
+    }
+
+    #[test]
+    fn a_bound_client_goes_to_its_issuer_only() {
+        let client = MachineClient {
+            client_id: "c".into(),
+            auth: ClientAuth::Secret("s".into()),
+            issuer: Some("https://as.example".into()),
+        };
+        assert!(check_binding(&client, "https://as.example").is_ok());
+        assert!(matches!(
+            check_binding(&client, "https://evil.example"),
+            Err(AuthError::MachineClientForOtherIssuer { .. })
+        ));
+        let unbound = MachineClient {
+            issuer: None,
+            ..client
+        };
+        assert!(check_binding(&unbound, "https://any.example").is_ok());
+    }
+
+    #[test]
+    fn a_workload_token_file_is_read_at_each_use() {
+        let path = std::env::temp_dir().join(format!("wif-{}.jwt", std::process::id()));
+        std::fs::write(&path, "first\n").expect("write");
+        let assertion = Assertion::File(path.clone());
+        assert_eq!(assertion.read().expect("read"), "first");
+        std::fs::write(&path, "second").expect("write");
+        assert_eq!(assertion.read().expect("read"), "second");
+        std::fs::write(&path, "  ").expect("write");
+        assert!(matches!(assertion.read(), Err(AuthError::Key(_))));
+        let _ = std::fs::remove_file(&path);
+        assert!(matches!(assertion.read(), Err(AuthError::Key(_))));
+    }
+}
