@@ -44,6 +44,7 @@ pub async fn run(tasks: usize) -> Result<Value, String> {
     for i in 0..tasks {
         let task = store
             .create(NewTask {
+                trace_context: None,
                 owner: owners[i % owners.len()].clone(),
                 ttl_ms: None,
                 poll_interval_ms: None,

@@ -173,7 +173,7 @@ mod login;
 #[path = "mcp-call/questions.rs"]
 mod questions;
 
-use console::{clear_line, on_terminal, server_log};
+use console::{clear_line, server_log};
 use follow::{follow, render};
 use login::{LoginSteps, default_token_file, login_report, progress, show_login};
 use questions::Terminal;
@@ -466,12 +466,17 @@ fn connect_error(e: &ClientError, bearer: bool) -> String {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // Colours on a terminal only: no escape codes in a log file or a pipe.
-        .with_ansi(on_terminal())
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    // Logs to stderr (`RUST_LOG`; colours on a terminal only: no escape codes in a log
+    // file or a pipe); with OTEL_EXPORTER_OTLP_ENDPOINT set, each request's CLIENT span
+    // goes over OTLP and the server continues its trace. Kept until the end: dropping it
+    // flushes the spans still buffered.
+    let _telemetry = match mcp_tasks_client::telemetry::init("mcp-call") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mcp-call: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     match run(Args::parse()).await {
         Ok(Outcome::Done) => std::process::ExitCode::SUCCESS,
         Ok(Outcome::ToolError) => std::process::ExitCode::FAILURE,

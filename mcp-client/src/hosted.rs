@@ -251,6 +251,7 @@ impl Hosted {
             return Err(internal("the client is closing: it starts no task"));
         }
         let new = NewTask {
+            trace_context: None,
             owner: self.owner.clone(),
             ttl_ms: task.ttl.and_then(|t| u64::try_from(t).ok()),
             poll_interval_ms: None,

@@ -122,6 +122,7 @@ mod reference;
 mod session;
 pub mod sse;
 mod status;
+pub mod telemetry;
 pub mod transport;
 mod updates;
 mod v2025;

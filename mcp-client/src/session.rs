@@ -387,6 +387,11 @@ impl Session {
         &self,
         params: &M::Params,
     ) -> Result<M::Result, ClientError> {
+        if let Some((span, traced)) = crate::telemetry::outgoing(M::METHOD, params) {
+            let sent = self.request_raw_as(M::METHOD, &traced);
+            let answer = tracing::Instrument::instrument(sent, span.clone()).await;
+            return answer.inspect_err(|e| crate::telemetry::failed(&span, e));
+        }
         let timeout = self.config.request_timeout;
         let answer = self
             .bounded(timeout, self.peer.request::<M>(params))
@@ -401,11 +406,25 @@ impl Session {
         method: &str,
         params: &impl Serialize,
     ) -> Result<R, ClientError> {
-        let timeout = self.config.request_timeout;
+        if let Some((span, traced)) = crate::telemetry::outgoing(method, params) {
+            let sent = self.request_raw_as(method, &traced);
+            let answer = tracing::Instrument::instrument(sent, span.clone()).await;
+            return answer.inspect_err(|e| crate::telemetry::failed(&span, e));
+        }
         let raw = serde_json::value::to_raw_value(params)
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.request_raw_as(method, &raw).await
+    }
+
+    /// A request of `raw` params with the configured timeout, its result read as `R`.
+    async fn request_raw_as<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        raw: &serde_json::value::RawValue,
+    ) -> Result<R, ClientError> {
+        let timeout = self.config.request_timeout;
         let result = self
-            .bounded(timeout, self.peer.request_raw(method, Some(&raw)))
+            .bounded(timeout, self.peer.request_raw(method, Some(raw)))
             .await?
             .map_err(|e| self.lift(e.into()))?;
         serde_json::from_str(result.get()).map_err(|e| {

@@ -57,6 +57,18 @@
 //! a task's lease lasts without renewal (default 30000; renewed every third of it), i.e.
 //! about how long a task of a dead instance stays `working` before it is failed.
 //!
+//! # Telemetry
+//!
+//! Logs go to stderr (`RUST_LOG`, default `info`). With `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! set, the request and task spans go over OTLP/HTTP too (the standard `OTEL_*`
+//! variables; see `mcp_tasks_server::telemetry`); the service is `mcp-tasks-demo` unless
+//! `OTEL_SERVICE_NAME` says otherwise. `--metrics ADDR` serves the metrics in the
+//! Prometheus text format at `http://ADDR/metrics`.
+//!
+//! ```text
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 demo --http 127.0.0.1:8000
+//! ```
+//!
 //! # Who may call
 //!
 //! - Nothing said: every HTTP caller is one anonymous principal.
@@ -87,6 +99,7 @@ use mcp_tasks::Limits;
 use mcp_tasks_server::auth::{BearerTokens, IntrospectionClient, OAuthConfig, OAuthResourceServer};
 use mcp_tasks_server::http::{HttpConfig, local_url};
 use mcp_tasks_server::store_url;
+use mcp_tasks_server::telemetry::{self, TelemetryConfig};
 use mcp_tasks_server::{RuntimeConfig, Server, demo};
 
 #[derive(Parser, Debug)]
@@ -120,6 +133,10 @@ struct Args {
     /// creates), `api` (serve MCP; tasks wait for a worker) or `worker` (run tasks only).
     #[arg(long, default_value = "all", conflicts_with = "stdio")]
     role: mcp_tasks_server::Role,
+    /// Serve the metrics in the Prometheus text format at `http://ADDR/metrics`
+    /// (`HOST:PORT`).
+    #[arg(long)]
+    metrics: Option<String>,
     /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
@@ -227,13 +244,37 @@ fn say_shutdown_wait(server: &Server, grace: Duration) {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let args = Args::parse();
+    // Logs to stderr; traces and metrics over OTLP when the OTEL_* variables name an
+    // endpoint. Kept until the end: dropping it flushes what is still buffered.
+    let telemetry = match telemetry::init(&TelemetryConfig {
+        default_log_filter: "info".into(),
+        service_name: "mcp-tasks-demo".into(),
+        prometheus: args.metrics.is_some(),
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("demo: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    if let (Some(addr), Some(prometheus)) = (&args.metrics, telemetry.prometheus()) {
+        let listener = match tokio::net::TcpListener::bind(addr.as_str()).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("demo: cannot serve the metrics on {addr}: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        };
+        if let Ok(at) = listener.local_addr() {
+            tracing::info!("metrics on {}", local_url(at, "/metrics"));
+        }
+        tokio::spawn(async move {
+            if let Err(e) = prometheus.serve(listener, std::future::pending()).await {
+                tracing::warn!(error = %e, "the metrics endpoint stopped");
+            }
+        });
+    }
     let store = match mcp_tasks_server::store_url::open(
         &args.store,
         args.namespace.as_deref(),

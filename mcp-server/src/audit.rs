@@ -1,6 +1,11 @@
 //! The audit trail: one structured `tracing` event per task operation, on the target
 //! `mcp_tasks_server::audit`, with the principal (owner), the task id, the operation and its
 //! outcome. Route that target wherever audit logs belong.
+//!
+//! What changes a task (creation, `tasks/update`, `tasks/cancel`) and every refusal are
+//! INFO; a read that succeeds (`tasks/get`, `tasks/result`, `tasks/list`) is DEBUG: a
+//! polling client reads many times a second, and reads are counted and traced by
+//! `telemetry` instead. `RUST_LOG=mcp_tasks_server::audit=debug` shows them too.
 
 use mcp_tasks::Owner;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -10,9 +15,15 @@ use crate::errors::ServerError;
 /// The tracing target of audit events.
 pub const TARGET: &str = "mcp_tasks_server::audit";
 
+/// The operations that only read: audited at DEBUG when they succeed.
+const READS: &[&str] = &["tasks/get", "tasks/result", "tasks/list"];
+
 /// Records one task operation.
 pub(crate) fn record<T>(op: &str, owner: &Owner, task_id: &str, outcome: &Result<T, ErrorObject>) {
     match outcome {
+        Ok(_) if READS.contains(&op) => {
+            tracing::debug!(target: TARGET, principal = %owner, task_id, op, outcome = "ok")
+        }
         Ok(_) => tracing::info!(target: TARGET, principal = %owner, task_id, op, outcome = "ok"),
         Err(e) => {
             tracing::info!(target: TARGET, principal = %owner, task_id, op, outcome = "refused", code = e.code, reason = %e.message)
@@ -33,4 +44,56 @@ pub(crate) fn audited<T, E: Into<ServerError>>(
     let outcome = outcome.map_err(|e| ErrorObject::from(e.into()));
     record(op, owner, task_id, &outcome);
     outcome.map_err(ServerError::Rpc)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use mcp_tasks_protocol::error_codes;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("buffer").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `record` writes at INFO.
+    fn at_info(op: &str, outcome: &Result<(), ErrorObject>) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            record(op, &Owner::new("alice"), "t1", outcome);
+        });
+        let text = buffer.0.lock().expect("buffer").clone();
+        String::from_utf8(text).expect("UTF-8")
+    }
+
+    #[test]
+    fn reads_that_succeed_are_not_logged_at_info() {
+        assert_eq!(at_info("tasks/get", &Ok(())), "");
+        assert_eq!(at_info("tasks/list", &Ok(())), "");
+        assert!(at_info("tasks/cancel", &Ok(())).contains("op=\"tasks/cancel\""));
+        assert!(at_info("tools/call: create task", &Ok(())).contains("outcome=\"ok\""));
+        let refused = Err(ErrorObject::new(
+            error_codes::INVALID_PARAMS,
+            "no such task",
+        ));
+        assert!(at_info("tasks/get", &refused).contains("outcome=\"refused\""));
+    }
 }

@@ -72,6 +72,8 @@ pub(crate) fn new_task(
     caller: JobOf<'_>,
 ) -> NewTask {
     NewTask {
+        // The creating call's trace: whoever runs the task continues it.
+        trace_context: crate::telemetry::creating_context(),
         owner: owner.clone(),
         ttl_ms,
         poll_interval_ms: state.poll_interval_ms,
@@ -143,5 +145,8 @@ pub(crate) async fn start_task(
         .map(|r| r.id.as_str().to_owned())
         .unwrap_or_default();
     audit::record("tools/call: create task", owner, &id, &created);
+    if created.is_ok() {
+        crate::telemetry::task_created(tool.name());
+    }
     Ok(created?)
 }

@@ -119,6 +119,7 @@ mod server;
 mod state;
 pub mod stdio;
 pub mod store_url;
+pub mod telemetry;
 mod tool;
 mod v2025;
 mod v2026;

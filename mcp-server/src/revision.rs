@@ -307,7 +307,14 @@ where
                     req.extensions_mut().insert(revision);
                 }
             }
-            inner.call(req).await
+            // The request's span and timing (none unless telemetry is on), once its
+            // revision is known.
+            let Some(observer) = crate::telemetry::observe(&req, known) else {
+                return inner.call(req).await;
+            };
+            let response = tracing::Instrument::instrument(inner.call(req), observer.span()).await;
+            observer.done(&response);
+            response
         }
     }
 

@@ -29,6 +29,7 @@ fn limits() -> Limits {
 
 fn new_task(i: usize, ttl_ms: Option<u64>) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: Owner::new(format!("owner-{}", i % OWNERS)),
         ttl_ms,
         poll_interval_ms: None,

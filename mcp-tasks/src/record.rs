@@ -248,6 +248,10 @@ pub struct TaskRecord {
     /// record (`tasks/get`) copies a pointer, not the tool's arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<Arc<Job>>,
+    /// The W3C trace context of the call that created the task, so that whoever runs it
+    /// (another node, a restart, a second at-least-once run) continues that call's trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_context: Option<TraceContext>,
 }
 
 impl TaskRecord {
@@ -309,6 +313,19 @@ pub struct NewTask {
     pub status_message: Option<String>,
     /// What a worker needs to run it; `None` for a task only its creator can run.
     pub job: Option<Job>,
+    /// The creating call's trace context, kept with the task (`None`: not traced).
+    pub trace_context: Option<TraceContext>,
+}
+
+/// A W3C Trace Context (the `traceparent` and `tracestate` values), as text: a store keeps
+/// it and hands it back unchanged, and never reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceContext {
+    /// The `traceparent` value (`00-{trace id}-{span id}-{flags}`).
+    pub traceparent: String,
+    /// The `tracestate` value, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// The outcome of a terminal write: whether this call moved the task, and the record as

@@ -41,6 +41,7 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
         lease: None,
         revision: 1,
         job: new.job.map(std::sync::Arc::new),
+        trace_context: new.trace_context,
     }
 }
 

@@ -73,6 +73,8 @@ use crate::record::{
 ///     claimed task waits no more until rule 20 makes it wait again. The
 ///     [`Changed`](crate::TaskEvent::Changed) event of a change says whether the task
 ///     waits for a worker after it (`queued`), so workers look for work only then.
+///     The record's [`TraceContext`](crate::TraceContext), given at creation, is kept
+///     unchanged through every later write and claim.
 /// 19. **Claim order** is creation order per tool: a claim takes the oldest waiting task
 ///     of its tools by `(created_at, id)`, passing over only tasks another claim is
 ///     taking at that moment.

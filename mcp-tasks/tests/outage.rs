@@ -133,6 +133,7 @@ async fn sqlite_read_only_file_system() {
     let path = fs.0.join("ro.sqlite3");
     let owner = Owner::new("alice");
     let task = |owner: &Owner| NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms: Some(60_000),
         poll_interval_ms: None,

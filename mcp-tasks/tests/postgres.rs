@@ -20,6 +20,7 @@ fn url() -> String {
 
 fn new_task(owner: &Owner) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms: None,
         poll_interval_ms: None,
@@ -379,6 +380,7 @@ async fn racing_creates_finishes_and_sweeps_keep_the_counters_exact() {
                 }
                 let task = mine
                     .create(NewTask {
+                        trace_context: None,
                         ttl_ms: Some(1 + (w * 15 + i) % 40),
                         ..new_task(&owner)
                     })

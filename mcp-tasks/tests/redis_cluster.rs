@@ -10,6 +10,7 @@ mcp_tasks::conformance_tests!(optional: RedisFactory::cluster_from_env());
 
 fn task(owner: &Owner) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms: Some(60_000),
         poll_interval_ms: None,

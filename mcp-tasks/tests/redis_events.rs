@@ -12,6 +12,7 @@ use mcp_tasks_protocol::tasks::TaskStatus;
 
 fn task(owner: &Owner) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms: Some(60_000),
         poll_interval_ms: None,

@@ -9,6 +9,7 @@ use mcp_tasks::{
 
 fn task(owner: &Owner, ttl_ms: Option<u64>) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms,
         poll_interval_ms: None,

@@ -46,6 +46,7 @@ fn limits() -> Limits {
 
 fn new_task(owner: &Owner) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms: Some(60 * 60 * 1000),
         poll_interval_ms: Some(250),

@@ -25,6 +25,7 @@ pub mod features_fixture;
 pub mod issuer;
 pub mod legacy;
 pub mod node_harness;
+pub mod otlp;
 pub mod proxy;
 pub mod redis_cluster;
 pub mod schema_check;

@@ -36,10 +36,21 @@ impl Node {
     /// [`START_WAIT`]) for the line that names its URL. Its logs (`RUST_LOG=warn` unless
     /// set) go to this process's stderr.
     pub async fn start(exe: &Path, name: &str, args: &[&str]) -> Node {
+        Node::start_with_env(exe, name, args, &[]).await
+    }
+
+    /// [`Node::start`] with `env` added to its environment.
+    pub async fn start_with_env(
+        exe: &Path,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Node {
         let mut command = Command::new(exe);
         command
             .args(["--http", "127.0.0.1:0", "--node-id", name])
             .args(args)
+            .envs(env.iter().copied())
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
@@ -82,10 +93,21 @@ impl Node {
     /// [`START_WAIT`]) for the line that says it runs. A worker serves no HTTP: its `url`
     /// is empty.
     pub async fn start_worker(exe: &Path, name: &str, args: &[&str]) -> Node {
+        Node::start_worker_with_env(exe, name, args, &[]).await
+    }
+
+    /// [`Node::start_worker`] with `env` added to its environment.
+    pub async fn start_worker_with_env(
+        exe: &Path,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Node {
         let mut command = Command::new(exe);
         command
             .args(["--role", "worker", "--node-id", name])
             .args(args)
+            .envs(env.iter().copied())
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),

@@ -141,6 +141,7 @@ async fn launch_demo(
     let record = runtime
         .store()
         .create(NewTask {
+            trace_context: None,
             owner: owner.clone(),
             ttl_ms: None,
             poll_interval_ms: None,

@@ -73,13 +73,16 @@ pub(crate) async fn follow(handle: TaskHandle) -> Option<Result<CallToolResult, 
             tokio::time::sleep(Duration::from_millis(120)).await;
         }
     };
+    // Ctrl-C first: its handler is installed when it is first polled, which must come
+    // before the spinner's first status line (a Ctrl-C after that line is ours).
     tokio::select! {
+        biased;
+        _ = tokio::signal::ctrl_c() => {}
         r = handle.wait() => {
             eprint!("{}", clear_line());
             return Some(r);
         }
         _ = spinner => unreachable!("the spinner never ends"),
-        _ = tokio::signal::ctrl_c() => {}
     }
     eprintln!(
         "{}Cancelling {} (Ctrl-C again to stop waiting)...",

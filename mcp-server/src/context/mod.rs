@@ -139,6 +139,12 @@ pub(crate) struct TaskCaller {
     pub(crate) client_capabilities: Option<ClientCapabilities>,
     /// The earlier tasks it named as related.
     pub(crate) related_tasks: Vec<String>,
+    /// Its trace context (the task's runs continue its trace).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) trace_context: Option<mcp_tasks::TraceContext>,
+    /// When the task was created (store milliseconds).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) created_at: mcp_tasks::Millis,
 }
 
 enum Mode {

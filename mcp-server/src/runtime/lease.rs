@@ -55,6 +55,7 @@ impl Inner {
                         break;
                     }
                     Err(e) if e.is_transient() && Instant::now() + margin < expires => {
+                        crate::telemetry::renewal_failed();
                         if std::mem::replace(&mut failing, true) {
                             tracing::debug!(task_id = %key.id, error = %e, "lease renewal failed again");
                         } else {
@@ -68,10 +69,12 @@ impl Inner {
                         }
                     }
                     Err(e) if e.is_transient() => {
+                        crate::telemetry::renewal_failed();
                         tracing::error!(task_id = %key.id, error = %e, "the store stayed unavailable until the lease would lapse; stopping the task");
                         return ErrorObject::new(error_codes::INTERNAL_ERROR, LEASE_LAPSED_MESSAGE);
                     }
                     Err(e) => {
+                        crate::telemetry::renewal_failed();
                         tracing::warn!(task_id = %key.id, error = %e, "lease renewal failed; stopping the task");
                         return ErrorObject::new(
                             error_codes::INTERNAL_ERROR,

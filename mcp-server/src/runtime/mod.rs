@@ -185,6 +185,15 @@ impl TaskRuntime {
         };
         let cancel = self.inner.stopping.child_token();
         let wake = Arc::new(Notify::new());
+        let claimed = slot.as_ref().map(|_| self.inner.config.node_id.as_str());
+        let observed = crate::telemetry::task_run(
+            &key.id,
+            tool.name(),
+            attempt,
+            caller.trace_context.as_ref(),
+            Some(caller.created_at),
+            claimed,
+        );
         let ctx = ToolContext::task(
             Arc::clone(&self.inner.store),
             key.clone(),
@@ -193,14 +202,13 @@ impl TaskRuntime {
             caller,
             attempt,
         );
-        let name = tool.name().to_owned();
         let work = Box::pin(async move {
             if let Some(after) = after {
                 after.wait().await;
             }
             tool.run(ctx, args).await
         });
-        self.spawn_run(key, name, work, cancel, wake, slot);
+        self.spawn_run(key, work, cancel, wake, slot, observed);
     }
 
     /// A token for a tool that may become one of this runtime's tasks: cancelled when the
@@ -230,7 +238,10 @@ impl TaskRuntime {
         cancel: CancellationToken,
         wake: Arc<Notify>,
     ) {
-        self.spawn_run(key, tool.to_owned(), work, cancel, wake, None);
+        // In the trace of the call it was promoted from (the current span).
+        let trace = crate::telemetry::creating_context();
+        let observed = crate::telemetry::task_run(&key.id, tool, 1, trace.as_ref(), None, None);
+        self.spawn_run(key, work, cancel, wake, None, observed);
     }
 
     /// Keeps the lease of the task `key` (created leased to this node) until it is lost;
@@ -246,7 +257,9 @@ impl TaskRuntime {
         let runtime = self.clone();
         self.inner.tasks.spawn(async move {
             match outcome {
-                Answered::Ended(outcome) => runtime.inner.finish(&key, outcome).await,
+                Answered::Ended(outcome) => {
+                    runtime.inner.finish(&key, outcome).await;
+                }
                 Answered::RoundEnded => runtime.inner.end_round(&key).await,
             }
         });
@@ -257,11 +270,11 @@ impl TaskRuntime {
     fn spawn_run(
         &self,
         key: TaskKey,
-        tool: String,
         work: BoxFuture<'static, Result<CallToolResult, ToolError>>,
         cancel: CancellationToken,
         wake: Arc<Notify>,
         slot: Option<OwnedSemaphorePermit>,
+        observed: crate::telemetry::TaskRun,
     ) {
         self.inner.running().insert(
             key.id.clone(),
@@ -273,18 +286,21 @@ impl TaskRuntime {
         );
         let runtime = self.clone();
         self.inner.tasks.spawn(async move {
-            let span = tracing::info_span!("task", task_id = %key.id, tool = tool);
+            let span =
+                tracing::info_span!(parent: observed.span(), "task", task_id = %key.id, tool = observed.tool());
             let run = runtime.run(&key, work, &cancel);
             match tracing::Instrument::instrument(run, span).await {
                 Ran::Finished(outcome) => {
-                    runtime.inner.finish(&key, outcome).await;
+                    let written = runtime.inner.finish(&key, outcome).await;
                     runtime.inner.running().remove(&key.id);
+                    observed.finished(written.as_ref());
                 }
                 Ran::LeaseLost(lost) => {
                     // Still listed as running: the sweep leaves it to this recovery,
                     // which knows why the lease went.
                     runtime.inner.recover(&key, lost).await;
                     runtime.inner.running().remove(&key.id);
+                    observed.lease_lost();
                 }
             }
             drop(slot);
@@ -381,5 +397,7 @@ pub(crate) fn task_caller(record: &TaskRecord, identity: Option<Identity>) -> Ta
         identity,
         client_capabilities,
         related_tasks: job.map(|job| job.related_tasks.clone()).unwrap_or_default(),
+        trace_context: record.trace_context.clone(),
+        created_at: record.created_at,
     }
 }

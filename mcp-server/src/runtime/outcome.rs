@@ -6,7 +6,7 @@
 //! among the runtime's unwritten ones, until it lands, the task is gone, or shutdown gives
 //! it up.
 
-use mcp_tasks::{StoreError, TaskKey};
+use mcp_tasks::{StoreError, TaskKey, Transition};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -31,7 +31,12 @@ impl Inner {
     /// task is gone, or another writer won; meanwhile the outcome stays in this task's
     /// memory (so at most one per task this node runs). Shutdown gives up after its
     /// grace periods and names the task in the log.
-    pub(super) async fn finish(&self, key: &TaskKey, outcome: Result<JsonObject, ToolError>) {
+    /// Returns the terminal write (`None`: it did not land).
+    pub(super) async fn finish(
+        &self,
+        key: &TaskKey,
+        outcome: Result<JsonObject, ToolError>,
+    ) -> Option<Transition> {
         let finish = self.outcome_write(outcome);
         let what = format!("recording the outcome of task {}", key.id);
         let mut first = true;
@@ -47,12 +52,15 @@ impl Inner {
         // came back without our lease needs no second write.
         let ended = matches!(&written, Ok(t) if t.record.lease.as_ref()
             .is_none_or(|lease| lease.holder != self.config.node_id));
+        let mut after = None;
         match written {
             Ok(t) if !t.won => {
-                tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished")
+                tracing::debug!(task_id = %key.id, status = t.record.status.as_str(), "task already finished");
+                after = Some(t);
             }
             Ok(t) => {
-                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished")
+                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished");
+                after = Some(t);
             }
             Err(StoreError::NotFound) => {
                 tracing::debug!(task_id = %key.id, "task expired before it finished")
@@ -70,6 +78,7 @@ impl Inner {
                 .release_lease(&key.owner, &key.id, &self.config.node_id)
                 .await;
         }
+        after
     }
 
     /// Ends the task of a call whose round ended `input_required` in its request:

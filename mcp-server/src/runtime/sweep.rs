@@ -58,7 +58,12 @@ impl Inner {
                 .await
             {
                 Ok(Recovery::Failed) => {
-                    tracing::warn!(task_id = %key.id, "task failed: its worker is gone")
+                    tracing::warn!(task_id = %key.id, "task failed: its worker is gone");
+                    if crate::telemetry::observing()
+                        && let Ok(record) = self.store.get(&key.owner, &key.id).await
+                    {
+                        crate::telemetry::worker_lost(&record);
+                    }
                 }
                 Ok(Recovery::Requeued { attempt }) => {
                     tracing::warn!(task_id = %key.id, attempt, "run lost its worker; the task waits for another");

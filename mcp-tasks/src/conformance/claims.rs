@@ -9,7 +9,7 @@ use mcp_tasks_protocol::tasks::TaskStatus;
 
 use super::env::StoreFactory;
 use super::helpers::{alice, another, json_map, mallory, new_task, open, roomy};
-use crate::{Delivery, Job, NewTask, Outcome, Owner, Recovery, TaskId, TaskStore};
+use crate::{Delivery, Job, NewTask, Outcome, Owner, Recovery, TaskId, TaskStore, TraceContext};
 
 fn queued(owner: &Owner, tool: &str, delivery: Delivery) -> NewTask {
     let mut new = new_task(owner);
@@ -153,6 +153,39 @@ pub async fn queued_changes_are_announced_as_queued<F: StoreFactory>(factory: &F
         !queued_event(&mut feed, job.id).await,
         "claimed: waits no more"
     );
+}
+
+/// The creating call's trace context is kept with the task: another handle reads it
+/// back unchanged, and the worker that claims the task gets it with the record (it
+/// survives the claim and later writes); a task created without one has none.
+pub async fn trace_context_travels_with_the_task<F: StoreFactory>(factory: &F) {
+    let (a, env) = open(factory, "claim_trace_context", roomy()).await;
+    let b = another(factory, &env).await;
+    let owner = alice();
+    let context = TraceContext {
+        traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+        tracestate: Some("vendor=a,other=b".into()),
+    };
+    let mut new = queued(&owner, "kit_traced", Delivery::AtMostOnce);
+    new.trace_context = Some(context.clone());
+    let created = a.create(new).await.expect("create");
+    assert_eq!(created.trace_context.as_ref(), Some(&context));
+    let seen = b.get(&owner, &created.id).await.expect("get");
+    assert_eq!(seen.trace_context.as_ref(), Some(&context));
+    let claimed = b
+        .claim_next(&tools(&["kit_traced"]), "node-b", 60_000)
+        .await
+        .expect("claim")
+        .expect("the queued task");
+    assert_eq!(claimed.trace_context.as_ref(), Some(&context));
+    a.set_status_message(&owner, &created.id, Some("running".into()))
+        .await
+        .expect("message");
+    let after = a.get(&owner, &created.id).await.expect("get");
+    assert_eq!(after.trace_context, Some(context));
+    let plain = a.create(new_task(&owner)).await.expect("create");
+    let plain = b.get(&owner, &plain.id).await.expect("get");
+    assert_eq!(plain.trace_context, None);
 }
 
 /// Claims take the oldest waiting task of their tools first, by creation time then id.

@@ -13,6 +13,7 @@ pub(crate) fn origin() -> Origin {
 
 pub(crate) fn new_task(owner: &Owner) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms: None,
         poll_interval_ms: None,

@@ -141,6 +141,7 @@ pub async fn origin_and_poll_interval_round_trip<F: StoreFactory>(factory: &F) {
     legacy.tool = Some("tool/with spaces".into());
     let task = store
         .create(NewTask {
+            trace_context: None,
             owner: owner.clone(),
             ttl_ms: Some(5_000),
             poll_interval_ms: Some(250),

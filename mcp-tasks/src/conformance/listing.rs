@@ -60,6 +60,7 @@ pub async fn list_is_stable_under_concurrent_inserts_and_expiry<F: StoreFactory>
             ids.push(
                 store
                     .create(NewTask {
+                        trace_context: None,
                         ttl_ms: Some(50),
                         ..new_task(&owner)
                     })
@@ -75,6 +76,7 @@ pub async fn list_is_stable_under_concurrent_inserts_and_expiry<F: StoreFactory>
         stable.insert(
             store
                 .create(NewTask {
+                    trace_context: None,
                     ttl_ms: Some(3_600_000),
                     ..new_task(&owner)
                 })

@@ -215,6 +215,7 @@ registry!($;
     queued_tasks_are_claimed_once_across_handles,
     claims_follow_creation_order_per_tool,
     queued_changes_are_announced_as_queued,
+    trace_context_travels_with_the_task,
     lapsed_claims_are_requeued_or_failed_by_delivery,
     cancel_of_a_queued_task_never_runs_it,
     // listing

@@ -224,6 +224,7 @@ pub async fn check_model<F: StoreFactory>(factory: &F, ops: &[Op]) {
             Op::Create { owner: o, ttl_ms } => {
                 let rec = store
                     .create(NewTask {
+                        trace_context: None,
                         ttl_ms: *ttl_ms,
                         ..new_task(&owner(*o))
                     })

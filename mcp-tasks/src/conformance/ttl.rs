@@ -18,6 +18,7 @@ pub async fn ttl_is_defaulted_and_clamped<F: StoreFactory>(factory: &F) {
         Some(30_000)
     );
     let long = NewTask {
+        trace_context: None,
         ttl_ms: Some(10 * 60_000),
         ..new_task(&owner)
     };
@@ -26,6 +27,7 @@ pub async fn ttl_is_defaulted_and_clamped<F: StoreFactory>(factory: &F) {
         Some(60_000)
     );
     let short = NewTask {
+        trace_context: None,
         ttl_ms: Some(5_000),
         ..new_task(&owner)
     };
@@ -42,6 +44,7 @@ pub async fn expired_task_reads_as_not_found<F: StoreFactory>(factory: &F) {
     let owner = alice();
     let task = a
         .create(NewTask {
+            trace_context: None,
             ttl_ms: Some(10_000),
             ..new_task(&owner)
         })
@@ -76,6 +79,7 @@ pub async fn sweep_purges_expired_and_reports_unfinished<F: StoreFactory>(factor
     let owner = alice();
     let done = store
         .create(NewTask {
+            trace_context: None,
             ttl_ms: Some(1_000),
             ..new_task(&owner)
         })
@@ -87,6 +91,7 @@ pub async fn sweep_purges_expired_and_reports_unfinished<F: StoreFactory>(factor
         .expect("complete");
     let running = store
         .create(NewTask {
+            trace_context: None,
             ttl_ms: Some(1_000),
             ..new_task(&owner)
         })
@@ -114,6 +119,7 @@ pub async fn sweep_keeps_unexpired_tasks<F: StoreFactory>(factory: &F) {
     let owner = alice();
     let task = store
         .create(NewTask {
+            trace_context: None,
             ttl_ms: Some(60_000),
             ..new_task(&owner)
         })

@@ -41,6 +41,7 @@ impl Drop for TempDb {
 
 fn new_task(owner: &Owner, ttl_ms: Option<u64>) -> NewTask {
     NewTask {
+        trace_context: None,
         owner: owner.clone(),
         ttl_ms,
         poll_interval_ms: None,

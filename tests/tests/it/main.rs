@@ -77,4 +77,6 @@ mod spec_in_repo;
 mod stdio_eof_answers;
 mod store_outage;
 mod task_context;
+mod telemetry_metrics;
+mod telemetry_otlp;
 mod third_party_backend;

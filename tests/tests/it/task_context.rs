@@ -140,6 +140,7 @@ async fn a_rerun_asks_again_under_its_own_key_marked_with_the_run() {
         let task = store
             .create_leased(
                 NewTask {
+                    trace_context: None,
                     owner: owner.clone(),
                     ttl_ms: None,
                     poll_interval_ms: None,

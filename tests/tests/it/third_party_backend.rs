@@ -298,6 +298,7 @@ async fn serves_as_a_dyn_task_store() {
     let owner = Owner::new("alice");
     let task = store
         .create(mcp_tasks::NewTask {
+            trace_context: None,
             owner: owner.clone(),
             ttl_ms: None,
             poll_interval_ms: None,

@@ -1,0 +1,393 @@
+//! OpenTelemetry: the MCP request spans of the OTel MCP semantic conventions, the task
+//! spans and metrics this crate defines, over OTLP when the standard `OTEL_*` variables
+//! say so, and the metrics for a Prometheus scrape ([`Prometheus`]) (feature `otel`;
+//! [`init`] sets it up). Without the feature, or with it and nothing configured, every
+//! hook here is a no-op that costs an atomic load or two.
+//!
+//! # Spans
+//!
+//! - **Request** (kind SERVER), one per JSON-RPC request, named `{mcp.method.name}
+//!   {target}` (`tools/call greet`, `tasks/get`), by the MCP conventions: `mcp.method.name`,
+//!   `mcp.protocol.version`, `mcp.session.id` (MCP 2025-11-25), `jsonrpc.request.id`,
+//!   `gen_ai.tool.name` and `gen_ai.operation.name` (`execute_tool`) for `tools/call`,
+//!   `gen_ai.prompt.name`, `mcp.resource.uri`, `network.transport` (`tcp` over HTTP,
+//!   `pipe` over stdio), `network.protocol.name` (`http`); on an error response the
+//!   status is ERROR with `error.type` (the JSON-RPC code) and `rpc.response.status_code`;
+//!   a tool result with `isError` is ERROR with `error.type` `tool_error`. Its parent is
+//!   the caller's W3C trace context from `params._meta` (`traceparent`, `tracestate`),
+//!   else the HTTP `traceparent`/`tracestate` headers.
+//! - **Task execution** (kind INTERNAL), named `execute_tool {gen_ai.tool.name}`: one per
+//!   run of a task's tool, **in the trace of the `tools/call` that created the task**
+//!   whichever process runs it (the creating call's trace context is kept with the task
+//!   in the store, [`mcp_tasks::TraceContext`]). Attributes: `mcp.task.id`,
+//!   `gen_ai.tool.name`, `gen_ai.operation.name`, `mcp.task.attempt` (the run, from 1)
+//!   and `mcp.task.status` (the status the run left the task in: `completed`, `failed`,
+//!   `cancelled`, or `lease_lost`). A failing tool or a run that lost its lease ends
+//!   ERROR with `error.type` (`tool_error`, the JSON-RPC code of a failed task,
+//!   `lease_lost`). Events: `task claimed` (a worker node took it), `input requested`
+//!   and `input answered` (each input round), `lease renewal failed`, `task status`.
+//! - **Worker lost** (kind INTERNAL), `worker_lost {gen_ai.tool.name}`, in the same trace:
+//!   the sweep of this process failed the task because its worker stopped renewing the
+//!   lease; ERROR, `error.type` `worker_lost`, `mcp.task.id`, `mcp.task.status`.
+//! - Every request about a task (`tasks/get|update|cancel|result`) carries `mcp.task.id`
+//!   on its request span.
+//!
+//! `mcp.task.id` and `mcp.task.*` are this crate's own attributes: the MCP conventions
+//! define none for tasks yet, and these are named as they would be (the `mcp.` namespace,
+//! the protocol's own `taskId`).
+//!
+//! Spans go to the tracing target [`TARGET`]; [`init`] routes that target to
+//! OpenTelemetry only, never to the log output.
+//!
+//! # Metrics
+//!
+//! As OpenTelemetry instruments (name, unit), with the Prometheus name. Label values are
+//! bounded: tool names come from the server's registry (a call the server refused with a
+//! JSON-RPC error is not labelled with its tool), methods from its method table (`_OTHER`
+//! otherwise); never a task id, owner or session id.
+//!
+//! - `mcp.server.operation.duration` (s, histogram; the MCP conventions' buckets)
+//!   (Prometheus `mcp_server_operation_duration_seconds`): `mcp.method.name`,
+//!   `gen_ai.tool.name`, `mcp.protocol.version`, `error.type` (the JSON-RPC code,
+//!   `tool_error` for `isError`).
+//! - `mcp.task.created` ({task}, counter) (Prometheus `mcp_task_created_total`): by
+//!   `gen_ai.tool.name`.
+//! - `mcp.task.finished` ({task}, counter) (Prometheus `mcp_task_finished_total`): tasks
+//!   this process moved to a terminal status (a run's outcome, or its sweep failing a task
+//!   as worker lost), by `gen_ai.tool.name` and `mcp.task.status`.
+//! - `mcp.task.duration` (s, histogram) (Prometheus `mcp_task_duration_seconds`): from
+//!   creation to that terminal status, by tool and status.
+//! - `mcp.task.queue.duration` (s, histogram) (Prometheus
+//!   `mcp_task_queue_duration_seconds`): how long a task waited for the worker that claimed
+//!   it (first runs), by tool.
+//! - `mcp.task.input.duration` (s, histogram) (Prometheus
+//!   `mcp_task_input_duration_seconds`): how long one input round waited for its answers.
+//! - `mcp.task.running` ({task}, up-down counter) (Prometheus `mcp_task_running`): runs in
+//!   progress in this process, by tool.
+//! - `mcp.task.claims` ({task}, counter) (Prometheus `mcp_task_claims_total`): queued tasks
+//!   this worker claimed, by tool.
+//! - `mcp.task.lease.renewal.failures` ({renewal}, counter) (Prometheus
+//!   `mcp_task_lease_renewal_failures_total`): lease renewals that failed.
+
+#[cfg(feature = "otel")]
+mod metrics;
+#[cfg(feature = "otel")]
+mod prometheus;
+#[cfg(feature = "otel")]
+mod setup;
+#[cfg(feature = "otel")]
+mod spans;
+
+#[cfg(feature = "otel")]
+pub use prometheus::Prometheus;
+#[cfg(feature = "otel")]
+pub use setup::{Telemetry, TelemetryConfig, TelemetryError, init};
+
+/// The tracing target of the spans this module makes.
+pub const TARGET: &str = "mcp_tasks_server::telemetry";
+
+#[cfg(feature = "otel")]
+static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether traces are being exported (set once by [`init`]).
+#[inline]
+pub(crate) fn enabled() -> bool {
+    #[cfg(feature = "otel")]
+    {
+        ENABLED.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        false
+    }
+}
+
+/// The trace headers an HTTP request came with, put in the request's extensions by the
+/// edge when tracing is on: the parent when `_meta` names none, and the mark of the
+/// `tcp` transport.
+#[cfg(feature = "otel")]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HttpTraceHeaders {
+    pub(crate) traceparent: Option<String>,
+    pub(crate) tracestate: Option<String>,
+}
+
+/// The HTTP edge's hook: keeps the request's trace headers for its span.
+#[inline]
+pub(crate) fn http_edge(ext: &mut jsonrpsee::Extensions, headers: &axum::http::HeaderMap) {
+    #[cfg(feature = "otel")]
+    if enabled() {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        ext.insert(HttpTraceHeaders {
+            traceparent: header("traceparent"),
+            tracestate: header("tracestate"),
+        });
+    }
+    let _ = (ext, headers);
+}
+
+/// What is observed of one request while telemetry is on: its span and when it began.
+#[derive(Debug)]
+pub(crate) struct RequestObserver {
+    span: tracing::Span,
+    #[cfg(feature = "otel")]
+    method: String,
+    #[cfg(feature = "otel")]
+    metered: Option<spans::Metered>,
+}
+
+/// The observer of `req` (`known`: a method this server has), or `None` when neither
+/// traces nor metrics are on.
+#[inline]
+pub(crate) fn observe(req: &jsonrpsee::types::Request<'_>, known: bool) -> Option<RequestObserver> {
+    #[cfg(feature = "otel")]
+    if enabled() || metrics::get().is_some() {
+        let span = if enabled() {
+            spans::request_span(req)
+        } else {
+            tracing::Span::none()
+        };
+        let metered = metrics::get().map(|_| spans::Metered::start(req, known));
+        let method = req.method_name().to_owned();
+        return Some(RequestObserver {
+            span,
+            method,
+            metered,
+        });
+    }
+    let _ = (req, known);
+    None
+}
+
+impl RequestObserver {
+    /// The request's span (to run the request in).
+    pub(crate) fn span(&self) -> tracing::Span {
+        self.span.clone()
+    }
+
+    /// Records how the request ended, on its span and in the metrics.
+    pub(crate) fn done(self, response: &jsonrpsee::core::server::MethodResponse) {
+        #[cfg(feature = "otel")]
+        spans::request_done(&self.span, &self.method, self.metered, response);
+        let _ = response;
+    }
+}
+
+/// The trace context of the current span, to keep with a task being created (`None`
+/// when tracing is off).
+#[inline]
+pub(crate) fn creating_context() -> Option<mcp_tasks::TraceContext> {
+    #[cfg(feature = "otel")]
+    if enabled() {
+        return spans::current_context();
+    }
+    None
+}
+
+/// A task was created by this process (counted by tool).
+#[inline]
+pub(crate) fn task_created(tool: &str) {
+    #[cfg(feature = "otel")]
+    if let Some(m) = metrics::get() {
+        m.created(tool);
+    }
+    let _ = tool;
+}
+
+/// What is observed of one run of a task's tool: its span, in the trace of the creating
+/// call (`caller.trace_context`), and its place in the metrics.
+#[derive(Debug)]
+pub(crate) struct TaskRun {
+    span: tracing::Span,
+    /// The tool.
+    tool: String,
+    /// Whether the run is counted in the metrics.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    metered: bool,
+}
+
+/// Starts observing the run `attempt` of the task `task_id` of `tool`, in the trace of
+/// `trace` (the creating call's); `claimed`: the node that claimed it from the queue
+/// (else it runs where it was created), which waited there since `created_at`.
+#[inline]
+pub(crate) fn task_run(
+    task_id: &mcp_tasks::TaskId,
+    tool: &str,
+    attempt: u32,
+    trace: Option<&mcp_tasks::TraceContext>,
+    created_at: Option<mcp_tasks::Millis>,
+    claimed: Option<&str>,
+) -> TaskRun {
+    #[cfg(feature = "otel")]
+    {
+        let span = if enabled() {
+            spans::task_span(task_id, tool, attempt, trace)
+        } else {
+            tracing::Span::none()
+        };
+        if let Some(node) = claimed {
+            task_event!(parent: &span, node, "task claimed");
+        }
+        let metered = metrics::get().map(|m| {
+            let queued = created_at
+                .filter(|_| claimed.is_some() && attempt <= 1)
+                .and_then(since);
+            m.started(tool, queued);
+            if claimed.is_some() {
+                m.claimed(tool);
+            }
+        });
+        TaskRun {
+            span,
+            tool: tool.to_owned(),
+            metered: metered.is_some(),
+        }
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = (task_id, tool, attempt, trace, created_at, claimed);
+        TaskRun {
+            span: tracing::Span::none(),
+            tool: tool.to_owned(),
+            metered: false,
+        }
+    }
+}
+
+/// The time from `at` (store milliseconds) to now, if not negative.
+#[cfg(feature = "otel")]
+fn since(at: mcp_tasks::Millis) -> Option<std::time::Duration> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis();
+    let elapsed = i128::try_from(now).ok()? - i128::from(at);
+    u64::try_from(elapsed)
+        .ok()
+        .map(std::time::Duration::from_millis)
+}
+
+impl TaskRun {
+    /// The run's span (the parent of the run's log span).
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The tool being run.
+    pub(crate) fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The run wrote its outcome (`written`: the terminal write, `None` when it did
+    /// not land): the task's status, an error for a failed task (`error.type`: the
+    /// JSON-RPC code) or a result with `isError` (`tool_error`); counted as finished
+    /// when this write moved the task.
+    pub(crate) fn finished(self, written: Option<&mcp_tasks::Transition>) {
+        let Some(t) = written else {
+            return self.ended("unwritten", Some("unwritten"), None);
+        };
+        let record = &t.record;
+        let error = match &record.outcome {
+            Some(mcp_tasks::Outcome::Error(e)) => Some(e.code.to_string()),
+            Some(mcp_tasks::Outcome::Result(r)) => (r.get("isError")
+                == Some(&serde_json::Value::Bool(true)))
+            .then(|| "tool_error".to_owned()),
+            None => None,
+        };
+        let moved = t.won.then_some(record);
+        self.ended(record.status.as_str(), error.as_deref(), moved);
+    }
+
+    /// The run stopped because it lost its lease (the task waits again, or failed).
+    pub(crate) fn lease_lost(self) {
+        self.ended("lease_lost", Some("lease_lost"), None);
+    }
+
+    fn ended(self, status: &str, error: Option<&str>, moved: Option<&mcp_tasks::TaskRecord>) {
+        #[cfg(feature = "otel")]
+        {
+            if !self.span.is_none() {
+                spans::task_done(&self.span, status, error);
+            }
+            if let (true, Some(m)) = (self.metered, metrics::get()) {
+                m.stopped(&self.tool);
+                if let Some(record) = moved {
+                    m.finished(&self.tool, record.status.as_str(), lived(record));
+                }
+            }
+        }
+        let _ = (status, error, moved, self);
+    }
+}
+
+/// From a record's creation to its last change.
+#[cfg(feature = "otel")]
+fn lived(record: &mcp_tasks::TaskRecord) -> std::time::Duration {
+    let ms = record.last_updated_at.saturating_sub(record.created_at);
+    std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// A task this process's sweep failed as worker lost: a span in the creating call's
+/// trace (ERROR, `error.type` `worker_lost`) and a finished task in the metrics.
+pub(crate) fn worker_lost(record: &mcp_tasks::TaskRecord) {
+    #[cfg(feature = "otel")]
+    {
+        let tool = record.origin.tool.as_deref().unwrap_or("");
+        if enabled() {
+            let span = spans::lost_span(record, tool);
+            spans::task_done(&span, record.status.as_str(), Some("worker_lost"));
+        }
+        if let Some(m) = metrics::get() {
+            m.finished(tool, record.status.as_str(), lived(record));
+        }
+    }
+    let _ = record;
+}
+
+/// Whether anything observes tasks (traces or metrics).
+#[inline]
+pub(crate) fn observing() -> bool {
+    #[cfg(feature = "otel")]
+    {
+        enabled() || metrics::get().is_some()
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        false
+    }
+}
+
+/// Time spent waiting for the answers of one input round.
+#[inline]
+pub(crate) fn input_waited(waited: std::time::Duration) {
+    #[cfg(feature = "otel")]
+    if let Some(m) = metrics::get() {
+        m.input_waited(waited);
+    }
+    let _ = waited;
+}
+
+/// A lease renewal of a running task failed.
+#[inline]
+pub(crate) fn renewal_failed() {
+    task_event!("lease renewal failed");
+    #[cfg(feature = "otel")]
+    if let Some(m) = metrics::get() {
+        m.renewal_failed();
+    }
+}
+
+/// An event on the current span (a task's input rounds, its claim).
+macro_rules! task_event {
+    ($($arg:tt)+) => {
+        if $crate::telemetry::enabled() {
+            ::tracing::info!(target: $crate::telemetry::TARGET, $($arg)+);
+        }
+    };
+}
+pub(crate) use task_event;
