@@ -121,6 +121,8 @@ impl IntoIterator for Events {
 ///     claim won the race: it moves on to the next task, never returns that error. So
 ///     the backend keeps an index of waiting tasks by tool and `(created_at, id)`, in
 ///     step with every write (the index follows `queued_tool` of the record written).
+/// 11. **Failures** of the backend itself are [`StoreError::Unavailable`] when a retry
+///     may succeed (connection lost, timeout, busy) and [`StoreError::Backend`] otherwise.
 /// 12. **Operator's view** (optional: by default the three methods answer
 ///     [`StoreError::Unsupported`]). [`operator_list_tasks`](Self::operator_list_tasks):
 ///     the visible tasks of any owner matching `filter` whose `(created_at, id)` comes
@@ -130,8 +132,6 @@ impl IntoIterator for Events {
 ///     order, never every task. [`operator_read_task`](Self::operator_read_task): any
 ///     owner's visible task. [`operator_count_tasks`](Self::operator_count_tasks): the
 ///     stored tasks by status and tool.
-/// 11. **Failures** of the backend itself are [`StoreError::Unavailable`] when a retry
-///     may succeed (connection lost, timeout, busy) and [`StoreError::Backend`] otherwise.
 ///
 /// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
 /// be in scope at once.

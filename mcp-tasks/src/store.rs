@@ -94,12 +94,13 @@ use crate::record::{
 ///     [`StoreError::InvalidCursor`]. `operator_get` reads any owner's visible task, the
 ///     whole record. `operator_counts` counts the *stored* tasks by status and by tool
 ///     (a task past its TTL counts until the sweep deletes it). Cost: a page reads the
-///     tasks it returns plus those the filter passes over in an index in creation order
-///     (the owner's, the lease holder's, the status's or the tool's, else all tasks),
-///     never every task; the bundled SQL stores count with one pass over an index (no
-///     record read), the memory store keeps the counts. A store that does not implement
-///     them (the default of the three methods, for stores written before them) answers
-///     [`StoreError::Unsupported`].
+///     tasks it returns plus those the filter passes over in the one index it walks
+///     newest first (the owner's, the lease holder's, the tool's, the status's, or all
+///     tasks'), never every task by design; the counts are kept with every write by the
+///     memory and Redis stores (reading them costs O(statuses + tools), per shard) and
+///     are one grouped pass over the stored tasks in the SQL stores (O(tasks)). A store
+///     that does not implement them (the default of the three methods, for stores
+///     written before them) answers [`StoreError::Unsupported`].
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).

@@ -230,6 +230,7 @@ registry!($;
     operator_cursor_is_bound_to_its_filter,
     operator_get_reads_the_whole_record,
     operator_counts_by_status_and_tool,
+    operator_list_walks_long_indexes,
     // limits
     live_tasks_per_owner_limit,
     live_tasks_total_limit,

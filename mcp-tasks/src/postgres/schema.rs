@@ -112,8 +112,8 @@ const V7: &str = include_str!("migrations/0007_sweep.sql");
 /// `lease_holder` are stored columns generated from the record (so every write keeps them
 /// true without a change to the functions that write), indexed in creation order, with
 /// all tasks in creation order: an operator listing walks one of these backwards (or the
-/// owner's of version 1), never every row, and the counts are one pass over the status
-/// and tool indexes. Adding stored generated columns rewrites the table once, under its
+/// owner's of version 1), never every row; the counts are a grouped pass over the
+/// tasks. Adding stored generated columns rewrites the table once, under its
 /// lock, at the upgrade; rows of every earlier version get their values then.
 const V8: &str = include_str!("migrations/0008_operator.sql");
 

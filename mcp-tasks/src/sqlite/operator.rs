@@ -1,7 +1,7 @@
 //! The operator's view (contract rule 22) in SQL: the listing walks one index in
 //! creation order backwards (the owner's, the lease holder's, the tool's, the status's or
-//! all tasks', as the planner picks for the filter); the counts are one pass over the
-//! status and tool indexes (schema version 3).
+//! all tasks', as the planner picks for the filter); the counts are a grouped pass over
+//! the tasks (schema version 3).
 
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension};

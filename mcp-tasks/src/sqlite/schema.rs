@@ -56,8 +56,8 @@ CREATE INDEX IF NOT EXISTS tasks_queued ON tasks (queued_tool, created_at, id)
 /// Version 3: the operator's view (contract rule 22). `status`, `tool` and `lease_holder`
 /// are virtual columns read from the record (so every write keeps them true), indexed in
 /// creation order with all tasks in creation order: an operator listing walks one of
-/// these (or the owner's) backwards, never every row; the counts are one pass over the
-/// status and tool indexes. Adding them rewrites nothing; building the indexes reads the
+/// these (or the owner's) backwards, never every row; the counts are a grouped pass
+/// over the tasks. Adding them rewrites nothing; building the indexes reads the
 /// rows of earlier versions once, at the upgrade.
 const SCHEMA_V3: &str = "
 ALTER TABLE tasks ADD COLUMN status TEXT
