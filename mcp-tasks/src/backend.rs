@@ -10,6 +10,7 @@ use std::future::Future;
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 use crate::session::SessionStore;
 
@@ -122,6 +123,15 @@ impl IntoIterator for Events {
 ///     step with every write (the index follows `queued_tool` of the record written).
 /// 11. **Failures** of the backend itself are [`StoreError::Unavailable`] when a retry
 ///     may succeed (connection lost, timeout, busy) and [`StoreError::Backend`] otherwise.
+/// 12. **Operator's view** (optional: by default the three methods answer
+///     [`StoreError::Unsupported`]). [`operator_list_tasks`](Self::operator_list_tasks):
+///     the visible tasks of any owner matching `filter` whose `(created_at, id)` comes
+///     before `before`, newest first, at most `limit` (at least 1); `next_cursor` is
+///     [`cursor::encode_operator`](crate::cursor::encode_operator) of the page's last
+///     position when more may follow. It reads the tasks through an index in creation
+///     order, never every task. [`operator_read_task`](Self::operator_read_task): any
+///     owner's visible task. [`operator_count_tasks`](Self::operator_count_tasks): the
+///     stored tasks by status and tool.
 ///
 /// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
 /// be in scope at once.
@@ -188,6 +198,38 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
             + Clone
             + Send
             + 'static;
+
+    /// One page of every owner's visible tasks matching `filter` before `before`, newest
+    /// first (contract rule 12).
+    fn operator_list_tasks(
+        &self,
+        filter: &OperatorFilter,
+        before: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> impl Future<Output = Result<OperatorPage, StoreError>> + Send {
+        let _ = (filter, before, limit);
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "operator listing",
+        }))
+    }
+
+    /// Any owner's visible task (contract rule 12).
+    fn operator_read_task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<TaskRecord, StoreError>> + Send {
+        let _ = id;
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "operator reads",
+        }))
+    }
+
+    /// The stored tasks counted by status and tool (contract rule 12).
+    fn operator_count_tasks(&self) -> impl Future<Output = Result<TaskCounts, StoreError>> + Send {
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "operator counts",
+        }))
+    }
 
     /// Deletes expired tasks and reports what needs attention (contract rule 7).
     fn sweep_tasks(&self) -> impl Future<Output = Result<SweepReport, StoreError>> + Send;

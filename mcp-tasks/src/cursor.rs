@@ -1,6 +1,8 @@
-//! The opaque keyset cursor of `list`: the `(created_at, id)` of the last task returned.
+//! The opaque keyset cursors: `list`'s, the `(created_at, id)` of the last task returned,
+//! and `operator_list`'s, that position and the digest of the listing's filter.
 
 use crate::error::StoreError;
+use crate::operator::OperatorFilter;
 use crate::record::{Millis, TaskId};
 
 const PREFIX: &str = "c1.";
@@ -15,6 +17,39 @@ pub fn decode(cursor: &str) -> Result<(Millis, TaskId), StoreError> {
     let rest = cursor
         .strip_prefix(PREFIX)
         .ok_or(StoreError::InvalidCursor)?;
+    position(rest)
+}
+
+const OPERATOR_PREFIX: &str = "o1.";
+
+/// Encodes the position before `(created_at, id)` in a newest-first operator listing
+/// with `filter`.
+pub fn encode_operator(filter: &OperatorFilter, created_at: Millis, id: &TaskId) -> String {
+    format!(
+        "{OPERATOR_PREFIX}{:016x}.{created_at:x}.{}",
+        filter.fingerprint(),
+        id.as_str()
+    )
+}
+
+/// Decodes a cursor made by [`encode_operator`] with the same `filter`; anything else
+/// (an owner listing's cursor, another filter's, garbage) is [`StoreError::InvalidCursor`].
+pub fn decode_operator(
+    filter: &OperatorFilter,
+    cursor: &str,
+) -> Result<(Millis, TaskId), StoreError> {
+    let rest = cursor
+        .strip_prefix(OPERATOR_PREFIX)
+        .ok_or(StoreError::InvalidCursor)?;
+    let (digest, rest) = rest.split_once('.').ok_or(StoreError::InvalidCursor)?;
+    if digest != format!("{:016x}", filter.fingerprint()) {
+        return Err(StoreError::InvalidCursor);
+    }
+    position(rest)
+}
+
+/// `CREATED_AT_HEX.ID`.
+fn position(rest: &str) -> Result<(Millis, TaskId), StoreError> {
     let (at, id) = rest.split_once('.').ok_or(StoreError::InvalidCursor)?;
     let at = i64::from_str_radix(at, 16).map_err(|_| StoreError::InvalidCursor)?;
     let valid_id = id.len() == 32
@@ -49,5 +84,32 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn operator_cursor_is_bound_to_its_filter() {
+        let id = TaskId::random().expect("rng");
+        let all = OperatorFilter::default();
+        let mine = OperatorFilter {
+            tool: Some("slow".into()),
+            ..OperatorFilter::default()
+        };
+        let c = encode_operator(&mine, 42, &id);
+        assert_eq!(decode_operator(&mine, &c).expect("valid"), (42, id.clone()));
+        for (filter, bad) in [
+            (&all, c.clone()),
+            (&mine, encode(42, &id)),
+            (&mine, c.replacen("o1.", "o2.", 1)),
+            (&mine, format!("{c}0")),
+        ] {
+            assert!(
+                matches!(
+                    decode_operator(filter, &bad),
+                    Err(StoreError::InvalidCursor)
+                ),
+                "{bad}"
+            );
+        }
+        assert!(decode(&c).is_err());
     }
 }

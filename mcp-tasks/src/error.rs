@@ -44,9 +44,17 @@ pub enum StoreError {
     /// cancel was requested): what a claim that lost a race meets.
     #[error("task is not waiting for a worker")]
     NotQueued,
-    /// A list cursor this store did not issue.
+    /// A list cursor this store did not issue (or, for an operator listing, issued for
+    /// another filter).
     #[error("invalid cursor")]
     InvalidCursor,
+    /// The store does not implement this operation (a store written before it existed,
+    /// e.g. one without the operator's view of rule 22).
+    #[error("the task store does not support {operation}")]
+    Unsupported {
+        /// What it does not support, e.g. `"operator listing"`.
+        operation: &'static str,
+    },
     /// The backend is unreachable or cannot take this operation *for now*: connection
     /// lost or refused, pool or command timeout, a failover (a read-only replica,
     /// `READONLY`), a serialization failure or deadlock, a busy or full disk. The
@@ -240,6 +248,7 @@ impl From<&StoreError> for ErrorObject {
             | StoreError::LeaseHeld
             | StoreError::NotQueued
             | StoreError::LeaseLost
+            | StoreError::Unsupported { .. }
             | StoreError::Backend(_) => {
                 ErrorObject::new(error_codes::INTERNAL_ERROR, format!("Internal error: {e}"))
             }

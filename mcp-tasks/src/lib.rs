@@ -50,6 +50,7 @@ mod event;
 mod limits;
 mod memory;
 mod operations;
+mod operator;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
@@ -67,6 +68,7 @@ pub use error::{BackendError, STORE_UNAVAILABLE_MESSAGE, StoreError};
 pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};
 pub use limits::{Limit, Limits};
 pub use memory::MemoryStore;
+pub use operator::{OperatorFilter, OperatorPage, TaskCounts};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use record::{

@@ -13,6 +13,7 @@ use crate::backend::{Backend, Events};
 use crate::cursor;
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
     Transition,
@@ -360,6 +361,26 @@ impl<B: Backend> TaskStore for B {
 
     async fn sweep(&self) -> Result<SweepReport, StoreError> {
         self.sweep_tasks().await
+    }
+
+    async fn operator_list(
+        &self,
+        filter: &OperatorFilter,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<OperatorPage, StoreError> {
+        let before = cursor
+            .map(|c| cursor::decode_operator(filter, c))
+            .transpose()?;
+        self.operator_list_tasks(filter, before, limit.max(1)).await
+    }
+
+    async fn operator_get(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        self.operator_read_task(id).await
+    }
+
+    async fn operator_counts(&self) -> Result<TaskCounts, StoreError> {
+        self.operator_count_tasks().await
     }
 
     fn events(&self) -> EventStream {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::error::StoreError;
 use crate::event::EventStream;
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
     Transition,
@@ -86,6 +87,22 @@ use crate::record::{
 /// 21. **Cancel of a queued task.** `request_cancel` on a task waiting for a worker
 ///     cancels it at once; a task whose cancel was requested is never claimed, so it
 ///     never runs.
+/// 22. **Operator's view** (`operator_list`, `operator_get`, `operator_counts`): the
+///     only operations not scoped by owner, for the person running the server, never for
+///     a peer. `operator_list` returns the visible (unexpired) tasks of every owner
+///     matching an [`OperatorFilter`], newest first by `(created_at, id)`, in pages with
+///     an opaque keyset cursor bound to the filter: no task appears twice and none present
+///     for the whole listing is missed; a cursor not issued for the same filter is
+///     [`StoreError::InvalidCursor`]. `operator_get` reads any owner's visible task, the
+///     whole record. `operator_counts` counts the *stored* tasks by status and by tool
+///     (a task past its TTL counts until the sweep deletes it). Cost: a page reads the
+///     tasks it returns plus those the filter passes over in the one index it walks
+///     newest first (the owner's, the lease holder's, the tool's, the status's, or all
+///     tasks'), never every task by design; the counts are kept with every write by the
+///     memory and Redis stores (reading them costs O(statuses + tools), per shard) and
+///     are one grouped pass over the stored tasks in the SQL stores (O(tasks)). A store
+///     that does not implement them (the default of the three methods, for stores
+///     written before them) answers [`StoreError::Unsupported`].
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
@@ -234,6 +251,35 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Deletes expired tasks and reports what needs attention (rule 12).
     async fn sweep(&self) -> Result<SweepReport, StoreError>;
+
+    /// One page of every owner's tasks matching `filter`, newest first, after `cursor`,
+    /// at most `limit` long (rule 22). Unsupported by default.
+    async fn operator_list(
+        &self,
+        filter: &OperatorFilter,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<OperatorPage, StoreError> {
+        let _ = (filter, cursor, limit);
+        Err(StoreError::Unsupported {
+            operation: "operator listing",
+        })
+    }
+
+    /// Reads any owner's task, the whole record (rule 22). Unsupported by default.
+    async fn operator_get(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported {
+            operation: "operator reads",
+        })
+    }
+
+    /// Counts the stored tasks by status and by tool (rule 22). Unsupported by default.
+    async fn operator_counts(&self) -> Result<TaskCounts, StoreError> {
+        Err(StoreError::Unsupported {
+            operation: "operator counts",
+        })
+    }
 
     /// Subscribes to the change feed of the whole backend (rule 15).
     fn events(&self) -> EventStream;

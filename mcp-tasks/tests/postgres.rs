@@ -244,8 +244,10 @@ async fn version_1_data_loads_after_the_queue_migration() {
         .batch_execute(&format!(
             "DROP TABLE {schema}.sessions;
              DROP INDEX {schema}.tasks_queued;
+             DROP INDEX {schema}.tasks_by_created;
              ALTER TABLE {schema}.tasks DROP COLUMN queued_tool, DROP COLUMN revision,
-                 DROP COLUMN owner_slot, DROP COLUMN total_slot;
+                 DROP COLUMN owner_slot, DROP COLUMN total_slot, DROP COLUMN status,
+                 DROP COLUMN tool, DROP COLUMN lease_holder;
              DROP FUNCTION {schema}.create_task;
              DROP FUNCTION {schema}.save_task;
              DROP FUNCTION {schema}.take_slot;
@@ -270,6 +272,17 @@ async fn version_1_data_loads_after_the_queue_migration() {
     assert_eq!(store.live_tasks(&owner).await.expect("counts"), (1, 1));
     let read = store.get(&owner, &task.id).await.expect("old record loads");
     assert_eq!(read.job, None);
+    // Version 8 filled the operator's columns of the rows already there.
+    let working = mcp_tasks::OperatorFilter {
+        status: Some(TaskStatus::Working),
+        ..Default::default()
+    };
+    let listed = store
+        .operator_list(&working, None, 10)
+        .await
+        .expect("operator list");
+    assert_eq!(listed.tasks, vec![read.clone()]);
+    assert_eq!(store.operator_counts().await.expect("counts").working, 1);
     let tools = vec!["pg".to_owned()];
     assert!(
         store

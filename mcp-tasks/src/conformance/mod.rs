@@ -84,6 +84,7 @@ mod lifecycle;
 mod limits;
 mod listing;
 pub mod model;
+mod operator;
 mod outage;
 mod payloads;
 mod sessions;
@@ -106,6 +107,7 @@ pub use leases::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use listing::*;
+pub use operator::*;
 pub use outage::{Outage, TcpProxy, outage_errors_are_transient_and_lose_nothing};
 pub use payloads::*;
 pub use sessions::*;
@@ -223,6 +225,13 @@ registry!($;
     list_is_stable_under_concurrent_inserts_and_expiry,
     list_rejects_foreign_cursor,
     list_10000_tasks_completely,
+    // the operator's view
+    operator_list_spans_owners_newest_first,
+    operator_list_filters_combine,
+    operator_cursor_is_bound_to_its_filter,
+    operator_get_reads_the_whole_record,
+    operator_counts_by_status_and_tool,
+    operator_list_walks_long_indexes,
     // limits
     live_tasks_per_owner_limit,
     live_tasks_total_limit,

@@ -8,6 +8,7 @@ use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::limits::Limits;
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
 impl Backend for MemoryStore {
@@ -98,6 +99,24 @@ impl Backend for MemoryStore {
             }
         }
         Ok(None)
+    }
+
+    async fn operator_list_tasks(
+        &self,
+        filter: &OperatorFilter,
+        before: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<OperatorPage, StoreError> {
+        let now = self.inner.clock.now_ms();
+        self.inner.operator_page(filter, before, limit, now)
+    }
+
+    async fn operator_read_task(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        self.inner.operator_read(id, self.inner.clock.now_ms())
+    }
+
+    async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
+        Ok(self.inner.operator_counts())
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

@@ -1,7 +1,8 @@
 //! The memory store's data: tasks in 64 mutex shards by id (each with its expiry index
 //! and its set of leased tasks), per-owner listing indexes in 64 shards by owner, an
-//! atomic live total, the queue of tasks waiting for a worker, and the event feed. Lock
-//! order: owner shard, then task shard, then the queue; never two task shards.
+//! atomic live total, the queue of tasks waiting for a worker, the operator index, and
+//! the event feed. Lock order: owner shard, then task shard, then the queue or the
+//! operator index (never both); never two task shards.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -18,8 +19,11 @@ use crate::cursor;
 use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, TaskEvent};
 use crate::limits::{Limit, Limits};
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Outcome, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
+
+use super::ops::{self, OperatorIndex};
 
 const SHARDS: usize = 64;
 
@@ -31,6 +35,8 @@ pub(super) struct Inner {
     live_total: AtomicUsize,
     /// Tasks waiting for a worker, by tool, in claim order `(created_at, id)`.
     queue: Mutex<Queue>,
+    /// Every task for the operator's view (rule 22).
+    operator: Mutex<OperatorIndex>,
     hasher: RandomState,
     pub(super) limits: Limits,
     pub(super) clock: Arc<dyn Clock>,
@@ -169,6 +175,7 @@ impl Inner {
             owners: (0..SHARDS).map(|_| Mutex::default()).collect(),
             live_total: AtomicUsize::new(0),
             queue: Mutex::default(),
+            operator: Mutex::default(),
             hasher: RandomState::new(),
             limits,
             clock,
@@ -244,6 +251,7 @@ impl Inner {
             shard.leased.insert(id.clone());
         }
         requeue(&self.queue, None, record.queued_tool(), record);
+        lock(&self.operator).put(record);
         shard.tasks.insert(id, Stored::new(record.clone()));
         Ok(())
     }
@@ -292,6 +300,7 @@ impl Inner {
                 record.queued_tool(),
                 &record,
             );
+            lock(&self.operator).put(&record);
             let finished = !was_terminal && record.is_terminal();
             if record.lease.is_some() && !record.is_terminal() {
                 shard.leased.insert(id.clone());
@@ -366,6 +375,44 @@ impl Inner {
         Ok(TaskPage { tasks, next_cursor })
     }
 
+    /// Any owner's task unexpired at `now`.
+    pub(super) fn operator_read(&self, id: &TaskId, now: Millis) -> Result<TaskRecord, StoreError> {
+        match self.task_shard(id).tasks.get(id) {
+            Some(s) if !s.record.is_expired(now) => s.record(),
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// One page of the operator listing (rule 22): positions from the operator index,
+    /// then each record from its shard, checked again (it may have changed meanwhile).
+    pub(super) fn operator_page(
+        &self,
+        filter: &OperatorFilter,
+        before: Option<(Millis, TaskId)>,
+        limit: usize,
+        now: Millis,
+    ) -> Result<OperatorPage, StoreError> {
+        let (positions, last) = lock(&self.operator).page(filter, before.as_ref(), limit, now);
+        let mut tasks = Vec::with_capacity(positions.len());
+        for (_, id) in positions {
+            if let Some(s) = self.task_shard(&id).tasks.get(&id)
+                && !s.record.is_expired(now)
+                && filter.matches(&s.record)
+            {
+                tasks.push(s.record()?);
+            }
+        }
+        Ok(OperatorPage {
+            tasks,
+            next_cursor: ops::next_cursor(filter, last),
+        })
+    }
+
+    /// The stored tasks by status and tool.
+    pub(super) fn operator_counts(&self) -> TaskCounts {
+        lock(&self.operator).counts()
+    }
+
     /// Deletes the tasks expired at `now` and finds lapsed leases.
     pub(super) fn sweep(&self, now: Millis) -> SweepReport {
         let mut report = SweepReport::default();
@@ -381,6 +428,7 @@ impl Inner {
                 if let Some(s) = shard.tasks.remove(&id) {
                     let rec = &s.record;
                     requeue(&self.queue, rec.queued_tool(), None, rec);
+                    lock(&self.operator).remove(&(rec.created_at, id.clone()));
                     purged.push((rec.key(), rec.created_at, !rec.is_terminal()));
                 }
             }

@@ -5,6 +5,7 @@
 
 mod backend;
 mod db;
+mod ops;
 
 use std::sync::Arc;
 

@@ -8,11 +8,12 @@
 use std::sync::Arc;
 
 use super::schema::{self, backend, pg};
-use super::{PostgresStore, db};
+use super::{PostgresStore, db, operator};
 use crate::backend::{Announce, Backend};
 use crate::error::{BackendError, StoreError};
 use crate::event::EventStream;
 use crate::limits::Limits;
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
 /// How often a write reads again after losing its compare-and-set.
@@ -186,6 +187,27 @@ impl Backend for PostgresStore {
         let client = self.inner.pool.get().await.map_err(backend)?;
         let now = self.inner.clock.now_ms();
         db::list(&client, owner, after, limit, now).await
+    }
+
+    async fn operator_list_tasks(
+        &self,
+        filter: &OperatorFilter,
+        before: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<OperatorPage, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        let now = self.inner.clock.now_ms();
+        operator::list(&client, filter, before, limit, now).await
+    }
+
+    async fn operator_read_task(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        operator::read(&client, id, self.inner.clock.now_ms()).await
+    }
+
+    async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        operator::counts(&client).await
     }
 
     /// One statement (`sweep_expired`): its locks last that statement only.

@@ -5,6 +5,7 @@ mod batch;
 mod db;
 mod listen;
 mod notify;
+mod operator;
 mod schema;
 mod sessions;
 

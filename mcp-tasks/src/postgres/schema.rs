@@ -108,6 +108,15 @@ const V6: &str = include_str!("migrations/0006_batches.sql");
 /// ids), with the count of all removed.
 const V7: &str = include_str!("migrations/0007_sweep.sql");
 
+/// Version 8: the operator's view (contract rule 22). `status`, `tool` and
+/// `lease_holder` are stored columns generated from the record (so every write keeps them
+/// true without a change to the functions that write), indexed in creation order, with
+/// all tasks in creation order: an operator listing walks one of these backwards (or the
+/// owner's of version 1), never every row; the counts are a grouped pass over the
+/// tasks. Adding stored generated columns rewrites the table once, under its
+/// lock, at the upgrade; rows of every earlier version get their values then.
+const V8: &str = include_str!("migrations/0008_operator.sql");
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -137,10 +146,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 7,
         sql: V7,
     },
+    Migration {
+        version: 8,
+        sql: V8,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 7;
+pub(crate) const SCHEMA_VERSION: i32 = 8;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()

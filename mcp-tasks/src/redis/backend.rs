@@ -8,11 +8,13 @@ use super::RedisStore;
 use super::db::{MAX_ATTEMPTS, backoff};
 use super::feed::Wire;
 use super::keys::parse_member;
+use super::operator::Facets;
 use super::place::{self, Room};
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::limits::{Limit, Limits};
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
 /// The payloads of what `announce` makes of a change.
@@ -93,6 +95,7 @@ impl Backend for RedisStore {
             let mut rec = inner.load(owner, id, now).await?;
             let (revision, was_live) = (rec.revision, !rec.is_terminal());
             let was_queued = rec.queued_tool().is_some();
+            let before = Facets::of(&rec);
             // On error nothing was written.
             let value = f(&mut rec, now, &inner.limits)?;
             if rec.revision == revision {
@@ -101,7 +104,7 @@ impl Backend for RedisStore {
             let finished = was_live && rec.is_terminal();
             let events = wires(announce, &value, &rec);
             if inner
-                .commit(revision, &rec, finished, was_queued, events)
+                .commit(revision, &rec, finished, was_queued, &before, events)
                 .await?
             {
                 return Ok((value, rec));
@@ -183,6 +186,26 @@ impl Backend for RedisStore {
     ) -> Result<TaskPage, StoreError> {
         let now = self.inner.clock.now_ms();
         self.inner.page(owner, after, limit, now).await
+    }
+
+    async fn operator_list_tasks(
+        &self,
+        filter: &OperatorFilter,
+        before: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<OperatorPage, StoreError> {
+        let now = self.inner.clock.now_ms();
+        self.inner.operator_page(filter, before, limit, now).await
+    }
+
+    async fn operator_read_task(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        self.inner
+            .operator_read(id, self.inner.clock.now_ms())
+            .await
+    }
+
+    async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
+        self.inner.operator_counts().await
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

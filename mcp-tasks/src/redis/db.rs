@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::conn::Conn;
 use super::feed::Wire;
 use super::keys::{member, parse_member};
+use super::operator::{Facets, holder_arg, tool_arg};
 use super::place::quota;
 use super::{Inner, scripts, store_error};
 use crate::cursor;
@@ -87,6 +88,7 @@ impl Inner {
         rec: &TaskRecord,
         finished: bool,
         was_queued: bool,
+        before: &Facets,
         events: Vec<Wire>,
     ) -> Result<bool, StoreError> {
         let queued = rec.queued_tool().is_some();
@@ -104,15 +106,21 @@ impl Inner {
             .unwrap_or_default();
         let (payloads, echo) = self.shared.stamp(events);
         let shard = self.keys.shard_of(&rec.id);
+        let after = Facets::of(rec);
+        let keys = &self.keys;
         let mut call = scripts::COMMIT.prepare_invoke();
-        call.key(self.keys.task(&rec.id))
-            .key(self.keys.leases(shard))
-            .key(self.keys.live(shard))
-            .key(self.keys.live_per_owner(shard))
-            .key(
-                self.keys
-                    .queue(shard, rec.origin.tool.as_deref().unwrap_or_default()),
-            )
+        call.key(keys.task(&rec.id))
+            .key(keys.leases(shard))
+            .key(keys.live(shard))
+            .key(keys.live_per_owner(shard))
+            .key(keys.queue(shard, rec.origin.tool.as_deref().unwrap_or_default()))
+            .key(keys.op_all(shard))
+            .key(keys.op_status(shard, before.status))
+            .key(keys.op_status(shard, after.status))
+            .key(keys.op_holder(shard, before.holder.as_deref().unwrap_or_default()))
+            .key(keys.op_holder(shard, after.holder.as_deref().unwrap_or_default()))
+            .key(keys.op_tool(shard, rec.origin.tool.as_deref().unwrap_or_default()))
+            .key(keys.op_counts(shard))
             .arg(expected)
             .arg(rec.revision)
             .arg(json)
@@ -120,7 +128,13 @@ impl Inner {
             .arg(if finished { "1" } else { "0" })
             .arg(rec.id.as_str())
             .arg(self.keys.channel())
-            .arg(queue_change);
+            .arg(queue_change)
+            .arg(member(rec.created_at, &rec.id))
+            .arg(before.status)
+            .arg(after.status)
+            .arg(before.holder_arg())
+            .arg(after.holder_arg())
+            .arg(tool_arg(rec));
         for payload in &payloads {
             call.arg(payload);
         }
@@ -178,6 +192,11 @@ impl Inner {
             .key(keys.live_per_owner(shard))
             .key(keys.leases(shard))
             .key(keys.queue(shard, rec.origin.tool.as_deref().unwrap_or_default()))
+            .key(keys.op_all(shard))
+            .key(keys.op_status(shard, rec.status.as_str()))
+            .key(keys.op_tool(shard, rec.origin.tool.as_deref().unwrap_or_default()))
+            .key(keys.op_holder(shard, rec.lease.as_ref().map_or("", |l| l.holder.as_str())))
+            .key(keys.op_counts(shard))
             .arg(rec.owner.as_str())
             .arg(rec.id.as_str())
             .arg(encode(rec)?)
@@ -193,7 +212,10 @@ impl Inner {
             .arg(keys.channel())
             .arg(safety)
             .arg(lease)
-            .arg(if rec.queued_tool().is_some() { "1" } else { "" });
+            .arg(if rec.queued_tool().is_some() { "1" } else { "" })
+            .arg(rec.status.as_str())
+            .arg(tool_arg(rec))
+            .arg(holder_arg(rec));
         for payload in &payloads {
             call.arg(payload);
         }

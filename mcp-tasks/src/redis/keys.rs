@@ -112,6 +112,32 @@ impl Keys {
         format!("{}:q:{tool}", self.shard_tag(shard))
     }
 
+    /// A sorted set per shard, every score 0, members [`member`]: every task of the shard
+    /// in creation order (the operator's view, contract rule 22).
+    pub(crate) fn op_all(&self, shard: u16) -> String {
+        format!("{}:op:all", self.shard_tag(shard))
+    }
+
+    /// Like [`op_all`](Self::op_all), the shard's tasks in `status` (its wire name).
+    pub(crate) fn op_status(&self, shard: u16, status: &str) -> String {
+        format!("{}:op:s:{status}", self.shard_tag(shard))
+    }
+
+    /// Like [`op_all`](Self::op_all), the shard's tasks of `tool`.
+    pub(crate) fn op_tool(&self, shard: u16, tool: &str) -> String {
+        format!("{}:op:t:{tool}", self.shard_tag(shard))
+    }
+
+    /// Like [`op_all`](Self::op_all), the shard's tasks whose lease names `holder`.
+    pub(crate) fn op_holder(&self, shard: u16, holder: &str) -> String {
+        format!("{}:op:h:{holder}", self.shard_tag(shard))
+    }
+
+    /// A hash per shard of the tasks counted by `s:STATUS` and `t:TOOL`.
+    pub(crate) fn op_counts(&self, shard: u16) -> String {
+        format!("{}:op:n", self.shard_tag(shard))
+    }
+
     /// A hash per MCP 2025-11-25 session: `rec`, `seen`, `idle`, `rev`
     /// (`redis/sessions.rs`). `session("")` is the prefix the scripts complete. Sessions
     /// are not sharded: they all live under `{prefix}`, so one script counts them.

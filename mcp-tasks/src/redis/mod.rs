@@ -5,6 +5,7 @@ mod conn;
 mod db;
 mod feed;
 mod keys;
+mod operator;
 mod place;
 mod scripts;
 mod sessions;
@@ -41,10 +42,13 @@ use keys::Keys;
 /// sorted set of expiry times (`{s}:exp`); one of unfinished tasks' lease expiries
 /// (`{s}:leases`); a lexicographic sorted set per tool of the tasks waiting for a worker
 /// (`{s}:q:<tool>`); and the live-task counters (`{s}:live`: unfinished id -> owner,
-/// whose length is the shard's total; `{s}:live_owner`: owner -> count). Sessions and
-/// the event channel are not sharded: they live under `{prefix}`. Listing merges the
-/// owner's index of every shard (keyset order is preserved: each index is in order);
-/// a claim merges the queues of every shard; a sweep walks the shards one by one.
+/// whose length is the shard's total; `{s}:live_owner`: owner -> count); the operator's
+/// view (contract rule 22: `{s}:op:all`, `{s}:op:s:<status>`, `{s}:op:t:<tool>`,
+/// `{s}:op:h:<lease holder>`, ordered like the owner sets, and the counts `{s}:op:n`;
+/// tasks written before them enter them at their next write, see `operator.rs`).
+/// Sessions and the event channel are not sharded: they live under `{prefix}`. Listing
+/// merges the owner's index of every shard (keyset order is preserved: each index is in
+/// order); a claim merges the queues of every shard; a sweep walks the shards one by one.
 ///
 /// The shard count is part of the layout and follows the server: a deployment written
 /// on a standalone server is not found on a cluster (move it by re-creating the tasks);

@@ -9,17 +9,51 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+/// The Lua functions the writing scripts share (the operator index's upkeep).
+const OUTLIVE: &str = r#"
+-- Index `key` (of the operator's view) outlives the task key, whose PTTL is `left`
+-- (-1: it never expires, so neither may the index); `existed`: whether `key` existed
+-- before this script added to it (a new key has no expiry yet).
+local function outlive(key, left, existed)
+  if left == -1 then
+    redis.call('PERSIST', key)
+  elseif left > 0 then
+    local l = redis.call('PTTL', key)
+    if existed == 0 or (l >= 0 and l < left) then redis.call('PEXPIRE', key, left) end
+  end
+end
+-- Adds member `m` to the sorted set `key`, which then outlives the task.
+local function add(key, m, left)
+  local existed = redis.call('EXISTS', key)
+  redis.call('ZADD', key, 0, m)
+  outlive(key, left, existed)
+end
+-- Adds `n` to `field` of the counts hash `key`, which then outlives the task; a count
+-- that falls to 0 goes.
+local function count(key, field, n, left)
+  local existed = redis.call('EXISTS', key)
+  if redis.call('HINCRBY', key, field, n) <= 0 then
+    redis.call('HDEL', key, field)
+  elseif n > 0 then
+    outlive(key, left, existed)
+  end
+end
+"#;
+
 /// Inserts a new task if the live-task limits allow it.
 ///
-/// KEYS: task, owner index, expiries, live, live per owner, leases, the tool's queue.
+/// KEYS: task, owner index, expiries, live, live per owner, leases, the tool's queue, and
+/// the operator index: all tasks, the status's, the tool's, the lease holder's, counts.
 /// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never), the
 /// shard's part of the per-owner limit, its part of the total limit, channel, safety net
 /// (`off`, `forever` or milliseconds until the task key expires), lease expiry (`''`: no
-/// lease), `1` if the task waits for a worker, event payloads...
+/// lease), `1` if the task waits for a worker, status, `+TOOL` or `-` (none), `+HOLDER`
+/// or `-` (no lease), event payloads...
 ///
 /// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{OUTLIVE}{}",
         r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then return -3 end
 local mine = tonumber(redis.call('HGET', KEYS[5], ARGV[1]) or '0')
@@ -52,22 +86,37 @@ elseif safety ~= 'off' then
 end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[6], ARGV[11], ARGV[2]) end
 if ARGV[12] == '1' then redis.call('ZADD', KEYS[7], 0, ARGV[5]) end
-for i = 13, #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
+local left = redis.call('PTTL', KEYS[1])
+add(KEYS[8], ARGV[5], left)
+add(KEYS[9], ARGV[5], left)
+count(KEYS[12], 's:' .. ARGV[13], 1, left)
+if ARGV[14] ~= '-' then
+  add(KEYS[10], ARGV[5], left)
+  count(KEYS[12], 't:' .. string.sub(ARGV[14], 2), 1, left)
+end
+if ARGV[15] ~= '-' then add(KEYS[11], ARGV[5], left) end
+for i = 16, #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
 return 1
-"#,
-    )
+"#
+    ))
 });
 
 /// Writes back a changed record if its revision is still the one it was read at.
 ///
-/// KEYS: task, leases, live, live per owner, the tool's queue.
+/// KEYS: task, leases, live, live per owner, the tool's queue, and the operator index: all
+/// tasks, the status's before, the status's after, the lease holder's before, after, the
+/// tool's, counts.
 /// ARGV: expected revision, new revision, record JSON, lease expiry (`''`: no live
 /// lease), `1` if this write finished the task, id, channel, the queue change (`+MEMBER`:
-/// it waits for a worker now, `-MEMBER`: no more, `''`: no change), event payloads...
+/// it waits for a worker now, `-MEMBER`: no more, `''`: no change), index member, status
+/// before, after, `+HOLDER` or `-` before, after, `+TOOL` or `-`, event payloads...
+///
+/// A task not in the operator index yet (written before it existed) is added to it whole.
 ///
 /// Returns 1, or 0 when the record changed (or vanished) since it was read.
 pub(crate) static COMMIT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{OUTLIVE}{}",
         r#"
 if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[2])
@@ -89,22 +138,50 @@ if string.sub(q, 1, 1) == '+' then
 elseif string.sub(q, 1, 1) == '-' then
   redis.call('ZREM', KEYS[5], string.sub(q, 2))
 end
-for i = 9, #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
+local m = ARGV[9]
+local left = redis.call('PTTL', KEYS[1])
+if not redis.call('ZSCORE', KEYS[6], m) then
+  -- Not indexed yet (written before the index existed): added whole.
+  add(KEYS[6], m, left)
+  add(KEYS[8], m, left)
+  count(KEYS[12], 's:' .. ARGV[11], 1, left)
+  if ARGV[14] ~= '-' then
+    add(KEYS[11], m, left)
+    count(KEYS[12], 't:' .. string.sub(ARGV[14], 2), 1, left)
+  end
+  if ARGV[13] ~= '-' then add(KEYS[10], m, left) end
+else
+  if ARGV[10] ~= ARGV[11] then
+    redis.call('ZREM', KEYS[7], m)
+    add(KEYS[8], m, left)
+    count(KEYS[12], 's:' .. ARGV[10], -1, left)
+    count(KEYS[12], 's:' .. ARGV[11], 1, left)
+  end
+  if ARGV[12] ~= ARGV[13] then
+    if ARGV[12] ~= '-' then redis.call('ZREM', KEYS[9], m) end
+    if ARGV[13] ~= '-' then add(KEYS[10], m, left) end
+  end
+end
+for i = 15, #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
 return 1
-"#,
-    )
+"#
+    ))
 });
 
 /// Deletes an expired task with its index entries and live count.
 ///
-/// KEYS: task, expiries, leases, live, live per owner, and (optional) owner index.
+/// KEYS: task, expiries, leases, live, live per owner, owner index, and the operator
+/// index: all tasks, the status's, the tool's, the lease holder's, counts (when the record
+/// is gone, any key of the shard in each place: unused).
 /// ARGV: expected revision (`''`: the record is already gone, e.g. by the key-expiry
-/// safety net), id, owner-index member (`''`: unknown).
+/// safety net), id, index member (`''`: unknown), status, `+TOOL` or `-`, `+HOLDER` or
+/// `-`.
 ///
 /// Returns `{1, owner-if-it-was-unfinished-or-''}` when this call purged the task,
 /// `{0, ''}` when the record changed meanwhile or someone else purged it.
 pub(crate) static PURGE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{OUTLIVE}{}",
         r#"
 if ARGV[1] == '' then
   if redis.call('EXISTS', KEYS[1]) == 1 then return {0, ''} end
@@ -112,7 +189,19 @@ elseif redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
   return {0, ''}
 end
 redis.call('DEL', KEYS[1])
-if KEYS[6] and ARGV[3] ~= '' then redis.call('ZREM', KEYS[6], ARGV[3]) end
+if ARGV[3] ~= '' then
+  redis.call('ZREM', KEYS[6], ARGV[3])
+  -- Counted only if indexed (a task written before the index existed is not).
+  if redis.call('ZREM', KEYS[7], ARGV[3]) == 1 then
+    redis.call('ZREM', KEYS[8], ARGV[3])
+    count(KEYS[11], 's:' .. ARGV[4], -1, 0)
+    if ARGV[5] ~= '-' then
+      redis.call('ZREM', KEYS[9], ARGV[3])
+      count(KEYS[11], 't:' .. string.sub(ARGV[5], 2), -1, 0)
+    end
+    if ARGV[6] ~= '-' then redis.call('ZREM', KEYS[10], ARGV[3]) end
+  end
+end
 local removed = redis.call('ZREM', KEYS[2], ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
 local owner = redis.call('HGET', KEYS[4], ARGV[2])
@@ -122,6 +211,6 @@ if owner then
 end
 if ARGV[1] == '' and removed == 0 and not owner then return {0, ''} end
 return {1, owner or ''}
-"#,
-    )
+"#
+    ))
 });

@@ -4,6 +4,7 @@
 use super::Inner;
 use super::db::{MAX_ATTEMPTS, backoff};
 use super::keys::member;
+use super::operator::{holder_arg, tool_arg};
 use super::{scripts, store_error};
 use crate::error::StoreError;
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey};
@@ -102,15 +103,38 @@ impl Inner {
                 .key(self.keys.leases(shard))
                 .key(self.keys.live(shard))
                 .key(self.keys.live_per_owner(shard));
+            let keys = &self.keys;
             match &rec {
                 Some(rec) => {
-                    call.key(self.keys.owner_index(shard, &rec.owner))
+                    call.key(keys.owner_index(shard, &rec.owner))
+                        .key(keys.op_all(shard))
+                        .key(keys.op_status(shard, rec.status.as_str()))
+                        .key(keys.op_tool(shard, rec.origin.tool.as_deref().unwrap_or_default()))
+                        .key(
+                            keys.op_holder(
+                                shard,
+                                rec.lease.as_ref().map_or("", |l| l.holder.as_str()),
+                            ),
+                        )
+                        .key(keys.op_counts(shard))
                         .arg(rec.revision)
                         .arg(id.as_str())
-                        .arg(member(rec.created_at, id));
+                        .arg(member(rec.created_at, id))
+                        .arg(rec.status.as_str())
+                        .arg(tool_arg(rec))
+                        .arg(holder_arg(rec));
                 }
                 None => {
-                    call.arg("").arg(id.as_str()).arg("");
+                    // Unused (no member): any keys of the shard.
+                    for _ in 0..6 {
+                        call.key(keys.op_all(shard));
+                    }
+                    call.arg("")
+                        .arg(id.as_str())
+                        .arg("")
+                        .arg("")
+                        .arg("-")
+                        .arg("-");
                 }
             }
             let (purged, live_owner): (i64, String) = call

@@ -4,11 +4,12 @@
 use rusqlite::TransactionBehavior;
 
 use super::schema::backend;
-use super::{SqliteStore, db};
+use super::{SqliteStore, db, operator};
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::limits::Limits;
+use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
 impl Backend for SqliteStore {
@@ -132,6 +133,29 @@ impl Backend for SqliteStore {
         let owner = owner.clone();
         self.run(move |conn, inner| db::list(conn, &owner, after, limit, inner.clock.now_ms()))
             .await
+    }
+
+    async fn operator_list_tasks(
+        &self,
+        filter: &OperatorFilter,
+        before: Option<(Millis, TaskId)>,
+        limit: usize,
+    ) -> Result<OperatorPage, StoreError> {
+        let filter = filter.clone();
+        self.run(move |conn, inner| {
+            operator::list(conn, &filter, before, limit, inner.clock.now_ms())
+        })
+        .await
+    }
+
+    async fn operator_read_task(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let id = id.clone();
+        self.run(move |conn, inner| operator::read(conn, &id, inner.clock.now_ms()))
+            .await
+    }
+
+    async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
+        self.run(|conn, _| operator::counts(conn)).await
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

@@ -3,6 +3,7 @@
 mod backend;
 mod claim;
 mod db;
+mod operator;
 mod schema;
 
 use std::collections::HashMap;

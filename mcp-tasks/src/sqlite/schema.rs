@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -51,6 +51,27 @@ const SCHEMA_V2: &str = "
 ALTER TABLE tasks ADD COLUMN queued_tool TEXT;
 CREATE INDEX IF NOT EXISTS tasks_queued ON tasks (queued_tool, created_at, id)
     WHERE queued_tool IS NOT NULL;
+";
+
+/// Version 3: the operator's view (contract rule 22). `status`, `tool` and `lease_holder`
+/// are virtual columns read from the record (so every write keeps them true), indexed in
+/// creation order with all tasks in creation order: an operator listing walks one of
+/// these (or the owner's) backwards, never every row; the counts are a grouped pass
+/// over the tasks. Adding them rewrites nothing; building the indexes reads the
+/// rows of earlier versions once, at the upgrade.
+const SCHEMA_V3: &str = "
+ALTER TABLE tasks ADD COLUMN status TEXT
+    GENERATED ALWAYS AS (json_extract(record, '$.status')) VIRTUAL;
+ALTER TABLE tasks ADD COLUMN tool TEXT
+    GENERATED ALWAYS AS (json_extract(record, '$.origin.tool')) VIRTUAL;
+ALTER TABLE tasks ADD COLUMN lease_holder TEXT
+    GENERATED ALWAYS AS (json_extract(record, '$.lease.holder')) VIRTUAL;
+CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at, id);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (status, created_at, id);
+CREATE INDEX IF NOT EXISTS tasks_by_tool ON tasks (tool, created_at, id)
+    WHERE tool IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_by_holder ON tasks (lease_holder, created_at, id)
+    WHERE lease_holder IS NOT NULL;
 ";
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
@@ -183,6 +204,9 @@ fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> 
         }
         if version < 2 {
             tx.execute_batch(SCHEMA_V2).map_err(backend)?;
+        }
+        if version < 3 {
+            tx.execute_batch(SCHEMA_V3).map_err(backend)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -456,7 +456,14 @@ async fn version_1_files_load_after_the_queue_migration() {
         let conn = rusqlite::Connection::open(&db.0).expect("raw open");
         conn.execute_batch(
             "DROP INDEX tasks_queued;
+             DROP INDEX tasks_by_created;
+             DROP INDEX tasks_by_status;
+             DROP INDEX tasks_by_tool;
+             DROP INDEX tasks_by_holder;
              ALTER TABLE tasks DROP COLUMN queued_tool;
+             ALTER TABLE tasks DROP COLUMN status;
+             ALTER TABLE tasks DROP COLUMN tool;
+             ALTER TABLE tasks DROP COLUMN lease_holder;
              PRAGMA user_version = 1;",
         )
         .expect("back to version 1");
@@ -464,6 +471,22 @@ async fn version_1_files_load_after_the_queue_migration() {
     let store = db.open(Limits::default(), &clock);
     let read = store.get(&owner, &task.id).await.expect("old record loads");
     assert_eq!(read.job, None);
+    // Version 3 indexes the rows already there for the operator's view.
+    let by_tool = crate::OperatorFilter {
+        tool: Some("t".into()),
+        ..Default::default()
+    };
+    let listed = store.operator_list(&by_tool, None, 10).await.expect("list");
+    assert_eq!(listed.tasks, vec![read.clone()]);
+    assert_eq!(
+        store
+            .operator_counts()
+            .await
+            .expect("counts")
+            .by_tool
+            .get("t"),
+        Some(&1)
+    );
     let tools = vec!["t".to_owned()];
     assert!(
         store

@@ -1,0 +1,158 @@
+//! What the operator's view of a store is made of (contract rule 22): the filter of
+//! [`TaskStore::operator_list`](crate::TaskStore::operator_list), its pages, and the
+//! counts of [`TaskStore::operator_counts`](crate::TaskStore::operator_counts).
+
+use std::collections::BTreeMap;
+
+use mcp_tasks_protocol::tasks::TaskStatus;
+
+use crate::record::{Millis, Owner, TaskRecord};
+
+/// Which tasks an operator listing returns: every field set must match (an empty filter
+/// lists every task of every owner).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct OperatorFilter {
+    /// Only tasks in this status.
+    pub status: Option<TaskStatus>,
+    /// Only tasks running this tool ([`Origin::tool`](crate::Origin::tool)).
+    pub tool: Option<String>,
+    /// Only this owner's tasks.
+    pub owner: Option<Owner>,
+    /// Only tasks created at or after this instant.
+    pub created_from: Option<Millis>,
+    /// Only tasks created strictly before this instant.
+    pub created_before: Option<Millis>,
+    /// Only tasks whose lease names this holder (the worker node running them, or the
+    /// one whose lease lapsed and was not taken over). A finished task holds no lease.
+    pub lease_holder: Option<String>,
+}
+
+impl OperatorFilter {
+    /// True when `rec` passes every field of the filter.
+    pub fn matches(&self, rec: &TaskRecord) -> bool {
+        self.status.is_none_or(|s| s == rec.status)
+            && self
+                .tool
+                .as_deref()
+                .is_none_or(|t| rec.origin.tool.as_deref() == Some(t))
+            && self.owner.as_ref().is_none_or(|o| o == &rec.owner)
+            && self.created_from.is_none_or(|at| rec.created_at >= at)
+            && self.created_before.is_none_or(|at| rec.created_at < at)
+            && self
+                .lease_holder
+                .as_deref()
+                .is_none_or(|h| rec.lease.as_ref().is_some_and(|l| l.holder == h))
+    }
+
+    /// A stable digest of the filter (the same in every process and build), carried by
+    /// its cursors so that a cursor is refused with another filter.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        let mut h = Fnv::default();
+        h.field(self.status.map(TaskStatus::as_str));
+        h.field(self.tool.as_deref());
+        h.field(self.owner.as_ref().map(Owner::as_str));
+        h.field(self.created_from.map(|at| at.to_string()).as_deref());
+        h.field(self.created_before.map(|at| at.to_string()).as_deref());
+        h.field(self.lease_holder.as_deref());
+        h.0
+    }
+}
+
+/// 64-bit FNV-1a over length-prefixed fields (no two filters share an encoding).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn bytes(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn field(&mut self, value: Option<&str>) {
+        match value {
+            None => self.bytes(&[0]),
+            Some(v) => {
+                self.bytes(&[1]);
+                self.bytes(&(v.len() as u64).to_le_bytes());
+                self.bytes(v.as_bytes());
+            }
+        }
+    }
+}
+
+/// One page of an operator listing, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperatorPage {
+    /// The tasks of this page, newest first by `(created_at, id)`.
+    pub tasks: Vec<TaskRecord>,
+    /// Present when more tasks may follow; opaque, and valid with the same filter only.
+    pub next_cursor: Option<String>,
+}
+
+/// How many tasks the store keeps, by status and by tool (contract rule 22).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskCounts {
+    /// Tasks `working`.
+    pub working: u64,
+    /// Tasks `input_required`.
+    pub input_required: u64,
+    /// Tasks `completed`.
+    pub completed: u64,
+    /// Tasks `failed`.
+    pub failed: u64,
+    /// Tasks `cancelled`.
+    pub cancelled: u64,
+    /// Tasks by [`Origin::tool`](crate::Origin::tool) (tasks of no tool are not in it);
+    /// tools with no task are left out.
+    pub by_tool: BTreeMap<String, u64>,
+}
+
+impl TaskCounts {
+    /// The count of `status`.
+    pub fn status(&self, status: TaskStatus) -> u64 {
+        match status {
+            TaskStatus::Working => self.working,
+            TaskStatus::InputRequired => self.input_required,
+            TaskStatus::Completed => self.completed,
+            TaskStatus::Failed => self.failed,
+            TaskStatus::Cancelled => self.cancelled,
+        }
+    }
+
+    /// Adds `n` to the count of `status` (a backend building the counts).
+    pub fn add_status(&mut self, status: TaskStatus, n: u64) {
+        let slot = match status {
+            TaskStatus::Working => &mut self.working,
+            TaskStatus::InputRequired => &mut self.input_required,
+            TaskStatus::Completed => &mut self.completed,
+            TaskStatus::Failed => &mut self.failed,
+            TaskStatus::Cancelled => &mut self.cancelled,
+        };
+        *slot += n;
+    }
+
+    /// Every task counted.
+    pub fn total(&self) -> u64 {
+        self.working + self.input_required + self.completed + self.failed + self.cancelled
+    }
+}
+
+/// The status named `name` as stored (its wire name), if any.
+pub(crate) fn parse_status(name: &str) -> Option<TaskStatus> {
+    [
+        TaskStatus::Working,
+        TaskStatus::InputRequired,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ]
+    .into_iter()
+    .find(|s| s.as_str() == name)
+}
