@@ -144,7 +144,9 @@ impl TaskCounts {
     }
 }
 
-/// The status named `name` as stored (its wire name), if any.
+/// The status named `name` as stored (its wire name), if any (the durable stores read
+/// their counts by it).
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 pub(crate) fn parse_status(name: &str) -> Option<TaskStatus> {
     [
         TaskStatus::Working,
