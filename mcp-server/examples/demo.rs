@@ -63,7 +63,8 @@
 //! set, the request and task spans go over OTLP/HTTP too (the standard `OTEL_*`
 //! variables; see `mcp_tasks_server::telemetry`); the service is `mcp-tasks-demo` unless
 //! `OTEL_SERVICE_NAME` says otherwise. `--metrics ADDR` serves the metrics in the
-//! Prometheus text format at `http://ADDR/metrics`.
+//! Prometheus text format at `http://ADDR/metrics`; `--live-tasks-every-ms` is how often
+//! the store's tasks are counted by status for the `mcp_task_live` gauge (default 30000).
 //!
 //! ```text
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 demo --http 127.0.0.1:8000
@@ -137,6 +138,10 @@ struct Args {
     /// (`HOST:PORT`).
     #[arg(long)]
     metrics: Option<String>,
+    /// How often to count the store's tasks by status for the `mcp_task_live` gauge, in
+    /// milliseconds (with `--metrics` or OTLP metrics).
+    #[arg(long, default_value_t = 30_000)]
+    live_tasks_every_ms: u64,
     /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
@@ -251,6 +256,7 @@ async fn main() -> std::process::ExitCode {
         default_log_filter: "info".into(),
         service_name: "mcp-tasks-demo".into(),
         prometheus: args.metrics.is_some(),
+        live_tasks_every: Duration::from_millis(args.live_tasks_every_ms),
     }) {
         Ok(t) => t,
         Err(e) => {

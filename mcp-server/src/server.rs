@@ -186,11 +186,14 @@ impl ServerBuilder {
         self
     }
 
-    /// Starts the task runtime and returns the server. Needs a tokio runtime.
+    /// Starts the task runtime and returns the server. Needs a tokio runtime. When
+    /// metrics were set up before (feature `otel`, `telemetry::init`), the store is
+    /// wrapped to time its operations and its tasks are counted by status.
     pub fn build(self) -> Server {
-        let store = self
-            .store
-            .unwrap_or_else(|| Arc::new(mcp_tasks::MemoryStore::default()));
+        let store = crate::telemetry::instrument_store(
+            self.store
+                .unwrap_or_else(|| Arc::new(mcp_tasks::MemoryStore::default())),
+        );
         let runtime = TaskRuntime::start(Arc::clone(&store), self.runtime);
         if self.role.claims() {
             crate::worker::start(runtime.clone(), &self.tools, self.worker);

@@ -144,6 +144,11 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     /// that ran a closure twice would meet [`StoreError::Backend`].
     const RERUNS_UPDATES: bool = true;
 
+    /// The backend's name, as [`TaskStore::backend`](crate::TaskStore::backend) reports
+    /// it (by the OpenTelemetry `db.system.name` values where one exists); `"other"` by
+    /// default.
+    const NAME: &'static str = "other";
+
     /// The limits and defaults this handle enforces.
     fn limits(&self) -> &Limits;
 

@@ -80,6 +80,26 @@ impl StoreError {
         StoreError::Unavailable(BackendError::new(e.to_string()))
     }
 
+    /// The error's kind, one short stable name per variant (`not_found`,
+    /// `limit_exceeded`, `input_key_reused`, `terminal`, `lease_held`, `lease_lost`,
+    /// `not_queued`, `invalid_cursor`, `unsupported`, `unavailable`, `backend`): a label
+    /// with a bounded set of values, for metrics (`error.type`) and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::NotFound => "not_found",
+            StoreError::LimitExceeded { .. } => "limit_exceeded",
+            StoreError::InputKeyReused { .. } => "input_key_reused",
+            StoreError::Terminal { .. } => "terminal",
+            StoreError::LeaseHeld => "lease_held",
+            StoreError::LeaseLost => "lease_lost",
+            StoreError::NotQueued => "not_queued",
+            StoreError::InvalidCursor => "invalid_cursor",
+            StoreError::Unsupported { .. } => "unsupported",
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Backend(_) => "backend",
+        }
+    }
+
     /// True when the failure passes with time (the backend is unreachable, failing
     /// over, busy or full): the operation is worth retrying with a backoff. Every other
     /// error is an answer (not found, a limit, a terminal task...) or a permanent fault.
@@ -269,6 +289,29 @@ mod tests {
         assert_eq!(wire.message, STORE_UNAVAILABLE_MESSAGE);
         assert!(!StoreError::backend("corrupt row").is_transient());
         assert!(!StoreError::NotFound.is_transient());
+    }
+
+    #[test]
+    fn kinds_are_short_and_distinct() {
+        let errors = [
+            StoreError::NotFound,
+            StoreError::LeaseHeld,
+            StoreError::LeaseLost,
+            StoreError::NotQueued,
+            StoreError::InvalidCursor,
+            StoreError::Unsupported { operation: "x" },
+            StoreError::unavailable("down"),
+            StoreError::backend("corrupt"),
+            StoreError::InputKeyReused { key: "k".into() },
+        ];
+        let kinds: std::collections::BTreeSet<_> = errors.iter().map(StoreError::kind).collect();
+        assert_eq!(kinds.len(), errors.len());
+        assert!(
+            kinds
+                .iter()
+                .all(|k| k.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        );
+        assert_eq!(StoreError::unavailable("down").kind(), "unavailable");
     }
 
     #[test]

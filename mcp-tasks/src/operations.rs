@@ -390,4 +390,8 @@ impl<B: Backend> TaskStore for B {
     fn sessions(&self) -> Option<&dyn SessionStore> {
         self.session_store()
     }
+
+    fn backend(&self) -> &'static str {
+        B::NAME
+    }
 }

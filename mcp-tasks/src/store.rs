@@ -289,4 +289,13 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     fn sessions(&self) -> Option<&dyn crate::session::SessionStore> {
         None
     }
+
+    /// The backend's name, for telemetry and logs: `memory`, `sqlite`, `postgresql`,
+    /// `redis` (standalone or Cluster) for the bundled stores, by the OpenTelemetry
+    /// `db.system.name` values; a third-party store names itself (default `"other"`).
+    /// Describes the store, changes nothing: no rule of the contract depends on it, and a
+    /// store that wraps another (a decorator) reports the one it wraps.
+    fn backend(&self) -> &'static str {
+        "other"
+    }
 }

@@ -205,4 +205,7 @@ impl TaskStore for DeafStore {
     fn events(&self) -> EventStream {
         EventStream::with_resync(self.feed.subscribe())
     }
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
 }

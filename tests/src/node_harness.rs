@@ -318,3 +318,35 @@ pub fn result_text(result: &Value) -> &str {
 pub fn slow(seconds: f64, label: &str) -> Value {
     json!({ "seconds": seconds, "label": label })
 }
+
+/// A database file under the temp dir for a node's `--store sqlite:PATH`, removed (with
+/// `-wal`, `-shm` and its lock) on drop.
+#[derive(Debug)]
+pub struct TempDb(pub std::path::PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm", ".lock"] {
+            let mut file = self.0.clone().into_os_string();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+impl TempDb {
+    /// A fresh path named after `what`.
+    pub fn new(what: &str) -> TempDb {
+        let salt = mcp_tasks::TaskId::random().expect("random");
+        TempDb(std::env::temp_dir().join(format!(
+            "mcp-tests-{what}-{}-{}.sqlite3",
+            std::process::id(),
+            &salt.as_str()[..12]
+        )))
+    }
+
+    /// The `--store` argument: `sqlite:PATH`.
+    pub fn store(&self) -> String {
+        format!("sqlite:{}", self.0.display())
+    }
+}

@@ -55,6 +55,17 @@ impl ReceivedSpan {
         hex(&self.span.parent_span_id)
     }
 
+    /// The values of attribute `key` on the span's events named `name`, in order (an
+    /// event without it gives an empty string).
+    pub fn event_attrs(&self, name: &str, key: &str) -> Vec<String> {
+        self.span
+            .events
+            .iter()
+            .filter(|e| e.name == name)
+            .map(|e| attr(&e.attributes, key).unwrap_or_default())
+            .collect()
+    }
+
     /// The status code (0 unset, 1 ok, 2 error).
     pub fn status_code(&self) -> i32 {
         self.span.status.as_ref().map_or(0, |s| s.code)
@@ -99,19 +110,26 @@ impl Drop for OtlpReceiver {
     }
 }
 
+/// An OTLP/HTTP request body: protobuf (415 otherwise) that decodes as `M` (400
+/// otherwise).
+fn decode<M: Message + Default>(headers: &HeaderMap, body: Bytes) -> Result<M, StatusCode> {
+    let protobuf = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/x-protobuf");
+    if !protobuf {
+        return Err(StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+    M::decode(body).map_err(|_| StatusCode::BAD_REQUEST)
+}
+
 async fn traces(
     State(spans): State<Arc<Mutex<Vec<ReceivedSpan>>>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> impl IntoResponse {
-    let protobuf = headers
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes() == b"application/x-protobuf");
-    if !protobuf {
-        return (StatusCode::UNSUPPORTED_MEDIA_TYPE, Vec::new());
-    }
-    let Ok(request) = ExportTraceServiceRequest::decode(body) else {
-        return (StatusCode::BAD_REQUEST, Vec::new());
+    let request: ExportTraceServiceRequest = match decode(&headers, body) {
+        Ok(r) => r,
+        Err(refused) => return (refused, Vec::new()),
     };
     let mut received = spans.lock().expect("spans");
     for resource in request.resource_spans {
@@ -140,14 +158,9 @@ async fn metrics(
     headers: HeaderMap,
     body: Bytes,
 ) -> impl IntoResponse {
-    let protobuf = headers
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes() == b"application/x-protobuf");
-    if !protobuf {
-        return (StatusCode::UNSUPPORTED_MEDIA_TYPE, Vec::new());
-    }
-    let Ok(request) = ExportMetricsServiceRequest::decode(body) else {
-        return (StatusCode::BAD_REQUEST, Vec::new());
+    let request: ExportMetricsServiceRequest = match decode(&headers, body) {
+        Ok(r) => r,
+        Err(refused) => return (refused, Vec::new()),
     };
     let mut received = names.lock().expect("metric names");
     for resource in request.resource_metrics {

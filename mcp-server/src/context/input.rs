@@ -106,12 +106,14 @@ impl ToolContext {
         .await;
         asked.map_err(store_error)?;
         crate::telemetry::task_event!(keys = ?keys, "input requested");
+        crate::telemetry::task_event!(status = "input_required", "task status");
         let asked_at = std::time::Instant::now();
         let mut got = Vec::with_capacity(keys.len());
         for input_key in &keys {
             got.push(self.wait_for(store.as_ref(), key, wake, input_key).await?);
         }
         crate::telemetry::task_event!(keys = ?keys, "input answered");
+        crate::telemetry::task_event!(status = "working", "task status");
         crate::telemetry::input_waited(asked_at.elapsed());
         Ok(got)
     }

@@ -437,6 +437,7 @@ impl ToolContext {
         )
         .await
         .map_err(store_error)?;
+        crate::telemetry::task_event!(status_message = %message, "task status message");
         Ok(())
     }
 

@@ -81,6 +81,7 @@ impl TaskRuntime {
         };
         tokio::spawn(Arc::clone(&runtime.inner).pump_events());
         tokio::spawn(Arc::clone(&runtime.inner).sweep_loop());
+        crate::telemetry::count_live(&runtime.inner.store, &runtime.inner.stopping);
         runtime
     }
 
@@ -288,8 +289,10 @@ impl TaskRuntime {
         self.inner.tasks.spawn(async move {
             let span =
                 tracing::info_span!(parent: observed.span(), "task", task_id = %key.id, tool = observed.tool());
-            let run = runtime.run(&key, work, &cancel);
-            match tracing::Instrument::instrument(run, span).await {
+            let run = tracing::Instrument::instrument(runtime.run(&key, work, &cancel), span);
+            // Entered too (beneath the log span), so the run's events (its input rounds,
+            // status changes) land on the execution span, which the log layer does not see.
+            match tracing::Instrument::instrument(run, observed.span().clone()).await {
                 Ran::Finished(outcome) => {
                     let written = runtime.inner.finish(&key, outcome).await;
                     runtime.inner.running().remove(&key.id);

@@ -25,7 +25,10 @@
 //!   `cancelled`, or `lease_lost`). A failing tool or a run that lost its lease ends
 //!   ERROR with `error.type` (`tool_error`, the JSON-RPC code of a failed task,
 //!   `lease_lost`). Events: `task claimed` (a worker node took it), `input requested`
-//!   and `input answered` (each input round), `lease renewal failed`, `task status`.
+//!   and `input answered` (each input round), `task status` (attribute `status`: each
+//!   change the run makes, `input_required` when it asks and `working` when answered, and
+//!   the status it ends in), `task status message` (attribute `status_message`: each
+//!   status message the tool sets), `lease renewal failed`.
 //! - **Worker lost** (kind INTERNAL), `worker_lost {gen_ai.tool.name}`, in the same trace:
 //!   the sweep of this process failed the task because its worker stopped renewing the
 //!   lease; ERROR, `error.type` `worker_lost`, `mcp.task.id`, `mcp.task.status`.
@@ -68,7 +71,30 @@
 //!   this worker claimed, by tool.
 //! - `mcp.task.lease.renewal.failures` ({renewal}, counter) (Prometheus
 //!   `mcp_task_lease_renewal_failures_total`): lease renewals that failed.
+//! - `db.client.operation.duration` (s, histogram; the OTel database conventions'
+//!   buckets) (Prometheus `db_client_operation_duration_seconds`): each task store
+//!   operation, by `db.system.name` (the store's [`backend`](mcp_tasks::TaskStore::backend):
+//!   `memory`, `sqlite`, `postgresql`, `redis`, or a third-party store's own name) and
+//!   `db.operation.name` (the `TaskStore` method: `create`, `get`, `resolve_input`,
+//!   `claim_next`, `sweep`, `operator_counts`, ...); a failed one also by `error.type`, the
+//!   [`StoreError` kind](mcp_tasks::StoreError::kind) (`not_found`, `terminal`,
+//!   `lease_lost`, `unavailable`, `backend`, ...). The failures are this histogram's
+//!   counts with an `error.type`: `unavailable` and `backend` are the store's faults, the
+//!   other kinds its answers. Measured by a decorator around the server's store,
+//!   installed by `ServerBuilder::build` only when metrics are read; the session store
+//!   (`TaskStore::sessions`) and the event feed are not timed.
+//! - `mcp.task.live` ({task}, gauge) (Prometheus `mcp_task_live`): the store's tasks by
+//!   `mcp.task.status` (every status, zeros included), from the store's
+//!   `operator_counts` at start and then every
+//!   [`TelemetryConfig::live_tasks_every`] (default 30 s). A count costs O(statuses +
+//!   tools) on the memory store and Redis (per shard on a Cluster: the counts are kept
+//!   with every write) and one grouped pass over the stored tasks on SQLite and
+//!   PostgreSQL (O(tasks)); tasks past their TTL count until the sweep deletes them. On a
+//!   shared store every node reports the same totals (aggregate with `max`). A store
+//!   without the operator's counts has no such gauge (said once at DEBUG).
 
+#[cfg(feature = "otel")]
+mod live;
 #[cfg(feature = "otel")]
 mod metrics;
 #[cfg(feature = "otel")]
@@ -77,7 +103,11 @@ mod prometheus;
 mod setup;
 #[cfg(feature = "otel")]
 mod spans;
+#[cfg(feature = "otel")]
+mod store;
 
+#[cfg(feature = "otel")]
+pub use live::DEFAULT_LIVE_TASKS_EVERY;
 #[cfg(feature = "otel")]
 pub use prometheus::Prometheus;
 #[cfg(feature = "otel")]
@@ -187,6 +217,31 @@ pub(crate) fn creating_context() -> Option<mcp_tasks::TraceContext> {
         return spans::current_context();
     }
     None
+}
+
+/// The store a server uses: `store` itself, or, when metrics are read, `store` wrapped
+/// to time its operations (`db.client.operation.duration`).
+pub(crate) fn instrument_store(
+    store: std::sync::Arc<dyn mcp_tasks::TaskStore>,
+) -> std::sync::Arc<dyn mcp_tasks::TaskStore> {
+    #[cfg(feature = "otel")]
+    if let Some(m) = metrics::get() {
+        return std::sync::Arc::new(store::MeteredStore::new(store, m));
+    }
+    store
+}
+
+/// When metrics are read, counts `store`'s tasks by status (`mcp.task.live`) now and
+/// then periodically, until `stop`.
+pub(crate) fn count_live(
+    store: &std::sync::Arc<dyn mcp_tasks::TaskStore>,
+    stop: &tokio_util::sync::CancellationToken,
+) {
+    #[cfg(feature = "otel")]
+    if let Some(m) = metrics::get() {
+        tokio::spawn(live::count(std::sync::Arc::clone(store), m, stop.clone()));
+    }
+    let _ = (store, stop);
 }
 
 /// A task was created by this process (counted by tool).

@@ -43,6 +43,12 @@ pub struct TelemetryConfig {
     pub service_name: String,
     /// Whether to keep the metrics for a Prometheus scrape ([`Telemetry::prometheus`]).
     pub prometheus: bool,
+    /// How often a server counts its store's tasks by status for the `mcp.task.live`
+    /// gauge while metrics are read (e.g. [`DEFAULT_LIVE_TASKS_EVERY`], 30 s; see the
+    /// module docs for what a count costs on each store).
+    ///
+    /// [`DEFAULT_LIVE_TASKS_EVERY`]: super::DEFAULT_LIVE_TASKS_EVERY
+    pub live_tasks_every: std::time::Duration,
 }
 
 /// The telemetry of the process, as [`init`] set it up. Dropping it flushes and stops
@@ -139,6 +145,7 @@ pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
         let (provider, prometheus) =
             meter_provider(&config.service_name, otlp_metrics, config.prometheus)?;
         super::metrics::install(&provider.meter("mcp-tasks-server"));
+        super::live::set_every(config.live_tasks_every);
         (Some(provider), prometheus)
     } else {
         (None, None)

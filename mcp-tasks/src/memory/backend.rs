@@ -14,6 +14,7 @@ use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 impl Backend for MemoryStore {
     /// The shard lock serializes the writes to a task: each closure runs once.
     const RERUNS_UPDATES: bool = false;
+    const NAME: &'static str = "memory";
 
     fn limits(&self) -> &Limits {
         &self.inner.limits

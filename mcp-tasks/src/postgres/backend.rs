@@ -28,6 +28,7 @@ const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
 impl Backend for PostgresStore {
     /// Writes are compare-and-set on the row's revision: one that lost reads again.
     const RERUNS_UPDATES: bool = true;
+    const NAME: &'static str = "postgresql";
 
     fn limits(&self) -> &Limits {
         &self.inner.limits

@@ -32,6 +32,7 @@ const CREATE_ATTEMPTS: usize = 8;
 impl Backend for RedisStore {
     /// A write that lost its compare-and-set re-reads and runs its closure again.
     const RERUNS_UPDATES: bool = true;
+    const NAME: &'static str = "redis";
 
     fn limits(&self) -> &Limits {
         &self.inner.limits

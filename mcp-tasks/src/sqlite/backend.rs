@@ -15,6 +15,7 @@ use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 impl Backend for SqliteStore {
     /// SQLite's write lock serializes the writes: each closure runs once.
     const RERUNS_UPDATES: bool = false;
+    const NAME: &'static str = "sqlite";
 
     fn limits(&self) -> &Limits {
         &self.inner.limits

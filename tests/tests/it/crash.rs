@@ -15,13 +15,13 @@
 //! (`MCP_TEST_POSTGRES_URL`, `MCP_TEST_REDIS_URL`; `MCP_REQUIRE_SERVICES=1` makes that a
 //! failure).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tasks::{Limits, TaskId};
 use mcp_tasks_server::WORKER_LOST_MESSAGE;
-use mcp_tests::node_harness::{Cluster, Node, result_text, slow};
+use mcp_tests::node_harness::{Cluster, Node, TempDb, result_text, slow};
 use mcp_tests::server_harness::WAIT;
 use serde_json::{Value, json};
 
@@ -186,30 +186,6 @@ async fn redis_peer_fails_the_tasks_of_a_killed_instance() {
     let url = std::env::var(RedisFactory::URL_VAR)
         .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
     peer_fails_the_tasks_of_a_killed_instance(&url, &RedisFactory::prefix(&env.namespace)).await;
-}
-
-/// A database file under the temp dir, removed (with `-wal` and `-shm`) on drop.
-struct TempDb(PathBuf);
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm", ".lock"] {
-            let mut file = self.0.clone().into_os_string();
-            file.push(suffix);
-            let _ = std::fs::remove_file(file);
-        }
-    }
-}
-
-impl TempDb {
-    fn new(what: &str) -> TempDb {
-        let salt = TaskId::random().expect("random");
-        TempDb(std::env::temp_dir().join(format!(
-            "mcp-tests-{what}-{}-{}.sqlite3",
-            std::process::id(),
-            &salt.as_str()[..12]
-        )))
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

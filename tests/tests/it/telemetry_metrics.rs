@@ -3,9 +3,11 @@
 //!
 //! - one node (memory store): request durations by method, tool, protocol version and
 //!   error; tasks created, finished and their durations by tool and status; runs in
-//!   progress back at zero;
+//!   progress back at zero; store operations by backend, operation and error kind; the
+//!   store's tasks by status;
+//! - one node on SQLite: its store operations and tasks by status;
 //! - an API node and a worker node on PostgreSQL: the worker's claims and queue waits,
-//!   the API node's creations.
+//!   the API node's creations, both nodes' store operations and tasks by status.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,8 +15,8 @@ use std::time::Duration;
 
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, StoreFactory};
-use mcp_tests::node_harness::{Cluster, Node, slow};
-use mcp_tests::server_harness::{WAIT, call_params};
+use mcp_tests::node_harness::{Cluster, Node, TempDb, slow};
+use mcp_tests::server_harness::{WAIT, call_params, task_params};
 use serde_json::json;
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
@@ -115,6 +117,34 @@ async fn scrape_until(
     }
 }
 
+/// The count of store operations `operation` on `system`, failed with `error` (or not).
+fn store_ops(
+    series: &BTreeMap<String, Samples>,
+    system: &str,
+    operation: &str,
+    error: Option<&str>,
+) -> f64 {
+    let mut labels = vec![("db_operation_name", operation), ("db_system_name", system)];
+    labels.extend(error.map(|e| ("error_type", e)));
+    value(
+        series,
+        "db_client_operation_duration_seconds_count",
+        &labels,
+    )
+}
+
+/// Whether `mcp_task_live` says `n` tasks of status `status`.
+fn live_is(series: &BTreeMap<String, Samples>, status: &str, n: f64) -> bool {
+    series.get("mcp_task_live").is_some_and(|samples| {
+        samples
+            .iter()
+            .any(|(l, v)| l.get("mcp_task_status").map(String::as_str) == Some(status) && *v == n)
+    })
+}
+
+/// Counting every 100 ms, for the `mcp_task_live` checks.
+const LIVE_EVERY: [&str; 2] = ["--live-tasks-every-ms", "100"];
+
 fn has(series: &BTreeMap<String, Samples>, name: &str, labels: &[(&str, &str)]) -> bool {
     series.get(name).is_some_and(|samples| {
         samples.iter().any(|(l, _)| {
@@ -131,10 +161,20 @@ async fn metrics_count_requests_and_tasks() {
     let node = Node::start(
         Path::new(DEMO),
         "M",
-        &["--store", "memory", "--metrics", metrics.as_str()],
+        &[
+            &["--store", "memory", "--metrics", metrics.as_str()],
+            &LIVE_EVERY[..],
+        ]
+        .concat(),
     )
     .await;
     let cluster = Cluster::new(vec![node.url.clone()]);
+    // A task the store does not know: its read fails as not found.
+    let unknown = mcp_tasks::TaskId::random().expect("an id").to_string();
+    cluster
+        .rpc(0, "tasks/get", task_params(&unknown, true))
+        .await
+        .error_code();
     for _ in 0..3 {
         cluster
             .rpc(
@@ -168,8 +208,37 @@ async fn metrics_count_requests_and_tasks() {
         ) && s
             .get("mcp_task_finished_total")
             .is_some_and(|v| v.len() == 2)
+            && live_is(s, "completed", 3.0)
     })
     .await;
+
+    // The store's operations, by backend and operation; a failed one by its error kind.
+    assert_eq!(store_ops(&series, "memory", "create_leased", None), 3.0);
+    assert!(
+        store_ops(&series, "memory", "get", None) >= 3.0,
+        "the polls"
+    );
+    assert_eq!(
+        store_ops(&series, "memory", "get", Some("not_found")),
+        1.0,
+        "the unknown task"
+    );
+    assert!(store_ops(&series, "memory", "complete", None) >= 3.0);
+    assert!(store_ops(&series, "memory", "operator_counts", None) >= 1.0);
+    // The store's tasks by status.
+    for (status, n) in [
+        ("completed", 3.0),
+        ("working", 0.0),
+        ("input_required", 0.0),
+        ("failed", 0.0),
+        ("cancelled", 0.0),
+    ] {
+        assert_eq!(
+            value(&series, "mcp_task_live", &[("mcp_task_status", status)]),
+            n,
+            "{status}"
+        );
+    }
 
     let op = "mcp_server_operation_duration_seconds_count";
     let v = "2026-07-28";
@@ -279,6 +348,62 @@ async fn metrics_count_requests_and_tasks() {
     drop(node);
 }
 
+/// On SQLite: the store's operations by the backend's name, and its tasks by status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_operations_and_live_tasks() {
+    let db = TempDb::new("metrics");
+    let store = db.store();
+    let metrics = free_addr().await;
+    let args = [
+        &["--store", store.as_str(), "--metrics", metrics.as_str()][..],
+        &LIVE_EVERY[..],
+    ]
+    .concat();
+    let node = Node::start(Path::new(DEMO), "S", &args).await;
+    let cluster = Cluster::new(vec![node.url.clone()]);
+    let done = cluster
+        .create_task(0, "slow_compute", slow(0.05, "s1"))
+        .await;
+    let waiting = cluster
+        .create_task(0, "confirm_delete", json!({ "filename": "s.txt" }))
+        .await;
+    cluster.poll_status(&done, "completed", WAIT).await;
+    cluster.poll_status(&waiting, "input_required", WAIT).await;
+    let series = scrape_until(&metrics, |s| {
+        live_is(s, "completed", 1.0) && live_is(s, "input_required", 1.0)
+    })
+    .await;
+    assert_eq!(
+        value(
+            &series,
+            "mcp_task_live",
+            &[("mcp_task_status", "completed")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &series,
+            "mcp_task_live",
+            &[("mcp_task_status", "input_required")]
+        ),
+        1.0
+    );
+    assert_eq!(store_ops(&series, "sqlite", "create_leased", None), 2.0);
+    assert!(store_ops(&series, "sqlite", "request_input", None) >= 1.0);
+    assert!(store_ops(&series, "sqlite", "set_status_message", None) >= 1.0);
+    assert!(
+        !series
+            .get("db_client_operation_duration_seconds_count")
+            .is_some_and(|v| v
+                .iter()
+                .any(|(l, _)| l.get("db_system_name").map(String::as_str) != Some("sqlite"))),
+        "one backend"
+    );
+    drop(node);
+    drop(db);
+}
+
 /// On PostgreSQL with an API node and a worker node: the worker counts its claims, the
 /// time each task waited for it and the tasks it finished; the API node the creations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,6 +421,7 @@ async fn a_worker_counts_its_claims_and_queue_waits() {
     let api_args = [
         &["--role", "api", "--metrics", api_metrics.as_str()],
         &store[..],
+        &LIVE_EVERY[..],
     ]
     .concat();
     let api = Node::start(Path::new(DEMO), "A", &api_args).await;
@@ -335,8 +461,20 @@ async fn a_worker_counts_its_claims_and_queue_waits() {
         ),
         3.0
     );
-    let on_api = scrape(&api_metrics).await;
+    assert!(store_ops(&on_worker, "postgresql", "claim_next", None) >= 3.0);
+    assert!(store_ops(&on_worker, "postgresql", "complete", None) >= 3.0);
+    let on_api = scrape_until(&api_metrics, |s| live_is(s, "completed", 3.0)).await;
     assert_eq!(value(&on_api, "mcp_task_created_total", &tool), 3.0);
+    assert_eq!(store_ops(&on_api, "postgresql", "create", None), 3.0);
+    assert_eq!(
+        value(
+            &on_api,
+            "mcp_task_live",
+            &[("mcp_task_status", "completed")]
+        ),
+        3.0,
+        "the tasks the worker finished, counted in the shared store"
+    );
     assert!(
         !on_api.contains_key("mcp_task_claims_total"),
         "an API node claims nothing"

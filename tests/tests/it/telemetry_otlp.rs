@@ -11,6 +11,9 @@
 //! - on PostgreSQL, a task created on an API node and run by a worker node: the worker's
 //!   execution span continues the API node's trace; when the worker dies, the API
 //!   node's sweep fails the task with a `worker_lost` span (ERROR) in that trace;
+//! - a 2025-11-25 request span carries the session's `mcp.session.id`;
+//! - a task's intermediate status changes (its status message, `input_required` and back
+//!   to `working`) are events on its execution span;
 //! - the metrics are exported over OTLP as well;
 //! - `mcp-call` sends its CLIENT span's context in `_meta`: the server continues it.
 
@@ -18,9 +21,12 @@ use std::path::Path;
 
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, StoreFactory};
+use mcp_tests::legacy::{LEGACY_VERSION, init_params};
 use mcp_tests::node_harness::{Cluster, Node, slow};
 use mcp_tests::otlp::{OtlpReceiver, ReceivedSpan};
-use mcp_tests::server_harness::{WAIT, call_params, request, standard_headers, task_params};
+use mcp_tests::server_harness::{
+    WAIT, accept, call_params, request, standard_headers, task_params,
+};
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
@@ -260,6 +266,121 @@ async fn requests_and_tasks_continue_the_callers_trace() {
         .wait_for_metric("mcp.server.operation.duration")
         .await;
     receiver.wait_for_metric("mcp.task.finished").await;
+    drop(node);
+}
+
+/// A request of an MCP 2025-11-25 session (`Mcp-Session-Id`): its span says the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_request_span_names_its_session() {
+    let receiver = OtlpReceiver::start().await;
+    let env = otel_env(&receiver, "otel-test-demo");
+    let node = Node::start_with_env(Path::new(DEMO), "S", &["--store", "memory"], &env).await;
+    let client = reqwest::Client::new();
+    let post = |message: Value, session: Option<&str>| {
+        let mut post = client
+            .post(&node.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(id) = session {
+            post = post
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", LEGACY_VERSION);
+        }
+        let sent = post.body(message.to_string()).send();
+        async move {
+            tokio::time::timeout(WAIT, sent)
+                .await
+                .expect("in time")
+                .expect("POST")
+        }
+    };
+    let opened = post(request(1, "initialize", init_params()), None).await;
+    assert!(opened.status().is_success(), "{opened:?}");
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("initialize returns Mcp-Session-Id")
+        .to_owned();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(post(initialized, Some(&session)).await.status(), 202);
+    let (trace, parent) = caller_trace(9);
+    let listed = post(
+        request(2, "tools/list", traced(json!({}), &trace, &parent)),
+        Some(&session),
+    )
+    .await;
+    assert!(listed.status().is_success(), "{listed:?}");
+    let span = receiver
+        .wait_for("the session's tools/list", |s| s.trace_id() == trace)
+        .await;
+    assert_eq!(span.span.name, "tools/list");
+    assert_eq!(span.span.kind, SERVER);
+    assert_eq!(span.parent_span_id(), parent);
+    assert_attr(&span, "mcp.session.id", &session);
+    assert_attr(&span, "mcp.protocol.version", LEGACY_VERSION);
+    drop(node);
+}
+
+/// A task's status message and its rounds of input (`input_required`, then `working`
+/// again) are events on its execution span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_changes_are_events_on_the_execution_span() {
+    let receiver = OtlpReceiver::start().await;
+    let env = otel_env(&receiver, "otel-test-demo");
+    let node = Node::start_with_env(Path::new(DEMO), "E", &["--store", "memory"], &env).await;
+    let cluster = Cluster::new(vec![node.url.clone()]);
+    let (trace, parent) = caller_trace(10);
+    let id = task_id_of(
+        &cluster,
+        "confirm_delete",
+        json!({ "filename": "b.txt" }),
+        &trace,
+        &parent,
+    )
+    .await;
+    let waiting = cluster.poll_status(&id, "input_required", WAIT).await;
+    let key = waiting["inputRequests"]
+        .as_object()
+        .and_then(|r| r.keys().next().cloned())
+        .unwrap_or_else(|| panic!("inputRequests: {waiting}"));
+    cluster
+        .update_task(0, &id, json!({ key: accept(json!({ "confirm": true })) }))
+        .await
+        .result();
+    cluster.poll_status(&id, "completed", WAIT).await;
+    let run = receiver
+        .wait_for("execute_tool confirm_delete", |s| {
+            s.trace_id() == trace && s.span.name == "execute_tool confirm_delete"
+        })
+        .await;
+    let names: Vec<&str> = run.span.events.iter().map(|e| e.name.as_str()).collect();
+    let at = |name: &str| {
+        names
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or_else(|| panic!("no event {name}: {names:?}"))
+    };
+    assert!(at("input requested") < at("input answered"), "{names:?}");
+    assert_eq!(
+        run.event_attrs("task status", "status"),
+        ["input_required", "working", "completed"],
+        "{names:?}"
+    );
+
+    let (trace, parent) = caller_trace(11);
+    task_id_of(&cluster, "slow_compute", slow(0.05, "e"), &trace, &parent).await;
+    let run = receiver
+        .wait_for("execute_tool slow_compute", |s| {
+            s.trace_id() == trace && s.span.name == "execute_tool slow_compute"
+        })
+        .await;
+    let messages = run.event_attrs("task status message", "status_message");
+    assert!(
+        messages.iter().any(|m| m.starts_with("e: working for")),
+        "{:?}",
+        run.span.events
+    );
     drop(node);
 }
 
