@@ -10,6 +10,8 @@
 //! - [`v2025`]: MCP 2025-11-25 core with its tasks (SEP-1686).
 //! - `engine` (feature `engine`, on by default): a symmetric JSON-RPC peer over any frame
 //!   transport, dispatching through jsonrpsee's `RpcModule` and middleware.
+//! - `otel` (feature `otel`): the OpenTelemetry setup (OTLP/HTTP exporters, resource, log
+//!   layer) the server's and the client's telemetry share.
 //!
 //! What this crate does not do: decide when a call becomes a task, store tasks, or speak
 //! HTTP. Those live in `mcp-tasks` and `mcp-tasks-server`.
@@ -42,3 +44,5 @@ pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
 #[cfg(feature = "engine")]
 pub mod engine;
+#[cfg(feature = "otel")]
+pub mod otel;
