@@ -74,7 +74,8 @@ enum Ran {
 }
 
 impl TaskRuntime {
-    /// Starts the runtime's event pump and sweeper on the current tokio runtime.
+    /// Starts the runtime's event pump and sweeper on the current tokio runtime (and,
+    /// when telemetry's metrics are read, the periodic count of the store's tasks).
     pub fn start(store: Arc<dyn TaskStore>, config: RuntimeConfig) -> TaskRuntime {
         let runtime = TaskRuntime {
             inner: Arc::new(Inner::new(store, config)),
