@@ -1,7 +1,9 @@
 //! OpenTelemetry setup shared by the server's and the client's `telemetry::init` (feature
 //! `otel`): which signals the standard `OTEL_*` variables configure, the resource, the
-//! OTLP/HTTP exporters over the workspace's reqwest, the trace provider, and the log
-//! layer. What each side exports and which spans it makes stay in its own crate.
+//! OTLP/HTTP exporters over the workspace's reqwest, the trace provider, the log layer,
+//! and the W3C trace context as `_meta` carries it ([`trace_context`],
+//! [`parent_context`]). What each side exports and which spans it makes stay in its own
+//! crate.
 //!
 //! The exporters and the SDK read the rest of the standard configuration themselves:
 //! `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default here as in the
@@ -196,5 +198,87 @@ impl opentelemetry_http::HttpClient for BlockingClient {
             .body(body)?;
         *reply.headers_mut() = headers;
         Ok(reply)
+    }
+}
+
+/// The W3C trace context of `cx` (`traceparent`, and `tracestate` when not empty), as
+/// `_meta` carries it (SEP-414); `None` when `cx` has no valid span.
+pub fn trace_context(cx: &opentelemetry::Context) -> Option<(String, Option<String>)> {
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::TraceContextExt;
+    if !cx.span().span_context().is_valid() {
+        return None;
+    }
+    let mut carrier = Carrier::default();
+    opentelemetry_sdk::propagation::TraceContextPropagator::new().inject_context(cx, &mut carrier);
+    let traceparent = carrier.traceparent?;
+    Some((traceparent, carrier.tracestate.filter(|s| !s.is_empty())))
+}
+
+/// The context a `traceparent` (and `tracestate`) names; `None` when it names none
+/// validly.
+pub fn parent_context(
+    traceparent: Option<&str>,
+    tracestate: Option<&str>,
+) -> Option<opentelemetry::Context> {
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::TraceContextExt;
+    let carrier = Carrier {
+        traceparent: Some(traceparent?.to_owned()),
+        tracestate: tracestate.map(str::to_owned),
+    };
+    let cx = opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
+    cx.span().span_context().is_valid().then_some(cx)
+}
+
+const TRACEPARENT: &str = "traceparent";
+const TRACESTATE: &str = "tracestate";
+
+/// A traceparent/tracestate pair as the propagator reads and writes it.
+#[derive(Default)]
+struct Carrier {
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+impl opentelemetry::propagation::Injector for Carrier {
+    fn set(&mut self, key: &str, value: String) {
+        match key {
+            TRACEPARENT => self.traceparent = Some(value),
+            TRACESTATE => self.tracestate = Some(value),
+            _ => {}
+        }
+    }
+}
+
+impl opentelemetry::propagation::Extractor for Carrier {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            TRACEPARENT => self.traceparent.as_deref(),
+            TRACESTATE => self.tracestate.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec![TRACEPARENT, TRACESTATE]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_read_is_written_back_unchanged() {
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let cx = parent_context(Some(parent), Some("k=v")).expect("a valid parent");
+        assert_eq!(
+            trace_context(&cx),
+            Some((parent.to_owned(), Some("k=v".to_owned())))
+        );
+        assert!(parent_context(Some("00-bad"), None).is_none());
+        assert!(parent_context(None, Some("k=v")).is_none());
+        assert!(trace_context(&opentelemetry::Context::new()).is_none());
     }
 }

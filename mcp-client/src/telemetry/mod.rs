@@ -49,27 +49,15 @@ pub(crate) fn failed(span: &tracing::Span, error: &crate::ClientError) {
 
 #[cfg(feature = "otel")]
 mod traced {
-    use std::collections::HashMap;
-
     use mcp_tasks_protocol::http::ParamsHead;
-    use opentelemetry::propagation::{Injector, TextMapPropagator};
-    use opentelemetry::trace::{Status, TraceContextExt};
-    use opentelemetry_sdk::propagation::TraceContextPropagator;
+    use mcp_tasks_protocol::otel::trace_context;
+    use opentelemetry::trace::Status;
     use serde_json::Value;
     use serde_json::value::RawValue;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
     use super::TARGET;
     use crate::ClientError;
-
-    #[derive(Default)]
-    struct Written(HashMap<String, String>);
-
-    impl Injector for Written {
-        fn set(&mut self, key: &str, value: String) {
-            self.0.insert(key.to_owned(), value);
-        }
-    }
 
     fn text(raw: Option<&RawValue>) -> Option<String> {
         serde_json::from_str::<String>(raw?.get()).ok()
@@ -101,20 +89,21 @@ mod traced {
             "gen_ai.operation.name" = tool.as_ref().map(|_| "execute_tool"),
             "mcp.task.id" = task_id.as_deref(),
         );
-        let cx = span.context();
-        if !cx.span().span_context().is_valid() {
-            return None;
-        }
-        let mut written = Written::default();
-        TraceContextPropagator::new().inject_context(&cx, &mut written);
+        let (traceparent, tracestate) = trace_context(&span.context())?;
         if let Value::Object(members) = &mut value {
             let meta = members
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Default::default()));
             if let Value::Object(meta) = meta {
-                for (key, val) in written.0 {
-                    // A context the caller put there itself wins.
-                    meta.entry(key).or_insert(Value::String(val));
+                let written = [
+                    ("traceparent", Some(traceparent)),
+                    ("tracestate", tracestate),
+                ];
+                for (key, val) in written {
+                    if let Some(val) = val {
+                        // A context the caller put there itself wins.
+                        meta.entry(key).or_insert(Value::String(val));
+                    }
                 }
             }
         }

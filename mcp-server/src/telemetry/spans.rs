@@ -1,24 +1,19 @@
 //! The spans themselves (see the module docs for their names and attributes), and the
 //! W3C trace context read from and written to text.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use jsonrpsee::core::server::MethodResponse;
 use jsonrpsee::types::{Id, Request};
 use mcp_tasks::{TaskId, TraceContext};
 use mcp_tasks_protocol::http::ParamsHead;
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{Status, TraceContextExt};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
+use mcp_tasks_protocol::otel::parent_context as extract;
+use opentelemetry::trace::Status;
 use serde::Deserialize;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{HttpTraceHeaders, TARGET};
 use crate::revision::Revision;
-
-const TRACEPARENT: &str = "traceparent";
-const TRACESTATE: &str = "tracestate";
 
 /// The trace members of a request's `_meta` (SEP-414).
 #[derive(Deserialize, Default)]
@@ -27,39 +22,6 @@ struct MetaTrace<'a> {
     traceparent: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     tracestate: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// A traceparent/tracestate pair as the propagator reads and writes it.
-struct Carrier<'a>(Option<&'a str>, Option<&'a str>);
-
-impl Extractor for Carrier<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        match key {
-            TRACEPARENT => self.0,
-            TRACESTATE => self.1,
-            _ => None,
-        }
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        vec![TRACEPARENT, TRACESTATE]
-    }
-}
-
-#[derive(Default)]
-struct Written(HashMap<String, String>);
-
-impl Injector for Written {
-    fn set(&mut self, key: &str, value: String) {
-        self.0.insert(key.to_owned(), value);
-    }
-}
-
-/// The context a traceparent (and tracestate) names; `None` when it names none validly.
-fn extract(traceparent: Option<&str>, tracestate: Option<&str>) -> Option<opentelemetry::Context> {
-    traceparent?;
-    let cx = TraceContextPropagator::new().extract(&Carrier(traceparent, tracestate));
-    cx.span().span_context().is_valid().then_some(cx)
 }
 
 fn text(raw: Option<&serde_json::value::RawValue>) -> Option<String> {
@@ -218,14 +180,8 @@ fn tool_failed(response: &str) -> bool {
 }
 
 pub(super) fn current_context() -> Option<TraceContext> {
-    let cx = tracing::Span::current().context();
-    if !cx.span().span_context().is_valid() {
-        return None;
-    }
-    let mut written = Written::default();
-    TraceContextPropagator::new().inject_context(&cx, &mut written);
-    let traceparent = written.0.remove(TRACEPARENT)?;
-    let tracestate = written.0.remove(TRACESTATE).filter(|s| !s.is_empty());
+    let (traceparent, tracestate) =
+        mcp_tasks_protocol::otel::trace_context(&tracing::Span::current().context())?;
     Some(TraceContext {
         traceparent,
         tracestate,
