@@ -281,10 +281,15 @@ impl TaskStore for MeteredStore {
 mod tests {
     use super::*;
 
-    /// Every operation reaches the wrapped store and comes back unchanged, errors too.
+    /// Every operation reaches the wrapped store and comes back unchanged, errors too;
+    /// each is timed by backend and operation, a failed one by its error kind.
     #[tokio::test]
     async fn forwards_answers_and_errors_unchanged() {
-        let meter = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+        let reader = Arc::new(opentelemetry_sdk::metrics::ManualReader::builder().build());
+        let meter = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+            .with_reader(super::super::prometheus::SharedReader(Arc::clone(&reader)))
+            .build();
+        let prometheus = super::super::Prometheus { reader };
         let instruments: &'static Instruments = Box::leak(Box::new(Instruments::new(
             &opentelemetry::metrics::MeterProvider::meter(&meter, "test"),
         )));
@@ -318,5 +323,44 @@ mod tests {
         let counts = store.operator_counts().await.expect("counts");
         assert_eq!(counts.working, 1);
         assert!(store.sessions().is_some() == inner.sessions().is_some());
+        store
+            .cancel(&owner, &created.id, None)
+            .await
+            .expect("cancel");
+        assert!(matches!(
+            store
+                .request_input(&owner, &created.id, BTreeMap::new())
+                .await,
+            Err(StoreError::Terminal { .. })
+        ));
+
+        // The count of `operation`'s series with exactly these labels besides the backend.
+        let text = prometheus.render();
+        let count = |operation: &str, error: Option<&str>| {
+            let mut wanted = vec![
+                ("db_operation_name".to_owned(), operation.to_owned()),
+                ("db_system_name".to_owned(), "memory".to_owned()),
+            ];
+            wanted.extend(error.map(|e| ("error_type".to_owned(), e.to_owned())));
+            wanted.sort();
+            text.lines()
+                .filter_map(|l| l.strip_prefix("db_client_operation_duration_seconds_count{"))
+                .find_map(|l| {
+                    let (labels, value) = l.split_once("} ")?;
+                    let mut got: Vec<(String, String)> = labels
+                        .split(',')
+                        .filter_map(|kv| kv.split_once('='))
+                        .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+                        .collect();
+                    got.sort();
+                    (got == wanted).then(|| value.to_owned())
+                })
+                .unwrap_or_else(|| panic!("no {operation} {error:?} in {text}"))
+        };
+        assert_eq!(count("create", None), "1");
+        assert_eq!(count("operator_counts", None), "1");
+        assert_eq!(count("cancel", None), "1");
+        assert_eq!(count("get", Some("not_found")), "1");
+        assert_eq!(count("request_input", Some("terminal")), "1");
     }
 }
