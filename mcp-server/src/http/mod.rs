@@ -63,6 +63,8 @@ struct App {
     endpoint: Arc<ServerEndpoint>,
     /// The server's shared state: its store and what a restored session needs.
     state: Arc<crate::state::State>,
+    /// The 2025-11-25 sessions the server serves (a restored one joins them).
+    served: Arc<crate::v2025::subscriptions::SessionSubscriptions>,
     /// Whether 2025-11-25 sessions live in the store too (a shared store: PostgreSQL,
     /// Redis), so any instance serves any of them (`sessions.rs`).
     shared_sessions: bool,
@@ -160,10 +162,12 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
     let state = server.state();
     let shared_sessions = state.store.sessions().is_some_and(|s| s.is_shared());
     // Resource changes other instances saw reach this one's sessions and listen streams.
-    crate::v2025::listen_for_resource_updates(&state);
+    let served = server.served_sessions();
+    crate::v2025::listen_for_resource_updates(&state, &served);
     let app = Arc::new(App {
         endpoint,
         state,
+        served,
         shared_sessions,
         config,
         sessions: Mutex::default(),
