@@ -3,7 +3,8 @@
 //! - every `/console` path (page, assets, API, paths that do not exist) is 401 without
 //!   the Basic credential, with a wrong one, with the MCP bearer token, or with the
 //!   credential in the query string (an `access_token` there is 400); every response
-//!   carries the security headers; a foreign `Origin` is 403;
+//!   carries the security headers; a foreign `Origin` or `Host` is 403, the console's own
+//!   origin passes whatever `allowed_origins` lists;
 //! - a `POST` without `X-Console-Csrf: 1` is 403 and changes nothing;
 //! - with the credential: tasks of two principals (created through the MCP endpoint)
 //!   listed newest first, filtered by status, tool and owner, paged with the cursor; one
@@ -718,4 +719,40 @@ async fn the_event_stream_shows_tasks_of_another_instance() {
     drop(events);
     a.stop().await;
     b.stop().await;
+}
+
+/// The console's own page passes the `Origin` check whatever `allowed_origins` lists for
+/// MCP clients; another origin does not.
+#[tokio::test]
+async fn the_consoles_own_origin_passes() {
+    let http = HttpConfig {
+        allowed_origins: mcp_tasks_server::http::OriginPolicy::List(vec![
+            "https://app.example".into(),
+        ]),
+        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid")),
+        ..HttpConfig::default()
+    };
+    let s = TestServer::start_with(demo_tools(), quick_shutdown(), http).await;
+    let own = origin_of(&s.url);
+    let auth = operator();
+    for (origin, status) in [
+        (own.as_str(), 404),
+        ("http://evil.example", 403),
+        ("https://app.example", 404),
+    ] {
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("x-console-csrf", "1"),
+            ("origin", origin),
+        ];
+        let got = send(
+            &s,
+            reqwest::Method::POST,
+            "/console/api/tasks/0000/cancel",
+            &headers,
+        )
+        .await;
+        assert_eq!(got.status, status, "from {origin}: {}", got.text);
+    }
+    s.stop().await;
 }
