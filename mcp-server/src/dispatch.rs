@@ -25,6 +25,7 @@ use crate::errors::ServerError;
 use crate::features::Feature;
 use crate::revision::Revision;
 use crate::state::State;
+use crate::v2025::subscriptions::SessionSubscriptions;
 use crate::{v2025 as legacy, v2026 as current};
 
 /// `tasks/result`: MCP 2025-11-25 only.
@@ -76,38 +77,46 @@ fn subscribe_in_2026(method: &str) -> ServerError {
 }
 
 /// Every method of both wires.
-pub(crate) fn methods(state: Arc<State>) -> RpcModule<State> {
+pub(crate) fn methods(state: Arc<State>, served: Arc<SessionSubscriptions>) -> RpcModule<State> {
     let mut module = RpcModule::from_arc(state);
-    if let Err(e) = register_all(&mut module) {
+    if let Err(e) = register_all(&mut module, &served) {
         // Every name is registered once; a clash is a bug in this file.
         tracing::error!(error = %e, "method registration failed");
     }
     module
 }
 
-fn register_all(module: &mut RpcModule<State>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
-    register_tools_and_tasks(module)?;
-    register_features(module)
+fn register_all(
+    module: &mut RpcModule<State>,
+    served: &Arc<SessionSubscriptions>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+    register_tools_and_tasks(module, served)?;
+    register_features(module, served)
 }
 
 fn register_tools_and_tasks(
     module: &mut RpcModule<State>,
+    served: &Arc<SessionSubscriptions>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     register::<Discover, _, _, _>(module, |_params, state, _ext| async move {
         current::discover(&state).map_err(Into::into)
     })?;
 
-    module.register_async_method(v2025::Initialize::METHOD, |params, state, ext| async move {
-        // A request written in MCP 2026-07-28 (its `_meta` names that version) asks for a
-        // method that revision removed; a 2025-11-25 client opens its session.
-        if is_2026(&ext) {
-            return Err(removed(v2025::Initialize::METHOD).into());
+    let sessions = Arc::clone(served);
+    module.register_async_method(v2025::Initialize::METHOD, move |params, state, ext| {
+        let served = Arc::clone(&sessions);
+        async move {
+            // A request written in MCP 2026-07-28 (its `_meta` names that version) asks for a
+            // method that revision removed; a 2025-11-25 client opens its session.
+            if is_2026(&ext) {
+                return Err(removed(v2025::Initialize::METHOD).into());
+            }
+            if Revision::session(&ext).is_some() {
+                return Err(legacy::already_initialized().into());
+            }
+            let params = parse_params::<v2025::Initialize>(&params)?;
+            json(legacy::initialize(&state, &served, params, &ext).await?)
         }
-        if Revision::session(&ext).is_some() {
-            return Err(legacy::already_initialized().into());
-        }
-        let params = parse_params::<v2025::Initialize>(&params)?;
-        json(legacy::initialize(&state, params, &ext).await?)
     })?;
 
     module.register_async_method(v2025::Ping::METHOD, |_params, _state, ext| async move {
@@ -229,6 +238,7 @@ fn register_tools_and_tasks(
 /// the request's revision's handler.
 fn register_features(
     module: &mut RpcModule<State>,
+    served: &Arc<SessionSubscriptions>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     module.register_async_method(ListResources::METHOD, |params, state, ext| async move {
         state
@@ -291,20 +301,25 @@ fn register_features(
         }
     })?;
 
-    module.register_async_method(v2025::Subscribe::METHOD, |params, state, ext| async move {
-        state
-            .catalog
-            .offers(Feature::Resources, v2025::Subscribe::METHOD)?;
-        let Some(session) = Revision::session(&ext) else {
-            return Err(subscribe_in_2026(v2025::Subscribe::METHOD).into());
-        };
-        let params = parse_params::<v2025::Subscribe>(&params)?;
-        json(legacy::features::resources_subscribe(&state, &session, params).await?)
+    let sessions = Arc::clone(served);
+    module.register_async_method(v2025::Subscribe::METHOD, move |params, state, ext| {
+        let served = Arc::clone(&sessions);
+        async move {
+            state
+                .catalog
+                .offers(Feature::Resources, v2025::Subscribe::METHOD)?;
+            let Some(session) = Revision::session(&ext) else {
+                return Err(subscribe_in_2026(v2025::Subscribe::METHOD).into());
+            };
+            let params = parse_params::<v2025::Subscribe>(&params)?;
+            json(legacy::features::resources_subscribe(&state, &served, &session, params).await?)
+        }
     })?;
 
-    module.register_async_method(
-        v2025::Unsubscribe::METHOD,
-        |params, state, ext| async move {
+    let sessions = Arc::clone(served);
+    module.register_async_method(v2025::Unsubscribe::METHOD, move |params, state, ext| {
+        let served = Arc::clone(&sessions);
+        async move {
             state
                 .catalog
                 .offers(Feature::Resources, v2025::Unsubscribe::METHOD)?;
@@ -312,9 +327,9 @@ fn register_features(
                 return Err(subscribe_in_2026(v2025::Unsubscribe::METHOD).into());
             };
             let params = parse_params::<v2025::Unsubscribe>(&params)?;
-            json(legacy::features::resources_unsubscribe(&state, &session, params).await?)
-        },
-    )?;
+            json(legacy::features::resources_unsubscribe(&state, &served, &session, params).await?)
+        }
+    })?;
 
     module.register_async_method(ListPrompts::METHOD, |params, state, ext| async move {
         state

@@ -309,7 +309,18 @@ where
             }
             // The request's span and timing (none unless telemetry is on), once its
             // revision is known.
-            let Some(observer) = crate::telemetry::observe(&req, known) else {
+            let served = match req.extensions().get::<Revision>() {
+                Some(Revision::Session(s)) => crate::telemetry::Served {
+                    protocol_version: Some(&s.protocol_version),
+                    session_id: Some(&s.id),
+                },
+                Some(Revision::Stateless(d)) => crate::telemetry::Served {
+                    protocol_version: d.protocol_version.as_deref(),
+                    session_id: None,
+                },
+                None => crate::telemetry::Served::default(),
+            };
+            let Some(observer) = crate::telemetry::observe(&req, known, served) else {
                 return inner.call(req).await;
             };
             let response = tracing::Instrument::instrument(inner.call(req), observer.span()).await;

@@ -22,6 +22,7 @@ use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::state::State;
 use crate::tool::ToolDef;
 use crate::v2025::session::{SessionSlot, StandaloneIsRequestPeer};
+use crate::v2025::subscriptions::SessionSubscriptions;
 use crate::worker::WorkerConfig;
 
 /// Builds a [`Server`].
@@ -200,13 +201,13 @@ impl ServerBuilder {
         }
         let executor = self.executor.unwrap_or_else(|| self.role.executor());
         Server {
+            served: Arc::default(),
             state: Arc::new(State {
                 info: self.info,
                 instructions: self.instructions,
                 tools: self.tools,
                 catalog: self.catalog,
                 resource_feed: Default::default(),
-                session_subscriptions: Default::default(),
                 store,
                 runtime,
                 executor,
@@ -228,6 +229,9 @@ impl ServerBuilder {
 #[derive(Debug, Clone)]
 pub struct Server {
     state: Arc<State>,
+    /// Which MCP 2025-11-25 sessions this server serves, and their resource
+    /// subscriptions: owned here, beside the revision-neutral [`State`].
+    served: Arc<SessionSubscriptions>,
 }
 
 /// The endpoint type a [`Server`] serves with (dispatch wrapped in its middleware).
@@ -278,7 +282,7 @@ impl Server {
     /// The endpoint, and the names of every method it answers (both revisions), from
     /// one registration.
     pub(crate) fn endpoint_and_methods(&self) -> (Arc<ServerEndpoint>, Vec<String>) {
-        let module = methods(Arc::clone(&self.state));
+        let module = methods(Arc::clone(&self.state), Arc::clone(&self.served));
         let names: Vec<String> = module.method_names().map(str::to_owned).collect();
         let endpoint = EndpointBuilder::new(module)
             .max_inflight_requests(self.state.max_inflight_requests)
@@ -303,6 +307,11 @@ impl Server {
     /// The state every handler shares (the HTTP transport restores sessions with it).
     pub(crate) fn state(&self) -> Arc<State> {
         Arc::clone(&self.state)
+    }
+
+    /// The registry of the MCP 2025-11-25 sessions this server serves.
+    pub(crate) fn served_sessions(&self) -> Arc<SessionSubscriptions> {
+        Arc::clone(&self.served)
     }
 
     pub(crate) fn tool_scopes(&self) -> std::collections::HashMap<String, Vec<String>> {
@@ -351,7 +360,7 @@ impl Server {
         let mut extensions = Extensions::new();
         extensions.insert(slot.clone());
         extensions.insert(StandaloneIsRequestPeer);
-        crate::v2025::listen_for_resource_updates(&self.state);
+        crate::v2025::listen_for_resource_updates(&self.state, &self.served);
         let endpoint = self.endpoint();
         let (peer, served) = if drain {
             let grace = self.state.runtime.config().shutdown_grace;
@@ -378,7 +387,7 @@ impl Server {
     /// shared store (PostgreSQL, Redis) the change is announced through the store, so it
     /// reaches those sessions and streams on every instance, whichever one saw it.
     pub async fn notify_resource_updated(&self, uri: &str) {
-        crate::v2025::notify_resource_updated(&self.state, uri).await;
+        crate::v2025::notify_resource_updated(&self.state, &self.served, uri).await;
     }
 
     /// Ends listen streams, stops launching tasks, gives running ones the grace period,

@@ -2,7 +2,9 @@
 //! store, runtime, limits, keys), built once by the [`ServerBuilder`](crate::ServerBuilder).
 //!
 //! **Invariant.** Holds nothing per request or per session: everything a later request
-//! needs is in the store (2025-11-25 sessions live in `v2025::session`).
+//! needs is in the store (2025-11-25 sessions live in `v2025::session`, and which of them
+//! this process serves in the registry the [`Server`](crate::Server) owns beside this
+//! state, `v2025::subscriptions`). Knows no revision.
 
 use std::sync::Arc;
 
@@ -26,8 +28,6 @@ pub(crate) struct State {
     pub(crate) catalog: Catalog,
     /// Changed resource URIs, for the 2026-07-28 listen streams.
     pub(crate) resource_feed: ResourceFeed,
-    /// Which 2025-11-25 sessions this process serves, and their resource subscriptions.
-    pub(crate) session_subscriptions: crate::v2025::subscriptions::SessionSubscriptions,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) runtime: TaskRuntime,
     /// Where created tasks run.

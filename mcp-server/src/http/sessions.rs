@@ -141,7 +141,7 @@ impl App {
         if !store.touch_session(id).await? {
             return Ok(None);
         }
-        let restored = crate::v2025::restore(&self.state, record);
+        let restored = crate::v2025::restore(&self.state, &self.served, record);
         let kept = self.keep_session(&restored);
         if !Arc::ptr_eq(&kept.0, &restored) {
             // Another request restored it first: that one is served, this one closed.

@@ -171,18 +171,33 @@ pub(crate) struct RequestObserver {
     metered: Option<spans::Metered>,
 }
 
-/// The observer of `req` (`known`: a method this server has), or `None` when neither
-/// traces nor metrics are on.
+/// What the front decided about a request that its span and metrics report: its protocol
+/// version and, on MCP 2025-11-25, its session. Handed in by the caller, so that this
+/// module knows nothing of how a revision is decided.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Served<'a> {
+    /// The protocol version the request is served in, when known.
+    pub(crate) protocol_version: Option<&'a str>,
+    /// The MCP 2025-11-25 session's id.
+    pub(crate) session_id: Option<&'a str>,
+}
+
+/// The observer of `req` (`known`: a method this server has; `served`: its version and
+/// session), or `None` when neither traces nor metrics are on.
 #[inline]
-pub(crate) fn observe(req: &jsonrpsee::types::Request<'_>, known: bool) -> Option<RequestObserver> {
+pub(crate) fn observe(
+    req: &jsonrpsee::types::Request<'_>,
+    known: bool,
+    served: Served<'_>,
+) -> Option<RequestObserver> {
     #[cfg(feature = "otel")]
     if enabled() || metrics::get().is_some() {
         let span = if enabled() {
-            spans::request_span(req)
+            spans::request_span(req, served)
         } else {
             tracing::Span::none()
         };
-        let metered = metrics::get().map(|_| spans::Metered::start(req, known));
+        let metered = metrics::get().map(|_| spans::Metered::start(req, known, served));
         let method = req.method_name().to_owned();
         return Some(RequestObserver {
             span,
@@ -190,7 +205,7 @@ pub(crate) fn observe(req: &jsonrpsee::types::Request<'_>, known: bool) -> Optio
             metered,
         });
     }
-    let _ = (req, known);
+    let _ = (req, known, served);
     None
 }
 

@@ -12,8 +12,7 @@ use opentelemetry::trace::Status;
 use serde::Deserialize;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use super::{HttpTraceHeaders, TARGET};
-use crate::revision::Revision;
+use super::{HttpTraceHeaders, Served, TARGET};
 
 /// The trace members of a request's `_meta` (SEP-414).
 #[derive(Deserialize, Default)]
@@ -36,7 +35,7 @@ fn request_id(id: &Id<'_>) -> String {
     }
 }
 
-pub(super) fn request_span(req: &Request<'_>) -> tracing::Span {
+pub(super) fn request_span(req: &Request<'_>, served: Served<'_>) -> tracing::Span {
     let method = req.method_name();
     let head = ParamsHead::read(req.params.as_ref().map(|p| p.get()));
     let (tool, prompt, uri) = match method {
@@ -53,11 +52,7 @@ pub(super) fn request_span(req: &Request<'_>) -> tracing::Span {
         None => method.to_owned(),
     };
     let ext = req.extensions();
-    let (version, session) = match ext.get::<Revision>() {
-        Some(Revision::Session(s)) => (Some(s.protocol_version.clone()), Some(s.id.clone())),
-        Some(Revision::Stateless(d)) => (d.protocol_version.clone(), None),
-        None => (None, None),
-    };
+    let (version, session) = (served.protocol_version, served.session_id);
     let http = ext.get::<HttpTraceHeaders>();
     let span = tracing::info_span!(
         target: TARGET,
@@ -65,8 +60,8 @@ pub(super) fn request_span(req: &Request<'_>) -> tracing::Span {
         otel.name = %name,
         otel.kind = "server",
         "mcp.method.name" = method,
-        "mcp.protocol.version" = version.as_deref(),
-        "mcp.session.id" = session.as_deref(),
+        "mcp.protocol.version" = version,
+        "mcp.session.id" = session,
         "jsonrpc.request.id" = %request_id(&req.id),
         "gen_ai.tool.name" = tool.as_deref(),
         "gen_ai.operation.name" = tool.as_ref().map(|_| "execute_tool"),
@@ -102,16 +97,12 @@ pub(super) struct Metered {
 }
 
 impl Metered {
-    pub(super) fn start(req: &Request<'_>, known: bool) -> Metered {
+    pub(super) fn start(req: &Request<'_>, known: bool, served: Served<'_>) -> Metered {
         let method = if known { req.method_name() } else { "_OTHER" }.to_owned();
         let tool = (method == "tools/call")
             .then(|| text(ParamsHead::read(req.params.as_ref().map(|p| p.get())).name))
             .flatten();
-        let version = match req.extensions().get::<Revision>() {
-            Some(Revision::Session(s)) => Some(s.protocol_version.clone()),
-            Some(Revision::Stateless(d)) => d.protocol_version.clone(),
-            None => None,
-        };
+        let version = served.protocol_version.map(str::to_owned);
         Metered {
             started: Instant::now(),
             method,

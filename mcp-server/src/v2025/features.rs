@@ -19,6 +19,7 @@ use mcp_tasks_protocol::v2025::{
 };
 
 use super::session::McpSession;
+use super::subscriptions::SessionSubscriptions;
 use crate::auth::Identity;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
@@ -108,6 +109,7 @@ fn shared_sessions(state: &State) -> Option<&dyn mcp_tasks::SessionStore> {
 /// ends. A URI no resource has is refused like a read of it.
 pub(crate) async fn resources_subscribe(
     state: &State,
+    served: &SessionSubscriptions,
     session: &Arc<McpSession>,
     params: ResourceRequestParams,
 ) -> Result<EmptyResult, ServerError> {
@@ -118,13 +120,14 @@ pub(crate) async fn resources_subscribe(
         let change = SessionChange::Subscribe(params.uri.clone());
         sessions.change_session(&session.id, change).await?;
     }
-    state.session_subscriptions.subscribe(&params.uri, session);
+    served.subscribe(&params.uri, session);
     Ok(EmptyResult::default())
 }
 
 /// `resources/unsubscribe` (of a URI not subscribed to: nothing to do).
 pub(crate) async fn resources_unsubscribe(
     state: &State,
+    served: &SessionSubscriptions,
     session: &McpSession,
     params: ResourceRequestParams,
 ) -> Result<EmptyResult, ServerError> {
@@ -132,9 +135,7 @@ pub(crate) async fn resources_unsubscribe(
         let change = SessionChange::Unsubscribe(params.uri.clone());
         sessions.change_session(&session.id, change).await?;
     }
-    state
-        .session_subscriptions
-        .unsubscribe(&params.uri, session);
+    served.unsubscribe(&params.uri, session);
     Ok(EmptyResult::default())
 }
 
@@ -142,9 +143,13 @@ pub(crate) async fn resources_unsubscribe(
 /// announced through the store, and every instance (this one included, see
 /// [`listen_for_resource_updates`]) notifies the sessions whose streams it holds; else
 /// it is delivered here at once. An announcement the store refuses is delivered here.
-pub(crate) async fn notify_resource_updated(state: &Arc<State>, uri: &str) {
+pub(crate) async fn notify_resource_updated(
+    state: &Arc<State>,
+    served: &Arc<SessionSubscriptions>,
+    uri: &str,
+) {
     if let Some(sessions) = shared_sessions(state) {
-        listen_for_resource_updates(state);
+        listen_for_resource_updates(state, served);
         match sessions.announce_resource_updated(uri).await {
             Ok(()) => return,
             Err(e) => {
@@ -152,20 +157,21 @@ pub(crate) async fn notify_resource_updated(state: &Arc<State>, uri: &str) {
             }
         }
     }
-    deliver_resource_updated(state, uri).await;
+    deliver_resource_updated(state, served, uri).await;
 }
 
 /// On a shared store, starts (once per server) the task that hears the store's resource
 /// announcements and delivers each here; it ends with the server.
-pub(crate) fn listen_for_resource_updates(state: &Arc<State>) {
+pub(crate) fn listen_for_resource_updates(state: &Arc<State>, served: &Arc<SessionSubscriptions>) {
     let Some(sessions) = shared_sessions(state) else {
         return;
     };
-    if !state.session_subscriptions.start_listening() {
+    if !served.start_listening() {
         return;
     }
     let mut updates = sessions.resource_updates();
     let state = Arc::downgrade(state);
+    let served = Arc::downgrade(served);
     let shutdown = state.upgrade().map(|s| s.shutdown_token());
     let Some(shutdown) = shutdown else { return };
     tokio::spawn(async move {
@@ -174,9 +180,11 @@ pub(crate) fn listen_for_resource_updates(state: &Arc<State>) {
                 () = shutdown.cancelled() => return,
                 uri = updates.recv() => uri,
             };
-            let Some(state) = state.upgrade() else { return };
+            let (Some(state), Some(served)) = (state.upgrade(), served.upgrade()) else {
+                return;
+            };
             match uri {
-                Ok(uri) => deliver_resource_updated(&state, &uri).await,
+                Ok(uri) => deliver_resource_updated(&state, &served, &uri).await,
                 Err(mcp_tasks::EventError::Lagged(n)) => {
                     tracing::warn!(missed = n, "resource announcements missed")
                 }
@@ -191,25 +199,25 @@ pub(crate) fn listen_for_resource_updates(state: &Arc<State>) {
 /// streams. On a shared store a session's record says whether it is subscribed (it may
 /// have subscribed through another instance); a session without a record (stdio), or
 /// whose record cannot be read now, goes by what this instance knows.
-async fn deliver_resource_updated(state: &State, uri: &str) {
+async fn deliver_resource_updated(state: &State, served: &SessionSubscriptions, uri: &str) {
     let subscribed = match shared_sessions(state) {
         None => {
             state.resource_feed.tell(uri);
-            state.session_subscriptions.changed(uri)
+            served.changed(uri)
         }
         Some(sessions) => {
             state.resource_feed.tell(uri);
             let mut subscribed = Vec::new();
-            for session in state.session_subscriptions.held() {
+            for session in served.held() {
                 if session.standalone_peer().is_none() {
                     continue;
                 }
                 let wants = match sessions.session(&session.id).await {
                     Ok(Some(record)) => record.subscriptions.contains(uri),
-                    Ok(None) => state.session_subscriptions.is_subscribed(uri, &session),
+                    Ok(None) => served.is_subscribed(uri, &session),
                     Err(e) => {
                         tracing::debug!(session = %session.id, error = %e, "session record unreadable; going by this instance's subscriptions");
-                        state.session_subscriptions.is_subscribed(uri, &session)
+                        served.is_subscribed(uri, &session)
                     }
                 };
                 if wants {

@@ -35,6 +35,7 @@ use mcp_tasks_protocol::v2025::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use self::subscriptions::SessionSubscriptions;
 use crate::auth::Identity;
 use crate::auth::Principal;
 use crate::call::{Requester, find_tool, start_task};
@@ -66,6 +67,7 @@ fn invalid(message: impl Into<String>) -> ServerError {
 /// opens the session in the request's slot. Tasks exist in 2025-11-25 sessions only.
 pub(crate) async fn initialize(
     state: &State,
+    served: &SessionSubscriptions,
     params: InitializeRequestParams,
     ext: &Extensions,
 ) -> Result<InitializeResult, ServerError> {
@@ -114,7 +116,7 @@ pub(crate) async fn initialize(
     if slot.0.set(Arc::clone(&session)).is_err() {
         return Err(already_initialized());
     }
-    state.session_subscriptions.hold(&session);
+    served.hold(&session);
     if session.has_tasks() {
         tokio::spawn(watch(
             state.store_arc(),
@@ -150,7 +152,11 @@ pub(crate) async fn initialize(
 
 /// A session another instance opened, from its record in the shared store: served here
 /// from now on, as if `initialize` had run here (its watcher started).
-pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<McpSession> {
+pub(crate) fn restore(
+    state: &State,
+    served: &SessionSubscriptions,
+    record: mcp_tasks::SessionRecord,
+) -> Arc<McpSession> {
     let subscriptions = record.subscriptions;
     let session = Arc::new(McpSession::new(
         record.id,
@@ -161,9 +167,9 @@ pub(crate) fn restore(state: &State, record: mcp_tasks::SessionRecord) -> Arc<Mc
         record.log_level,
         state.runtime.config().node_id.clone(),
     ));
-    state.session_subscriptions.hold(&session);
+    served.hold(&session);
     for uri in &subscriptions {
-        state.session_subscriptions.subscribe(uri, &session);
+        served.subscribe(uri, &session);
     }
     if session.has_tasks() {
         tokio::spawn(watch(
