@@ -175,6 +175,8 @@ pub(crate) struct RequestObserver {
 /// version and, on MCP 2025-11-25, its session. Handed in by the caller, so that this
 /// module knows nothing of how a revision is decided.
 #[derive(Debug, Clone, Copy, Default)]
+// Read by the spans and metrics only (feature `otel`).
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
 pub(crate) struct Served<'a> {
     /// The protocol version the request is served in, when known.
     pub(crate) protocol_version: Option<&'a str>,
