@@ -6,6 +6,10 @@
 //! INFO; a read that succeeds (`tasks/get`, `tasks/result`, `tasks/list`) is DEBUG: a
 //! polling client reads many times a second, and reads are counted and traced by
 //! `telemetry` instead. `RUST_LOG=mcp_tasks_server::audit=debug` shows them too.
+//!
+//! What an operator does to another principal's task through the console
+//! ([`crate::console`]) is INFO too, with the operator as `actor` and the task's owner as
+//! `principal` ([`record_operator`]).
 
 use mcp_tasks::Owner;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -27,6 +31,25 @@ pub(crate) fn record<T>(op: &str, owner: &Owner, task_id: &str, outcome: &Result
         Ok(_) => tracing::info!(target: TARGET, principal = %owner, task_id, op, outcome = "ok"),
         Err(e) => {
             tracing::info!(target: TARGET, principal = %owner, task_id, op, outcome = "refused", code = e.code, reason = %e.message)
+        }
+    }
+}
+
+/// Records what `operator` did (`op`, e.g. `console: cancel`) to `owner`'s task
+/// `task_id`: `Ok` names the task's status after it, `Err` the reason it was refused.
+pub(crate) fn record_operator(
+    op: &str,
+    operator: &str,
+    owner: &Owner,
+    task_id: &str,
+    outcome: &Result<&str, String>,
+) {
+    match outcome {
+        Ok(status) => {
+            tracing::info!(target: TARGET, actor = %operator, principal = %owner, task_id, op, outcome = "ok", status)
+        }
+        Err(reason) => {
+            tracing::info!(target: TARGET, actor = %operator, principal = %owner, task_id, op, outcome = "refused", %reason)
         }
     }
 }
@@ -68,8 +91,8 @@ mod tests {
         }
     }
 
-    /// What `record` writes at INFO.
-    fn at_info(op: &str, outcome: &Result<(), ErrorObject>) -> String {
+    /// What `emit` writes at INFO.
+    fn info_of(emit: impl FnOnce()) -> String {
         let buffer = Buffer::default();
         let writer = buffer.clone();
         let subscriber = tracing_subscriber::fmt()
@@ -77,11 +100,45 @@ mod tests {
             .with_ansi(false)
             .with_writer(move || writer.clone())
             .finish();
-        tracing::subscriber::with_default(subscriber, || {
-            record(op, &Owner::new("alice"), "t1", outcome);
-        });
+        tracing::subscriber::with_default(subscriber, emit);
         let text = buffer.0.lock().expect("buffer").clone();
         String::from_utf8(text).expect("UTF-8")
+    }
+
+    /// What `record` writes at INFO.
+    fn at_info(op: &str, outcome: &Result<(), ErrorObject>) -> String {
+        info_of(|| record(op, &Owner::new("alice"), "t1", outcome))
+    }
+
+    #[test]
+    fn operator_actions_name_the_operator_and_the_owner() {
+        let owner = Owner::new("alice");
+        let done =
+            info_of(|| record_operator("console: cancel", "admin", &owner, "t1", &Ok("working")));
+        for part in [
+            "mcp_tasks_server::audit",
+            "actor=admin",
+            "principal=alice",
+            "task_id=\"t1\"",
+            "op=\"console: cancel\"",
+            "outcome=\"ok\"",
+            "status=\"working\"",
+        ] {
+            assert!(done.contains(part), "{part} in {done}");
+        }
+        let refused = info_of(|| {
+            record_operator(
+                "console: cancel",
+                "admin",
+                &owner,
+                "t1",
+                &Err("task not found".into()),
+            )
+        });
+        assert!(
+            refused.contains("outcome=\"refused\"") && refused.contains("reason=task not found"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub mod audit;
 pub mod auth;
 mod cache;
 mod call;
+pub mod console;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;

@@ -1,11 +1,13 @@
 //! [`HttpConfig`] and the policies it holds: which hosts and origins may call, who the
-//! caller is, body and stream limits, 2025-11-25 session limits and stream resumption.
+//! caller is, body and stream limits, 2025-11-25 session limits and stream resumption,
+//! and whether the operator console is served.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Authenticator;
+use crate::console::ConsoleConfig;
 
 /// Decides who is calling (see [`crate::auth`]).
 pub type PrincipalHook = Arc<dyn Authenticator>;
@@ -62,6 +64,9 @@ pub struct HttpConfig {
     /// Bytes of event data one 2025-11-25 session keeps for replay (an event larger than
     /// this is kept alone while it is the newest). Default: 64 KiB.
     pub sse_replay_max_bytes: usize,
+    /// The operator console at `/console` (its page and its JSON/SSE API over every
+    /// owner's tasks), with who may use it; `None` (the default): not served.
+    pub console: Option<ConsoleConfig>,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -82,6 +87,7 @@ impl std::fmt::Debug for HttpConfig {
             sse_resume_window,
             sse_replay_max_events,
             sse_replay_max_bytes,
+            console,
         } = self;
         f.debug_struct("HttpConfig")
             .field("path", path)
@@ -98,6 +104,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("sse_resume_window", sse_resume_window)
             .field("sse_replay_max_events", sse_replay_max_events)
             .field("sse_replay_max_bytes", sse_replay_max_bytes)
+            .field("console", console)
             .finish()
     }
 }
@@ -183,6 +190,7 @@ impl Default for HttpConfig {
             sse_resume_window: Duration::from_secs(120),
             sse_replay_max_events: 256,
             sse_replay_max_bytes: 64 * 1024,
+            console: None,
         }
     }
 }
@@ -246,6 +254,7 @@ mod tests {
             "sse_resume_window",
             "sse_replay_max_events",
             "sse_replay_max_bytes",
+            "console",
         ] {
             assert!(shown.contains(field), "{shown}");
         }

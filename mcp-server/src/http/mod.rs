@@ -221,6 +221,12 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
             }
         }
     };
+    // The operator console, when turned on: behind its own access layer (which runs
+    // the same Host/Origin check), never behind the MCP endpoint's guard.
+    let router = match &app.config.console {
+        Some(console) => crate::console::mount(router, &app.state, &app.config, console),
+        None => router,
+    };
     router.with_state(app)
 }
 
@@ -233,7 +239,12 @@ fn refusal_response(refusal: &Refusal, id: Option<RequestId>) -> Response {
         error_codes::INVALID_REQUEST,
         refusal.message.clone(),
     );
-    let headers = response.headers_mut();
+    refusal_headers(refusal, response.headers_mut());
+    response
+}
+
+/// The headers of a refusal: `WWW-Authenticate`, `Retry-After`, `DPoP-Nonce`.
+pub(crate) fn refusal_headers(refusal: &Refusal, headers: &mut HeaderMap) {
     if let Some(challenge) = &refusal.www_authenticate
         && let Ok(value) = HeaderValue::from_str(challenge)
     {
@@ -250,7 +261,6 @@ fn refusal_response(refusal: &Refusal, id: Option<RequestId>) -> Response {
     {
         headers.insert("dpop-nonce", value);
     }
-    response
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
@@ -319,8 +329,16 @@ fn sse(
     app: &App,
     stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
 ) -> Response {
+    sse_for(app.config.sse_max_lifetime, stream)
+}
+
+/// An event stream with keep-alives, ended after `lifetime` (`None`: never).
+pub(crate) fn sse_for(
+    lifetime: Option<Duration>,
+    stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+) -> Response {
     use futures::StreamExt;
-    let end: futures::future::BoxFuture<'static, ()> = match app.config.sse_max_lifetime {
+    let end: futures::future::BoxFuture<'static, ()> = match lifetime {
         Some(lifetime) => Box::pin(tokio::time::sleep(lifetime)),
         None => Box::pin(futures::future::pending()),
     };
@@ -332,25 +350,29 @@ fn sse(
 /// `Host` against [`HttpConfig::allowed_hosts`], then `Origin` against
 /// [`HttpConfig::allowed_origins`]: 403 when either is not allowed.
 fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
-    let host = header_str(headers, header::HOST.as_str());
-    if !app.config.allowed_hosts.allows(host) {
-        return Some(rpc_error(
-            StatusCode::FORBIDDEN,
-            None,
-            error_codes::INVALID_REQUEST,
-            format!("Host not allowed: {}", host.unwrap_or("(none)")),
-        ));
-    }
-    let origin = header_str(headers, header::ORIGIN.as_str())?;
-    if app.config.allowed_origins.allows(origin) {
-        return None;
-    }
+    let message = origin_refusal(&app.config, headers)?;
     Some(rpc_error(
         StatusCode::FORBIDDEN,
         None,
         error_codes::INVALID_REQUEST,
-        format!("Origin not allowed: {origin}"),
+        message,
     ))
+}
+
+/// Why `config` refuses a request with these headers (DNS rebinding, a foreign page):
+/// `Host` not in [`HttpConfig::allowed_hosts`], or `Origin` not in
+/// [`HttpConfig::allowed_origins`]. The one check of both, for the MCP endpoint and the
+/// console alike (each answers 403 in its own body).
+pub(crate) fn origin_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option<String> {
+    let host = header_str(headers, header::HOST.as_str());
+    if !config.allowed_hosts.allows(host) {
+        return Some(format!("Host not allowed: {}", host.unwrap_or("(none)")));
+    }
+    let origin = header_str(headers, header::ORIGIN.as_str())?;
+    if config.allowed_origins.allows(origin) {
+        return None;
+    }
+    Some(format!("Origin not allowed: {origin}"))
 }
 
 async fn not_allowed() -> Response {

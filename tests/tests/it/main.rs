@@ -26,6 +26,7 @@ mod client_rmcp;
 mod client_store_outage;
 mod client_task_api;
 mod conformance_fixture;
+mod console_api;
 mod crash;
 mod custom_executor;
 mod deadline_promotion;

@@ -1,0 +1,257 @@
+//! The console's access layer, in front of every `/console` path (the page, the API,
+//! paths that do not exist): `Host`/`Origin` (the MCP endpoint's check), no access token
+//! in the URL, the [`ConsoleAccess`] credential, then the CSRF header on state-changing
+//! requests. Then the security headers every console response carries, refusals
+//! included.
+//!
+//! **Invariant.** Nothing of the console runs before the caller is known as an operator;
+//! credentials are read from the `Authorization` header only, never from the URL.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use super::error::{ApiError, json_error};
+use super::{CSRF_HEADER, Console, ConsoleAccess};
+use crate::auth::{Challenge, Refusal};
+
+/// The `Content-Security-Policy` of every console response: the page's own scripts,
+/// styles and fetches only; no inline code, no framing, no forms, no base URL.
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
+     form-action 'none'; frame-ancestors 'none'";
+
+/// The `WWW-Authenticate` challenge of Basic access (RFC 7617).
+pub(crate) const BASIC_CHALLENGE: &str = "Basic realm=\"mcp-tasks console\", charset=\"UTF-8\"";
+
+/// Who is using the console: the Basic user name, or the OAuth principal. Put into the
+/// request's extensions by [`guard`]; the audit trail names it.
+#[derive(Debug, Clone)]
+pub(super) struct Operator(pub(super) String);
+
+/// The access layer (see the module doc).
+pub(super) async fn guard(
+    State(console): State<Arc<Console>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if let Some(message) = crate::http::origin_refusal(&console.http, request.headers()) {
+        return json_error(StatusCode::FORBIDDEN, &message);
+    }
+    if crate::auth::query_has_token(request.uri().query()) {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "credentials go in the Authorization header, never in the URL",
+        );
+    }
+    let operator = match &console.access {
+        ConsoleAccess::Basic { user, password } => {
+            match basic_user(request.headers(), user, password) {
+                Some(user) => user,
+                None => return basic_refusal(),
+            }
+        }
+        ConsoleAccess::Scope(scope) => {
+            match scoped(
+                &console,
+                scope,
+                request.method(),
+                request.uri(),
+                request.headers(),
+            )
+            .await
+            {
+                Ok(principal) => principal,
+                Err(refusal) => return refusal_response(&refusal),
+            }
+        }
+    };
+    if changes_state(request.method()) && !has_csrf_header(request.headers()) {
+        return ApiError::Forbidden(format!(
+            "state-changing console requests need the header {CSRF_HEADER}: 1"
+        ))
+        .into_response();
+    }
+    request.extensions_mut().insert(Operator(operator));
+    next.run(request).await
+}
+
+/// The security headers, on every console response.
+pub(super) async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Every method but the safe ones changes state (RFC 9110 9.2.1).
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+fn has_csrf_header(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(CSRF_HEADER).iter();
+    matches!((values.next(), values.next()), (Some(v), None) if v.as_bytes() == b"1")
+}
+
+/// The user of `Authorization: Basic ...` when its credentials are `user` and
+/// `password`; `None` otherwise (no header, another scheme, two headers, bad base64).
+/// Both parts are compared in constant time, through their SHA-256 digests.
+fn basic_user(headers: &HeaderMap, user: &str, password: &str) -> Option<String> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return None;
+    };
+    let value = value.to_str().ok()?.trim();
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let colon = decoded.iter().position(|b| *b == b':')?;
+    let (given_user, given_password) = (&decoded[..colon], &decoded[colon + 1..]);
+    let same_user = same_secret(given_user, user.as_bytes());
+    let same_password = same_secret(given_password, password.as_bytes());
+    (same_user & same_password).then(|| user.to_owned())
+}
+
+/// `a == b`, in a time that depends on neither: their SHA-256 digests compared whole.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let (a, b) = (Sha256::digest(a), Sha256::digest(b));
+    let diff = a
+        .iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// 401 with the Basic challenge.
+fn basic_refusal() -> Response {
+    let mut response = json_error(
+        StatusCode::UNAUTHORIZED,
+        "the console needs its user name and password (HTTP Basic authentication)",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(BASIC_CHALLENGE),
+    );
+    response
+}
+
+/// The principal of a caller the server's authenticator accepts and whose identity
+/// holds `scope`; else 401 (no or a bad token, or no authenticator) or 403
+/// `insufficient_scope`.
+async fn scoped(
+    console: &Console,
+    scope: &str,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Result<String, Refusal> {
+    let Some(hook) = &console.http.principal else {
+        let mut refusal = Refusal::unauthorized(Challenge::new());
+        refusal.message = "the console requires an OAuth scope, and this server has no \
+                           authenticator to check it"
+            .into();
+        return Err(refusal);
+    };
+    let identity = hook.authenticate_request(method, uri, headers).await?;
+    let Some(identity) = identity else {
+        let challenge = Challenge::new()
+            .resource_metadata(hook.protected_resource().map(|p| p.metadata_url.clone()))
+            .scope(&[scope.to_owned()]);
+        let mut refusal = Refusal::unauthorized(challenge);
+        refusal.message = "the console needs an access token".into();
+        return Err(refusal);
+    };
+    let needed = [scope.to_owned()];
+    if identity.missing(&needed).is_empty() {
+        Ok(identity.principal)
+    } else {
+        Err(hook.insufficient_scope(&needed, &format!("the console requires scope {scope}")))
+    }
+}
+
+/// A refusal of the authenticator (or of the scope) as a console response: its status
+/// and headers, its message as the JSON error.
+fn refusal_response(refusal: &Refusal) -> Response {
+    let mut response = json_error(refusal.status, &refusal.message);
+    crate::http::refusal_headers(refusal, response.headers_mut());
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn basic(credentials: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Basic {encoded}")).expect("header"),
+        );
+        h
+    }
+
+    #[test]
+    fn basic_credentials_must_match_exactly() {
+        let ok = |h: &HeaderMap| basic_user(h, "admin", "pa:ss");
+        assert_eq!(ok(&basic("admin:pa:ss")).as_deref(), Some("admin"));
+        for bad in [
+            "admin:pa",
+            "admin:pa:ss ",
+            "Admin:pa:ss",
+            "admin",
+            ":pa:ss",
+            "",
+        ] {
+            assert_eq!(ok(&basic(bad)), None, "{bad:?}");
+        }
+        let mut h = HeaderMap::new();
+        assert_eq!(ok(&h), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer admin"),
+        );
+        assert_eq!(ok(&h), None);
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
+        assert_eq!(ok(&h), None);
+        let mut two = basic("admin:pa:ss");
+        two.append(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic eA=="),
+        );
+        assert_eq!(ok(&two), None);
+    }
+
+    #[test]
+    fn csrf_header_is_exactly_one() {
+        let mut h = HeaderMap::new();
+        assert!(!has_csrf_header(&h));
+        h.insert(CSRF_HEADER, HeaderValue::from_static("0"));
+        assert!(!has_csrf_header(&h));
+        h.insert(CSRF_HEADER, HeaderValue::from_static("1"));
+        assert!(has_csrf_header(&h));
+        assert!(changes_state(&Method::POST) && changes_state(&Method::DELETE));
+        assert!(!changes_state(&Method::GET));
+    }
+}

@@ -1,0 +1,721 @@
+//! The operator console's access layer and JSON/SSE API, over HTTP:
+//!
+//! - every `/console` path (page, assets, API, paths that do not exist) is 401 without
+//!   the Basic credential, with a wrong one, with the MCP bearer token, or with the
+//!   credential in the query string (an `access_token` there is 400); every response
+//!   carries the security headers; a foreign `Origin` is 403;
+//! - a `POST` without `X-Console-Csrf: 1` is 403 and changes nothing;
+//! - with the credential: tasks of two principals (created through the MCP endpoint)
+//!   listed newest first, filtered by status, tool and owner, paged with the cursor; one
+//!   task in full; counts; the activity's shape and numbers; bad parameters are 400;
+//! - cancel as operator: the owner's `tasks/get` then reads `cancelled`;
+//! - a store without the operator's view answers 501; a lag of the store's feed becomes
+//!   a `resync` event;
+//! - scope mode (an OAuth issuer): no token 401, a token without the scope 403, with it 200;
+//! - the event stream of one instance delivers a task created on another instance of
+//!   the same PostgreSQL schema (skipped without PostgreSQL, a failure under `CI=true`).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use mcp_tasks::TaskStore as _;
+use mcp_tasks::conformance::StoreFactory as _;
+use mcp_tasks_server::console::ConsoleConfig;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, Server};
+use mcp_tests::deaf_store::DeafStore;
+use mcp_tests::issuer::{TestIssuer, protect_with};
+use mcp_tests::node_harness::slow;
+use mcp_tests::server_harness::{
+    SseStream, TestServer, WAIT, bearer_principal, call_params, demo_tools, request, task_params,
+};
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+const USER: &str = "admin";
+const PASSWORD: &str = "s3cret:pass";
+
+/// Every path the access layer must guard, the page's included.
+const PATHS: &[&str] = &[
+    "/console",
+    "/console/",
+    "/console/assets/console.js",
+    "/console/assets/console.css",
+    "/console/api/tasks",
+    "/console/api/tasks/0123",
+    "/console/api/counts",
+    "/console/api/activity",
+    "/console/api/events",
+    "/console/no/such/path",
+];
+
+fn basic(user: &str, password: &str) -> String {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {encoded}")
+}
+
+fn operator() -> String {
+    basic(USER, PASSWORD)
+}
+
+/// One console reply.
+#[derive(Debug)]
+struct Got {
+    status: reqwest::StatusCode,
+    headers: HeaderMap,
+    body: Value,
+    text: String,
+}
+
+/// The demo server with bearer principals (`Bearer NAME`) and the console behind Basic.
+async fn basic_server() -> TestServer {
+    let http = HttpConfig {
+        principal: Some(bearer_principal()),
+        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid credentials")),
+        ..HttpConfig::default()
+    };
+    TestServer::start_with(demo_tools(), quick_shutdown(), http).await
+}
+
+/// Tasks still running when a test ends are cancelled at once.
+fn quick_shutdown() -> RuntimeConfig {
+    RuntimeConfig {
+        shutdown_grace: Duration::from_millis(100),
+        ..RuntimeConfig::default()
+    }
+}
+
+/// `http://127.0.0.1:PORT` of a server whose MCP endpoint is `url`.
+fn origin_of(url: &str) -> String {
+    url.trim_end_matches("/mcp").to_owned()
+}
+
+async fn send(
+    s: &TestServer,
+    method: reqwest::Method,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Got {
+    let mut request = s
+        .client
+        .request(method, format!("{}{path}", origin_of(&s.url)));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = tokio::time::timeout(WAIT, request.send())
+        .await
+        .expect("reply in time")
+        .expect("HTTP request");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = if headers
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+    {
+        String::new()
+    } else {
+        tokio::time::timeout(WAIT, response.text())
+            .await
+            .expect("body in time")
+            .expect("body")
+    };
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Got {
+        status,
+        headers,
+        body,
+        text,
+    }
+}
+
+async fn get(s: &TestServer, path: &str, auth: Option<&str>) -> Got {
+    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+    send(s, reqwest::Method::GET, path, &headers).await
+}
+
+/// A GET as the operator that must answer 200; its JSON body.
+async fn ok(s: &TestServer, path: &str) -> Value {
+    let got = get(s, path, Some(&operator())).await;
+    assert_eq!(got.status, 200, "GET {path}: {}", got.text);
+    got.body
+}
+
+async fn cancel(s: &TestServer, id: &str, csrf: bool) -> Got {
+    let auth = operator();
+    let mut headers = vec![("authorization", auth.as_str())];
+    if csrf {
+        headers.push(("x-console-csrf", "1"));
+    }
+    let path = format!("/console/api/tasks/{id}/cancel");
+    send(s, reqwest::Method::POST, &path, &headers).await
+}
+
+fn assert_security_headers(got: &Got, what: &str) {
+    let header = |name: &str| {
+        got.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("{what}: no {name} in {:?}", got.headers))
+            .to_owned()
+    };
+    let csp = header("content-security-policy");
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(part), "{what}: {part} not in {csp}");
+    }
+    assert_eq!(header("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(header("referrer-policy"), "no-referrer", "{what}");
+    assert_eq!(header("cache-control"), "no-store", "{what}");
+}
+
+/// Creates a task of `principal` (`Authorization: Bearer principal`) through the MCP
+/// endpoint; its id.
+async fn create_as(s: &TestServer, principal: &str, tool: &str, args: Value) -> String {
+    let auth = format!("Bearer {principal}");
+    let message = request(s.id(), "tools/call", call_params(tool, args, true));
+    let reply = s.post(&message, &[("authorization", &auth)]).await;
+    let result = reply.result();
+    assert_eq!(result["resultType"], "task", "{}", reply.text);
+    result["taskId"].as_str().expect("taskId").to_owned()
+}
+
+/// `tasks/get` of `principal`.
+async fn get_as(s: &TestServer, principal: &str, id: &str) -> mcp_tests::server_harness::Reply {
+    let auth = format!("Bearer {principal}");
+    let message = request(s.id(), "tasks/get", task_params(id, true));
+    s.post(&message, &[("authorization", &auth)]).await
+}
+
+/// Polls the console's list (as the operator) until `done` holds for its tasks.
+async fn poll_list(s: &TestServer, query: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let page = ok(s, &format!("/console/api/tasks?{query}")).await;
+        let tasks = page["tasks"].as_array().cloned().unwrap_or_default();
+        if done(&tasks) {
+            return tasks;
+        }
+        assert!(Instant::now() < deadline, "never got there: {page}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn ids(tasks: &[Value]) -> BTreeSet<String> {
+    tasks
+        .iter()
+        .map(|t| t["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_console_path_needs_the_credential_first() {
+    let s = basic_server().await;
+    let wrong = basic(USER, "nope");
+    let in_query = format!("?user={USER}&password={PASSWORD}&authorization=Basic");
+    for path in PATHS {
+        for (auth, suffix, why) in [
+            (None, "", "no credential"),
+            (Some(wrong.as_str()), "", "a wrong password"),
+            (Some("Bearer alice"), "", "the MCP bearer token"),
+            (None, in_query.as_str(), "the credential in the query"),
+        ] {
+            let got = get(&s, &format!("{path}{suffix}"), auth).await;
+            assert_eq!(got.status, 401, "{path} with {why}: {}", got.text);
+            assert_eq!(
+                got.headers.get("www-authenticate").map(|v| v.as_bytes()),
+                Some(&b"Basic realm=\"mcp-tasks console\", charset=\"UTF-8\""[..]),
+                "{path}"
+            );
+            assert!(got.body["error"].is_string(), "{path}: {}", got.text);
+            assert_security_headers(&got, path);
+        }
+        let got = get(&s, &format!("{path}?access_token=abc"), Some(&operator())).await;
+        assert_eq!(
+            got.status, 400,
+            "{path} with a token in the URL: {}",
+            got.text
+        );
+        assert_security_headers(&got, path);
+    }
+    // A POST is 401 before anything else too, with or without the CSRF header.
+    for csrf in [None, Some(("x-console-csrf", "1"))] {
+        let headers: Vec<(&str, &str)> = csrf.into_iter().collect();
+        let got = send(
+            &s,
+            reqwest::Method::POST,
+            "/console/api/tasks/x/cancel",
+            &headers,
+        )
+        .await;
+        assert_eq!(got.status, 401, "{}", got.text);
+    }
+    // The page's paths behind the credential: whatever the page serves, never a 401.
+    let got = get(&s, "/console/no/such/path", Some(&operator())).await;
+    assert_eq!(got.status, 404, "{}", got.text);
+    assert_security_headers(&got, "404");
+    // DNS rebinding and foreign pages: the MCP endpoint's Host and Origin checks.
+    let auth = operator();
+    let foreign = [
+        ("authorization", auth.as_str()),
+        ("origin", "http://evil.example"),
+    ];
+    let got = send(&s, reqwest::Method::GET, "/console/api/counts", &foreign).await;
+    assert_eq!(got.status, 403, "{}", got.text);
+    assert_security_headers(&got, "foreign origin");
+    let rebound = [("authorization", auth.as_str()), ("host", "evil.example")];
+    let got = send(&s, reqwest::Method::GET, "/console/api/counts", &rebound).await;
+    assert_eq!(got.status, 403, "{}", got.text);
+    // The MCP endpoint is not the console's: no Basic there.
+    let reply = s
+        .rpc(
+            "tools/list",
+            json!({ "_meta": mcp_tests::server_harness::meta(true) }),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_lists_filters_and_reads_every_owners_tasks() {
+    let s = basic_server().await;
+    let mut alice = Vec::new();
+    for i in 0..3 {
+        alice.push(create_as(&s, "alice", "slow_compute", slow(0.05, &format!("a{i}"))).await);
+    }
+    let asking = create_as(&s, "alice", "confirm_delete", json!({ "filename": "x" })).await;
+    let running = create_as(&s, "bob", "slow_compute", slow(60.0, "b")).await;
+    let all: BTreeSet<String> = alice.iter().chain([&asking, &running]).cloned().collect();
+
+    // Everything, newest first, once the quick ones completed and the question is asked.
+    let tasks = poll_list(&s, "", |t| {
+        let completed = t.iter().filter(|t| t["status"] == "completed").count();
+        completed == 3 && t.iter().any(|t| t["status"] == "input_required")
+    })
+    .await;
+    assert_eq!(ids(&tasks), all);
+    let created: Vec<i64> = tasks
+        .iter()
+        .map(|t| t["createdAt"].as_i64().expect("createdAt"))
+        .collect();
+    assert!(
+        created.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {created:?}"
+    );
+    let bob_row = tasks
+        .iter()
+        .find(|t| t["id"] == running.as_str())
+        .expect("bob's task");
+    assert_eq!(bob_row["owner"], "bob");
+    assert_eq!(bob_row["tool"], "slow_compute");
+    assert_eq!(bob_row["status"], "working");
+    assert_eq!(bob_row["durationMs"], Value::Null);
+    assert!(
+        bob_row["node"].is_string(),
+        "a running task's lease holder: {bob_row}"
+    );
+    assert_eq!(bob_row["cancelRequested"], false);
+    let done_row = tasks
+        .iter()
+        .find(|t| t["id"] == alice[0].as_str())
+        .expect("alice's task");
+    assert!(
+        done_row["durationMs"].as_i64().is_some_and(|d| d >= 50),
+        "{done_row}"
+    );
+    assert_eq!(
+        done_row["node"],
+        Value::Null,
+        "a finished task holds no lease"
+    );
+
+    // Filters.
+    let by_owner = ok(&s, "/console/api/tasks?owner=bob").await;
+    assert_eq!(
+        ids(by_owner["tasks"].as_array().expect("tasks")),
+        BTreeSet::from([running.clone()])
+    );
+    let by_tool = ok(&s, "/console/api/tasks?tool=confirm_delete").await;
+    assert_eq!(
+        ids(by_tool["tasks"].as_array().expect("tasks")),
+        BTreeSet::from([asking.clone()])
+    );
+    let by_status = ok(&s, "/console/api/tasks?status=completed").await;
+    assert_eq!(
+        ids(by_status["tasks"].as_array().expect("tasks")),
+        alice.iter().cloned().collect()
+    );
+    let both = ok(&s, "/console/api/tasks?status=working&owner=alice").await;
+    assert_eq!(both["tasks"], json!([]), "{both}");
+
+    // Pages of two, with the cursor: every task once.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let query = match &cursor {
+            Some(c) => format!("/console/api/tasks?limit=2&cursor={c}"),
+            None => "/console/api/tasks?limit=2".to_owned(),
+        };
+        let page = ok(&s, &query).await;
+        let tasks = page["tasks"].as_array().expect("tasks");
+        assert!(tasks.len() <= 2, "{page}");
+        seen.extend(ids(tasks));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 5, "no task twice: {seen:?}");
+    assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), all);
+
+    // One task in full.
+    let detail = ok(&s, &format!("/console/api/tasks/{running}")).await;
+    assert_eq!(detail["id"], running.as_str());
+    assert_eq!(detail["owner"], "bob");
+    assert_eq!(detail["method"], "tools/call");
+    assert_eq!(detail["arguments"]["label"], "b", "{detail}");
+    assert!(
+        detail["revision"].as_u64().is_some_and(|r| r >= 1),
+        "{detail}"
+    );
+    assert!(detail["lease"]["holder"].is_string(), "{detail}");
+    assert_eq!(detail["lease"]["holder"], detail["node"]);
+    assert_eq!(detail["result"], Value::Null);
+    let question = ok(&s, &format!("/console/api/tasks/{asking}")).await;
+    assert_eq!(
+        question["inputRequests"].as_object().map(|o| o.len()),
+        Some(1),
+        "{question}"
+    );
+    let finished = ok(&s, &format!("/console/api/tasks/{}", alice[1])).await;
+    assert!(finished["result"]["content"].is_array(), "{finished}");
+    let unknown = get(&s, "/console/api/tasks/0000", Some(&operator())).await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
+    assert!(unknown.body["error"].is_string());
+
+    // Counts.
+    let counts = ok(&s, "/console/api/counts").await;
+    assert_eq!(
+        counts,
+        json!({
+            "byStatus": {"working": 1, "input_required": 1, "completed": 3, "failed": 0, "cancelled": 0},
+            "byTool": {"slow_compute": 4, "confirm_delete": 1},
+        })
+    );
+
+    // Activity: fifteen minutes, the three completions, their durations.
+    let activity = ok(&s, "/console/api/activity").await;
+    let minutes = activity["minutes"].as_array().expect("minutes");
+    assert_eq!(minutes.len(), 15, "{activity}");
+    let from = activity["from"].as_i64().expect("from");
+    assert_eq!(minutes[0]["start"].as_i64(), Some(from));
+    assert!(
+        minutes
+            .windows(2)
+            .all(|w| w[1]["start"].as_i64() == w[0]["start"].as_i64().map(|s| s + 60_000))
+    );
+    assert!(
+        activity["to"]
+            .as_i64()
+            .is_some_and(|to| to >= from + 14 * 60_000),
+        "{activity}"
+    );
+    let sum = |key: &str| {
+        minutes
+            .iter()
+            .map(|m| m[key].as_u64().expect("a count"))
+            .sum::<u64>()
+    };
+    assert_eq!(
+        (sum("completed"), sum("failed"), sum("cancelled")),
+        (3, 0, 0),
+        "{activity}"
+    );
+    let durations = activity["durations"].as_array().expect("durations");
+    assert_eq!(durations.len(), 1, "{activity}");
+    assert_eq!(durations[0]["tool"], "slow_compute");
+    assert_eq!(durations[0]["count"], 3);
+    let p = |k: &str| durations[0][k].as_i64().expect("a percentile");
+    assert!(
+        p("p50Ms") >= 50 && p("p50Ms") <= p("p90Ms") && p("p90Ms") <= p("p99Ms"),
+        "{activity}"
+    );
+    assert_eq!(activity["truncated"], false);
+
+    // Bad parameters.
+    for query in [
+        "status=bogus",
+        "limit=0",
+        "limit=501",
+        "limit=many",
+        "createdFrom=yesterday",
+        "cursor=not-a-cursor",
+        "colour=red",
+    ] {
+        let got = get(
+            &s,
+            &format!("/console/api/tasks?{query}"),
+            Some(&operator()),
+        )
+        .await;
+        assert_eq!(got.status, 400, "{query}: {}", got.text);
+        assert!(got.body["error"].is_string(), "{query}: {}", got.text);
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_cancels_another_principals_task() {
+    let s = basic_server().await;
+    let id = create_as(&s, "bob", "slow_compute", slow(60.0, "cancel-me")).await;
+    let refused = cancel(&s, &id, false).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("x-console-csrf")),
+        "{}",
+        refused.text
+    );
+    assert_security_headers(&refused, "CSRF refusal");
+    let still = ok(&s, &format!("/console/api/tasks/{id}")).await;
+    assert_eq!(still["cancelRequested"], false, "nothing changed: {still}");
+
+    let done = cancel(&s, &id, true).await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert_eq!(done.body["id"], id.as_str());
+    assert_eq!(done.body["owner"], "bob");
+    assert!(
+        done.body["cancelRequested"] == true || done.body["status"] == "cancelled",
+        "{}",
+        done.text
+    );
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let reply = get_as(&s, "bob", &id).await;
+        if reply.result()["status"] == "cancelled" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never cancelled: {}", reply.text);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // Still bob's alone.
+    let alice = get_as(&s, "alice", &id).await;
+    assert!(alice.body["error"].is_object(), "{}", alice.text);
+    // A finished task is left as it is.
+    let again = cancel(&s, &id, true).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.body["status"], "cancelled");
+    let unknown = cancel(&s, "0000", true).await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
+    s.stop().await;
+}
+
+/// A server on a store without the operator's view, whose event feed the test drives.
+async fn deaf_server(store: Arc<DeafStore>) -> TestServer {
+    let mut builder = Server::builder("console-tests", "0")
+        .store(store)
+        .runtime(quick_shutdown());
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    let http = HttpConfig {
+        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid")),
+        ..HttpConfig::default()
+    };
+    TestServer::start_server(builder.build(), http).await
+}
+
+async fn open_events(s: &TestServer) -> SseStream {
+    let request = s
+        .client
+        .get(format!("{}/console/api/events", origin_of(&s.url)))
+        .header("authorization", operator())
+        .timeout(Duration::from_secs(3600));
+    let response = tokio::time::timeout(WAIT, request.send())
+        .await
+        .expect("stream opened in time")
+        .expect("HTTP request");
+    let stream = SseStream::from_response(response);
+    assert_eq!(stream.status, 200);
+    assert!(
+        stream
+            .headers
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream")),
+        "{:?}",
+        stream.headers
+    );
+    stream
+}
+
+/// The next `task` event about `id` (other tasks' events are passed over), within WAIT.
+async fn task_event_of(events: &mut SseStream, id: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = events
+            .next_event(left)
+            .await
+            .expect("the stream stays open");
+        if event.event == "task" && event.json()["id"] == id {
+            return event.json();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_store_without_the_operators_view_is_501_and_a_lag_is_a_resync() {
+    let store = Arc::new(DeafStore::new());
+    let s = deaf_server(Arc::clone(&store)).await;
+    for path in [
+        "/console/api/tasks",
+        "/console/api/tasks/x",
+        "/console/api/counts",
+        "/console/api/activity",
+    ] {
+        let got = get(&s, path, Some(&operator())).await;
+        assert_eq!(got.status, 501, "{path}: {}", got.text);
+        assert!(
+            got.body["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("operator")),
+            "{path}: {}",
+            got.text
+        );
+    }
+    let mut events = open_events(&s).await;
+    // The store's feed says events were missed; then a task changes.
+    let id = s.create_task("slow_compute", slow(60.0, "deaf")).await;
+    store
+        .feed
+        .send(mcp_tasks::FeedItem::Resync)
+        .expect("a subscriber");
+    let resync = events.next_event(WAIT).await.expect("an event");
+    assert_eq!(
+        (resync.event.as_str(), resync.data.as_str()),
+        ("resync", "{}")
+    );
+    let record = store
+        .inner
+        .get(
+            &mcp_tasks::Owner::new(mcp_tasks_server::ANONYMOUS),
+            &mcp_tasks::TaskId::from_wire(id.clone()),
+        )
+        .await
+        .expect("the task");
+    let event = mcp_tasks::TaskEvent::changed(&record);
+    store
+        .feed
+        .send(mcp_tasks::FeedItem::Event(event))
+        .expect("a subscriber");
+    let task = task_event_of(&mut events, &id).await;
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["tool"], "slow_compute");
+    drop(events);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn scope_mode_needs_a_token_with_the_scope() {
+    let issuer = TestIssuer::start().await;
+    let http = HttpConfig {
+        console: Some(ConsoleConfig::scope("console").expect("a scope")),
+        ..HttpConfig::default()
+    };
+    let p = protect_with(&issuer, |_| {}, http).await;
+    let s = &p.server;
+    let none = get(s, "/console/api/counts", None).await;
+    assert_eq!(none.status, 401, "{}", none.text);
+    assert!(
+        none.headers
+            .get("www-authenticate")
+            .is_some_and(|v| v.as_bytes().starts_with(b"Bearer")),
+        "{:?}",
+        none.headers
+    );
+    assert_security_headers(&none, "401");
+    let basic = get(s, "/console/api/counts", Some(&operator())).await;
+    assert_eq!(basic.status, 401, "{}", basic.text);
+    let bad = get(s, "/console/api/counts", Some("Bearer not.a.token")).await;
+    assert_eq!(bad.status, 401, "{}", bad.text);
+    let plain = format!("Bearer {}", issuer.token("carol", &p.resource, &["mcp"]));
+    let refused = get(s, "/console/api/counts", Some(&plain)).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    let challenge = refused
+        .headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    assert!(
+        challenge.contains("insufficient_scope") && challenge.contains("console"),
+        "{challenge}"
+    );
+    let admin = format!("Bearer {}", issuer.token("dave", &p.resource, &["console"]));
+    let allowed = get(s, "/console/api/counts", Some(&admin)).await;
+    assert_eq!(allowed.status, 200, "{}", allowed.text);
+    assert!(allowed.body["byStatus"].is_object(), "{}", allowed.text);
+    assert_security_headers(&allowed, "200");
+    // The page's paths are guarded the same way.
+    let page = get(s, "/console", None).await;
+    assert_eq!(page.status, 401, "{}", page.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_shows_tasks_of_another_instance() {
+    let Some(factory) = mcp_tasks::conformance::PostgresFactory::from_env() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but PostgreSQL is not reachable for the console's event stream test"
+        );
+        return;
+    };
+
+    let env = mcp_tasks::conformance::Env::new("console_events", mcp_tasks::Limits::default());
+    let a = factory.open(&env).await.expect("first handle");
+    let b = factory.open(&env).await.expect("second handle");
+    let server = |store: Arc<dyn mcp_tasks::TaskStore>| {
+        let mut builder = Server::builder("console-tests", "0").store(store);
+        for tool in demo_tools() {
+            builder = builder.tool(tool);
+        }
+        builder.build()
+    };
+    let with_console = HttpConfig {
+        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid")),
+        ..HttpConfig::default()
+    };
+    let (a, b) = tokio::join!(
+        TestServer::start_server(server(Arc::new(a)), with_console),
+        TestServer::start_server(server(Arc::new(b)), HttpConfig::default()),
+    );
+    let mut events = open_events(&a).await;
+    let id = b.create_task("slow_compute", slow(0.2, "elsewhere")).await;
+    let first = task_event_of(&mut events, &id).await;
+    assert_eq!(first["tool"], "slow_compute", "{first}");
+    // It runs on B and completes there; A's console hears that too.
+    let deadline = Instant::now() + WAIT;
+    let mut last = first;
+    while last["status"] != "completed" {
+        assert!(Instant::now() < deadline, "never completed: {last}");
+        last = task_event_of(&mut events, &id).await;
+    }
+    // (The kit's stores run on a manual clock: no duration to compare.)
+    assert!(last["durationMs"].is_i64(), "{last}");
+    // And A's API reads it from the shared store.
+    let detail = ok(&a, &format!("/console/api/tasks/{id}")).await;
+    assert_eq!(detail["status"], "completed");
+    drop(events);
+    a.stop().await;
+    b.stop().await;
+}
