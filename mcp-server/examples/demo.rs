@@ -88,6 +88,21 @@
 //! ```text
 //! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --oauth-scope mcp
 //! ```
+//!
+//! # Operator console
+//!
+//! `--console USER:PASSWORD` serves the operator console at `http://ADDR/console`: every
+//! principal's tasks, their counts and activity, live, and cancel. It is behind HTTP
+//! Basic authentication with these credentials, which travel in clear text: use it only
+//! on a loopback address or behind TLS (a proxy that terminates it). With
+//! `--oauth-issuer`, `--console-scope SCOPE` serves it instead to callers whose access
+//! token holds `SCOPE` (and every `--oauth-scope`). The two cannot be combined; neither
+//! applies to `--stdio` or `--role worker`.
+//!
+//! ```text
+//! demo --http 127.0.0.1:8000 --console admin:change-me
+//! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --console-scope console
+//! ```
 
 use std::io::Write;
 use std::sync::Arc;
@@ -97,6 +112,7 @@ use std::time::Duration;
 use clap::Parser;
 use mcp_tasks::Limits;
 use mcp_tasks_server::auth::{BearerTokens, IntrospectionClient, OAuthConfig, OAuthResourceServer};
+use mcp_tasks_server::console::{CONSOLE_PATH, ConsoleAccess, ConsoleConfig};
 use mcp_tasks_server::http::{HttpConfig, local_url};
 use mcp_tasks_server::store_url;
 use mcp_tasks_server::telemetry::{self, TelemetryConfig};
@@ -166,6 +182,21 @@ struct Args {
     /// DPoP proofs must carry a nonce of this server (`use_dpop_nonce`, `DPoP-Nonce`).
     #[arg(long, requires = "oauth_issuer")]
     oauth_dpop_nonce: bool,
+    /// Serve the operator console at `/console` behind HTTP Basic authentication with
+    /// these credentials, `USER:PASSWORD`. Basic auth sends them in clear text: only on
+    /// a loopback address or behind TLS.
+    #[arg(long, value_name = "USER:PASSWORD", value_parser = ConsoleConfig::parse_basic, conflicts_with = "stdio")]
+    console: Option<ConsoleConfig>,
+    /// Serve the operator console at `/console` to callers whose OAuth access token
+    /// holds this scope (with `--oauth-issuer`).
+    #[arg(long, value_name = "SCOPE", value_parser = console_scope, requires = "oauth_issuer", conflicts_with = "console")]
+    console_scope: Option<ConsoleConfig>,
+}
+
+fn console_scope(
+    scope: &str,
+) -> Result<ConsoleConfig, mcp_tasks_server::console::ConsoleConfigError> {
+    ConsoleConfig::scope(scope)
 }
 
 async fn shutdown_signal() {
@@ -245,6 +276,16 @@ fn say_shutdown_wait(server: &Server, grace: Duration) {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    let console = args.console.clone().or_else(|| args.console_scope.clone());
+    if console.is_some() && args.role == mcp_tasks_server::Role::Worker {
+        use clap::CommandFactory;
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "the operator console is served over HTTP: not with --role worker",
+            )
+            .exit();
+    }
     // Logs to stderr; traces and metrics over OTLP when the OTEL_* variables name an
     // endpoint. Kept until the end: dropping it flushes what is still buffered.
     let telemetry = match telemetry::init(&TelemetryConfig {
@@ -391,6 +432,7 @@ async fn main() -> std::process::ExitCode {
             }
         }
     }
+    http.console = console;
     // Errors ignored: whoever reads our stdout may stop reading early.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
@@ -398,6 +440,23 @@ async fn main() -> std::process::ExitCode {
         "MCP tasks demo server on {url} (store: {})",
         store_url::shown(&args.store)
     );
+    if let Some(console) = &http.console {
+        let who = match &console.access {
+            ConsoleAccess::Basic { user, .. } => format!("HTTP Basic authentication as {user}"),
+            ConsoleAccess::Scope(scope) => format!("OAuth access tokens with scope {scope}"),
+        };
+        let _ = writeln!(
+            out,
+            "Operator console on {} ({who})",
+            local_url(addr, CONSOLE_PATH)
+        );
+        if matches!(console.access, ConsoleAccess::Basic { .. }) && !addr.ip().is_loopback() {
+            tracing::warn!(
+                "the console's Basic credentials travel in clear text: serve it on a \
+                 loopback address or behind TLS"
+            );
+        }
+    }
     let _ = writeln!(out, "Try it:");
     let _ = writeln!(out, "{}", try_it(&url));
     let _ = out.flush();

@@ -78,3 +78,37 @@ pub(super) fn json_error(status: StatusCode, message: &str) -> Response {
 pub(super) async fn not_found() -> Response {
     ApiError::NotFound("no such console path").into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_errors_become_statuses_without_details() {
+        let unavailable =
+            ApiError::from(StoreError::unavailable("10.0.0.7:5432 refused")).into_response();
+        assert_eq!(unavailable.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(unavailable.headers().contains_key(header::RETRY_AFTER));
+        let unsupported = ApiError::from(StoreError::Unsupported {
+            operation: "operator counts",
+        });
+        assert!(matches!(
+            unsupported,
+            ApiError::Unsupported("operator counts")
+        ));
+        assert_eq!(
+            unsupported.into_response().status(),
+            StatusCode::NOT_IMPLEMENTED
+        );
+        let broken = ApiError::from(StoreError::backend("corrupt row 7")).into_response();
+        assert_eq!(broken.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(matches!(
+            ApiError::from(StoreError::NotFound),
+            ApiError::NotFound(_)
+        ));
+        assert!(matches!(
+            ApiError::from(StoreError::InvalidCursor),
+            ApiError::BadRequest(_)
+        ));
+    }
+}

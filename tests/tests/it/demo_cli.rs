@@ -1,5 +1,6 @@
 //! The demo server's command line: `--http` takes a host name as well as an IP address,
-//! and an address it cannot use is said at once, naming it and the form it expects.
+//! and an address it cannot use is said at once, naming it and the form it expects;
+//! `--console` and `--console-scope` are checked, and the console is announced.
 
 use std::process::Stdio;
 
@@ -340,4 +341,96 @@ async fn shutdown_says_what_it_waits_for() {
     assert!(line.contains("cancelled"), "{line}");
     // The 10 s wait itself is the runtime's (tests/tests/it/server_shutdown.rs); kill now.
     let _ = demo.start_kill();
+}
+
+/// `--console` and `--console-scope`: bad values and combinations are usage errors.
+#[tokio::test]
+async fn console_flags_are_checked() {
+    for (args, says) in [
+        (&["--console", "admin"][..], "expected USER:PASSWORD"),
+        (&["--console", ":pw"], "user name is empty"),
+        (&["--console", "admin:"], "password is empty"),
+        (&["--console-scope", "console"], "--oauth-issuer"),
+        (
+            &[
+                "--console",
+                "a:b",
+                "--console-scope",
+                "c",
+                "--oauth-issuer",
+                "http://127.0.0.1:1",
+            ],
+            "cannot be used with",
+        ),
+        (&["--console", "a:b", "--role", "worker"], "--role worker"),
+        (&["--console", "a:b", "--stdio"], "cannot be used with"),
+    ] {
+        let out = tokio::time::timeout(
+            WAIT,
+            tokio::process::Command::new(DEMO)
+                .args(["--store", "memory"])
+                .args(args)
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("exits in time")
+        .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: a usage error");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(says), "{args:?}: {said}");
+    }
+}
+
+/// `--console USER:PASSWORD`: the demo says where the console is, and it is behind Basic.
+#[tokio::test]
+async fn the_console_is_announced_and_behind_basic() {
+    use tokio::io::AsyncBufReadExt;
+    let mut demo = tokio::process::Command::new(DEMO)
+        .args(["--http", "127.0.0.1:0", "--store", "memory"])
+        .args(["--console", "admin:pw"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the demo");
+    let mut lines = tokio::io::BufReader::new(demo.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(WAIT, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.starts_with("Operator console on ") {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await
+    .expect("announced in time")
+    .expect("the console line");
+    assert!(
+        line.contains("HTTP Basic authentication as admin"),
+        "{line}"
+    );
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("a URL")
+        .to_owned();
+    assert!(url.ends_with("/console"), "{url}");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(WAIT)
+        .build()
+        .expect("client");
+    let counts = format!("{url}/api/counts");
+    let refused = client.get(&counts).send().await.expect("reply");
+    assert_eq!(refused.status(), 401);
+    let allowed = client
+        .get(&counts)
+        .basic_auth("admin", Some("pw"))
+        .send()
+        .await
+        .expect("reply");
+    assert_eq!(allowed.status(), 200);
+    let _ = demo.kill().await;
 }
