@@ -432,7 +432,7 @@
       const y = 8 + i * row;
       const name = d.tool.length > 18 ? d.tool.slice(0, 17) + '…' : d.tool;
       chart.append(svg('text', { x: left - 8, y: y + 18, class: 'axis end' }, name));
-      chart.append(svg('text', { x: left - 8, y: y + 34, class: 'axis end small' }, d.count + ' tasks'));
+      chart.append(svg('text', { x: left - 8, y: y + 34, class: 'axis end small' }, d.count + (d.count === 1 ? ' task' : ' tasks')));
       ['p50Ms', 'p90Ms', 'p99Ms'].forEach((key, j) => {
         const value = d[key] || 0;
         const w = Math.max(1, (value / max) * (W - left - 90));
