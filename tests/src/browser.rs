@@ -19,7 +19,11 @@ pub const DRIVER_WAIT: Duration = Duration::from_secs(30);
 pub fn programs() -> Result<(PathBuf, PathBuf), String> {
     let find = |var: &str, name: &str| -> Result<PathBuf, String> {
         if let Some(path) = std::env::var_os(var) {
-            return Ok(PathBuf::from(path));
+            let path = PathBuf::from(path);
+            return match path.is_file() {
+                true => Ok(path),
+                false => Err(format!("{var} names no file: {}", path.display())),
+            };
         }
         std::env::var_os("PATH")
             .iter()
