@@ -361,6 +361,10 @@
       countsSoon();
     } catch (e) {
       say('Cancel ' + id + ': ' + e.message);
+      // The controls come back as the task stands.
+      const row = state.rows.get(id);
+      if (row) fillRow(row, row.task);
+      if (state.detailId === id) $('detail-cancel').disabled = false;
     }
   }
 
