@@ -9,7 +9,7 @@
 //!
 //! What an operator does to another principal's task through the console
 //! ([`crate::console`]) is INFO too, with the operator as `actor` and the task's owner as
-//! `principal` ([`record_operator`]).
+//! `principal`.
 
 use mcp_tasks::Owner;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;

@@ -88,6 +88,8 @@
 //! - [`TaskRuntime`]: runs tasks in the background, with leases, a sweeper and graceful
 //!   shutdown.
 //! - Transports: [`http`] (Streamable HTTP, axum) and [`stdio`].
+//! - [`console`]: the operator console beside the HTTP endpoint (every owner's tasks, for
+//!   the person running the server; off by default).
 //!
 //! The wire is MCP 2026-07-28 with the `io.modelcontextprotocol/tasks` extension, and MCP
 //! 2025-11-25 sessions with their tasks; one dispatch picks the revision of each request

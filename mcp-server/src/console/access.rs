@@ -1,5 +1,6 @@
 //! The console's access layer, in front of every `/console` path (the page, the API,
-//! paths that do not exist): `Host`/`Origin` (the MCP endpoint's check), no access token
+//! paths that do not exist): `Host`/`Origin` (the MCP endpoint's check; the console's own
+//! origin, that of the `Host` it is served as, passes too), no access token
 //! in the URL, the [`ConsoleAccess`] credential, then the CSRF header on state-changing
 //! requests. Then the security headers every console response carries, refusals
 //! included.
@@ -40,7 +41,15 @@ pub(super) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if let Some(message) = crate::http::origin_refusal(&console.http, request.headers()) {
+    let headers = request.headers();
+    let refused = if same_origin(headers) {
+        // The console's own page: its origin is the host it was served from, whatever
+        // `allowed_origins` lists for MCP clients (a proxy's public name, say).
+        crate::http::host_refusal(&console.http, headers)
+    } else {
+        crate::http::origin_refusal(&console.http, headers)
+    };
+    if let Some(message) = refused {
         return json_error(StatusCode::FORBIDDEN, &message);
     }
     if crate::auth::query_has_token(request.uri().query()) {
@@ -98,6 +107,23 @@ pub(super) async fn security_headers(mut response: Response) -> Response {
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// Whether the request's `Origin` is the host it is sent to (`http(s)://` and `Host`):
+/// the console's own page. The `Host` is still checked, so a rebound name is refused.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let (Some(origin), Some(host)) = (header(header::ORIGIN), header(header::HOST)) else {
+        return false;
+    };
+    let authority = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    authority.is_some_and(|a| a.eq_ignore_ascii_case(host))
 }
 
 /// Every method but the safe ones changes state (RFC 9110 9.2.1).
@@ -241,6 +267,25 @@ mod tests {
             HeaderValue::from_static("Basic eA=="),
         );
         assert_eq!(ok(&two), None);
+    }
+
+    #[test]
+    fn same_origin_is_the_host_served() {
+        let with = |origin: &str, host: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                header::ORIGIN,
+                HeaderValue::from_str(origin).expect("origin"),
+            );
+            h.insert(header::HOST, HeaderValue::from_str(host).expect("host"));
+            same_origin(&h)
+        };
+        assert!(with("https://ops.example.com", "ops.example.com"));
+        assert!(with("http://10.0.0.5:8000", "10.0.0.5:8000"));
+        assert!(!with("http://10.0.0.5:8001", "10.0.0.5:8000"));
+        assert!(!with("https://evil.example", "ops.example.com"));
+        assert!(!with("null", "ops.example.com"));
+        assert!(!same_origin(&HeaderMap::new()));
     }
 
     #[test]

@@ -359,14 +359,23 @@ fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
     ))
 }
 
+/// Why `config` refuses a request's `Host` (DNS rebinding), if it does.
+pub(crate) fn host_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option<String> {
+    let host = header_str(headers, header::HOST.as_str());
+    if config.allowed_hosts.allows(host) {
+        None
+    } else {
+        Some(format!("Host not allowed: {}", host.unwrap_or("(none)")))
+    }
+}
+
 /// Why `config` refuses a request with these headers (DNS rebinding, a foreign page):
 /// `Host` not in [`HttpConfig::allowed_hosts`], or `Origin` not in
 /// [`HttpConfig::allowed_origins`]. The one check of both, for the MCP endpoint and the
 /// console alike (each answers 403 in its own body).
 pub(crate) fn origin_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option<String> {
-    let host = header_str(headers, header::HOST.as_str());
-    if !config.allowed_hosts.allows(host) {
-        return Some(format!("Host not allowed: {}", host.unwrap_or("(none)")));
+    if let Some(refused) = host_refusal(config, headers) {
+        return Some(refused);
     }
     let origin = header_str(headers, header::ORIGIN.as_str())?;
     if config.allowed_origins.allows(origin) {

@@ -3,12 +3,14 @@
 //! - every `/console` path (page, assets, API, paths that do not exist) is 401 without
 //!   the Basic credential, with a wrong one, with the MCP bearer token, or with the
 //!   credential in the query string (an `access_token` there is 400); every response
-//!   carries the security headers; a foreign `Origin` is 403;
+//!   carries the security headers; a foreign `Origin` or `Host` is 403, the console's own
+//!   origin passes whatever `allowed_origins` lists;
 //! - a `POST` without `X-Console-Csrf: 1` is 403 and changes nothing;
 //! - with the credential: tasks of two principals (created through the MCP endpoint)
 //!   listed newest first, filtered by status, tool and owner, paged with the cursor; one
 //!   task in full; counts; the activity's shape and numbers; bad parameters are 400;
-//! - cancel as operator: the owner's `tasks/get` then reads `cancelled`;
+//! - cancel as operator: the audit record names the operator and the owner; the owner's
+//!   `tasks/get` then reads `cancelled`;
 //! - a store without the operator's view answers 501; a lag of the store's feed becomes
 //!   a `resync` event;
 //! - scope mode (an OAuth issuer): no token 401, a token without the scope 403, with it 200;
@@ -474,8 +476,43 @@ async fn the_operator_lists_filters_and_reads_every_owners_tasks() {
     s.stop().await;
 }
 
-#[tokio::test]
+/// A buffer the audit events of one (current-thread) test are written to.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+}
+
+// Current-thread: the server's tasks run on this thread, under its audit subscriber.
+#[tokio::test(flavor = "current_thread")]
 async fn the_operator_cancels_another_principals_task() {
+    let audit = Captured::default();
+    let writer = audit.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            mcp_tasks_server::audit::TARGET,
+        ))
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _audit = tracing::subscriber::set_default(subscriber);
     let s = basic_server().await;
     let id = create_as(&s, "bob", "slow_compute", slow(60.0, "cancel-me")).await;
     let refused = cancel(&s, &id, false).await;
@@ -500,6 +537,21 @@ async fn the_operator_cancels_another_principals_task() {
         "{}",
         done.text
     );
+    let line = audit
+        .text()
+        .lines()
+        .find(|l| l.contains("console: cancel"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no audit record of the cancel: {}", audit.text()));
+    for part in [
+        "actor=admin",
+        "principal=bob",
+        &format!("task_id=\"{id}\""),
+        "outcome=\"ok\"",
+        "INFO",
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
     let deadline = Instant::now() + WAIT;
     loop {
         let reply = get_as(&s, "bob", &id).await;
@@ -718,4 +770,40 @@ async fn the_event_stream_shows_tasks_of_another_instance() {
     drop(events);
     a.stop().await;
     b.stop().await;
+}
+
+/// The console's own page passes the `Origin` check whatever `allowed_origins` lists for
+/// MCP clients; another origin does not.
+#[tokio::test]
+async fn the_consoles_own_origin_passes() {
+    let http = HttpConfig {
+        allowed_origins: mcp_tasks_server::http::OriginPolicy::List(vec![
+            "https://app.example".into(),
+        ]),
+        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid")),
+        ..HttpConfig::default()
+    };
+    let s = TestServer::start_with(demo_tools(), quick_shutdown(), http).await;
+    let own = origin_of(&s.url);
+    let auth = operator();
+    for (origin, status) in [
+        (own.as_str(), 404),
+        ("http://evil.example", 403),
+        ("https://app.example", 404),
+    ] {
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("x-console-csrf", "1"),
+            ("origin", origin),
+        ];
+        let got = send(
+            &s,
+            reqwest::Method::POST,
+            "/console/api/tasks/0000/cancel",
+            &headers,
+        )
+        .await;
+        assert_eq!(got.status, status, "from {origin}: {}", got.text);
+    }
+    s.stop().await;
 }
