@@ -27,6 +27,7 @@
     cursor: null,
     loading: 0, // generation of the current listing; older responses are ignored
     detailId: null,
+    detail: null, // the task the detail view shows
     countsTimer: null,
     countsAgain: false,
     capped: false,
@@ -182,6 +183,14 @@
     return row;
   }
 
+  // False when `next` is older than what is shown (a reply that crossed a newer event):
+  // a finished task never goes back, and an earlier update never replaces a later one.
+  function fresher(shown, next) {
+    if (!shown) return true;
+    if (terminal(shown.status) && !terminal(next.status)) return false;
+    return next.lastUpdatedAt >= shown.lastUpdatedAt;
+  }
+
   function fillRow(row, task) {
     row.task = task;
     const tr = row.tr;
@@ -227,7 +236,7 @@
       return;
     }
     if (row) {
-      fillRow(row, task);
+      if (fresher(row.task, task)) fillRow(row, task);
       return;
     }
     const body = $('rows');
@@ -283,7 +292,7 @@
       for (const task of page.tasks) {
         const row = state.rows.get(task.id);
         if (row) {
-          fillRow(row, task);
+          if (fresher(row.task, task)) fillRow(row, task);
         } else {
           const fresh = makeRow(task);
           state.rows.set(task.id, fresh);
@@ -320,6 +329,7 @@
 
   function showDetail(task) {
     state.detailId = task.id;
+    state.detail = task;
     $('detail-id').textContent = task.id;
     const list = $('detail-fields');
     list.replaceChildren();
@@ -345,7 +355,8 @@
   async function openDetail(id, scroll) {
     try {
       const task = await getJson('/tasks/' + encodeURIComponent(id));
-      showDetail(task);
+      const same = state.detailId === id && !$('detail').hidden;
+      if (!same || fresher(state.detail, task)) showDetail(task);
       if (scroll) $('detail').scrollIntoView({ block: 'start' });
     } catch (e) {
       say('Task ' + id + ': ' + e.message);
@@ -355,9 +366,9 @@
   async function cancelTask(id) {
     try {
       const task = await postJson('/tasks/' + encodeURIComponent(id) + '/cancel');
-      if (state.detailId === id) showDetail(task);
+      if (state.detailId === id && fresher(state.detail, task)) showDetail(task);
       const row = state.rows.get(id);
-      if (row) fillRow(row, Object.assign({}, row.task, summaryOf(task)));
+      if (row && fresher(row.task, task)) fillRow(row, Object.assign({}, row.task, summaryOf(task)));
       countsSoon();
     } catch (e) {
       say('Cancel ' + id + ': ' + e.message);
@@ -551,6 +562,7 @@
     $('detail-close').addEventListener('click', () => {
       $('detail').hidden = true;
       state.detailId = null;
+      state.detail = null;
     });
     connect();
     loadList(true);
