@@ -11,7 +11,8 @@
 //!   reads them `cancelled` through MCP, and their rows say `data-status="cancelled"`;
 //! - a status message holding HTML (`slow_compute`'s label is its status message) shows
 //!   as text, and its `onerror` never runs;
-//! - a screenshot of the page is saved as `console.png` in the target's tmp folder.
+//! - a screenshot of the page is saved as `console.png` in the target's tmp folder;
+//! - past 50 tasks the list is paged: "Load more" brings the rest.
 //!
 //! Skipped (named) without `chromium` and `chromedriver` (`MCP_TEST_CHROMIUM`,
 //! `MCP_TEST_CHROMEDRIVER`, else `PATH`) or without PostgreSQL; under `CI=true` or
@@ -374,6 +375,35 @@ async fn console_in_a_browser() {
         path.display(),
         png.len()
     );
+
+    // Past one page (50): "Load more" brings the older tasks.
+    // The ten tasks above and these.
+    let created = 10 + 45;
+    for i in 0..45 {
+        slow_task(&b.url, ALICE, 0.01, &format!("many {i}")).await;
+    }
+    page.navigate(&console_url)
+        .await
+        .expect("reload the console");
+    page.wait_for(
+        "a full first page and the Load more button",
+        SHOWN,
+        "return document.querySelectorAll('#rows tr').length === 50 \
+           && !document.getElementById('more').hidden;",
+        json!([]),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    page.click("#more").await.expect("load more");
+    page.wait_for(
+        "every task after Load more",
+        SHOWN,
+        "return document.querySelectorAll('#rows tr').length === arguments[0] \
+           && document.getElementById('more').hidden;",
+        json!([created]),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 
     page.quit().await;
     drop((a, b));
