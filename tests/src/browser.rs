@@ -1,8 +1,9 @@
 //! A headless Chromium driven by `chromedriver` over WebDriver's HTTP JSON protocol, for
 //! the console's browser test. Small on purpose: a session, navigation, scripts run in
 //! the page, clicks, DevTools commands through chromedriver's `goog/cdp/execute`, and a
-//! screenshot. Every request and every wait is bounded; the driver process (and with it
-//! the browser) is killed when the [`Browser`] is dropped.
+//! screenshot. Every request and every wait is bounded. The driver runs in a process
+//! group of its own, which the browser it starts joins: dropping the [`Browser`] (a test
+//! that panics) kills that whole group, so no browser outlives its test.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -44,7 +45,26 @@ pub struct Browser {
     client: reqwest::Client,
     /// `http://127.0.0.1:PORT/session/ID`.
     session: String,
-    driver: Child,
+    /// Held for its `Drop`: the driver and the browser end with the session.
+    _driver: DriverGroup,
+}
+
+/// The driver process, whose process group (the driver and the browser it started) is
+/// killed when this is dropped.
+#[derive(Debug)]
+struct DriverGroup(Child);
+
+impl Drop for DriverGroup {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.id() {
+            // The group's id is the driver's pid (`process_group(0)`).
+            let _ = std::process::Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{pid}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }
 
 impl Browser {
@@ -66,9 +86,12 @@ impl Browser {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", chromedriver.display()))?;
+        // From here on, any early return kills the driver's group (and a browser in it).
+        let driver = DriverGroup(driver);
         let client = reqwest::Client::builder()
             .no_proxy()
             .timeout(DRIVER_WAIT)
@@ -118,7 +141,7 @@ impl Browser {
         Ok(Browser {
             client,
             session: format!("{base}/session/{id}"),
-            driver,
+            _driver: driver,
         })
     }
 
@@ -229,10 +252,9 @@ impl Browser {
             .map_err(|e| format!("screenshot: {e}"))
     }
 
-    /// Ends the session and the driver.
-    pub async fn quit(mut self) {
+    /// Ends the session, then the driver's process group.
+    pub async fn quit(self) {
         let _ = tokio::time::timeout(DRIVER_WAIT, self.client.delete(&self.session).send()).await;
-        let _ = self.driver.kill().await;
     }
 }
 
