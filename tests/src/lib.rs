@@ -12,6 +12,7 @@
 //! [`issuer`] is an OAuth authorization server (metadata, JWKS, signed tokens) for the
 //! resource-server tests; [`authorization_server`] adds its registration, authorization
 //! and token endpoints for the client's login tests.
+//! [`browser`] drives a headless Chromium through `chromedriver` (the console test).
 //! [`ts_sdk`] runs the official TypeScript SDK client's interop script (`ts-sdk/`).
 //! [`chaos`] holds the chaos test's clients: API nodes that come and go, refusals counted;
 //! [`redis_cluster`] a throwaway three-node Redis Cluster, each node behind a TCP proxy.
@@ -19,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod authorization_server;
+pub mod browser;
 pub mod chaos;
 pub mod deaf_store;
 pub mod features_fixture;

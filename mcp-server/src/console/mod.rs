@@ -28,13 +28,15 @@
 //!
 //! Modules: `access.rs` (the access layer and the security headers), `api.rs` (the
 //! handlers), `views.rs` (a task as the API shows it), `activity.rs` (the charts'
-//! numbers), `events.rs` (the event stream), `error.rs` (errors as JSON).
+//! numbers), `events.rs` (the event stream), `error.rs` (errors as JSON), `page.rs` (the
+//! page: `assets/index.html`, `console.js`, `console.css`, embedded).
 
 mod access;
 mod activity;
 mod api;
 mod error;
 mod events;
+mod page;
 mod views;
 
 use std::sync::Arc;
@@ -192,8 +194,8 @@ pub(crate) fn mount<S: Clone + Send + Sync + 'static>(
     });
     let app = Router::new()
         .merge(api::routes())
-        // The page (index.html and its assets, `page.rs`) merges its routes here, at
-        // their full paths (`/console`, `/console/assets/...`).
+        // The page: index.html and its assets, at their full paths.
+        .merge(page::routes())
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&console),

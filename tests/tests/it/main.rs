@@ -27,6 +27,7 @@ mod client_store_outage;
 mod client_task_api;
 mod conformance_fixture;
 mod console_api;
+mod console_browser;
 mod crash;
 mod custom_executor;
 mod deadline_promotion;
