@@ -255,21 +255,38 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
+        let client = super::store::RegisteredClient {
+            client_id: grant.client().client_id.clone(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+            redirect_uri: None,
+        };
+        let got = Got {
+            metadata,
+            resource,
+            client,
+            tokens,
+        };
+        self.keep_tokens(state, got, scope).await
+    }
+
+    /// Saves the tokens a login got (for `scope`) and uses them from now on.
+    async fn keep_tokens(
+        &self,
+        state: &mut State,
+        got: Got<'_>,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
         self.emit(AuthEvent::TokenReceived {
-            scope: tokens.scope.clone(),
-            refresh_token: tokens.refresh_token.is_some(),
+            scope: got.tokens.scope.clone(),
+            refresh_token: got.tokens.refresh_token.is_some(),
         });
         let credentials = Credentials {
             server: self.server.clone(),
-            resource: resource.to_owned(),
-            issuer: metadata.issuer.clone(),
-            client: super::store::RegisteredClient {
-                client_id: grant.client().client_id.clone(),
-                client_secret: None,
-                token_endpoint_auth_method: None,
-                redirect_uri: None,
-            },
-            tokens: Some(tokens),
+            resource: got.resource.to_owned(),
+            issuer: got.metadata.issuer.clone(),
+            client: got.client,
+            tokens: Some(got.tokens),
         };
         self.config.store.save(&credentials).await?;
         self.emit(AuthEvent::Saved);
@@ -519,24 +536,22 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
-        self.emit(AuthEvent::TokenReceived {
-            scope: tokens.scope.clone(),
-            refresh_token: tokens.refresh_token.is_some(),
-        });
-        let credentials = Credentials {
-            server: self.server.clone(),
-            resource: resource.to_owned(),
-            issuer: metadata.issuer.clone(),
+        let got = Got {
+            metadata,
+            resource,
             client,
-            tokens: Some(tokens),
+            tokens,
         };
-        self.config.store.save(&credentials).await?;
-        self.emit(AuthEvent::Saved);
-        state.credentials = Some(credentials);
-        state.scope = scope;
-        state.ahead_failed = false;
-        Ok(())
+        self.keep_tokens(state, got, scope).await
     }
+}
+
+/// What a login got: tokens for `resource` from `metadata`'s server, issued to `client`.
+struct Got<'a> {
+    metadata: &'a ServerMetadata,
+    resource: &'a str,
+    client: super::store::RegisteredClient,
+    tokens: TokenSet,
 }
 
 /// What a request carries to present the access token.
