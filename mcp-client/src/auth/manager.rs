@@ -261,33 +261,41 @@ impl Authorizer {
             token_endpoint_auth_method: None,
             redirect_uri: None,
         };
-        let got = Got {
-            metadata,
-            resource,
+        let credentials = self.credentials(metadata, resource, client, tokens);
+        self.keep_tokens(state, credentials, scope).await
+    }
+
+    /// The credentials of `tokens` for `resource`, issued by `metadata`'s server to
+    /// `client`.
+    fn credentials(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        client: super::store::RegisteredClient,
+        tokens: TokenSet,
+    ) -> Credentials {
+        Credentials {
+            server: self.server.clone(),
+            resource: resource.to_owned(),
+            issuer: metadata.issuer.clone(),
             client,
-            tokens,
-        };
-        self.keep_tokens(state, got, scope).await
+            tokens: Some(tokens),
+        }
     }
 
     /// Saves the tokens a login got (for `scope`) and uses them from now on.
     async fn keep_tokens(
         &self,
         state: &mut State,
-        got: Got<'_>,
+        credentials: Credentials,
         scope: Option<String>,
     ) -> Result<(), AuthError> {
-        self.emit(AuthEvent::TokenReceived {
-            scope: got.tokens.scope.clone(),
-            refresh_token: got.tokens.refresh_token.is_some(),
-        });
-        let credentials = Credentials {
-            server: self.server.clone(),
-            resource: got.resource.to_owned(),
-            issuer: got.metadata.issuer.clone(),
-            client: got.client,
-            tokens: Some(got.tokens),
-        };
+        if let Some(tokens) = &credentials.tokens {
+            self.emit(AuthEvent::TokenReceived {
+                scope: tokens.scope.clone(),
+                refresh_token: tokens.refresh_token.is_some(),
+            });
+        }
         self.config.store.save(&credentials).await?;
         self.emit(AuthEvent::Saved);
         state.credentials = Some(credentials);
@@ -536,22 +544,9 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
-        let got = Got {
-            metadata,
-            resource,
-            client,
-            tokens,
-        };
-        self.keep_tokens(state, got, scope).await
+        let credentials = self.credentials(metadata, resource, client, tokens);
+        self.keep_tokens(state, credentials, scope).await
     }
-}
-
-/// What a login got: tokens for `resource` from `metadata`'s server, issued to `client`.
-struct Got<'a> {
-    metadata: &'a ServerMetadata,
-    resource: &'a str,
-    client: super::store::RegisteredClient,
-    tokens: TokenSet,
 }
 
 /// What a request carries to present the access token.
