@@ -26,19 +26,26 @@ pub async fn start_demo(program: &str, args: &[&str]) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("start the demo");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let read = tokio::time::timeout(WAIT, BufReader::new(stdout).read_line(&mut first)).await;
-    assert!(
-        matches!(read, Ok(Ok(n)) if n > 0),
-        "no first line: {read:?}"
-    );
+    let first = first_line(&mut child).await;
     let url = first
         .split_whitespace()
         .find(|w| w.starts_with("http://127.0.0.1:"))
         .unwrap_or_else(|| panic!("no URL in {first:?}"))
         .to_owned();
     (child, url)
+}
+
+/// The first line `child` writes to its piped stdout; panics (the test fails) when none
+/// comes within [`WAIT`].
+pub async fn first_line(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let mut first = String::new();
+    let read = tokio::time::timeout(WAIT, BufReader::new(stdout).read_line(&mut first)).await;
+    assert!(
+        matches!(read, Ok(Ok(n)) if n > 0),
+        "no first line: {read:?}"
+    );
+    first
 }
 
 /// `mcp-call` (at `program`) `--http URL --no-open --token-file FILE`, stdin closed,
