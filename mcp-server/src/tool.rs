@@ -45,8 +45,10 @@ pub enum TaskPolicy {
 /// requested work is long). Called with the validated arguments.
 pub type TaskSelector = Arc<dyn Fn(&JsonObject) -> bool + Send + Sync>;
 
+/// Takes the arguments shared: a deadline-promoted call keeps them for the task it may
+/// become, and the handler reads them in place then, not from a copy.
 type Handler = Arc<
-    dyn Fn(ToolContext, JsonObject) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
+    dyn Fn(ToolContext, Arc<JsonObject>) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
         + Send
         + Sync,
 >;
@@ -127,7 +129,13 @@ impl ToolDef {
             let handler = Arc::clone(&handler);
             let tool_name = tool_name.clone();
             Box::pin(async move {
-                let args: A = serde_json::from_value(Value::Object(args)).map_err(|e| {
+                let args = match Arc::try_unwrap(args) {
+                    Ok(args) => serde_json::from_value(Value::Object(args)),
+                    // Kept by the caller too: read in place (dropped before the handler
+                    // runs, so the caller's is then the only one).
+                    Err(shared) => A::deserialize(&*shared),
+                };
+                let args: A = args.map_err(|e| {
                     ToolError::Rpc(ErrorObject::new(
                         error_codes::INVALID_PARAMS,
                         format!("Invalid arguments for tool {tool_name}: {e}"),
@@ -335,6 +343,15 @@ impl ToolDef {
         &self,
         ctx: ToolContext,
         args: JsonObject,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+        (self.handler)(ctx, Arc::new(args))
+    }
+
+    /// [`run`](Self::run) with arguments the caller keeps too, without copying them.
+    pub(crate) fn run_shared(
+        &self,
+        ctx: ToolContext,
+        args: Arc<JsonObject>,
     ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
         (self.handler)(ctx, args)
     }

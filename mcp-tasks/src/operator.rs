@@ -96,6 +96,30 @@ pub struct OperatorPage {
     pub next_cursor: Option<String>,
 }
 
+impl OperatorPage {
+    /// The page of `rows`, the tasks matching `filter` newest first from the page's start,
+    /// read `limit + 1` at most: the first `limit`, and a cursor when one more came.
+    #[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    pub(crate) fn from_rows(
+        filter: &OperatorFilter,
+        mut rows: Vec<TaskRecord>,
+        limit: usize,
+    ) -> OperatorPage {
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next_cursor = if more {
+            rows.last()
+                .map(|t| crate::cursor::encode_operator(filter, t.created_at, &t.id))
+        } else {
+            None
+        };
+        OperatorPage {
+            tasks: rows,
+            next_cursor,
+        }
+    }
+}
+
 /// How many tasks the store keeps, by status and by tool (contract rule 22).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskCounts {

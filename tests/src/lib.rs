@@ -16,6 +16,8 @@
 //! [`ts_sdk`] runs the official TypeScript SDK client's interop script (`ts-sdk/`).
 //! [`chaos`] holds the chaos test's clients: API nodes that come and go, refusals counted;
 //! [`redis_cluster`] a throwaway three-node Redis Cluster, each node behind a TCP proxy.
+//! [`programs`] starts the demo binary and `mcp-call` as children, and connects a client
+//! that logs in.
 
 #![warn(missing_docs)]
 
@@ -28,6 +30,7 @@ pub mod issuer;
 pub mod legacy;
 pub mod node_harness;
 pub mod otlp;
+pub mod programs;
 pub mod proxy;
 pub mod redis_cluster;
 pub mod schema_check;

@@ -255,22 +255,47 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
-        self.emit(AuthEvent::TokenReceived {
-            scope: tokens.scope.clone(),
-            refresh_token: tokens.refresh_token.is_some(),
-        });
-        let credentials = Credentials {
+        let client = super::store::RegisteredClient {
+            client_id: grant.client().client_id.clone(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+            redirect_uri: None,
+        };
+        let credentials = self.credentials(metadata, resource, client, tokens);
+        self.keep_tokens(state, credentials, scope).await
+    }
+
+    /// The credentials of `tokens` for `resource`, issued by `metadata`'s server to
+    /// `client`.
+    fn credentials(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        client: super::store::RegisteredClient,
+        tokens: TokenSet,
+    ) -> Credentials {
+        Credentials {
             server: self.server.clone(),
             resource: resource.to_owned(),
             issuer: metadata.issuer.clone(),
-            client: super::store::RegisteredClient {
-                client_id: grant.client().client_id.clone(),
-                client_secret: None,
-                token_endpoint_auth_method: None,
-                redirect_uri: None,
-            },
+            client,
             tokens: Some(tokens),
-        };
+        }
+    }
+
+    /// Saves the tokens a login got (for `scope`) and uses them from now on.
+    async fn keep_tokens(
+        &self,
+        state: &mut State,
+        credentials: Credentials,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        if let Some(tokens) = &credentials.tokens {
+            self.emit(AuthEvent::TokenReceived {
+                scope: tokens.scope.clone(),
+                refresh_token: tokens.refresh_token.is_some(),
+            });
+        }
         self.config.store.save(&credentials).await?;
         self.emit(AuthEvent::Saved);
         state.credentials = Some(credentials);
@@ -519,23 +544,8 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
-        self.emit(AuthEvent::TokenReceived {
-            scope: tokens.scope.clone(),
-            refresh_token: tokens.refresh_token.is_some(),
-        });
-        let credentials = Credentials {
-            server: self.server.clone(),
-            resource: resource.to_owned(),
-            issuer: metadata.issuer.clone(),
-            client,
-            tokens: Some(tokens),
-        };
-        self.config.store.save(&credentials).await?;
-        self.emit(AuthEvent::Saved);
-        state.credentials = Some(credentials);
-        state.scope = scope;
-        state.ahead_failed = false;
-        Ok(())
+        let credentials = self.credentials(metadata, resource, client, tokens);
+        self.keep_tokens(state, credentials, scope).await
     }
 }
 

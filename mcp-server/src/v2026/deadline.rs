@@ -62,6 +62,7 @@ impl DeadlineCall<'_> {
     ) -> Result<CallToolReply, ServerError> {
         let runtime = &self.state.runtime;
         // Durable from the start when the tool asks for it: the record now, leased here.
+        // Its job copies the arguments: the tool has them too.
         let up_front = if self.tool.record_up_front {
             Some(self.create(args.clone(), None).await?)
         } else {
@@ -77,12 +78,11 @@ impl DeadlineCall<'_> {
             self.scope.clone(),
             Arc::clone(&promotion),
         );
-        let job_args = if up_front.is_some() {
-            JsonObject::new()
-        } else {
-            args.clone()
-        };
-        let mut work = self.tool.run(ctx.clone(), args);
+        // Shared with the tool, which reads them in place, and moved into the job only
+        // if the call is promoted: no copy per call.
+        let args = Arc::new(args);
+        let mut job_args = up_front.is_none().then(|| Arc::clone(&args));
+        let mut work = self.tool.run_shared(ctx.clone(), args);
         let timer = tokio::time::sleep(deadline);
         tokio::pin!(timer);
         let renew = async {
@@ -104,7 +104,7 @@ impl DeadlineCall<'_> {
                 // A call its client cancelled is not promoted: it ends in the request.
                 _ = &mut timer, if !timer_fired && !cancel.is_cancelled() => {
                     timer_fired = true;
-                    let promoted = self.promote(&promotion, &job_args, up_front.as_ref()).await;
+                    let promoted = self.promote(&promotion, job_args.take(), up_front.as_ref()).await;
                     if let Some((record, wake)) = promoted {
                         let key = record.key();
                         runtime.adopt(key, self.tool.name(), work, cancel, wake);
@@ -121,11 +121,12 @@ impl DeadlineCall<'_> {
 
     /// Makes the call a task, unless its round is ending `input_required`, the server is
     /// shutting down, or the store refuses (the call then stays synchronous). The task is
-    /// `up_front` when its record was written at the start, else created now.
+    /// `up_front` when its record was written at the start, else created now with `args`
+    /// (by then the tool has read its share, so they move into the job uncopied).
     async fn promote(
         &self,
         promotion: &Promotion,
-        args: &JsonObject,
+        args: Option<Arc<JsonObject>>,
         up_front: Option<&TaskRecord>,
     ) -> Option<(TaskRecord, Arc<Notify>)> {
         let state = self.state;
@@ -137,7 +138,13 @@ impl DeadlineCall<'_> {
             return None;
         };
         let record = match up_front {
-            None => match self.create(args.clone(), status.clone()).await {
+            None => match self
+                .create(
+                    args.map(Arc::unwrap_or_clone).unwrap_or_default(),
+                    status.clone(),
+                )
+                .await
+            {
                 Ok(record) => record,
                 Err(e) => {
                     tracing::warn!(tool = self.tool.name(), error = %e, "cannot promote the call to a task; it stays synchronous");

@@ -1,8 +1,9 @@
 //! The memory store's data: tasks in 64 mutex shards by id (each with its expiry index
 //! and its set of leased tasks), per-owner listing indexes in 64 shards by owner, an
 //! atomic live total, the queue of tasks waiting for a worker, the operator index, and
-//! the event feed. Lock order: owner shard, then task shard, then the queue or the
-//! operator index (never both); never two task shards.
+//! the event feed. Every map and index names a task by its [`Id`] or [`Pos`] (`key.rs`),
+//! values without a heap copy of the id. Lock order: owner shard, then task shard, then
+//! the queue or the operator index (never both); never two task shards.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -23,7 +24,8 @@ use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Outcome, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
 
-use super::ops::{self, OperatorIndex};
+use super::key::{Id, Pos};
+use super::ops::{self, Facets, OperatorIndex};
 
 const SHARDS: usize = 64;
 
@@ -119,24 +121,29 @@ impl Stored {
 pub(super) struct TaskShard {
     /// Boxed: a map slot is then a pointer, not a whole record, and the slots a hash
     /// table keeps free cost 8 bytes each instead of the size of a record.
-    tasks: HashMap<TaskId, Box<Stored>>,
+    tasks: HashMap<Id, Box<Stored>>,
     /// `(expires_at, id)` of every task with a TTL.
-    expiries: BTreeSet<(Millis, TaskId)>,
+    expiries: BTreeSet<(Millis, Id)>,
     /// Unfinished tasks that hold a lease.
-    leased: HashSet<TaskId>,
+    leased: HashSet<Id>,
 }
 
 /// Tasks waiting for a worker: tool -> `(created_at, id)` -> owner.
-type Queue = HashMap<String, BTreeMap<(Millis, TaskId), Owner>>;
+type Queue = HashMap<String, BTreeMap<Pos, Owner>>;
 
-/// Moves `rec`'s queue entry from tool `before` to tool `after` (`None`: not queued);
-/// called under the task's shard lock.
-fn requeue(queue: &Mutex<Queue>, before: Option<&str>, after: Option<&str>, rec: &TaskRecord) {
+/// Moves the queue entry of `rec`, at `key`, from tool `before` to tool `after` (`None`:
+/// not queued); called under the task's shard lock.
+fn requeue(
+    queue: &Mutex<Queue>,
+    before: Option<&str>,
+    after: Option<&str>,
+    key: Pos,
+    rec: &TaskRecord,
+) {
     if before == after {
         return;
     }
     let mut queue = lock(queue);
-    let key = (rec.created_at, rec.id.clone());
     if let Some(tool) = before
         && let Some(entries) = queue.get_mut(tool)
     {
@@ -155,8 +162,8 @@ fn requeue(queue: &Mutex<Queue>, before: Option<&str>, after: Option<&str>, rec:
 
 #[derive(Debug, Default)]
 pub(super) struct OwnerIndex {
-    /// `(created_at, id)`: the listing order.
-    order: BTreeSet<(Millis, TaskId)>,
+    /// `(created_at, id)`: the listing order (the operator's view walks it too).
+    order: BTreeSet<Pos>,
     /// Unfinished tasks of this owner.
     live: usize,
 }
@@ -193,7 +200,7 @@ impl Inner {
         (self.hasher.hash_one(key) as usize) % SHARDS
     }
 
-    fn task_shard(&self, id: &TaskId) -> MutexGuard<'_, TaskShard> {
+    fn task_shard(&self, id: &Id) -> MutexGuard<'_, TaskShard> {
         lock(&self.tasks[self.shard_of(id)])
     }
 
@@ -230,7 +237,8 @@ impl Inner {
     /// Stores a new record within the owner's and the total live limits, with its
     /// index entries.
     pub(super) fn insert(&self, record: &TaskRecord) -> Result<(), StoreError> {
-        let id = record.id.clone();
+        let id = Id::of_new(record)?;
+        let pos = Pos::of(record, id);
         // Lock order: owner shard, then task shard.
         let mut owners = self.owner_shard(&record.owner);
         let index = owners.entry(record.owner.clone()).or_default();
@@ -242,16 +250,16 @@ impl Inner {
         }
         self.reserve_total()?;
         index.live += 1;
-        index.order.insert((record.created_at, id.clone()));
+        index.order.insert(pos);
         let mut shard = self.task_shard(&id);
         if let Some(at) = record.expires_at() {
-            shard.expiries.insert((at, id.clone()));
+            shard.expiries.insert((at, id));
         }
         if record.lease.is_some() {
-            shard.leased.insert(id.clone());
+            shard.leased.insert(id);
         }
-        requeue(&self.queue, None, record.queued_tool(), record);
-        lock(&self.operator).put(record);
+        requeue(&self.queue, None, record.queued_tool(), pos, record);
+        lock(&self.operator).insert(pos, &Facets::of(record));
         shard.tasks.insert(id, Stored::new(record.clone()));
         Ok(())
     }
@@ -262,6 +270,7 @@ impl Inner {
         tools: &[String],
         passed: &HashSet<TaskId>,
     ) -> Option<(Owner, TaskId)> {
+        let passed: HashSet<Id> = passed.iter().filter_map(Id::of).collect();
         let queue = lock(&self.queue);
         tools
             .iter()
@@ -269,10 +278,10 @@ impl Inner {
                 queue
                     .get(tool)?
                     .iter()
-                    .find(|((_, id), _)| !passed.contains(id))
+                    .find(|(pos, _)| !passed.contains(&pos.id))
             })
             .min_by(|a, b| a.0.cmp(b.0))
-            .map(|((_, id), owner)| (owner.clone(), id.clone()))
+            .map(|(pos, owner)| (owner.clone(), pos.id.task_id()))
     }
 
     /// Runs `f` on the owner's task unexpired at `now`, in place under its shard lock;
@@ -285,27 +294,31 @@ impl Inner {
         now: Millis,
         f: impl FnOnce(&mut TaskRecord) -> Result<R, StoreError>,
     ) -> Result<(R, TaskRecord, bool), StoreError> {
+        let id = Id::of(id).ok_or(StoreError::NotFound)?;
         let (value, record, changed, finished) = {
-            let mut shard = self.task_shard(id);
-            let stored = match shard.tasks.get_mut(id) {
+            let mut shard = self.task_shard(&id);
+            let stored = match shard.tasks.get_mut(&id) {
                 Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s,
                 _ => return Err(StoreError::NotFound),
             };
             let (was_terminal, revision) = (stored.record.is_terminal(), stored.record.revision);
             let queued = stored.record.queued_tool().map(str::to_owned);
+            let facets = Facets::of(&stored.record);
             let (value, record) = stored.update(f)?;
+            let pos = Pos::of(&record, id);
             requeue(
                 &self.queue,
                 queued.as_deref(),
                 record.queued_tool(),
+                pos,
                 &record,
             );
-            lock(&self.operator).put(&record);
+            lock(&self.operator).change(pos, &facets, &Facets::of(&record));
             let finished = !was_terminal && record.is_terminal();
             if record.lease.is_some() && !record.is_terminal() {
-                shard.leased.insert(id.clone());
+                shard.leased.insert(id);
             } else {
-                shard.leased.remove(id);
+                shard.leased.remove(&id);
             }
             let changed = record.revision != revision;
             (value, record, changed, finished)
@@ -323,7 +336,8 @@ impl Inner {
         id: &TaskId,
         now: Millis,
     ) -> Result<TaskRecord, StoreError> {
-        match self.task_shard(id).tasks.get(id) {
+        let id = Id::of(id).ok_or(StoreError::NotFound)?;
+        match self.task_shard(&id).tasks.get(&id) {
             Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => s.record(),
             _ => Err(StoreError::NotFound),
         }
@@ -337,30 +351,26 @@ impl Inner {
         limit: usize,
         now: Millis,
     ) -> Result<TaskPage, StoreError> {
-        let keys: Vec<(Millis, TaskId)> = {
-            let owners = self.owner_shard(owner);
-            let Some(index) = owners.get(owner) else {
-                return Ok(TaskPage {
-                    tasks: Vec::new(),
-                    next_cursor: None,
-                });
-            };
-            let lower = match &after {
-                Some(key) => Bound::Excluded(key),
-                None => Bound::Unbounded,
-            };
-            index
+        let lower = match &after {
+            Some(cursor) => {
+                Bound::Excluded(Pos::of_cursor(cursor).ok_or(StoreError::InvalidCursor)?)
+            }
+            None => Bound::Unbounded,
+        };
+        let keys: Vec<Pos> = match self.owner_shard(owner).get(owner) {
+            Some(index) => index
                 .order
                 .range((lower, Bound::Unbounded))
                 .take(limit + 1)
-                .cloned()
-                .collect()
+                .copied()
+                .collect(),
+            None => Vec::new(),
         };
         let more = keys.len() > limit;
         let page = &keys[..keys.len().min(limit)];
         let mut tasks = Vec::with_capacity(page.len());
-        for (_, id) in page {
-            if let Some(s) = self.task_shard(id).tasks.get(id)
+        for pos in page {
+            if let Some(s) = self.task_shard(&pos.id).tasks.get(&pos.id)
                 && &s.record.owner == owner
                 && !s.record.is_expired(now)
             {
@@ -368,7 +378,8 @@ impl Inner {
             }
         }
         let next_cursor = if more {
-            page.last().map(|(at, id)| cursor::encode(*at, id))
+            page.last()
+                .map(|pos| cursor::encode(pos.at, &pos.id.task_id()))
         } else {
             None
         };
@@ -377,14 +388,17 @@ impl Inner {
 
     /// Any owner's task unexpired at `now`.
     pub(super) fn operator_read(&self, id: &TaskId, now: Millis) -> Result<TaskRecord, StoreError> {
-        match self.task_shard(id).tasks.get(id) {
+        let id = Id::of(id).ok_or(StoreError::NotFound)?;
+        match self.task_shard(&id).tasks.get(&id) {
             Some(s) if !s.record.is_expired(now) => s.record(),
             _ => Err(StoreError::NotFound),
         }
     }
 
-    /// One page of the operator listing (rule 22): positions from the operator index,
-    /// then each record from its shard, checked again (it may have changed meanwhile).
+    /// One page of the operator listing (rule 22), newest first before `before`: the
+    /// index the filter names is walked in batches, each task then read from its shard
+    /// and checked against the whole filter. The page ends where a task past `limit`
+    /// matches, and the cursor is given only then.
     pub(super) fn operator_page(
         &self,
         filter: &OperatorFilter,
@@ -392,19 +406,48 @@ impl Inner {
         limit: usize,
         now: Millis,
     ) -> Result<OperatorPage, StoreError> {
-        let (positions, last) = lock(&self.operator).page(filter, before.as_ref(), limit, now);
-        let mut tasks = Vec::with_capacity(positions.len());
-        for (_, id) in positions {
-            if let Some(s) = self.task_shard(&id).tasks.get(&id)
-                && !s.record.is_expired(now)
-                && filter.matches(&s.record)
-            {
+        let mut upper = filter.created_before.map(Pos::first_at);
+        if let Some(cursor) = &before {
+            let pos = Pos::of_cursor(cursor).ok_or(StoreError::InvalidCursor)?;
+            upper = Some(upper.map_or(pos, |end| end.min(pos)));
+        }
+        let lower = filter.created_from.map(Pos::first_at);
+        let batch = (limit + 1).clamp(16, 256);
+        let mut tasks = Vec::new();
+        let mut last = None;
+        while let Some(range) = ops::range(lower, upper) {
+            let positions = match &filter.owner {
+                Some(owner) => match self.owner_shard(owner).get(owner) {
+                    Some(index) => ops::newest(&index.order, range, batch),
+                    None => Vec::new(),
+                },
+                None => lock(&self.operator).walk(filter, range, batch),
+            };
+            for &pos in &positions {
+                upper = Some(pos);
+                let shard = self.task_shard(&pos.id);
+                let Some(s) = shard.tasks.get(&pos.id) else {
+                    continue;
+                };
+                if s.record.is_expired(now) || !filter.matches(&s.record) {
+                    continue;
+                }
+                if tasks.len() == limit {
+                    return Ok(OperatorPage {
+                        tasks,
+                        next_cursor: ops::next_cursor(filter, last),
+                    });
+                }
                 tasks.push(s.record()?);
+                last = Some(pos);
+            }
+            if positions.len() < batch {
+                break;
             }
         }
         Ok(OperatorPage {
             tasks,
-            next_cursor: ops::next_cursor(filter, last),
+            next_cursor: None,
         })
     }
 
@@ -416,10 +459,10 @@ impl Inner {
     /// Deletes the tasks expired at `now` and finds lapsed leases.
     pub(super) fn sweep(&self, now: Millis) -> SweepReport {
         let mut report = SweepReport::default();
-        let mut purged: Vec<(TaskKey, Millis, bool)> = Vec::new();
+        let mut purged: Vec<(TaskKey, Pos, bool)> = Vec::new();
         for shard in self.tasks.iter() {
             let mut shard = lock(shard);
-            while let Some((at, id)) = shard.expiries.first().cloned() {
+            while let Some(&(at, id)) = shard.expiries.first() {
                 if at > now {
                     break;
                 }
@@ -427,31 +470,23 @@ impl Inner {
                 shard.leased.remove(&id);
                 if let Some(s) = shard.tasks.remove(&id) {
                     let rec = &s.record;
-                    requeue(&self.queue, rec.queued_tool(), None, rec);
-                    lock(&self.operator).remove(&(rec.created_at, id.clone()));
-                    purged.push((rec.key(), rec.created_at, !rec.is_terminal()));
+                    let pos = Pos::of(rec, id);
+                    requeue(&self.queue, rec.queued_tool(), None, pos, rec);
+                    lock(&self.operator).remove(pos, &Facets::of(rec));
+                    purged.push((rec.key(), pos, !rec.is_terminal()));
                 }
             }
-            let lapsed: Vec<TaskId> = shard
-                .leased
-                .iter()
-                .filter(|id| {
-                    shard
-                        .tasks
-                        .get(*id)
-                        .is_some_and(|s| rules::lease_lapsed(&s.record, now))
-                })
-                .cloned()
-                .collect();
-            for id in lapsed {
-                if let Some(s) = shard.tasks.get(&id) {
+            for id in &shard.leased {
+                if let Some(s) = shard.tasks.get(id)
+                    && rules::lease_lapsed(&s.record, now)
+                {
                     report.lease_lapsed.push(s.record.key());
                 }
             }
         }
-        for (key, created_at, was_live) in purged {
+        for (key, pos, was_live) in purged {
             if let Some(index) = self.owner_shard(&key.owner).get_mut(&key.owner) {
-                index.order.remove(&(created_at, key.id.clone()));
+                index.order.remove(&pos);
                 if was_live {
                     index.live = index.live.saturating_sub(1);
                 }

@@ -5,6 +5,7 @@
 
 mod backend;
 mod db;
+mod key;
 mod ops;
 
 use std::sync::Arc;

@@ -1,60 +1,41 @@
-//! The memory store's operator index (contract rule 22): every stored task by
-//! `(created_at, id)` with what the filters look at, the same positions by owner, status,
-//! tool and lease holder, and so the counts. Its lock is taken under a task shard's
-//! lock, never the other way round, and never with the queue's.
+//! The memory store's operator index (contract rule 22): the position of every stored
+//! task, and the same positions by status, by tool and by lease holder, and so the
+//! counts. By owner, the owner's listing index (`db.rs`) serves. An entry is a [`Pos`],
+//! 24 bytes and no heap; what a filter asks beyond the index walked is checked on the
+//! task itself (`Inner::operator_page`). Its lock is taken under a task shard's lock,
+//! never the other way round, and never with the queue's.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 
 use mcp_tasks_protocol::tasks::TaskStatus;
 
+use super::key::Pos;
 use crate::cursor;
 use crate::operator::{OperatorFilter, TaskCounts};
-use crate::record::{Millis, Owner, TaskId, TaskRecord};
+use crate::record::TaskRecord;
 
-type Position = (Millis, TaskId);
-
-/// What the filters look at of one task.
+/// What the index files a task under besides its position.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Summary {
-    owner: Owner,
+pub(super) struct Facets {
     status: TaskStatus,
     tool: Option<String>,
     holder: Option<String>,
-    expires_at: Option<Millis>,
 }
 
-impl Summary {
-    fn of(rec: &TaskRecord) -> Summary {
-        Summary {
-            owner: rec.owner.clone(),
+impl Facets {
+    pub(super) fn of(rec: &TaskRecord) -> Facets {
+        Facets {
             status: rec.status,
             tool: rec.origin.tool.clone(),
             holder: rec.lease.as_ref().map(|l| l.holder.clone()),
-            expires_at: rec.expires_at(),
         }
-    }
-
-    fn matches(&self, filter: &OperatorFilter, at: Millis, now: Millis) -> bool {
-        self.expires_at.is_none_or(|e| now < e)
-            && filter.status.is_none_or(|s| s == self.status)
-            && filter
-                .tool
-                .as_deref()
-                .is_none_or(|t| self.tool.as_deref() == Some(t))
-            && filter.owner.as_ref().is_none_or(|o| o == &self.owner)
-            && filter.created_from.is_none_or(|from| at >= from)
-            && filter.created_before.is_none_or(|before| at < before)
-            && filter
-                .lease_holder
-                .as_deref()
-                .is_none_or(|h| self.holder.as_deref() == Some(h))
     }
 }
 
 /// Positions by a key, each set in creation order.
 #[derive(Debug)]
-struct Sets<K>(HashMap<K, BTreeSet<Position>>);
+struct Sets<K>(HashMap<K, BTreeSet<Pos>>);
 
 impl<K: std::hash::Hash + Eq> Default for Sets<K> {
     fn default() -> Self {
@@ -63,129 +44,112 @@ impl<K: std::hash::Hash + Eq> Default for Sets<K> {
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Sets<K> {
-    fn insert(&mut self, key: &K, pos: &Position) {
-        self.0.entry(key.clone()).or_default().insert(pos.clone());
+    fn insert(&mut self, key: &K, pos: Pos) {
+        if let Some(set) = self.0.get_mut(key) {
+            set.insert(pos);
+        } else {
+            self.0.insert(key.clone(), BTreeSet::from([pos]));
+        }
     }
 
-    fn remove(&mut self, key: &K, pos: &Position) {
+    fn remove(&mut self, key: &K, pos: Pos) {
         if let Some(set) = self.0.get_mut(key) {
-            set.remove(pos);
+            set.remove(&pos);
             if set.is_empty() {
                 self.0.remove(key);
             }
         }
     }
+}
 
-    fn get(&self, key: &K) -> Option<&BTreeSet<Position>> {
-        self.0.get(key)
+/// The range `[lower, upper)` of positions; `None` when it is empty (a `BTreeSet`
+/// refuses an inverted range).
+pub(super) fn range(lower: Option<Pos>, upper: Option<Pos>) -> Option<(Bound<Pos>, Bound<Pos>)> {
+    if let (Some(lo), Some(hi)) = (lower, upper)
+        && lo >= hi
+    {
+        return None;
     }
+    Some((
+        lower.map_or(Bound::Unbounded, Bound::Included),
+        upper.map_or(Bound::Unbounded, Bound::Excluded),
+    ))
+}
+
+/// Up to `n` positions of `set` in `range`, newest first.
+pub(super) fn newest(set: &BTreeSet<Pos>, range: (Bound<Pos>, Bound<Pos>), n: usize) -> Vec<Pos> {
+    set.range(range).rev().take(n).copied().collect()
 }
 
 /// The operator index of a memory store.
 #[derive(Debug, Default)]
 pub(super) struct OperatorIndex {
-    all: BTreeMap<Position, Summary>,
-    by_owner: Sets<Owner>,
+    all: BTreeSet<Pos>,
     by_status: Sets<TaskStatus>,
     by_tool: Sets<String>,
     by_holder: Sets<String>,
 }
 
 impl OperatorIndex {
-    fn add(&mut self, pos: Position, s: Summary) {
-        self.by_owner.insert(&s.owner, &pos);
-        self.by_status.insert(&s.status, &pos);
-        if let Some(tool) = &s.tool {
-            self.by_tool.insert(tool, &pos);
+    /// Files `pos` under `f` (`add`), or takes it out.
+    fn file(&mut self, pos: Pos, f: &Facets, add: bool) {
+        fn one<K: std::hash::Hash + Eq + Clone>(
+            sets: &mut Sets<K>,
+            key: Option<&K>,
+            pos: Pos,
+            add: bool,
+        ) {
+            match key {
+                Some(key) if add => sets.insert(key, pos),
+                Some(key) => sets.remove(key, pos),
+                None => {}
+            }
         }
-        if let Some(holder) = &s.holder {
-            self.by_holder.insert(holder, &pos);
-        }
-        self.all.insert(pos, s);
+        one(&mut self.by_status, Some(&f.status), pos, add);
+        one(&mut self.by_tool, f.tool.as_ref(), pos, add);
+        one(&mut self.by_holder, f.holder.as_ref(), pos, add);
     }
 
-    /// Removes the task at `pos`, if indexed.
-    pub(super) fn remove(&mut self, pos: &Position) {
-        let Some(s) = self.all.remove(pos) else {
-            return;
-        };
-        self.by_owner.remove(&s.owner, pos);
-        self.by_status.remove(&s.status, pos);
-        if let Some(tool) = &s.tool {
-            self.by_tool.remove(tool, pos);
-        }
-        if let Some(holder) = &s.holder {
-            self.by_holder.remove(holder, pos);
+    /// Indexes a new task.
+    pub(super) fn insert(&mut self, pos: Pos, f: &Facets) {
+        self.all.insert(pos);
+        self.file(pos, f, true);
+    }
+
+    /// Moves a task written from `before` to `after`.
+    pub(super) fn change(&mut self, pos: Pos, before: &Facets, after: &Facets) {
+        if before != after {
+            self.file(pos, before, false);
+            self.file(pos, after, true);
         }
     }
 
-    /// Indexes `rec` as it now stands (a new task, or one just written).
-    pub(super) fn put(&mut self, rec: &TaskRecord) {
-        let pos = (rec.created_at, rec.id.clone());
-        let summary = Summary::of(rec);
-        if self.all.get(&pos) == Some(&summary) {
-            return;
+    /// Removes a deleted task, filed under `f`.
+    pub(super) fn remove(&mut self, pos: Pos, f: &Facets) {
+        if self.all.remove(&pos) {
+            self.file(pos, f, false);
         }
-        self.remove(&pos);
-        self.add(pos, summary);
     }
 
-    /// The positions of up to `limit` tasks matching `filter` and visible at `now`,
-    /// before `before`, newest first, and the position the page ends at when more may
-    /// follow. It walks the narrowest set the filter names.
-    pub(super) fn page(
+    /// Up to `n` positions in `range`, newest first, from the narrowest index `filter`
+    /// names of the lease holder's, the tool's, the status's, or all (the owner's is
+    /// the owner index's).
+    pub(super) fn walk(
         &self,
         filter: &OperatorFilter,
-        before: Option<&Position>,
-        limit: usize,
-        now: Millis,
-    ) -> (Vec<Position>, Option<Position>) {
-        let empty = BTreeSet::new();
-        let set = if let Some(owner) = &filter.owner {
-            Some(self.by_owner.get(owner).unwrap_or(&empty))
-        } else if let Some(holder) = &filter.lease_holder {
-            Some(self.by_holder.get(holder).unwrap_or(&empty))
+        range: (Bound<Pos>, Bound<Pos>),
+        n: usize,
+    ) -> Vec<Pos> {
+        let set = if let Some(holder) = &filter.lease_holder {
+            self.by_holder.0.get(holder)
         } else if let Some(tool) = &filter.tool {
-            Some(self.by_tool.get(tool).unwrap_or(&empty))
+            self.by_tool.0.get(tool)
+        } else if let Some(status) = &filter.status {
+            self.by_status.0.get(status)
         } else {
-            filter
-                .status
-                .map(|s| self.by_status.get(&s).unwrap_or(&empty))
+            Some(&self.all)
         };
-        let end = filter.created_before.map(|at| (at, TaskId::from_wire("")));
-        let upper = match (before, &end) {
-            (Some(pos), Some(end)) => Bound::Excluded(pos.min(end).clone()),
-            (Some(pos), None) => Bound::Excluded(pos.clone()),
-            (None, Some(end)) => Bound::Excluded(end.clone()),
-            (None, None) => Bound::Unbounded,
-        };
-        let lower = match filter.created_from {
-            Some(at) => Bound::Included((at, TaskId::from_wire(""))),
-            None => Bound::Unbounded,
-        };
-        let range = (lower, upper);
-        if matches!((&range.0, &range.1), (Bound::Included(lo), Bound::Excluded(hi)) if lo >= hi) {
-            return (Vec::new(), None);
-        }
-        let mut walk: Box<dyn Iterator<Item = (&Position, &Summary)>> = match set {
-            Some(set) => Box::new(
-                set.range::<Position, _>(range)
-                    .rev()
-                    .filter_map(|pos| self.all.get_key_value(pos)),
-            ),
-            None => Box::new(self.all.range::<Position, _>(range).rev()),
-        };
-        let mut found = Vec::new();
-        for (pos, summary) in &mut walk {
-            if !summary.matches(filter, pos.0, now) {
-                continue;
-            }
-            if found.len() == limit {
-                return (found.clone(), found.last().cloned());
-            }
-            found.push(pos.clone());
-        }
-        (found, None)
+        set.map(|set| newest(set, range, n)).unwrap_or_default()
     }
 
     /// The stored tasks by status and tool.
@@ -205,6 +169,6 @@ impl OperatorIndex {
 }
 
 /// The cursor of a page that ends at `last`.
-pub(super) fn next_cursor(filter: &OperatorFilter, last: Option<Position>) -> Option<String> {
-    last.map(|(at, id)| cursor::encode_operator(filter, at, &id))
+pub(super) fn next_cursor(filter: &OperatorFilter, last: Option<Pos>) -> Option<String> {
+    last.map(|pos| cursor::encode_operator(filter, pos.at, &pos.id.task_id()))
 }

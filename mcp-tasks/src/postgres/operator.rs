@@ -7,7 +7,6 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use super::schema::{backend, pg};
-use crate::cursor;
 use crate::error::StoreError;
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts, parse_status};
 use crate::record::{Millis, TaskId, TaskRecord};
@@ -75,20 +74,11 @@ pub(crate) async fn list<C: GenericClient>(
     sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT $2");
     let st = c.prepare_cached(&sql).await.map_err(pg)?;
     let rows = c.query(&st, &params).await.map_err(pg)?;
-    let mut tasks = rows
+    let tasks = rows
         .iter()
         .map(|row| decode(row.try_get(0).map_err(backend)?))
         .collect::<Result<Vec<_>, _>>()?;
-    let more = tasks.len() > limit;
-    tasks.truncate(limit);
-    let next_cursor = if more {
-        tasks
-            .last()
-            .map(|t| cursor::encode_operator(filter, t.created_at, &t.id))
-    } else {
-        None
-    };
-    Ok(OperatorPage { tasks, next_cursor })
+    Ok(OperatorPage::from_rows(filter, tasks, limit))
 }
 
 /// Any owner's task `id` visible at `now`.

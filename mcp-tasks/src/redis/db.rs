@@ -278,6 +278,48 @@ impl Inner {
         Ok(members)
     }
 
+    /// The records of the index entries `members` (`created_at:id`), in their order; an
+    /// entry whose record the key-expiry safety net removed is skipped and dropped from
+    /// its index, `index(shard)` (best effort: it only costs a lookup until removed).
+    pub(super) async fn records_of(
+        &self,
+        members: &[String],
+        index: impl Fn(u16) -> String,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let ids = members
+            .iter()
+            .map(|m| parse_member(m).map(|(_, id)| id))
+            .collect::<Option<Vec<TaskId>>>()
+            .ok_or_else(|| store_error("corrupt index entry"))?;
+        let cmds = ids
+            .iter()
+            .map(|id| {
+                redis::cmd("HGET")
+                    .arg(self.keys.task(id))
+                    .arg("rec")
+                    .to_owned()
+            })
+            .collect();
+        let records: Vec<Option<String>> = self.each(cmds).await?;
+        let mut found = Vec::with_capacity(records.len());
+        let mut dangling = Vec::new();
+        for ((json, m), id) in records.iter().zip(members).zip(&ids) {
+            match json {
+                Some(json) => found.push(decode(json)?),
+                None => dangling.push(
+                    redis::cmd("ZREM")
+                        .arg(index(self.keys.shard_of(id)))
+                        .arg(m)
+                        .to_owned(),
+                ),
+            }
+        }
+        if !dangling.is_empty() {
+            let _: Result<Vec<i64>, _> = self.each(dangling).await;
+        }
+        Ok(found)
+    }
+
     /// Drops `member` from `tool`'s queue: its task is gone or expired (best effort).
     pub(super) async fn drop_queued(&self, tool: &str, member: &str) {
         let Some((_, id)) = parse_member(member) else {
@@ -323,44 +365,10 @@ impl Inner {
         members.truncate(limit.saturating_add(1));
         let more = members.len() > limit;
         let page = &members[..members.len().min(limit)];
-        let ids = page
-            .iter()
-            .map(|m| parse_member(m).map(|(_, id)| id))
-            .collect::<Option<Vec<TaskId>>>()
-            .ok_or_else(|| store_error("corrupt listing index entry"))?;
-        let cmds = ids
-            .iter()
-            .map(|id| {
-                redis::cmd("HGET")
-                    .arg(self.keys.task(id))
-                    .arg("rec")
-                    .to_owned()
-            })
-            .collect();
-        let records: Vec<Option<String>> = self.each(cmds).await?;
-        let mut tasks = Vec::with_capacity(records.len());
-        let mut dangling = Vec::new();
-        for ((json, m), id) in records.iter().zip(page).zip(&ids) {
-            match json {
-                Some(json) => {
-                    let rec = decode(json)?;
-                    if &rec.owner == owner && !rec.is_expired(now) {
-                        tasks.push(rec);
-                    }
-                }
-                // Removed by the key-expiry safety net: drop its entry.
-                None => dangling.push(
-                    redis::cmd("ZREM")
-                        .arg(self.keys.owner_index(self.keys.shard_of(id), owner))
-                        .arg(m)
-                        .to_owned(),
-                ),
-            }
-        }
-        if !dangling.is_empty() {
-            // Best effort: the entry only costs a lookup until removed.
-            let _: Result<Vec<i64>, _> = self.each(dangling).await;
-        }
+        let mut tasks = self
+            .records_of(page, |shard| self.keys.owner_index(shard, owner))
+            .await?;
+        tasks.retain(|rec| &rec.owner == owner && !rec.is_expired(now));
         let next_cursor = match page.last() {
             Some(last) if more => {
                 let (at, id) = parse_member(last).ok_or_else(|| store_error("corrupt index"))?;

@@ -13,9 +13,8 @@
 
 use std::collections::HashMap;
 
-use super::keys::{member, parse_member};
+use super::keys::member;
 use super::{Inner, store_error};
-use crate::cursor;
 use crate::error::StoreError;
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts, parse_status};
 use crate::record::{Millis, TaskId, TaskRecord};
@@ -147,49 +146,16 @@ impl Inner {
             members.dedup();
             members.retain(|m| floor.as_ref().is_none_or(|f| m >= f));
             for chunk in members.chunks(WALK_BATCH) {
-                let ids = chunk
-                    .iter()
-                    .map(|m| parse_member(m).map(|(_, id)| id))
-                    .collect::<Option<Vec<TaskId>>>()
-                    .ok_or_else(|| store_error("corrupt operator index entry"))?;
-                let cmds = ids
-                    .iter()
-                    .map(|id| {
-                        redis::cmd("HGET")
-                            .arg(self.keys.task(id))
-                            .arg("rec")
-                            .to_owned()
-                    })
-                    .collect();
-                let records: Vec<Option<String>> = self.each(cmds).await?;
-                let mut dangling = Vec::new();
-                for ((json, m), id) in records.iter().zip(chunk).zip(&ids) {
-                    let Some(json) = json else {
-                        // Removed by the key-expiry safety net: drop the entry walked.
-                        let shard = self.keys.shard_of(id);
-                        dangling.push(
-                            redis::cmd("ZREM")
-                                .arg(self.walked(filter, shard))
-                                .arg(m)
-                                .to_owned(),
-                        );
-                        continue;
-                    };
-                    let rec: TaskRecord = serde_json::from_str(json)
-                        .map_err(|e| store_error(format!("corrupt task record: {e}")))?;
+                let records = self
+                    .records_of(chunk, |shard| self.walked(filter, shard))
+                    .await?;
+                for rec in records {
                     if !rec.is_expired(now) && filter.matches(&rec) {
                         found.push(rec);
                         if found.len() > limit {
-                            break;
+                            break 'walk;
                         }
                     }
-                }
-                if !dangling.is_empty() {
-                    // Best effort: the entry only costs a lookup until removed.
-                    let _: Result<Vec<i64>, _> = self.each(dangling).await;
-                }
-                if found.len() > limit {
-                    break 'walk;
                 }
             }
             match floor {
@@ -197,19 +163,7 @@ impl Inner {
                 None => break,
             }
         }
-        let more = found.len() > limit;
-        found.truncate(limit);
-        let next_cursor = if more {
-            found
-                .last()
-                .map(|t| cursor::encode_operator(filter, t.created_at, &t.id))
-        } else {
-            None
-        };
-        Ok(OperatorPage {
-            tasks: found,
-            next_cursor,
-        })
+        Ok(OperatorPage::from_rows(filter, found, limit))
     }
 
     /// Any owner's task `id` visible at `now`.

@@ -7,7 +7,6 @@ use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::schema::backend;
-use crate::cursor;
 use crate::error::StoreError;
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts, parse_status};
 use crate::record::{Millis, TaskId, TaskRecord};
@@ -71,16 +70,7 @@ pub(crate) fn list(
     for json in rows {
         tasks.push(decode(&json.map_err(backend)?)?);
     }
-    let more = tasks.len() > limit;
-    tasks.truncate(limit);
-    let next_cursor = if more {
-        tasks
-            .last()
-            .map(|t| cursor::encode_operator(filter, t.created_at, &t.id))
-    } else {
-        None
-    };
-    Ok(OperatorPage { tasks, next_cursor })
+    Ok(OperatorPage::from_rows(filter, tasks, limit))
 }
 
 /// Any owner's task `id` visible at `now`.

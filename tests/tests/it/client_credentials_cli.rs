@@ -8,18 +8,17 @@
 //! 401, as refreshes are, and a client bound to another issuer sends nothing.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use mcp_tasks_client::auth::{
     AuthConfig, AuthError, ClientAuth, Grant, MachineClient, MemoryTokenStore,
 };
-use mcp_tasks_client::{ClientConfig, ClientError, DeclineAll, McpClient};
+use mcp_tasks_client::{ClientError, DeclineAll, McpClient};
 use mcp_tests::authorization_server::{
     AccessTokens, AuthorizationServer, AuthorizationServerOptions, Knobs,
 };
 use mcp_tests::issuer::{ADMIN_SCOPE, protect};
-use mcp_tests::server_harness::WAIT;
+use mcp_tests::programs;
 
 const MCP_CALL: &str = env!("CARGO_BIN_EXE_mcp-call");
 const SCOPE: &str = "mcp";
@@ -31,24 +30,10 @@ struct Run {
     stderr: String,
 }
 
-/// `mcp-call --http URL --token-file FILE ARGS`, stdin closed, bounded by [`WAIT`].
+/// `mcp-call --http URL --token-file FILE ARGS`, stdin closed, bounded in time.
 async fn mcp_call(url: &str, token_file: &Path, args: &[&str]) -> Run {
-    let child = tokio::process::Command::new(MCP_CALL)
-        .args(["--http", url, "--no-open"])
-        .arg("--token-file")
-        .arg(token_file)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start mcp-call");
-    let output = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .expect("mcp-call ends in time")
-        .expect("mcp-call ran");
+    let output =
+        programs::output_in_time(programs::mcp_call(MCP_CALL, url, token_file).args(args)).await;
     Run {
         success: output.status.success(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -141,16 +126,7 @@ fn machine(id: &str, secret: &str, issuer: Option<&str>) -> AuthConfig {
 }
 
 async fn connect(url: &str, auth: AuthConfig) -> Result<McpClient, ClientError> {
-    let config = ClientConfig {
-        auth: Some(auth),
-        ..ClientConfig::default()
-    };
-    tokio::time::timeout(
-        WAIT,
-        McpClient::connect_http(url, Arc::new(DeclineAll), config),
-    )
-    .await
-    .expect("in time")
+    programs::connect_with_auth(url, Arc::new(DeclineAll), auth).await
 }
 
 #[tokio::test]

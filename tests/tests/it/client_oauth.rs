@@ -23,6 +23,7 @@ use mcp_tasks_client::{ClientConfig, ClientError, ClientHandler, McpClient};
 use mcp_tests::authorization_server::{
     AuthorizationServer, AuthorizationServerOptions, Knobs, Prm, ProtectedDemo,
 };
+use mcp_tests::programs;
 use mcp_tests::server_harness::WAIT;
 use serde_json::{Value, json};
 
@@ -83,16 +84,7 @@ fn auth(store: Arc<dyn TokenStore>, browser: bool) -> AuthConfig {
 }
 
 async fn connect(url: &str, auth: AuthConfig) -> Result<McpClient, ClientError> {
-    let config = ClientConfig {
-        auth: Some(auth),
-        ..ClientConfig::default()
-    };
-    tokio::time::timeout(
-        WAIT,
-        McpClient::connect_http(url, Arc::new(NoInput), config),
-    )
-    .await
-    .expect("in time")
+    programs::connect_with_auth(url, Arc::new(NoInput), auth).await
 }
 
 fn greet_args() -> serde_json::Map<String, Value> {

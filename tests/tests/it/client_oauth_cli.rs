@@ -6,12 +6,13 @@
 //! happened, and a failure is said with what to do.
 
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Arc;
 
 use mcp_tests::authorization_server::{
     AuthorizationServer, AuthorizationServerOptions, Knobs, Prm, ProtectedDemo, visit_as_browser,
 };
+use mcp_tests::programs;
 use mcp_tests::server_harness::WAIT;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
@@ -43,16 +44,8 @@ struct Run {
 /// Runs `mcp-call --http URL --no-open --token-file DIR/tokens.json ARGS`, playing the
 /// browser for each authorization URL of `issuer` it prints. Bounded by [`WAIT`].
 async fn mcp_call(url: &str, issuer: &str, token_file: &Path, args: &[&str]) -> Run {
-    let mut child = tokio::process::Command::new(MCP_CALL)
-        .args(["--http", url, "--no-open"])
-        .arg("--token-file")
-        .arg(token_file)
+    let mut child = programs::mcp_call(MCP_CALL, url, token_file)
         .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("start mcp-call");
     let stdout = child.stdout.take().expect("stdout");

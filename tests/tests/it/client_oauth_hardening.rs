@@ -26,10 +26,11 @@ use mcp_tasks_client::auth::{
     AuthConfig, AuthError, AuthEvent, Authorize, FollowRedirect, LoopbackRedirect, MAX_BODY_BYTES,
     MemoryTokenStore, TokenStore,
 };
-use mcp_tasks_client::{ClientConfig, ClientError, ClientHandler, McpClient};
+use mcp_tasks_client::{ClientError, ClientHandler, McpClient};
 use mcp_tests::authorization_server::{
     AuthorizationServer, AuthorizationServerOptions, Knobs, Prm, ProtectedDemo, visit_as_browser,
 };
+use mcp_tests::programs;
 use mcp_tests::server_harness::WAIT;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -44,16 +45,7 @@ struct NoInput;
 impl ClientHandler for NoInput {}
 
 async fn connect(url: &str, auth: AuthConfig) -> Result<McpClient, ClientError> {
-    let config = ClientConfig {
-        auth: Some(auth),
-        ..ClientConfig::default()
-    };
-    tokio::time::timeout(
-        WAIT,
-        McpClient::connect_http(url, Arc::new(NoInput), config),
-    )
-    .await
-    .expect("in time")
+    programs::connect_with_auth(url, Arc::new(NoInput), auth).await
 }
 
 /// A login with a memory store and a browser step that follows the redirect.

@@ -198,6 +198,13 @@ async fn a_slow_run_becomes_a_task_at_the_deadline_and_completes_with_its_result
         .poll_task(task_id, WAIT, |t| t["status"] == "completed")
         .await;
     assert_eq!(text(&done["result"]), "task: ", "{done}");
+    // The task's job holds the call's arguments, moved in at the promotion.
+    let record = s.only_record(|r| r.is_terminal()).await;
+    let arguments = record
+        .job
+        .as_ref()
+        .map(|job| Value::Object(job.arguments.clone()));
+    assert_eq!(arguments, Some(json!({ "ms": 1500 })), "{record:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 
 use std::process::Stdio;
 
+use mcp_tests::programs;
 use mcp_tests::server_harness::WAIT;
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
@@ -17,19 +18,7 @@ async fn http_takes_a_host_name() {
         .kill_on_drop(true)
         .spawn()
         .expect("start the demo");
-    let stdout = demo.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let read = tokio::time::timeout(WAIT, async {
-        use tokio::io::AsyncBufReadExt;
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut first)
-            .await
-    })
-    .await;
-    assert!(
-        matches!(read, Ok(Ok(n)) if n > 0),
-        "no first line: {read:?}"
-    );
+    let first = programs::first_line(&mut demo).await;
     assert!(
         first.contains("http://127.0.0.1:") || first.contains("http://[::1]:"),
         "{first}"
@@ -139,32 +128,8 @@ async fn bearer_and_oauth_issuer_cannot_be_combined() {
 #[tokio::test]
 async fn oauth_issuer_protects_the_demo() {
     let issuer = mcp_tests::issuer::TestIssuer::start().await;
-    let mut demo = tokio::process::Command::new(DEMO)
-        .args(["--http", "127.0.0.1:0", "--store", "memory"])
-        .args(["--oauth-issuer", &issuer.issuer, "--oauth-scope", "mcp"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the demo");
-    let stdout = demo.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let read = tokio::time::timeout(WAIT, async {
-        use tokio::io::AsyncBufReadExt;
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut first)
-            .await
-    })
-    .await;
-    assert!(
-        matches!(read, Ok(Ok(n)) if n > 0),
-        "no first line: {read:?}"
-    );
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the URL")
-        .to_owned();
+    let oauth = ["--oauth-issuer", &issuer.issuer, "--oauth-scope", "mcp"];
+    let (mut demo, url) = programs::start_demo(DEMO, &oauth).await;
     let origin = url.trim_end_matches("/mcp").to_owned();
     let http = reqwest::Client::builder()
         .no_proxy()

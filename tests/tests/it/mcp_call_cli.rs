@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 
+use mcp_tests::programs;
 use mcp_tests::server_harness::WAIT;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -84,28 +85,7 @@ async fn start_demo() -> (tokio::process::Child, String) {
 
 /// [`start_demo`] with more flags.
 async fn start_demo_with(flags: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(DEMO)
-        .args(["--http", "127.0.0.1:0", "--store", "memory"])
-        .args(flags)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the demo");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let read = tokio::time::timeout(WAIT, BufReader::new(stdout).read_line(&mut first)).await;
-    assert!(
-        matches!(read, Ok(Ok(n)) if n > 0),
-        "no first line: {read:?}"
-    );
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_owned();
-    (child, url)
+    programs::start_demo(DEMO, flags).await
 }
 
 fn token_file(name: &str) -> PathBuf {

@@ -3,12 +3,10 @@
 //! (a token for the demo's own URL is then refused); `--oauth-introspection-client-id` /
 //! `-secret` let opaque tokens in through the issuer's introspection endpoint.
 
-use std::process::Stdio;
-
 use mcp_tests::issuer::{IssuerOptions, TestIssuer};
+use mcp_tests::programs;
 use mcp_tests::server_harness::{WAIT, call_params, request, standard_headers};
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 
@@ -24,30 +22,7 @@ struct Demo {
 
 impl Demo {
     async fn start(args: &[&str]) -> Demo {
-        let mut child = tokio::process::Command::new(DEMO)
-            .args(["--http", "127.0.0.1:0", "--store", "memory"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the demo");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut first = String::new();
-        let read = tokio::time::timeout(
-            WAIT,
-            tokio::io::BufReader::new(stdout).read_line(&mut first),
-        )
-        .await;
-        assert!(
-            matches!(read, Ok(Ok(n)) if n > 0),
-            "no first line: {read:?}"
-        );
-        let url = first
-            .split_whitespace()
-            .find(|w| w.starts_with("http://127.0.0.1:"))
-            .unwrap_or_else(|| panic!("no URL in {first:?}"))
-            .to_owned();
+        let (child, url) = programs::start_demo(DEMO, args).await;
         let origin = url.trim_end_matches("/mcp").to_owned();
         let http = reqwest::Client::builder()
             .no_proxy()

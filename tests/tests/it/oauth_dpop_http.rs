@@ -15,7 +15,6 @@
 //!   task on the real demo binary (`--oauth-require-dpop --oauth-dpop-nonce`); another
 //!   run, with another key, gets a token bound to it; another client's key is refused.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, Method, Uri};
@@ -34,12 +33,12 @@ use mcp_tests::authorization_server::{
     AccessTokens, AuthorizationServer, AuthorizationServerOptions, Knobs,
 };
 use mcp_tests::issuer::TestIssuer;
+use mcp_tests::programs;
 use mcp_tests::server_harness::{
     TestServer, WAIT, call_params, demo_tools, request, standard_headers,
 };
 use ring::signature::{self, KeyPair};
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 use tokio::net::TcpListener;
 
 const SCOPE: &str = "mcp";
@@ -395,32 +394,9 @@ fn client_key() -> (String, Value) {
 /// The demo binary on 127.0.0.1:0 behind `issuer`, DPoP and nonces required (killed
 /// on drop); its URL.
 async fn start_demo(issuer: &str) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(DEMO)
-        .args(["--http", "127.0.0.1:0", "--store", "memory"])
-        .args(["--oauth-issuer", issuer, "--oauth-scope", SCOPE])
-        .args(["--oauth-require-dpop", "--oauth-dpop-nonce"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the demo");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let read = tokio::time::timeout(
-        WAIT,
-        tokio::io::BufReader::new(stdout).read_line(&mut first),
-    )
-    .await;
-    assert!(
-        matches!(read, Ok(Ok(n)) if n > 0),
-        "no first line: {read:?}"
-    );
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_owned();
-    (child, url)
+    let oauth = ["--oauth-issuer", issuer, "--oauth-scope", SCOPE];
+    let dpop = ["--oauth-require-dpop", "--oauth-dpop-nonce"];
+    programs::start_demo(DEMO, &[&oauth[..], &dpop[..]].concat()).await
 }
 
 #[tokio::test]
@@ -438,23 +414,12 @@ async fn mcp_call_with_a_client_key_and_dpop_runs_a_task_on_the_demo() {
     assert!(SigningKey::from_pem_file(&key_file, "ES256").is_ok());
 
     let mcp_call = async |id: &str, tokens: &str| {
-        let child = tokio::process::Command::new(MCP_CALL)
-            .args(["--http", &url, "--no-open", "--token-file"])
-            .arg(dir.join(tokens))
+        let mut command = programs::mcp_call(MCP_CALL, &url, &dir.join(tokens));
+        command
             .args(["--client-id", id, "--client-key"])
             .arg(&key_file)
-            .args(["--dpop", "slow_compute", r#"{"seconds":1}"#])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start mcp-call");
-        let output = tokio::time::timeout(WAIT, child.wait_with_output())
-            .await
-            .expect("mcp-call ends in time")
-            .expect("mcp-call ran");
+            .args(["--dpop", "slow_compute", r#"{"seconds":1}"#]);
+        let output = programs::output_in_time(&mut command).await;
         (
             output.status.success(),
             String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -11,12 +11,13 @@
 //! the demo, and mcp-call says so and exits non-zero.
 
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 
 use base64::Engine;
 use mcp_tests::authorization_server::{
     AccessTokens, AuthorizationServer, AuthorizationServerOptions, Knobs,
 };
+use mcp_tests::programs;
 use mcp_tests::server_harness::WAIT;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -44,26 +45,8 @@ struct Demo {
 }
 
 async fn start_demo(issuer: &str) -> Demo {
-    let mut child = tokio::process::Command::new(DEMO)
-        .args(["--http", "127.0.0.1:0", "--store", "memory"])
-        .args(["--oauth-issuer", issuer, "--oauth-scope", SCOPE])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the demo");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    let read = tokio::time::timeout(WAIT, BufReader::new(stdout).read_line(&mut first)).await;
-    assert!(
-        matches!(read, Ok(Ok(n)) if n > 0),
-        "no first line: {read:?}"
-    );
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_owned();
+    let (child, url) =
+        programs::start_demo(DEMO, &["--oauth-issuer", issuer, "--oauth-scope", SCOPE]).await;
     Demo { url, _child: child }
 }
 
@@ -125,16 +108,9 @@ async fn play_browser(authorization_url: &str) {
 /// holding only that URL, indented). Bounded by [`WAIT`].
 async fn mcp_call(demo: &Demo, auth: &AuthorizationServer, dir: &Path, args: &[&str]) -> Run {
     let token_file = dir.join("tokens.json");
-    let mut child = tokio::process::Command::new(MCP_CALL)
-        .args(["--http", &demo.url, "--no-open", "--redirect-port", "0"])
-        .arg("--token-file")
-        .arg(&token_file)
+    let mut child = programs::mcp_call(MCP_CALL, &demo.url, &token_file)
+        .args(["--redirect-port", "0"])
         .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("start mcp-call");
     let stdout = child.stdout.take().expect("stdout");
