@@ -1,6 +1,6 @@
 //! What a task runtime holds, shared by its parts: the store, the configuration, the tasks
 //! this node runs (with the tokens that stop and wake their tools), the tokens that stop
-//! the runtime, and the outcomes not yet written.
+//! the runtime, the outcomes not yet written, and who watches which tasks.
 //!
 //! **Invariant.** State only: each part of the runtime (`lease.rs`, `outcome.rs`,
 //! `events.rs`, `sweep.rs`, and `mod.rs`, which starts and stops it) adds its own methods
@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::config::RuntimeConfig;
+use super::watch::Watchers;
 
 /// A task this node runs: whose it is, and how to reach its tool.
 #[derive(Debug)]
@@ -42,6 +43,8 @@ pub(super) struct Inner {
     /// Woken when a task may have become claimable (a change to an unfinished task, a
     /// lag): the worker loop, if this node runs one, looks for work.
     pub(super) queue_changed: Notify,
+    /// Who watches which tasks (`watch.rs`): the store's events routed to them.
+    pub(super) watchers: Arc<Watchers>,
 }
 
 impl Inner {
@@ -56,6 +59,7 @@ impl Inner {
             unwritten: Mutex::default(),
             tasks: TaskTracker::new(),
             queue_changed: Notify::new(),
+            watchers: Arc::default(),
         }
     }
 

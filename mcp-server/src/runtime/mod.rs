@@ -7,7 +7,8 @@
 //! tool against its lease), and shutdown. The parts each have a file, all methods of the
 //! state they share (`inner.rs`): `lease.rs` (keeping a run's lease, recovering its task
 //! when it cannot), `outcome.rs` (writing how a run ended), `events.rs` (the store's
-//! events carried to the running tools), `sweep.rs` (expired tasks and lapsed leases);
+//! events carried to the running tools), `watch.rs` (the store's events routed to whoever
+//! watches a task or an owner's tasks: listen streams, status watchers), `sweep.rs` (expired tasks and lapsed leases);
 //! `config.rs` holds the timing and the messages tasks end with. None of them imports this
 //! file. `asking.rs` (asking a 2025-11-25 client as a task) stands apart.
 
@@ -34,9 +35,11 @@ mod inner;
 mod lease;
 mod outcome;
 mod sweep;
+mod watch;
 
 use config::millis;
 use inner::{Inner, Running};
+pub(crate) use watch::TaskWatch;
 
 pub use config::{
     CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, ROUND_ENDED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE,
@@ -81,6 +84,7 @@ impl TaskRuntime {
             inner: Arc::new(Inner::new(store, config)),
         };
         tokio::spawn(Arc::clone(&runtime.inner).pump_events());
+        watch::Watchers::route(&runtime.inner.watchers, runtime.inner.store.events());
         tokio::spawn(Arc::clone(&runtime.inner).sweep_loop());
         crate::telemetry::count_live(&runtime.inner.store, &runtime.inner.stopping);
         runtime
@@ -89,6 +93,18 @@ impl TaskRuntime {
     /// The store the runtime's tasks live in.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
         &self.inner.store
+    }
+
+    /// The store's events about the tasks `keys` (registered now: read the tasks after
+    /// this, and no later change is missed).
+    pub(crate) fn watch_tasks(&self, keys: impl IntoIterator<Item = TaskKey>) -> TaskWatch {
+        self.inner.watchers.tasks(keys)
+    }
+
+    /// The store's events about every task of `owner` (registered now, as
+    /// [`watch_tasks`](TaskRuntime::watch_tasks)).
+    pub(crate) fn watch_owner(&self, owner: mcp_tasks::Owner) -> TaskWatch {
+        self.inner.watchers.owner(owner)
     }
 
     /// False once shutdown has begun: no new task may start.

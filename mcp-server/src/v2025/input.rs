@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks::{EventError, SessionChange, StoreError, TaskId, TaskRecord};
+use mcp_tasks::{EventError, SessionChange, StoreError, TaskId, TaskKey, TaskRecord};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::Peer;
 use mcp_tasks_protocol::jsonrpc::RequestId;
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::session::McpSession;
 use crate::asking::{ClientHosts, ask_as_task};
 use crate::retry::while_transient;
+use crate::runtime::TaskRuntime;
 
 /// The JSON-RPC id of every input request starts so: `mcp-input:{n}.{node}:{task}:{key}`,
 /// `n` unique on the asking instance's connection and `node` a tag of that instance, so
@@ -130,7 +131,7 @@ pub(crate) async fn answer_input(
 /// An answer that meets an unavailable store is retried until it is written (or `stop`,
 /// the server's shutdown): the client gave it once and will not give it again.
 pub(super) fn ask_pending(
-    store: Arc<dyn mcp_tasks::TaskStore>,
+    runtime: &TaskRuntime,
     session: &Arc<McpSession>,
     record: &TaskRecord,
     peer: &Peer,
@@ -166,7 +167,7 @@ pub(super) fn ask_pending(
         );
         params.insert("_meta".to_owned(), Value::Object(meta));
         let asking = Asking {
-            store: Arc::clone(&store),
+            runtime: runtime.clone(),
             session: Arc::clone(session),
             peer: peer.clone(),
             key: key.clone(),
@@ -181,7 +182,7 @@ pub(super) fn ask_pending(
 
 /// One question of a task being asked of the client.
 struct Asking {
-    store: Arc<dyn mcp_tasks::TaskStore>,
+    runtime: TaskRuntime,
     session: Arc<McpSession>,
     peer: Peer,
     key: String,
@@ -192,9 +193,13 @@ struct Asking {
 }
 
 impl Asking {
+    fn store(&self) -> &Arc<dyn mcp_tasks::TaskStore> {
+        self.runtime.store()
+    }
+
     /// The session store, when several instances may ask this session's questions.
     fn shared(&self) -> Option<&dyn mcp_tasks::SessionStore> {
-        self.store.sessions().filter(|s| s.is_shared())
+        self.store().sessions().filter(|s| s.is_shared())
     }
 
     /// Claims the question (shared stores; always granted otherwise); `false` when
@@ -259,7 +264,7 @@ impl Asking {
     /// Whether the store no longer waits for this answer (answered through another
     /// instance, or the task ended). A store it cannot read says no.
     async fn settled(&self) -> bool {
-        match self.store.get(&self.owner, &self.marker.0).await {
+        match self.store().get(&self.owner, &self.marker.0).await {
             Ok(record) => record.is_terminal() || !record.input_requests.contains_key(&self.key),
             Err(e) => !e.is_transient(),
         }
@@ -304,7 +309,10 @@ impl Asking {
             &self.marker.0,
             &self.key,
         );
-        let mut events = self.store.events();
+        let mut events = self.runtime.watch_tasks([TaskKey {
+            owner: self.owner.clone(),
+            id: self.marker.0.clone(),
+        }]);
         let mut events_open = true;
         // A client that hosts this kind of request as a task is asked as one, and its
         // task followed to the answer; stopping it cancels the client's task.
@@ -378,7 +386,7 @@ impl Asking {
                 Ok(answer) => {
                     let answers: BTreeMap<String, Value> = [(self.key.clone(), answer)].into();
                     let written = while_transient(&stop, "writing an input answer", || {
-                        self.store
+                        self.store()
                             .resolve_input(&self.owner, &self.marker.0, answers.clone())
                     })
                     .await;

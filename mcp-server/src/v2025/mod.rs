@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jsonrpsee::Extensions;
-use mcp_tasks::{EventError, Outcome, Owner, TaskId, WireRevision};
+use mcp_tasks::{EventError, Outcome, Owner, TaskId, TaskKey, WireRevision};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::{Peer, ReplyWritten, RequestContext};
 use mcp_tasks_protocol::meta::PROTOCOL_VERSION_2025_11_25;
@@ -119,7 +119,7 @@ pub(crate) async fn initialize(
     served.hold(&session);
     if session.has_tasks() {
         tokio::spawn(watch(
-            state.store_arc(),
+            state.runtime.clone(),
             Arc::clone(&session),
             state.shutdown_token(),
         ));
@@ -173,7 +173,7 @@ pub(crate) fn restore(
     }
     if session.has_tasks() {
         tokio::spawn(watch(
-            state.store_arc(),
+            state.runtime.clone(),
             Arc::clone(&session),
             state.shutdown_token(),
         ));
@@ -408,7 +408,10 @@ pub(crate) async fn tasks_result(
     let cancel = RequestContext::from_extensions(ext)
         .map(|c| c.cancel.clone())
         .unwrap_or_default();
-    let mut events = state.store().events();
+    let mut events = state.runtime.watch_tasks([TaskKey {
+        owner: session.owner.clone(),
+        id: id.clone(),
+    }]);
     let mut backoff = Backoff::default();
     loop {
         // A blocking wait rides out an unavailable store: the task goes on meanwhile.
@@ -445,7 +448,7 @@ pub(crate) async fn tasks_result(
             (None, TaskStatus::InputRequired) => {
                 if let Some(peer) = &peer {
                     let stop = state.shutdown_token();
-                    ask_pending(state.store_arc(), session, &record, peer, &cancel, &stop);
+                    ask_pending(&state.runtime, session, &record, peer, &cancel, &stop);
                 }
             }
             _ => {}

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use super::input::{ask_pending, known_hold};
 use super::session::{McpSession, Standalone};
 use crate::retry::Backoff;
+use crate::runtime::TaskRuntime;
 use crate::views;
 
 /// Per session: `notifications/tasks/status` on each change of its tasks, and input
@@ -47,11 +48,11 @@ use crate::views;
 /// owner's tasks and sends what changed since it last sent (by revision), retrying with
 /// a backoff while the store is unavailable.
 pub(super) async fn watch(
-    store: Arc<dyn mcp_tasks::TaskStore>,
+    runtime: TaskRuntime,
     session: Arc<McpSession>,
     shutdown: CancellationToken,
 ) {
-    let mut events = store.events();
+    let mut events = runtime.watch_owner(session.owner.clone());
     let mut seen = Seen::default();
     let mut resync = false;
     let mut backoff = Backoff::default();
@@ -82,9 +83,9 @@ pub(super) async fn watch(
             }
         };
         match event {
-            Some(Ok(TaskEvent::Changed { key, .. })) if key.owner == session.owner => {
-                match store.get(&session.owner, &key.id).await {
-                    Ok(record) => seen.send(&store, &session, &record, &shutdown).await,
+            Some(Ok(TaskEvent::Changed { key, .. })) => {
+                match runtime.store().get(&session.owner, &key.id).await {
+                    Ok(record) => seen.send(&runtime, &session, &record, &shutdown).await,
                     Err(e) if e.is_transient() => resync = true,
                     Err(_) => {}
                 }
@@ -99,10 +100,10 @@ pub(super) async fn watch(
             None => {}
         }
         if due.is_some() {
-            seen.send_deferred(&store, &session, &shutdown).await;
+            seen.send_deferred(&runtime, &session, &shutdown).await;
         }
         if resync {
-            match seen.resync(&store, &session, &shutdown).await {
+            match seen.resync(&runtime, &session, &shutdown).await {
                 Ok(()) => {
                     resync = false;
                     backoff = Backoff::default();
@@ -138,18 +139,18 @@ impl Seen {
     /// keeps it in `deferred` while the client may not know the task yet.
     async fn send(
         &mut self,
-        store: &Arc<dyn mcp_tasks::TaskStore>,
+        runtime: &TaskRuntime,
         session: &Arc<McpSession>,
         record: &TaskRecord,
         stop: &CancellationToken,
     ) {
-        self.send_unless(store, session, record, stop, true).await;
+        self.send_unless(runtime, session, record, stop, true).await;
     }
 
     /// [`send`](Self::send), deferring only when `may_defer`.
     async fn send_unless(
         &mut self,
-        store: &Arc<dyn mcp_tasks::TaskStore>,
+        runtime: &TaskRuntime,
         session: &Arc<McpSession>,
         record: &TaskRecord,
         stop: &CancellationToken,
@@ -174,7 +175,7 @@ impl Seen {
                     .insert(record.id.clone(), (record.clone(), due));
                 // Its questions wait for the same, in `Asking`.
                 if record.status == TaskStatus::InputRequired {
-                    ask_pending(Arc::clone(store), session, record, &peer, &gone, stop);
+                    ask_pending(runtime, session, record, &peer, &gone, stop);
                 }
                 return;
             }
@@ -190,7 +191,7 @@ impl Seen {
             tracing::debug!(error = %e, "status notification not delivered");
         }
         if record.status == TaskStatus::InputRequired {
-            ask_pending(Arc::clone(store), session, record, &peer, &gone, stop);
+            ask_pending(runtime, session, record, &peer, &gone, stop);
         }
     }
 
@@ -203,7 +204,7 @@ impl Seen {
     /// came.
     async fn send_deferred(
         &mut self,
-        store: &Arc<dyn mcp_tasks::TaskStore>,
+        runtime: &TaskRuntime,
         session: &Arc<McpSession>,
         stop: &CancellationToken,
     ) {
@@ -216,14 +217,15 @@ impl Seen {
             .collect();
         for record in ready {
             self.deferred.remove(&record.id);
-            self.send_unless(store, session, &record, stop, false).await;
+            self.send_unless(runtime, session, &record, stop, false)
+                .await;
         }
     }
 
     /// Lists the owner's tasks and sends each that changed since it was last sent.
     async fn resync(
         &mut self,
-        store: &Arc<dyn mcp_tasks::TaskStore>,
+        runtime: &TaskRuntime,
         session: &Arc<McpSession>,
         stop: &CancellationToken,
     ) -> Result<(), StoreError> {
@@ -234,12 +236,15 @@ impl Seen {
         let mut listed = HashSet::new();
         let mut cursor: Option<String> = None;
         loop {
-            let page = store.list(&session.owner, cursor.as_deref(), 100).await?;
+            let page = runtime
+                .store()
+                .list(&session.owner, cursor.as_deref(), 100)
+                .await?;
             for record in &page.tasks {
                 listed.insert(record.id.clone());
                 let known = self.revisions.contains_key(&record.id);
                 if known || !record.is_terminal() || record.last_updated_at > watermark {
-                    self.send(store, session, record, stop).await;
+                    self.send(runtime, session, record, stop).await;
                 }
             }
             match page.next_cursor {

@@ -50,10 +50,16 @@ pub(crate) async fn listen(
         ));
     };
     let subscription_id = request.id.clone();
-    // Subscribe before reading, so no change between the read and the stream is lost.
-    let mut events = state.store.events();
+    let wanted = wanted.unwrap_or_default();
+    // Watch before reading, so no change between the read and the stream is lost.
+    let mut events = state
+        .runtime
+        .watch_tasks(wanted.iter().map(|id| mcp_tasks::TaskKey {
+            owner: caller.owner.clone(),
+            id: task_id(id),
+        }));
     let mut served = Vec::new();
-    for id in wanted.unwrap_or_default() {
+    for id in wanted {
         if state.store.get(&caller.owner, &task_id(&id)).await.is_ok() {
             served.push(id);
         }
@@ -117,7 +123,7 @@ pub(crate) async fn listen(
         };
         match event {
             Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
-                if key.owner == caller.owner && served.contains(key.id.as_str()) =>
+                if served.contains(key.id.as_str()) =>
             {
                 resync |=
                     !push_task(&state, &peer, &caller, key.id.as_str(), &subscription_id).await?;

@@ -1,0 +1,331 @@
+//! The store's events routed to whoever watches one task or one owner's tasks: a
+//! `subscriptions/listen` stream, a 2025-11-25 session's status watcher, a waiting
+//! `tasks/result`, a question being asked.
+//!
+//! Each of them used to hold its own subscription to the store's feed, so every change
+//! to any task woke every open stream, which then threw the event away: with 50 listen
+//! streams open, one task's change cost 50 wake-ups. Here one router reads the feed and
+//! hands each event only to the watches of its task and of its owner.
+//!
+//! **Invariants.**
+//! - A watch is registered when it is made (under the registry's lock), before its maker
+//!   reads the store: a change written after that read is routed to it, a change written
+//!   before is in what the read saw. So "subscribe, then read" stays lossless.
+//! - A watch loses events, never the news that it lost some: when its queue is full, or
+//!   the router's own subscription lagged, its next receive after the events still queued
+//!   is [`EventError::Lagged`], and its holder re-reads what it watches (as with a
+//!   subscription of its own).
+//! - The router never waits on anything but the feed: delivering is a `try_send`.
+//! - The router outlives the runtime's shutdown (watches serve clients while running tasks
+//!   drain); it ends when the feed closes or every handle on the registry is gone, and
+//!   then each watch receives [`EventError::Closed`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use mcp_tasks::{EventError, EventStream, Owner, TaskEvent, TaskKey};
+use tokio::sync::mpsc;
+
+/// Events a watch may hold before it is told it lagged.
+const QUEUE: usize = 256;
+
+/// What a watch asked to hear about.
+#[derive(Debug)]
+enum Interest {
+    Task(TaskKey),
+    Owner(Owner),
+}
+
+/// One watch's end in the registry.
+#[derive(Debug)]
+struct Entry {
+    id: u64,
+    tx: mpsc::Sender<Result<TaskEvent, EventError>>,
+    /// Events dropped since the watch last heard of a lag.
+    dropped: Arc<AtomicU64>,
+}
+
+impl Entry {
+    fn deliver(&self, event: Result<TaskEvent, EventError>) {
+        if self.tx.try_send(event).is_err() {
+            // Full (or the watch is going away): the watch hears of it after its queue.
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    by_task: HashMap<TaskKey, Vec<Entry>>,
+    by_owner: HashMap<Owner, Vec<Entry>>,
+    next_id: u64,
+    /// The router ended: no watch will hear anything again.
+    closed: bool,
+}
+
+/// Who watches which tasks; shared by the router and the watches.
+#[derive(Debug, Default)]
+pub(crate) struct Watchers {
+    registry: Mutex<Registry>,
+}
+
+impl Registry {
+    fn entries(&mut self, interest: &Interest) -> Option<&mut Vec<Entry>> {
+        match interest {
+            Interest::Task(key) => self.by_task.get_mut(key),
+            Interest::Owner(owner) => self.by_owner.get_mut(owner),
+        }
+    }
+
+    fn remove(&mut self, interest: &Interest) {
+        match interest {
+            Interest::Task(key) => self.by_task.remove(key),
+            Interest::Owner(owner) => self.by_owner.remove(owner),
+        };
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Entry> {
+        self.by_task
+            .values()
+            .chain(self.by_owner.values())
+            .flatten()
+    }
+}
+
+impl Watchers {
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts routing `feed` to the watches of `watchers`, on the current tokio runtime.
+    pub(crate) fn route(watchers: &Arc<Watchers>, feed: EventStream) {
+        tokio::spawn(route(Arc::downgrade(watchers), feed));
+    }
+
+    /// A watch of each of `keys`.
+    pub(crate) fn tasks(self: &Arc<Self>, keys: impl IntoIterator<Item = TaskKey>) -> TaskWatch {
+        self.watch(keys.into_iter().map(Interest::Task).collect())
+    }
+
+    /// A watch of every task of `owner`.
+    pub(crate) fn owner(self: &Arc<Self>, owner: Owner) -> TaskWatch {
+        self.watch(vec![Interest::Owner(owner)])
+    }
+
+    fn watch(self: &Arc<Self>, interests: Vec<Interest>) -> TaskWatch {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut registry = self.lock();
+        let id = registry.next_id;
+        registry.next_id += 1;
+        if !registry.closed {
+            for interest in &interests {
+                let entry = Entry {
+                    id,
+                    tx: tx.clone(),
+                    dropped: Arc::clone(&dropped),
+                };
+                match interest {
+                    Interest::Task(key) => registry.by_task.entry(key.clone()).or_default(),
+                    Interest::Owner(owner) => registry.by_owner.entry(owner.clone()).or_default(),
+                }
+                .push(entry);
+            }
+        }
+        // A watch of nothing keeps its own sender, so it waits (hearing nothing) instead
+        // of reading `Closed`; with the router ended, `tx` goes here and the watch reads
+        // `Closed` at once.
+        let idle = (interests.is_empty() && !registry.closed).then_some(tx);
+        drop(registry);
+        TaskWatch {
+            rx,
+            _idle: idle,
+            dropped,
+            id,
+            interests,
+            watchers: Arc::downgrade(self),
+        }
+    }
+
+    fn deliver(&self, event: Result<TaskEvent, EventError>) {
+        let registry = self.lock();
+        match &event {
+            Ok(e) => {
+                let key = e.key();
+                // The owner's watches, then the task's (a watch holds one interest or the
+                // other, never both, so none hears an event twice).
+                let owner = registry.by_owner.get(&key.owner);
+                let task = registry.by_task.get(key);
+                for entry in owner.into_iter().chain(task).flatten() {
+                    entry.deliver(event.clone());
+                }
+            }
+            Err(_) => {
+                for entry in registry.all() {
+                    entry.deliver(event.clone());
+                }
+            }
+        }
+    }
+
+    /// The router ended: every watch is told, and new ones start closed.
+    fn close(&self) {
+        let mut registry = self.lock();
+        registry.closed = true;
+        registry.by_task.clear();
+        registry.by_owner.clear();
+    }
+}
+
+async fn route(watchers: Weak<Watchers>, mut feed: EventStream) {
+    loop {
+        let event = feed.recv().await;
+        let Some(live) = watchers.upgrade() else {
+            return;
+        };
+        if event == Err(EventError::Closed) {
+            live.close();
+            return;
+        }
+        live.deliver(event);
+    }
+}
+
+/// What a watch hears: the events of its tasks, [`EventError::Lagged`] when some were
+/// lost (re-read what you watch), [`EventError::Closed`] when the feed ended.
+/// Unregisters itself when dropped.
+#[derive(Debug)]
+pub(crate) struct TaskWatch {
+    rx: mpsc::Receiver<Result<TaskEvent, EventError>>,
+    /// The sender of a watch of nothing, kept so that its receiver never ends.
+    _idle: Option<mpsc::Sender<Result<TaskEvent, EventError>>>,
+    dropped: Arc<AtomicU64>,
+    id: u64,
+    interests: Vec<Interest>,
+    watchers: Weak<Watchers>,
+}
+
+impl TaskWatch {
+    /// The next event of a watched task.
+    pub(crate) async fn recv(&mut self) -> Result<TaskEvent, EventError> {
+        // Events queued before a loss come first; then the loss; then waiting (nothing is
+        // dropped while the queue has room, so an empty queue has lost nothing since).
+        if let Ok(event) = self.rx.try_recv() {
+            return event;
+        }
+        let dropped = self.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            return Err(EventError::Lagged(dropped));
+        }
+        self.rx.recv().await.unwrap_or(Err(EventError::Closed))
+    }
+}
+
+impl Drop for TaskWatch {
+    fn drop(&mut self) {
+        let Some(watchers) = self.watchers.upgrade() else {
+            return;
+        };
+        let mut registry = watchers.lock();
+        for interest in &self.interests {
+            if let Some(entries) = registry.entries(interest) {
+                entries.retain(|e| e.id != self.id);
+                if entries.is_empty() {
+                    registry.remove(interest);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tasks_protocol::tasks::TaskStatus;
+    use tokio::sync::broadcast;
+
+    fn key(owner: &str, id: &str) -> TaskKey {
+        TaskKey {
+            owner: Owner::new(owner),
+            id: mcp_tasks::TaskId::from_wire(id),
+        }
+    }
+
+    fn changed(owner: &str, id: &str) -> TaskEvent {
+        TaskEvent::Changed {
+            key: key(owner, id),
+            status: TaskStatus::Working,
+            revision: 1,
+            queued: false,
+        }
+    }
+
+    fn started() -> (broadcast::Sender<TaskEvent>, Arc<Watchers>) {
+        let (tx, rx) = broadcast::channel(16);
+        let watchers = Arc::new(Watchers::default());
+        Watchers::route(&watchers, EventStream::new(rx));
+        (tx, watchers)
+    }
+
+    #[tokio::test]
+    async fn a_watch_hears_its_tasks_and_its_owner_only() {
+        let (tx, watchers) = started();
+        let mut task = watchers.tasks([key("alice", "t1")]);
+        let mut owner = watchers.owner(Owner::new("bob"));
+        for event in [
+            changed("alice", "t2"),
+            changed("bob", "t3"),
+            changed("alice", "t1"),
+        ] {
+            assert!(tx.send(event).is_ok(), "the router's subscription is open");
+        }
+        assert_eq!(task.recv().await, Ok(changed("alice", "t1")));
+        assert_eq!(owner.recv().await, Ok(changed("bob", "t3")));
+        drop(tx);
+        assert_eq!(task.recv().await, Err(EventError::Closed));
+        assert_eq!(owner.recv().await, Err(EventError::Closed));
+        // Made after the feed ended: closed at once.
+        assert_eq!(
+            watchers.owner(Owner::new("bob")).recv().await,
+            Err(EventError::Closed)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_watch_of_nothing_waits() {
+        let (_tx, watchers) = started();
+        let mut nothing = watchers.tasks([]);
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(20), nothing.recv());
+        assert!(waited.await.is_err(), "a watch of nothing heard something");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_is_heard_as_a_lag_after_what_it_holds() {
+        let watchers = Arc::new(Watchers::default());
+        let mut watch = watchers.tasks([key("alice", "t1")]);
+        for _ in 0..QUEUE + 3 {
+            watchers.deliver(Ok(changed("alice", "t1")));
+        }
+        for _ in 0..QUEUE {
+            assert_eq!(watch.recv().await, Ok(changed("alice", "t1")));
+        }
+        assert_eq!(watch.recv().await, Err(EventError::Lagged(3)));
+        watchers.deliver(Ok(changed("alice", "t1")));
+        assert_eq!(watch.recv().await, Ok(changed("alice", "t1")));
+    }
+
+    #[tokio::test]
+    async fn a_feed_lag_reaches_every_watch_and_a_dropped_watch_leaves_the_registry() {
+        let watchers = Arc::new(Watchers::default());
+        let mut a = watchers.tasks([key("alice", "t1"), key("alice", "t2")]);
+        let b = watchers.owner(Owner::new("bob"));
+        watchers.deliver(Err(EventError::Lagged(7)));
+        assert_eq!(a.recv().await, Err(EventError::Lagged(7)));
+        drop(b);
+        assert_eq!(watchers.lock().by_task.len(), 2);
+        assert!(watchers.lock().by_owner.is_empty());
+        drop(a);
+        assert!(watchers.lock().by_task.is_empty());
+    }
+}
