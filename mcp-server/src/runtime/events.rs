@@ -1,6 +1,7 @@
 //! The store's events carried to the tools running on this node: an input answer wakes
 //! its tool, a cancel request or a terminal write elsewhere stops it, a task made
 //! claimable wakes the worker loop; after a lag, every task running here is read again.
+//! Each event is also handed to the watches of its task and owner (`watch.rs`).
 //!
 //! **Invariant.** The pump only signals (wakes, cancels, notifies) and never waits on the
 //! store: what needs a read (after a lag) runs off it, so the feed keeps draining.
@@ -12,14 +13,16 @@ use mcp_tasks::{EventError, StoreError, TaskEvent, TaskKey};
 use super::inner::Inner;
 
 impl Inner {
-    /// Carries store events to the tools running here.
+    /// Carries store events to the tools running here, and to whoever watches their
+    /// tasks (`watch.rs`); when it ends, every watch is closed.
     pub(super) async fn pump_events(self: Arc<Self>) {
         let mut events = self.store.events();
         loop {
             let event = tokio::select! {
-                _ = self.stopping.cancelled() => return,
+                _ = self.stopping.cancelled() => break,
                 e = events.recv() => e,
             };
+            self.watchers.deliver(&event);
             match event {
                 Ok(TaskEvent::InputResponded { key, .. }) => {
                     if let Some(r) = self.running().get(&key.id) {
@@ -57,9 +60,10 @@ impl Inner {
                     // must keep draining the feed).
                     tokio::spawn(Arc::clone(&self).recheck_running());
                 }
-                Err(EventError::Closed) => return,
+                Err(EventError::Closed) => break,
             }
         }
+        self.watchers.close();
     }
 
     /// Re-reads every task running here and stops those that were finished, asked to

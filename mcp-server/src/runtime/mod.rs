@@ -84,7 +84,6 @@ impl TaskRuntime {
             inner: Arc::new(Inner::new(store, config)),
         };
         tokio::spawn(Arc::clone(&runtime.inner).pump_events());
-        watch::Watchers::route(&runtime.inner.watchers, runtime.inner.store.events());
         tokio::spawn(Arc::clone(&runtime.inner).sweep_loop());
         crate::telemetry::count_live(&runtime.inner.store, &runtime.inner.stopping);
         runtime

@@ -4,27 +4,28 @@
 //!
 //! Each of them used to hold its own subscription to the store's feed, so every change
 //! to any task woke every open stream, which then threw the event away: with 50 listen
-//! streams open, one task's change cost 50 wake-ups. Here one router reads the feed and
-//! hands each event only to the watches of its task and of its owner.
+//! streams open, one task's change cost 50 wake-ups. Here the runtime's event pump
+//! (`events.rs`), which reads the feed anyway, hands each event only to the watches of
+//! its task and of its owner.
 //!
 //! **Invariants.**
 //! - A watch is registered when it is made (under the registry's lock), before its maker
 //!   reads the store: a change written after that read is routed to it, a change written
 //!   before is in what the read saw. So "subscribe, then read" stays lossless.
 //! - A watch loses events, never the news that it lost some: when its queue is full, or
-//!   the router's own subscription lagged, its next receive after the events still queued
+//!   the pump's own subscription lagged, its next receive after the events still queued
 //!   is [`EventError::Lagged`], and its holder re-reads what it watches (as with a
 //!   subscription of its own).
-//! - The router never waits on anything but the feed: delivering is a `try_send`.
-//! - The router outlives the runtime's shutdown (watches serve clients while running tasks
-//!   drain); it ends when the feed closes or every handle on the registry is gone, and
-//!   then each watch receives [`EventError::Closed`].
+//! - Delivering never waits: it is a `try_send` under a lock held for no `.await`.
+//! - When the pump ends (the feed closed, or the runtime stopped at the end of shutdown,
+//!   after listen streams and session watchers have ended), every watch, and every watch
+//!   made afterwards, receives [`EventError::Closed`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use mcp_tasks::{EventError, EventStream, Owner, TaskEvent, TaskKey};
+use mcp_tasks::{EventError, Owner, TaskEvent, TaskKey};
 use tokio::sync::mpsc;
 
 /// Events a watch may hold before it is told it lagged.
@@ -60,7 +61,7 @@ struct Registry {
     by_task: HashMap<TaskKey, Vec<Entry>>,
     by_owner: HashMap<Owner, Vec<Entry>>,
     next_id: u64,
-    /// The router ended: no watch will hear anything again.
+    /// The pump ended: no watch will hear anything again.
     closed: bool,
 }
 
@@ -98,11 +99,6 @@ impl Watchers {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts routing `feed` to the watches of `watchers`, on the current tokio runtime.
-    pub(crate) fn route(watchers: &Arc<Watchers>, feed: EventStream) {
-        tokio::spawn(route(Arc::downgrade(watchers), feed));
-    }
-
     /// A watch of each of `keys`.
     pub(crate) fn tasks(self: &Arc<Self>, keys: impl IntoIterator<Item = TaskKey>) -> TaskWatch {
         self.watch(keys.into_iter().map(Interest::Task).collect())
@@ -134,7 +130,7 @@ impl Watchers {
             }
         }
         // A watch of nothing keeps its own sender, so it waits (hearing nothing) instead
-        // of reading `Closed`; with the router ended, `tx` goes here and the watch reads
+        // of reading `Closed`; with the pump ended, `tx` goes here and the watch reads
         // `Closed` at once.
         let idle = (interests.is_empty() && !registry.closed).then_some(tx);
         drop(registry);
@@ -148,9 +144,10 @@ impl Watchers {
         }
     }
 
-    fn deliver(&self, event: Result<TaskEvent, EventError>) {
+    /// Hands `event` to the watches it concerns (a lag or the end: to every watch).
+    pub(super) fn deliver(&self, event: &Result<TaskEvent, EventError>) {
         let registry = self.lock();
-        match &event {
+        match event {
             Ok(e) => {
                 let key = e.key();
                 // The owner's watches, then the task's (a watch holds one interest or the
@@ -169,26 +166,12 @@ impl Watchers {
         }
     }
 
-    /// The router ended: every watch is told, and new ones start closed.
-    fn close(&self) {
+    /// The pump ended: every watch is told, and new ones start closed.
+    pub(super) fn close(&self) {
         let mut registry = self.lock();
         registry.closed = true;
         registry.by_task.clear();
         registry.by_owner.clear();
-    }
-}
-
-async fn route(watchers: Weak<Watchers>, mut feed: EventStream) {
-    loop {
-        let event = feed.recv().await;
-        let Some(live) = watchers.upgrade() else {
-            return;
-        };
-        if event == Err(EventError::Closed) {
-            live.close();
-            return;
-        }
-        live.deliver(event);
     }
 }
 
@@ -243,7 +226,6 @@ impl Drop for TaskWatch {
 mod tests {
     use super::*;
     use mcp_tasks_protocol::tasks::TaskStatus;
-    use tokio::sync::broadcast;
 
     fn key(owner: &str, id: &str) -> TaskKey {
         TaskKey {
@@ -261,16 +243,9 @@ mod tests {
         }
     }
 
-    fn started() -> (broadcast::Sender<TaskEvent>, Arc<Watchers>) {
-        let (tx, rx) = broadcast::channel(16);
-        let watchers = Arc::new(Watchers::default());
-        Watchers::route(&watchers, EventStream::new(rx));
-        (tx, watchers)
-    }
-
     #[tokio::test]
     async fn a_watch_hears_its_tasks_and_its_owner_only() {
-        let (tx, watchers) = started();
+        let watchers = Arc::new(Watchers::default());
         let mut task = watchers.tasks([key("alice", "t1")]);
         let mut owner = watchers.owner(Owner::new("bob"));
         for event in [
@@ -278,14 +253,14 @@ mod tests {
             changed("bob", "t3"),
             changed("alice", "t1"),
         ] {
-            assert!(tx.send(event).is_ok(), "the router's subscription is open");
+            watchers.deliver(&Ok(event));
         }
         assert_eq!(task.recv().await, Ok(changed("alice", "t1")));
         assert_eq!(owner.recv().await, Ok(changed("bob", "t3")));
-        drop(tx);
+        watchers.close();
         assert_eq!(task.recv().await, Err(EventError::Closed));
         assert_eq!(owner.recv().await, Err(EventError::Closed));
-        // Made after the feed ended: closed at once.
+        // Made after the pump ended: closed at once.
         assert_eq!(
             watchers.owner(Owner::new("bob")).recv().await,
             Err(EventError::Closed)
@@ -294,7 +269,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_watch_of_nothing_waits() {
-        let (_tx, watchers) = started();
+        let watchers = Arc::new(Watchers::default());
         let mut nothing = watchers.tasks([]);
         let waited = tokio::time::timeout(std::time::Duration::from_millis(20), nothing.recv());
         assert!(waited.await.is_err(), "a watch of nothing heard something");
@@ -305,13 +280,13 @@ mod tests {
         let watchers = Arc::new(Watchers::default());
         let mut watch = watchers.tasks([key("alice", "t1")]);
         for _ in 0..QUEUE + 3 {
-            watchers.deliver(Ok(changed("alice", "t1")));
+            watchers.deliver(&Ok(changed("alice", "t1")));
         }
         for _ in 0..QUEUE {
             assert_eq!(watch.recv().await, Ok(changed("alice", "t1")));
         }
         assert_eq!(watch.recv().await, Err(EventError::Lagged(3)));
-        watchers.deliver(Ok(changed("alice", "t1")));
+        watchers.deliver(&Ok(changed("alice", "t1")));
         assert_eq!(watch.recv().await, Ok(changed("alice", "t1")));
     }
 
@@ -320,7 +295,7 @@ mod tests {
         let watchers = Arc::new(Watchers::default());
         let mut a = watchers.tasks([key("alice", "t1"), key("alice", "t2")]);
         let b = watchers.owner(Owner::new("bob"));
-        watchers.deliver(Err(EventError::Lagged(7)));
+        watchers.deliver(&Err(EventError::Lagged(7)));
         assert_eq!(a.recv().await, Err(EventError::Lagged(7)));
         drop(b);
         assert_eq!(watchers.lock().by_task.len(), 2);
