@@ -14,5 +14,5 @@ async fn reply(_body: Bytes) -> impl IntoResponse {
 /// Serves until the process is killed; prints the URL on stdout first.
 pub async fn serve(listener: tokio::net::TcpListener) -> Result<(), String> {
     let app = axum::Router::new().route("/mcp", axum::routing::post(reply));
-    crate::serve_axum(listener, app).await
+    crate::serving::serve_axum(listener, app).await
 }

@@ -18,12 +18,11 @@ mod load;
 mod memory;
 mod ours;
 mod rmcp_server;
+mod serving;
 mod tools;
 
-use std::io::Write;
 use std::net::SocketAddr;
 
-use axum::serve::ListenerExt;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
@@ -102,26 +101,6 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         tasks: usize,
     },
-}
-
-/// Prints the URL a server listens on (the orchestrator reads this line).
-pub fn announce(url: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "listening on {url}");
-    let _ = out.flush();
-}
-
-/// Serves an axum app with TCP_NODELAY on every accepted socket.
-pub async fn serve_axum(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-) -> Result<(), String> {
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    announce(&format!("http://{addr}/mcp"));
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await.map_err(|e| e.to_string())
 }
 
 fn main() -> std::process::ExitCode {

@@ -131,7 +131,7 @@ pub async fn serve(
         .map_err(|e| e.to_string())?;
     let server = build(store, clients, role, deadline, up_front)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    crate::announce(&format!("http://{addr}/mcp"));
+    crate::serving::announce(&format!("http://{addr}/mcp"));
     mcp_tasks_server::http::serve(
         &server,
         listener,

@@ -127,5 +127,5 @@ pub async fn serve(listener: tokio::net::TcpListener) -> Result<(), String> {
     let service: StreamableHttpService<Bench, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
     let app = axum::Router::new().nest_service("/mcp", service);
-    crate::serve_axum(listener, app).await
+    crate::serving::serve_axum(listener, app).await
 }

@@ -103,7 +103,6 @@ pub mod audit;
 pub mod auth;
 mod cache;
 mod call;
-pub mod console;
 mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
@@ -137,6 +136,8 @@ pub use features::{
     CompletionInput, CompletionValues, FEATURE_PAGE, FeatureDefError, MAX_COMPLETION_VALUES,
     PromptDef, PromptError, ResourceData, ResourceDef, ResourceError, ResourceTemplateDef,
 };
+/// The operator console (served by [`http`]).
+pub use http::console;
 pub use mcp_tasks::Delivery;
 pub use revision::{Caller, RequestDeclarations, RequestMetaLayer};
 pub use runtime::{

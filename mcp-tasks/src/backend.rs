@@ -127,7 +127,7 @@ impl IntoIterator for Events {
 ///     [`StoreError::Unsupported`]). [`operator_list_tasks`](Self::operator_list_tasks):
 ///     the visible tasks of any owner matching `filter` whose `(created_at, id)` comes
 ///     before `before`, newest first, at most `limit` (at least 1); `next_cursor` is
-///     [`cursor::encode_operator`](crate::cursor::encode_operator) of the page's last
+///     [`OperatorFilter::cursor`](crate::OperatorFilter::cursor) of the page's last
 ///     position when more may follow. It reads the tasks through an index in creation
 ///     order, never every task. [`operator_read_task`](Self::operator_read_task): any
 ///     owner's visible task. [`operator_count_tasks`](Self::operator_count_tasks): the

@@ -369,9 +369,7 @@ impl<B: Backend> TaskStore for B {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<OperatorPage, StoreError> {
-        let before = cursor
-            .map(|c| cursor::decode_operator(filter, c))
-            .transpose()?;
+        let before = cursor.map(|c| filter.decode_cursor(c)).transpose()?;
         self.operator_list_tasks(filter, before, limit.max(1)).await
     }
 

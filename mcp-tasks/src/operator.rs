@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use mcp_tasks_protocol::tasks::TaskStatus;
 
-use crate::record::{Millis, Owner, TaskRecord};
+use crate::error::StoreError;
+use crate::record::{Millis, Owner, TaskId, TaskRecord};
 
 /// Which tasks an operator listing returns: every field set must match (an empty filter
 /// lists every task of every owner).
@@ -44,9 +45,22 @@ impl OperatorFilter {
                 .is_none_or(|h| rec.lease.as_ref().is_some_and(|l| l.holder == h))
     }
 
+    /// The cursor of the position before `(created_at, id)` in a newest-first listing
+    /// with this filter: what a backend's page returns as `next_cursor`.
+    pub fn cursor(&self, created_at: Millis, id: &TaskId) -> String {
+        crate::cursor::encode_keyed(self.fingerprint(), created_at, id)
+    }
+
+    /// The position a cursor made by [`cursor`](Self::cursor) with the same filter holds;
+    /// anything else (an owner listing's cursor, another filter's, garbage) is
+    /// [`StoreError::InvalidCursor`].
+    pub fn decode_cursor(&self, cursor: &str) -> Result<(Millis, TaskId), StoreError> {
+        crate::cursor::decode_keyed(self.fingerprint(), cursor)
+    }
+
     /// A stable digest of the filter (the same in every process and build), carried by
     /// its cursors so that a cursor is refused with another filter.
-    pub(crate) fn fingerprint(&self) -> u64 {
+    fn fingerprint(&self) -> u64 {
         let mut h = Fnv::default();
         h.field(self.status.map(TaskStatus::as_str));
         h.field(self.tool.as_deref());
@@ -108,8 +122,7 @@ impl OperatorPage {
         let more = rows.len() > limit;
         rows.truncate(limit);
         let next_cursor = if more {
-            rows.last()
-                .map(|t| crate::cursor::encode_operator(filter, t.created_at, &t.id))
+            rows.last().map(|t| filter.cursor(t.created_at, &t.id))
         } else {
             None
         };
@@ -181,4 +194,33 @@ pub(crate) fn parse_status(name: &str) -> Option<TaskStatus> {
     ]
     .into_iter()
     .find(|s| s.as_str() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_cursor_is_bound_to_its_filter() {
+        let id = TaskId::random().expect("rng");
+        let all = OperatorFilter::default();
+        let mine = OperatorFilter {
+            tool: Some("slow".into()),
+            ..OperatorFilter::default()
+        };
+        let c = mine.cursor(42, &id);
+        assert_eq!(mine.decode_cursor(&c).expect("valid"), (42, id.clone()));
+        for (filter, bad) in [
+            (&all, c.clone()),
+            (&mine, crate::cursor::encode(42, &id)),
+            (&mine, c.replacen("o1.", "o2.", 1)),
+            (&mine, format!("{c}0")),
+        ] {
+            assert!(
+                matches!(filter.decode_cursor(&bad), Err(StoreError::InvalidCursor)),
+                "{bad}"
+            );
+        }
+        assert!(crate::cursor::decode(&c).is_err());
+    }
 }

@@ -122,7 +122,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Schema { check } => schema(check),
         Cmd::Test { rest } => test(&rest),
-        Cmd::Standalone => standalone::standalone(),
+        Cmd::Standalone => standalone::standalone(&workspace_root()),
         Cmd::Fuzz { seconds } => fuzz(seconds),
         Cmd::Bench {
             seconds,

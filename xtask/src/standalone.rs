@@ -6,9 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::workspace_root;
-
-/// `cargo xtask standalone`: a clone of HEAD in an empty temporary folder (no `../shared`
+/// `cargo xtask standalone`: a clone of HEAD of the workspace at `root` in an empty temporary folder (no `../shared`
 /// beside it) runs the test command outside CI, with the official schemas of its own
 /// `spec/` (no `MCP_SPEC_DIR`). It builds into a folder of its own inside the target
 /// folder (`$CARGO_TARGET_DIR`, else `target/`), `standalone-<pid>-<time>`, removed when
@@ -16,8 +14,8 @@ use crate::workspace_root;
 /// workspace root, so the clone's crates have the same artifact names as this checkout's
 /// and sharing the folder itself would swap its binaries (`target/debug/demo`, ...) for the
 /// clone's under whoever else is building or testing there.
-pub fn standalone() -> Result<(), String> {
-    let root = workspace_root();
+pub fn standalone(root: &Path) -> Result<(), String> {
+    let root = root.to_path_buf();
     let salt = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

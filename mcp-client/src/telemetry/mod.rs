@@ -41,7 +41,7 @@ pub(crate) fn outgoing(
 
 /// Records on a request's span that it failed.
 #[inline]
-pub(crate) fn failed(span: &tracing::Span, error: &crate::ClientError) {
+pub(crate) fn failed(span: &tracing::Span, error: &crate::error::ClientError) {
     #[cfg(feature = "otel")]
     traced::failed(span, error);
     let _ = (span, error);
@@ -57,7 +57,7 @@ mod traced {
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
     use super::TARGET;
-    use crate::ClientError;
+    use crate::error::ClientError;
 
     fn text(raw: Option<&RawValue>) -> Option<String> {
         serde_json::from_str::<String>(raw?.get()).ok()

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Authenticator;
-use crate::console::ConsoleConfig;
 
 /// Decides who is calling (see [`crate::auth`]).
 pub type PrincipalHook = Arc<dyn Authenticator>;
@@ -216,6 +215,114 @@ impl OriginPolicy {
     }
 }
 
+// The operator console's settings (`console/`): who may use it.
+
+/// The console's settings: who may use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleConfig {
+    /// Who may use the console.
+    pub access: ConsoleAccess,
+}
+
+/// Who may use the console.
+#[derive(Clone, PartialEq, Eq)]
+pub enum ConsoleAccess {
+    /// HTTP Basic authentication (RFC 7617) with these credentials, read from the
+    /// `Authorization` header only and compared in constant time. The operator named in
+    /// the audit trail is `user`. Basic credentials travel in clear text: only behind TLS
+    /// or on a loopback address. A `user` holding `:` can never log in (RFC 7617).
+    Basic {
+        /// The user name.
+        user: String,
+        /// The password.
+        password: String,
+    },
+    /// The server's authenticator ([`HttpConfig::principal`](crate::http::HttpConfig::principal), OAuth) must accept the
+    /// caller's bearer token, and its identity must hold this scope. The operator named
+    /// in the audit trail is its principal. Without an authenticator nobody gets in.
+    Scope(String),
+}
+
+impl std::fmt::Debug for ConsoleAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // Never the password.
+            ConsoleAccess::Basic { user, .. } => f
+                .debug_struct("Basic")
+                .field("user", user)
+                .field("password", &"<redacted>")
+                .finish(),
+            ConsoleAccess::Scope(scope) => f.debug_tuple("Scope").field(scope).finish(),
+        }
+    }
+}
+
+/// Why console settings were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConsoleConfigError {
+    /// `USER:PASSWORD` without the colon.
+    #[error("expected USER:PASSWORD")]
+    NoColon,
+    /// An empty user name.
+    #[error("the console user name is empty")]
+    EmptyUser,
+    /// A user name holding `:`, which Basic authentication cannot carry (RFC 7617).
+    #[error("the console user name holds a colon")]
+    UserWithColon,
+    /// An empty password.
+    #[error("the console password is empty")]
+    EmptyPassword,
+    /// An empty scope, or one with a space or another character a scope cannot hold.
+    #[error("not an OAuth scope: {0:?}")]
+    BadScope(String),
+}
+
+impl ConsoleConfig {
+    /// Basic authentication with `user` and `password`, both non-empty (a colon in the
+    /// user name is refused as an empty password would be: it could never log in).
+    pub fn basic(
+        user: impl Into<String>,
+        password: impl Into<String>,
+    ) -> Result<ConsoleConfig, ConsoleConfigError> {
+        let (user, password) = (user.into(), password.into());
+        if user.is_empty() {
+            return Err(ConsoleConfigError::EmptyUser);
+        }
+        if user.contains(':') {
+            return Err(ConsoleConfigError::UserWithColon);
+        }
+        if password.is_empty() {
+            return Err(ConsoleConfigError::EmptyPassword);
+        }
+        Ok(ConsoleConfig {
+            access: ConsoleAccess::Basic { user, password },
+        })
+    }
+
+    /// Basic authentication from `USER:PASSWORD` (split at the first colon; the password
+    /// may hold more), as a command line gives it.
+    pub fn parse_basic(pair: &str) -> Result<ConsoleConfig, ConsoleConfigError> {
+        let (user, password) = pair.split_once(':').ok_or(ConsoleConfigError::NoColon)?;
+        ConsoleConfig::basic(user, password)
+    }
+
+    /// OAuth: callers whose token the server's authenticator accepts and that hold
+    /// `scope` (RFC 6749 scope-token characters, no space).
+    pub fn scope(scope: impl Into<String>) -> Result<ConsoleConfig, ConsoleConfigError> {
+        let scope = scope.into();
+        let valid = !scope.is_empty()
+            && scope
+                .bytes()
+                .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+        if !valid {
+            return Err(ConsoleConfigError::BadScope(scope));
+        }
+        Ok(ConsoleConfig {
+            access: ConsoleAccess::Scope(scope),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +364,54 @@ mod tests {
             "console",
         ] {
             assert!(shown.contains(field), "{shown}");
+        }
+    }
+
+    #[test]
+    fn debug_never_shows_the_password() {
+        let config = ConsoleConfig::basic("admin", "hunter2").expect("valid");
+        let shown = format!("{config:?}");
+        assert!(
+            shown.contains("admin") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        let http = HttpConfig {
+            console: Some(config),
+            ..HttpConfig::default()
+        };
+        assert!(!format!("{http:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn credentials_and_scopes_are_checked_when_made() {
+        assert_eq!(
+            ConsoleConfig::parse_basic("admin:pa:ss"),
+            Ok(ConsoleConfig {
+                access: ConsoleAccess::Basic {
+                    user: "admin".into(),
+                    password: "pa:ss".into()
+                }
+            })
+        );
+        assert_eq!(
+            ConsoleConfig::parse_basic("admin"),
+            Err(ConsoleConfigError::NoColon)
+        );
+        assert_eq!(
+            ConsoleConfig::parse_basic(":pw"),
+            Err(ConsoleConfigError::EmptyUser)
+        );
+        assert_eq!(
+            ConsoleConfig::parse_basic("admin:"),
+            Err(ConsoleConfigError::EmptyPassword)
+        );
+        assert_eq!(
+            ConsoleConfig::basic("a:b", "c"),
+            Err(ConsoleConfigError::UserWithColon)
+        );
+        assert!(ConsoleConfig::scope("console:admin").is_ok());
+        for bad in ["", "two words", "quote\"", "back\\slash"] {
+            assert!(ConsoleConfig::scope(bad).is_err(), "{bad:?}");
         }
     }
 }

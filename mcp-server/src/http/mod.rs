@@ -23,6 +23,8 @@
 //! and at that path followed by the endpoint's path.
 
 mod config;
+pub mod console;
+mod gate;
 mod headers;
 mod post;
 mod reply;
@@ -30,6 +32,7 @@ mod resume;
 mod sessions;
 
 pub use config::{HostPolicy, HttpConfig, OriginPolicy, PrincipalHook};
+use gate::{header_str, origin_refusal, refusal_headers, sse_for};
 
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -40,7 +43,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
@@ -228,7 +231,7 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
     // The operator console, when turned on: behind its own access layer (which runs
     // the same Host/Origin check), never behind the MCP endpoint's guard.
     let router = match &app.config.console {
-        Some(console) => crate::console::mount(router, &app.state, &app.config, console),
+        Some(console) => console::mount(router, &app.state, &app.config, console),
         None => router,
     };
     router.with_state(app)
@@ -245,26 +248,6 @@ fn refusal_response(refusal: &Refusal, id: Option<RequestId>) -> Response {
     );
     refusal_headers(refusal, response.headers_mut());
     response
-}
-
-/// The headers of a refusal: `WWW-Authenticate`, `Retry-After`, `DPoP-Nonce`.
-pub(crate) fn refusal_headers(refusal: &Refusal, headers: &mut HeaderMap) {
-    if let Some(challenge) = &refusal.www_authenticate
-        && let Ok(value) = HeaderValue::from_str(challenge)
-    {
-        headers.insert(header::WWW_AUTHENTICATE, value);
-    }
-    if let Some(after) = refusal.retry_after {
-        headers.insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(after.as_secs().max(1)),
-        );
-    }
-    if let Some(nonce) = &refusal.dpop_nonce
-        && let Ok(value) = HeaderValue::from_str(nonce)
-    {
-        headers.insert("dpop-nonce", value);
-    }
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
@@ -336,21 +319,6 @@ fn sse(
     sse_for(app.config.sse_max_lifetime, stream)
 }
 
-/// An event stream with keep-alives, ended after `lifetime` (`None`: never).
-pub(crate) fn sse_for(
-    lifetime: Option<Duration>,
-    stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
-) -> Response {
-    use futures::StreamExt;
-    let end: futures::future::BoxFuture<'static, ()> = match lifetime {
-        Some(lifetime) => Box::pin(tokio::time::sleep(lifetime)),
-        None => Box::pin(futures::future::pending()),
-    };
-    Sse::new(stream.take_until(end))
-        .keep_alive(KeepAlive::default())
-        .into_response()
-}
-
 /// `Host` against [`HttpConfig::allowed_hosts`], then `Origin` against
 /// [`HttpConfig::allowed_origins`]: 403 when either is not allowed.
 fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
@@ -361,31 +329,6 @@ fn check_origin(app: &App, headers: &HeaderMap) -> Option<Response> {
         error_codes::INVALID_REQUEST,
         message,
     ))
-}
-
-/// Why `config` refuses a request's `Host` (DNS rebinding), if it does.
-pub(crate) fn host_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option<String> {
-    let host = header_str(headers, header::HOST.as_str());
-    if config.allowed_hosts.allows(host) {
-        None
-    } else {
-        Some(format!("Host not allowed: {}", host.unwrap_or("(none)")))
-    }
-}
-
-/// Why `config` refuses a request with these headers (DNS rebinding, a foreign page):
-/// `Host` not in [`HttpConfig::allowed_hosts`], or `Origin` not in
-/// [`HttpConfig::allowed_origins`]. The one check of both, for the MCP endpoint and the
-/// console alike (each answers 403 in its own body).
-pub(crate) fn origin_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option<String> {
-    if let Some(refused) = host_refusal(config, headers) {
-        return Some(refused);
-    }
-    let origin = header_str(headers, header::ORIGIN.as_str())?;
-    if config.allowed_origins.allows(origin) {
-        return None;
-    }
-    Some(format!("Origin not allowed: {origin}"))
 }
 
 async fn not_allowed() -> Response {
@@ -453,10 +396,6 @@ fn json_response(status: StatusCode, body: String) -> Response {
         body,
     )
         .into_response()
-}
-
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// What the client accepts: (JSON, SSE).

@@ -11,7 +11,6 @@ use std::ops::Bound;
 use mcp_tasks_protocol::tasks::TaskStatus;
 
 use super::key::Pos;
-use crate::cursor;
 use crate::operator::{OperatorFilter, TaskCounts};
 use crate::record::TaskRecord;
 
@@ -170,5 +169,5 @@ impl OperatorIndex {
 
 /// The cursor of a page that ends at `last`.
 pub(super) fn next_cursor(filter: &OperatorFilter, last: Option<Pos>) -> Option<String> {
-    last.map(|pos| cursor::encode_operator(filter, pos.at, &pos.id.task_id()))
+    last.map(|pos| filter.cursor(pos.at, &pos.id.task_id()))
 }

@@ -10,6 +10,9 @@ use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use serde::Serialize;
 use serde_json::Value;
 
+/// A page's greatest length.
+pub(super) const MAX_LIMIT: usize = 500;
+
 /// One task in a list or an event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

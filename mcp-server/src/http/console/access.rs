@@ -45,9 +45,9 @@ pub(super) async fn guard(
     let refused = if same_origin(headers) {
         // The console's own page: its origin is the host it was served from, whatever
         // `allowed_origins` lists for MCP clients (a proxy's public name, say).
-        crate::http::host_refusal(&console.http, headers)
+        crate::http::gate::host_refusal(&console.http, headers)
     } else {
-        crate::http::origin_refusal(&console.http, headers)
+        crate::http::gate::origin_refusal(&console.http, headers)
     };
     if let Some(message) = refused {
         return json_error(StatusCode::FORBIDDEN, &message);
@@ -220,7 +220,7 @@ async fn scoped(
 /// and headers, its message as the JSON error.
 fn refusal_response(refusal: &Refusal) -> Response {
     let mut response = json_error(refusal.status, &refusal.message);
-    crate::http::refusal_headers(refusal, response.headers_mut());
+    crate::http::gate::refusal_headers(refusal, response.headers_mut());
     response
 }
 

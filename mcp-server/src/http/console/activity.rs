@@ -18,9 +18,8 @@ use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::Serialize;
 
 use super::Console;
-use super::api::MAX_LIMIT;
 use super::error::ApiError;
-use super::views::duration_ms;
+use super::views::{MAX_LIMIT, duration_ms};
 
 /// How many minutes the activity covers.
 pub(super) const WINDOW_MINUTES: usize = 15;

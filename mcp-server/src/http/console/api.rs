@@ -16,13 +16,11 @@ use serde_json::{Map, Value};
 
 use super::access::Operator;
 use super::error::ApiError;
-use super::views::{TaskDetail, TaskSummary};
+use super::views::{MAX_LIMIT, TaskDetail, TaskSummary};
 use super::{Console, activity, events};
 
 /// A page's default length.
 pub(super) const DEFAULT_LIMIT: usize = 50;
-/// A page's greatest length.
-pub(super) const MAX_LIMIT: usize = 500;
 
 /// The API's routes, at their full paths.
 pub(super) fn routes() -> Router<Arc<Console>> {

@@ -39,7 +39,7 @@ pub(super) async fn handle(State(console): State<Arc<Console>>) -> Response {
         Some((Ok::<Event, Infallible>(event), feed))
     })
     .take_until(console.shutdown.clone().cancelled_owned());
-    crate::http::sse_for(console.http.sse_max_lifetime, stream)
+    crate::http::gate::sse_for(console.http.sse_max_lifetime, stream)
 }
 
 /// The store's feed, turned into console events.

@@ -1,0 +1,107 @@
+//! The operator console: every owner's tasks for the person running the server, never
+//! for an MCP peer. Served at `/console` by [`http::router`](crate::http::router) only
+//! when [`HttpConfig::console`](crate::http::HttpConfig::console) is set (off by default).
+//!
+//! Who may use it is [`ConsoleAccess`]: HTTP Basic credentials of its own, or an OAuth
+//! scope checked by the server's authenticator. Every `/console` path, the page and the
+//! API alike, and even a path that does not exist, first passes the access layer
+//! (`access.rs`): the MCP endpoint's `Host`/`Origin` check (against DNS rebinding), no
+//! credentials in the URL (an `access_token` query parameter is 400), the credential,
+//! and on `POST` the [`CSRF_HEADER`] (a header a cross-origin page cannot send without a
+//! preflight that never succeeds). Every response carries a strict
+//! `Content-Security-Policy`, `X-Content-Type-Options: nosniff`, `Referrer-Policy:
+//! no-referrer` and `Cache-Control: no-store`.
+//!
+//! The API, JSON in camelCase, errors as `{"error": "message"}`:
+//!
+//! | path | what |
+//! |---|---|
+//! | `GET /console/api/tasks` | a page of tasks, newest first, filtered (`status`, `tool`, `owner`, `node`, `createdFrom`, `createdBefore`; `cursor`, `limit` 1 to 500, default 50) |
+//! | `GET /console/api/tasks/{id}` | one task in full |
+//! | `POST /console/api/tasks/{id}/cancel` | asks the task's worker to stop, as `tasks/cancel` does for its owner; audited with the operator as actor |
+//! | `GET /console/api/counts` | tasks by status and by tool |
+//! | `GET /console/api/activity` | the last 15 minutes by the minute, and durations by tool |
+//! | `GET /console/api/events` | an event stream: `task` (a task changed, on any instance of a shared store), `resync` (events were missed) |
+//!
+//! A store without the operator's view (a third-party store written before contract rule
+//! 22) answers 501 naming the operation; a store out of reach, 503.
+//!
+//! Who may use it is set in `../config.rs` ([`ConsoleConfig`]). Modules: `access.rs` (the access layer and the security
+//! headers), `api.rs` (the handlers), `views.rs` (a task as the API shows it), `activity.rs` (the charts'
+//! numbers), `events.rs` (the event stream), `error.rs` (errors as JSON), `page.rs` (the
+//! page: `assets/index.html`, `console.js`, `console.css`, embedded).
+
+mod access;
+mod activity;
+mod api;
+mod error;
+mod events;
+mod page;
+mod views;
+
+pub use super::config::{ConsoleAccess, ConsoleConfig, ConsoleConfigError};
+
+use std::sync::Arc;
+
+use axum::Router;
+use mcp_tasks::TaskStore;
+
+use super::config::HttpConfig;
+
+/// Where the console is served.
+pub const CONSOLE_PATH: &str = "/console";
+
+/// The header every `POST` to the console must carry, with the value `1`.
+pub const CSRF_HEADER: &str = "x-console-csrf";
+
+/// What every console handler shares.
+struct Console {
+    store: Arc<dyn TaskStore>,
+    /// The HTTP settings: `Host`/`Origin` policies, the authenticator, stream lifetime.
+    http: HttpConfig,
+    access: ConsoleAccess,
+    /// The server's shutdown: event streams end with it.
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// `router` with the console mounted at [`CONSOLE_PATH`]: every path under it (and that
+/// path itself) goes to the console's own router, behind its access layer and security
+/// headers, whatever the path. Not mounted (an error logged) when the MCP endpoint's own
+/// path is under [`CONSOLE_PATH`].
+pub(crate) fn mount<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    state: &crate::state::State,
+    http: &HttpConfig,
+    config: &ConsoleConfig,
+) -> Router<S> {
+    let under = |p: &str| p == CONSOLE_PATH || p.starts_with(&format!("{CONSOLE_PATH}/"));
+    if under(&http.path) {
+        tracing::error!(
+            path = %http.path,
+            "the operator console is not served: the MCP endpoint's path is under {CONSOLE_PATH}"
+        );
+        return router;
+    }
+    let console = Arc::new(Console {
+        store: state.store_arc(),
+        shutdown: state.shutdown_token(),
+        http: http.clone(),
+        access: config.access.clone(),
+    });
+    let app = Router::new()
+        .merge(api::routes())
+        // The page: index.html and its assets, at their full paths.
+        .merge(page::routes())
+        .fallback(error::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&console),
+            access::guard,
+        ))
+        .layer(axum::middleware::map_response(access::security_headers))
+        .with_state(console)
+        .into_service::<axum::body::Body>();
+    router
+        .route_service(CONSOLE_PATH, app.clone())
+        .route_service(&format!("{CONSOLE_PATH}/"), app.clone())
+        .route_service(&format!("{CONSOLE_PATH}/{{*rest}}"), app)
+}
