@@ -28,8 +28,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use mcp_tasks::{EventError, Owner, TaskEvent, TaskKey};
 use tokio::sync::mpsc;
 
-/// Events a watch may hold before it is told it lagged.
-const QUEUE: usize = 256;
+/// Events a watch may hold before it is told it lagged: as many as a subscription of the
+/// store's own feed holds (the channel takes memory only for what it holds).
+const QUEUE: usize = mcp_tasks::EVENT_BUFFER;
 
 /// What a watch asked to hear about.
 #[derive(Debug)]
