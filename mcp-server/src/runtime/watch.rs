@@ -66,7 +66,7 @@ struct Registry {
     closed: bool,
 }
 
-/// Who watches which tasks; shared by the router and the watches.
+/// Who watches which tasks; shared by the runtime's event pump and the watches.
 #[derive(Debug, Default)]
 pub(crate) struct Watchers {
     registry: Mutex<Registry>,
@@ -100,8 +100,9 @@ impl Watchers {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A watch of each of `keys`.
+    /// A watch of each of `keys` (a key named twice is watched once).
     pub(crate) fn tasks(self: &Arc<Self>, keys: impl IntoIterator<Item = TaskKey>) -> TaskWatch {
+        let keys: std::collections::BTreeSet<TaskKey> = keys.into_iter().collect();
         self.watch(keys.into_iter().map(Interest::Task).collect())
     }
 
@@ -160,7 +161,9 @@ impl Watchers {
                 }
             }
             Err(_) => {
-                for entry in registry.all() {
+                // Once to each watch, however many tasks it watches.
+                let mut told = std::collections::HashSet::new();
+                for entry in registry.all().filter(|e| told.insert(e.id)) {
                     entry.deliver(event.clone());
                 }
             }
@@ -269,6 +272,17 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_task_named_twice_is_heard_once() {
+        let watchers = Arc::new(Watchers::default());
+        let mut watch = watchers.tasks([key("alice", "t1"), key("alice", "t1")]);
+        watchers.deliver(&Ok(changed("alice", "t1")));
+        watchers.deliver(&Ok(changed("alice", "t2")));
+        assert_eq!(watch.recv().await, Ok(changed("alice", "t1")));
+        let more = tokio::time::timeout(std::time::Duration::from_millis(20), watch.recv());
+        assert!(more.await.is_err(), "heard an event twice");
+    }
+
+    #[tokio::test]
     async fn a_watch_of_nothing_waits() {
         let watchers = Arc::new(Watchers::default());
         let mut nothing = watchers.tasks([]);
@@ -298,6 +312,9 @@ mod tests {
         let b = watchers.owner(Owner::new("bob"));
         watchers.deliver(&Err(EventError::Lagged(7)));
         assert_eq!(a.recv().await, Err(EventError::Lagged(7)));
+        // Once, though `a` watches two tasks.
+        watchers.deliver(&Ok(changed("alice", "t2")));
+        assert_eq!(a.recv().await, Ok(changed("alice", "t2")));
         drop(b);
         assert_eq!(watchers.lock().by_task.len(), 2);
         assert!(watchers.lock().by_owner.is_empty());
