@@ -25,6 +25,9 @@ import {
 
 const REQUEST_TIMEOUT_MS = 20_000;
 const RUN_TIMEOUT_MS = 120_000;
+// The longest the run waits for status notifications the server may hold back or send
+// only once the SDK reopened its stream.
+const STATUS_WAIT_MS = 15_000;
 const opts = { timeout: REQUEST_TIMEOUT_MS };
 
 const sdkVersion = JSON.parse(
@@ -387,7 +390,20 @@ async function main() {
   });
 
   await step('notifications/tasks/status', async (problems) => {
-    // Sent on the standalone GET stream (HTTP) or the connection (stdio).
+    // Sent on the standalone GET stream (HTTP) or the connection (stdio). A server may hold
+    // a status back until the client names its task (2x the poll interval at most), and
+    // after an instance was lost the SDK reopens its GET stream only after a delay: wait,
+    // bounded, for what those delays allow.
+    const later = () => (createdBeforePause === null ? [] : created.slice(createdBeforePause));
+    const arrived = () => {
+      const ours = statusNotifications.filter((n) => created.includes(n.taskId));
+      const afterPause = ours.filter((n) => later().includes(n.taskId));
+      return ours.length > 0 && (createdBeforePause === null || afterPause.length > 0);
+    };
+    const waitUntil = Date.now() + STATUS_WAIT_MS;
+    while (!arrived() && Date.now() < waitUntil) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const forCreated = statusNotifications.filter((n) => created.includes(n.taskId));
     check(forCreated.length > 0, 'at least one status notification for our tasks', problems);
     check(forCreated.every((n) => !n.meta?.[RELATED_TASK_META_KEY]), 'none carries related-task _meta', problems);
@@ -395,9 +411,8 @@ async function main() {
     if (createdBeforePause !== null) {
       // What happened after the pause reached the client as well (over HTTP through the
       // standalone stream, which may have had to be opened again meanwhile).
-      const later = created.slice(createdBeforePause);
-      afterPause = forCreated.filter((n) => later.includes(n.taskId)).length;
-      check(later.length > 0, 'tasks were created after the pause', problems);
+      afterPause = forCreated.filter((n) => later().includes(n.taskId)).length;
+      check(later().length > 0, 'tasks were created after the pause', problems);
       check(afterPause > 0, 'a status notification for a task created after the pause', problems);
     }
     return {
