@@ -71,29 +71,13 @@ pub(crate) fn audited<T, E: Into<ServerError>>(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use mcp_tasks_protocol::error_codes;
 
     use super::*;
 
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buffer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("buffer").extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// What `emit` writes at INFO.
     fn info_of(emit: impl FnOnce()) -> String {
-        let buffer = Buffer::default();
+        let buffer = crate::test_log::LogBuffer::default();
         let writer = buffer.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::INFO)
@@ -101,8 +85,7 @@ mod tests {
             .with_writer(move || writer.clone())
             .finish();
         tracing::subscriber::with_default(subscriber, emit);
-        let text = buffer.0.lock().expect("buffer").clone();
-        String::from_utf8(text).expect("UTF-8")
+        buffer.text()
     }
 
     /// What `record` writes at INFO.

@@ -122,6 +122,8 @@ mod state;
 pub mod stdio;
 pub mod store_url;
 pub mod telemetry;
+#[cfg(test)]
+mod test_log;
 mod tool;
 mod v2025;
 mod v2026;

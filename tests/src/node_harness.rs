@@ -195,33 +195,15 @@ impl Cluster {
     /// Sends a request for `method` to node `node` (an index into `urls`).
     pub async fn rpc(&self, node: usize, method: &str, params: Value) -> Reply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let message = request(id, method, params);
-        let mut post = self
-            .client
-            .post(&self.urls[node])
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        for (name, value) in crate::server_harness::standard_headers(&message) {
-            post = post.header(name, value);
-        }
-        let send = post.body(message.to_string()).send();
-        let response = tokio::time::timeout(WAIT, send)
-            .await
-            .unwrap_or_else(|_| panic!("{method} to node {node}: no reply in {WAIT:?}"))
-            .unwrap_or_else(|e| panic!("{method} to node {node}: {e}"));
-        let status = response.status();
-        let headers = response.headers().clone();
-        let text = tokio::time::timeout(WAIT, response.text())
-            .await
-            .expect("HTTP body in time")
-            .expect("HTTP body");
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Reply {
-            status,
-            headers,
-            body,
-            text,
-        }
+        let to = format!("{method} to node {node}");
+        post_request(
+            &self.client,
+            &self.urls[node],
+            None,
+            &to,
+            request(id, method, params),
+        )
+        .await
     }
 
     /// Calls tool `name` as a task on `node`; returns the task id.
@@ -285,6 +267,45 @@ impl Cluster {
     /// Polls until the task's status is `status`.
     pub async fn poll_status(&self, task_id: &str, status: &str, within: Duration) -> Value {
         self.poll(task_id, within, |t| t["status"] == status).await
+    }
+}
+
+/// POSTs the JSON-RPC `message` to `url` (bearing `token` if given) with the default and
+/// standard headers, waiting at most [`WAIT`]; `what` names it in a panic.
+pub async fn post_request(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    what: &str,
+    message: Value,
+) -> Reply {
+    let mut post = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(token) = token {
+        post = post.bearer_auth(token);
+    }
+    for (name, value) in crate::server_harness::standard_headers(&message) {
+        post = post.header(name, value);
+    }
+    let send = post.body(message.to_string()).send();
+    let response = tokio::time::timeout(WAIT, send)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no reply in {WAIT:?}"))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = tokio::time::timeout(WAIT, response.text())
+        .await
+        .expect("HTTP body in time")
+        .expect("HTTP body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Reply {
+        status,
+        headers,
+        body,
+        text,
     }
 }
 

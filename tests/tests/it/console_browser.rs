@@ -25,8 +25,8 @@ use base64::Engine as _;
 use mcp_tasks::Limits;
 use mcp_tasks::conformance::{Env, PostgresFactory, StoreFactory, report_skip};
 use mcp_tests::browser::{self, Browser};
-use mcp_tests::node_harness::Node;
-use mcp_tests::server_harness::{Reply, WAIT, call_params, request, standard_headers, task_params};
+use mcp_tests::node_harness::{Node, post_request};
+use mcp_tests::server_harness::{Reply, call_params, request, task_params};
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
@@ -48,33 +48,16 @@ fn required() -> bool {
 /// An MCP 2026-07-28 request to `url` as the owner holding `token`.
 async fn rpc(url: &str, token: &str, method: &str, params: Value) -> Reply {
     static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
-    let message = request(
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let client = reqwest::Client::new();
+    post_request(
+        &client,
+        url,
+        Some(token),
         method,
-        params,
-    );
-    let mut post = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (name, value) in standard_headers(&message) {
-        post = post.header(name, value);
-    }
-    let response = tokio::time::timeout(WAIT, post.body(message.to_string()).send())
-        .await
-        .unwrap_or_else(|_| panic!("{method}: no reply in {WAIT:?}"))
-        .unwrap_or_else(|e| panic!("{method}: {e}"));
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.expect("body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        body,
-        text,
-    }
+        request(id, method, params),
+    )
+    .await
 }
 
 /// Polls `tasks/get` as `owner` on `url` until the task's status passes `done`

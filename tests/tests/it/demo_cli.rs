@@ -26,19 +26,31 @@ async fn http_takes_a_host_name() {
     let _ = demo.start_kill();
 }
 
-#[tokio::test]
-async fn an_address_it_cannot_use_is_said_at_once() {
-    let out = tokio::time::timeout(
+/// Runs the demo with `args` until it exits (bounded by [`WAIT`]): how it exited.
+async fn run_to_exit(args: &[&str]) -> std::process::Output {
+    tokio::time::timeout(
         WAIT,
         tokio::process::Command::new(DEMO)
-            .args(["--http", "no-such-host.invalid:8000", "--store", "memory"])
+            .args(args)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output(),
     )
     .await
     .expect("exits in time")
-    .expect("runs");
+    .expect("runs")
+}
+
+/// Runs the demo with `args`, which must be a usage error (exit code 2): its stderr.
+async fn usage_error(args: &[&str]) -> String {
+    let out = run_to_exit(args).await;
+    assert_eq!(out.status.code(), Some(2), "{args:?}: a usage error");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn an_address_it_cannot_use_is_said_at_once() {
+    let out = run_to_exit(&["--http", "no-such-host.invalid:8000", "--store", "memory"]).await;
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -50,18 +62,8 @@ async fn an_address_it_cannot_use_is_said_at_once() {
 
 /// Runs the demo with `args` until it exits; its stderr.
 async fn refused(args: &[&str]) -> String {
-    let out = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new(DEMO)
-            .args(args)
-            .args(["--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("exits in time")
-    .expect("runs");
+    let args = [args, &["--http", "127.0.0.1:0"]].concat();
+    let out = run_to_exit(&args).await;
     assert!(!out.status.success(), "{args:?} started");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -97,34 +99,20 @@ async fn a_postgres_refusal_says_the_servers_message() {
 
 #[tokio::test]
 async fn bearer_and_oauth_issuer_cannot_be_combined() {
-    let out = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new(DEMO)
-            .args([
-                "--http",
-                "127.0.0.1:0",
-                "--store",
-                "memory",
-                "--bearer",
-                "alice:t0k",
-                "--oauth-issuer",
-                "http://127.0.0.1:1",
-            ])
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("exits in time")
-    .expect("runs");
-    assert_eq!(out.status.code(), Some(2), "a usage error");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = usage_error(&[
+        "--http",
+        "127.0.0.1:0",
+        "--store",
+        "memory",
+        "--bearer",
+        "alice:t0k",
+        "--oauth-issuer",
+        "http://127.0.0.1:1",
+    ])
+    .await;
     assert!(said.contains("cannot be used with"), "{said}");
 }
 
-/// `--oauth-issuer` against a real issuer: 401 naming the metadata, the metadata naming
-/// the demo's own URL as the resource, and a token for that audience with the required
-/// scope let in.
 #[tokio::test]
 async fn oauth_issuer_protects_the_demo() {
     let issuer = mcp_tests::issuer::TestIssuer::start().await;
@@ -330,20 +318,7 @@ async fn console_flags_are_checked() {
         (&["--console", "a:b", "--role", "worker"], "--role worker"),
         (&["--console", "a:b", "--stdio"], "cannot be used with"),
     ] {
-        let out = tokio::time::timeout(
-            WAIT,
-            tokio::process::Command::new(DEMO)
-                .args(["--store", "memory"])
-                .args(args)
-                .stdin(Stdio::null())
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("exits in time")
-        .expect("runs");
-        assert_eq!(out.status.code(), Some(2), "{args:?}: a usage error");
-        let said = String::from_utf8_lossy(&out.stderr);
+        let said = usage_error(&[&["--store", "memory"][..], args].concat()).await;
         assert!(said.contains(says), "{args:?}: {said}");
     }
 }

@@ -411,24 +411,6 @@ mod tests {
 
     use super::*;
 
-    /// What tracing writes, kept for the test to read.
-    #[derive(Clone, Default)]
-    struct Logged(Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Logged {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// An authorization server nobody answers for: the caller's 503 says what is out of
     /// reach and when to retry, nothing of the URLs or the network error, which are
     /// logged instead.
@@ -444,7 +426,7 @@ mod tests {
             ..OAuthConfig::new(format!("http://{dead}"), "http://127.0.0.1:9/mcp")
         })
         .expect("valid");
-        let logged = Logged::default();
+        let logged = crate::test_log::LogBuffer::default();
         let subscriber = tracing_subscriber::fmt()
             .with_writer({
                 let logged = logged.clone();
@@ -478,8 +460,7 @@ mod tests {
                 )
             );
         }
-        let log = String::from_utf8_lossy(&logged.0.lock().unwrap_or_else(|e| e.into_inner()))
-            .into_owned();
+        let log = logged.text();
         for needed in [
             "WARN",
             "keys are out of reach",
