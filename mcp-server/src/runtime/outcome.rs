@@ -6,7 +6,7 @@
 //! among the runtime's unwritten ones, until it lands, the task is gone, or shutdown gives
 //! it up.
 
-use mcp_tasks::{StoreError, TaskKey, Transition};
+use mcp_tasks::{StoreError, TaskEvent, TaskKey, Transition};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -59,6 +59,8 @@ impl Inner {
                 after = Some(t);
             }
             Ok(t) => {
+                // Whoever watches the task hears of it now, not when the feed brings it back.
+                self.watchers.deliver_early(TaskEvent::changed(&t.record));
                 tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished");
                 after = Some(t);
             }

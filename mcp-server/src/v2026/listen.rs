@@ -93,11 +93,15 @@ pub(crate) async fn listen(
     // unavailable): every served task is pushed again, after a backoff while it fails.
     let mut resync = true;
     let mut backoff = crate::retry::Backoff::default();
+    // The revision of each task last pushed: a change heard twice (from its writer and
+    // from the feed, or again in a resync) is pushed once.
+    let mut pushed = std::collections::HashMap::new();
     loop {
         if resync {
             resync = false;
             for id in &served {
-                resync |= !push_task(&state, &peer, &caller, id, &subscription_id).await?;
+                resync |=
+                    !push_task(&state, &peer, &caller, id, &subscription_id, &mut pushed).await?;
             }
             if !resync {
                 backoff = crate::retry::Backoff::default();
@@ -125,8 +129,15 @@ pub(crate) async fn listen(
             Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
                 if served.contains(key.id.as_str()) =>
             {
-                resync |=
-                    !push_task(&state, &peer, &caller, key.id.as_str(), &subscription_id).await?;
+                resync |= !push_task(
+                    &state,
+                    &peer,
+                    &caller,
+                    key.id.as_str(),
+                    &subscription_id,
+                    &mut pushed,
+                )
+                .await?;
             }
             Some(Ok(_)) | None => {}
             Some(Err(mcp_tasks::EventError::Lagged(_))) => resync = true,
@@ -161,19 +172,24 @@ async fn push_resource(
         .map_err(ErrorObject::from)
 }
 
-/// Pushes the task's current state. `false`: the store was unavailable, nothing was
-/// sent (push it again later).
+/// Pushes the task's current state, unless `pushed` says that revision went out already.
+/// `false`: the store was unavailable, nothing was sent (push it again later).
 async fn push_task(
     state: &State,
     peer: &Peer,
     caller: &Caller,
     id: &str,
     subscription_id: &RequestId,
+    pushed: &mut std::collections::HashMap<String, u64>,
 ) -> Result<bool, ErrorObject> {
     let record = match state.store.get(&caller.owner, &task_id(id)).await {
         Ok(record) => record,
         Err(e) => return Ok(!e.is_transient()),
     };
+    if pushed.get(id) == Some(&record.revision) {
+        return Ok(true);
+    }
+    pushed.insert(id.to_owned(), record.revision);
     let params = TaskStatusNotificationParams {
         task: views::detailed(&record),
         meta: Some(notification_meta(subscription_id)),

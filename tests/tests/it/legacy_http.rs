@@ -959,9 +959,11 @@ async fn status_notifications_are_resent_after_an_event_lag() {
     let session = Session::open(&s, None).await;
     let mut stream = session.standalone().await;
     let id = session
-        .create_id("slow_compute", json!({"seconds": 0.1}))
+        .create_id("slow_compute", json!({"seconds": 30}))
         .await;
-    session.poll(&id, "completed").await;
+    // Cancelled by the client: a change only the store's feed tells the watcher of (the
+    // terminal write of a run reaches it from the run itself).
+    session.result("tasks/cancel", json!({"taskId": id})).await;
     let heard = stream.event_within(Duration::from_millis(500)).await;
     assert!(
         heard.is_none(),
@@ -972,13 +974,35 @@ async fn status_notifications_are_resent_after_an_event_lag() {
         .feed
         .send(FeedItem::Resync)
         .expect("the watcher listens");
-    let done = status_notification(&mut stream, &id, "completed").await;
+    let done = status_notification(&mut stream, &id, "cancelled").await;
     assert_task(&done["params"]);
     // A second lag with nothing new sends nothing again.
     store
         .feed
         .send(FeedItem::Resync)
         .expect("the watcher listens");
+    let again = stream.event_within(Duration::from_millis(500)).await;
+    assert!(again.is_none(), "sent twice: {again:?}");
+}
+
+/// A run's own completion reaches the session's watcher from the run that wrote it, not
+/// through the store's feed: here the feed is deaf, and the status comes all the same,
+/// once.
+#[tokio::test]
+async fn a_completion_reaches_the_watcher_without_the_feed() {
+    let store = Arc::new(DeafStore::new());
+    let mut builder = Server::builder("mcp-tests", "0").store(store);
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    let s = TestServer::start_server(builder.build(), HttpConfig::default()).await;
+    let session = Session::open(&s, None).await;
+    let mut stream = session.standalone().await;
+    let id = session
+        .create_id("slow_compute", json!({"seconds": 0.1}))
+        .await;
+    let done = status_notification(&mut stream, &id, "completed").await;
+    assert_task(&done["params"]);
     let again = stream.event_within(Duration::from_millis(500)).await;
     assert!(again.is_none(), "sent twice: {again:?}");
 }

@@ -55,6 +55,7 @@ async fn listen_acknowledges_then_pushes_each_state_up_to_completed() {
     assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], 77, "{ack}");
 
     let mut statuses = Vec::new();
+    let mut pushes: Vec<Value> = Vec::new();
     let last = loop {
         let event = stream
             .next_event(EVENT_WAIT)
@@ -75,6 +76,10 @@ async fn listen_acknowledges_then_pushes_each_state_up_to_completed() {
         }
         let status = params["status"].as_str().expect("status").to_owned();
         statuses.push(status.clone());
+        // The completion reaches the stream from the runtime that wrote it and again from
+        // the store's feed: each state is pushed once.
+        assert!(!pushes.contains(params), "pushed twice: {frame}");
+        pushes.push(params.clone());
         if matches!(status.as_str(), "completed" | "failed" | "cancelled") {
             break params.clone();
         }
@@ -96,6 +101,9 @@ async fn listen_acknowledges_then_pushes_each_state_up_to_completed() {
             .is_some_and(|t| t.starts_with("pushed: done")),
         "the full DetailedTask, with its result: {last}"
     );
+    if let Some(more) = stream.event_within(Duration::from_millis(500)).await {
+        panic!("nothing after the terminal state: {:?}", more.json());
+    }
 
     // The pushed state is what tasks/get says (minus the envelope members).
     let got = s.get_task(&id).await;
