@@ -945,17 +945,22 @@ async fn sessions_are_bounded_and_expire_when_idle() {
     assert_eq!(stale.status, 404, "{}", stale.text);
 }
 
+/// The demo tools served on `store`.
+async fn demo_server_on(store: Arc<DeafStore>) -> TestServer {
+    let mut builder = Server::builder("mcp-tests", "0").store(store);
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    TestServer::start_server(builder.build(), HttpConfig::default()).await
+}
+
 /// The per-session watcher after an event lag: status changes it never heard of (the
 /// store's events were lost, e.g. its notification connection dropped during a store
 /// outage) are sent once the feed reports the lag, and only once.
 #[tokio::test]
 async fn status_notifications_are_resent_after_an_event_lag() {
     let store = Arc::new(DeafStore::new());
-    let mut builder = Server::builder("mcp-tests", "0").store(store.clone());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    let s = TestServer::start_server(builder.build(), HttpConfig::default()).await;
+    let s = demo_server_on(store.clone()).await;
     let session = Session::open(&s, None).await;
     let mut stream = session.standalone().await;
     let id = session
@@ -990,12 +995,7 @@ async fn status_notifications_are_resent_after_an_event_lag() {
 /// once.
 #[tokio::test]
 async fn a_completion_reaches_the_watcher_without_the_feed() {
-    let store = Arc::new(DeafStore::new());
-    let mut builder = Server::builder("mcp-tests", "0").store(store);
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    let s = TestServer::start_server(builder.build(), HttpConfig::default()).await;
+    let s = demo_server_on(Arc::new(DeafStore::new())).await;
     let session = Session::open(&s, None).await;
     let mut stream = session.standalone().await;
     let id = session
