@@ -356,12 +356,17 @@ impl ToolDef {
         (self.handler)(ctx, args)
     }
 
-    pub(crate) fn run_preflight(
+    /// The arguments after the tool's [`preflight`](Self::preflight), or `args` as they
+    /// came (not copied) when it has none.
+    pub(crate) async fn preflight_args(
         &self,
         ctx: ToolContext,
         args: JsonObject,
-    ) -> Option<BoxFuture<'static, Result<JsonObject, ToolError>>> {
-        self.preflight.as_ref().map(|p| p(ctx, args))
+    ) -> Result<JsonObject, ToolError> {
+        match &self.preflight {
+            None => Ok(args),
+            Some(preflight) => preflight(ctx, args).await,
+        }
     }
 }
 

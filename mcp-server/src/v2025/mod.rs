@@ -287,13 +287,10 @@ pub(crate) async fn tools_call(
         });
     }
     // Input the tool needs before its task exists is asked directly, on this request.
-    let args = match tool.run_preflight(
-        ToolContext::direct(peer.clone(), cancel, scope()),
-        args.clone(),
-    ) {
-        None => args,
-        Some(preflight) => preflight.await.map_err(call_error)?,
-    };
+    let args = tool
+        .preflight_args(ToolContext::direct(peer.clone(), cancel, scope()), args)
+        .await
+        .map_err(call_error)?;
     let ttl = params
         .task
         .and_then(|t| t.ttl)

@@ -136,22 +136,19 @@ pub(crate) async fn tools_call(
     if caller.declares_tasks && tool.wants_task(&args) {
         // Input the tool needs before the task exists is gathered in rounds first.
         let ctx = ToolContext::rounds(answers.clone(), cancel.clone(), scope());
-        let args = match tool.run_preflight(ctx.clone(), args.clone()) {
-            None => args,
-            Some(preflight) => match preflight.await {
-                Ok(args) => args,
-                Err(ToolError::InputRequired) => {
-                    return rounds::input_required(
-                        &state.cursor_key,
-                        &caller.owner,
-                        target,
-                        &ctx,
-                        answers,
-                    )
-                    .map(CallToolReply::InputRequired);
-                }
-                Err(e) => return Err(call_error(e)),
-            },
+        let args = match tool.preflight_args(ctx.clone(), args).await {
+            Ok(args) => args,
+            Err(ToolError::InputRequired) => {
+                return rounds::input_required(
+                    &state.cursor_key,
+                    &caller.owner,
+                    target,
+                    &ctx,
+                    answers,
+                )
+                .map(CallToolReply::InputRequired);
+            }
+            Err(e) => return Err(call_error(e)),
         };
         if let Some(deadline) = tool.deadline(&args, state.promote_after) {
             let call = deadline::DeadlineCall {
