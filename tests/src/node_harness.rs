@@ -294,19 +294,7 @@ pub async fn post_request(
         .await
         .unwrap_or_else(|_| panic!("{what}: no reply in {WAIT:?}"))
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = tokio::time::timeout(WAIT, response.text())
-        .await
-        .expect("HTTP body in time")
-        .expect("HTTP body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        body,
-        text,
-    }
+    Reply::read(response).await
 }
 
 /// The `--store` URL of process `i` of a deployment whose store answers at `urls`: one

@@ -204,6 +204,23 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Reads `response` whole (its body within [`WAIT`]).
+    pub async fn read(response: reqwest::Response) -> Reply {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = tokio::time::timeout(WAIT, response.text())
+            .await
+            .expect("HTTP body in time")
+            .expect("HTTP body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
     /// The JSON-RPC `result`; panics (with the reply) when there is none.
     pub fn result(&self) -> &Value {
         let result = &self.body["result"];
@@ -352,19 +369,7 @@ impl TestServer {
             .await
             .expect("HTTP reply in time")
             .expect("HTTP request");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let text = tokio::time::timeout(WAIT, response.text())
-            .await
-            .expect("HTTP body in time")
-            .expect("HTTP body");
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Reply {
-            status,
-            headers,
-            body,
-            text,
-        }
+        Reply::read(response).await
     }
 
     /// POSTs a JSON-RPC message with the default headers, the standard headers a

@@ -724,16 +724,7 @@ async fn delete(s: &TestServer, headers: &[(&str, &str)]) -> Reply {
         .await
         .expect("DELETE answered in time")
         .expect("DELETE");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.expect("body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        body,
-        text,
-    }
+    Reply::read(response).await
 }
 
 /// An open 2025-11-25 session named with no token or a bad one: POST, GET and DELETE are
