@@ -26,6 +26,11 @@ pub enum Workload {
     /// A task's whole life followed by push: `tools/call work {ms}`, then
     /// `subscriptions/listen` on it until it is pushed as completed.
     LifecyclePush,
+    /// The same on MCP 2025-11-25: each client opens a session and its standalone GET
+    /// stream once; then `tools/call work {ms}` with `params.task`, until the stream
+    /// pushes `notifications/tasks/status` completed (the result read after, for the
+    /// tool's finishing time).
+    LifecyclePushSession,
     /// `tasks/get` on one of `live_tasks` working tasks, chosen at random.
     Get,
     /// A task with one input round trip: `tools/call ask`, `tasks/get` until
@@ -43,6 +48,7 @@ impl Workload {
             Workload::Call => "tools/call (sync)",
             Workload::LifecyclePoll => "task lifecycle, poll",
             Workload::LifecyclePush => "task lifecycle, push",
+            Workload::LifecyclePushSession => "task lifecycle, push (2025-11-25 session)",
             Workload::Get => "tasks/get",
             Workload::Update => "task with input (tasks/update)",
             Workload::Deadline => "deadline-promoted call",
@@ -65,6 +71,8 @@ pub struct Plan {
 }
 
 const VERSION: &str = "2026-07-28";
+/// The revision of the session workload.
+const SESSION_VERSION: &str = "2025-11-25";
 
 fn meta() -> Value {
     json!({
@@ -91,6 +99,23 @@ struct Rpc {
     /// JSON-RPC ids are unique per connection, as a well-behaved client makes them;
     /// also the count of requests sent.
     next_id: u64,
+    /// The MCP 2025-11-25 session this client's requests belong to, once opened.
+    session: Option<Session>,
+}
+
+/// A client's MCP 2025-11-25 session: its id, and the statuses its standalone stream
+/// pushed, as (received at, µs since the epoch; task id; status).
+struct Session {
+    id: String,
+    statuses: tokio::sync::mpsc::UnboundedReceiver<(u128, String, String)>,
+    /// The task reading the standalone stream; ended with the session.
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
 }
 
 /// The body of a response (collected) or its stream.
@@ -124,6 +149,7 @@ impl Rpc {
             path: uri.path().to_owned(),
             sender: None,
             next_id: 1,
+            session: None,
         })
     }
 
@@ -132,6 +158,11 @@ impl Rpc {
         method: &str,
         mut params: Value,
     ) -> Result<hyper::Request<Full<Bytes>>, String> {
+        if let Some(session) = &self.session {
+            // A session's request: its id and version in headers, no `_meta` declaration.
+            let session = session.id.clone();
+            return self.session_request(method, params, Some(&session));
+        }
         params["_meta"] = meta();
         // The Mcp-Name header: the tool's name, or the task's id for the tasks/* methods.
         let name = match method {
@@ -156,6 +187,120 @@ impl Rpc {
         request
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|e| e.to_string())
+    }
+
+    /// A request of MCP 2025-11-25: in the session `session` (none for `initialize`).
+    fn session_request(
+        &mut self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Result<hyper::Request<Full<Bytes>>, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = hyper::Request::post(self.path.as_str())
+            .header("host", self.authority.as_str())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", SESSION_VERSION);
+        }
+        request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| e.to_string())
+    }
+
+    /// Opens this client's MCP 2025-11-25 session (`initialize`, then
+    /// `notifications/initialized`) and its standalone stream, on a connection of its own.
+    async fn open_session(&mut self) -> Result<(), String> {
+        let init = self.session_request(
+            "initialize",
+            json!({
+                "protocolVersion": SESSION_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-bench", "version": "0"},
+            }),
+            None,
+        )?;
+        let reply = self
+            .send(init)
+            .await
+            .map_err(|e| format!("initialize: {e}"))?;
+        let id = reply
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| format!("initialize: no Mcp-Session-Id (HTTP {})", reply.status()))?;
+        let _ = reply.into_body().collect().await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let note = hyper::Request::post(self.path.as_str())
+            .header("host", self.authority.as_str())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", id.as_str())
+            .header("mcp-protocol-version", SESSION_VERSION)
+            .body(Full::new(Bytes::from(initialized.to_string())))
+            .map_err(|e| e.to_string())?;
+        let reply = self
+            .send(note)
+            .await
+            .map_err(|e| format!("initialized: {e}"))?;
+        let _ = reply.into_body().collect().await;
+        let get = hyper::Request::get(self.path.as_str())
+            .header("host", self.authority.as_str())
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", id.as_str())
+            .header("mcp-protocol-version", SESSION_VERSION)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        let mut stream_conn = connect(self.addr).await?;
+        let reply = stream_conn
+            .send_request(get)
+            .await
+            .map_err(|e| format!("the standalone stream: {e}"))?;
+        if !reply.status().is_success() {
+            return Err(format!("the standalone stream: HTTP {}", reply.status()));
+        }
+        let (tx, statuses) = tokio::sync::mpsc::unbounded_channel();
+        let reader = tokio::spawn(async move {
+            // The connection lives as long as this reader.
+            let _conn = stream_conn;
+            let mut body = reply.into_body();
+            let mut buffer = String::new();
+            while let Some(Ok(frame)) = body.frame().await {
+                let received = now_us();
+                let Ok(chunk) = frame.into_data() else {
+                    continue;
+                };
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let event: String = buffer.drain(..end + 2).collect();
+                    for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
+                        let Ok(message) = serde_json::from_str::<Value>(data.trim()) else {
+                            continue;
+                        };
+                        if message["method"] != "notifications/tasks/status" {
+                            continue;
+                        }
+                        let task = message["params"]["taskId"].as_str().unwrap_or_default();
+                        let status = status(&message["params"]).to_owned();
+                        if tx.send((received, task.to_owned(), status)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        self.session = Some(Session {
+            id,
+            statuses,
+            reader,
+        });
+        Ok(())
     }
 
     /// Sends on this client's connection (made again if the server closed it).
@@ -311,6 +456,44 @@ async fn push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, Stri
     ))
 }
 
+/// One push lifecycle in an MCP 2025-11-25 session (opened first, once per client): the
+/// time from the tool's finishing to its `completed` status read on the standalone stream.
+async fn session_push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, String> {
+    if rpc.session.is_none() {
+        rpc.open_session().await?;
+    }
+    let created = rpc
+        .call(
+            "tools/call",
+            json!({"name": "work", "arguments": {"ms": push_ms}, "task": {}}),
+        )
+        .await?;
+    let id = task_id(&created)?;
+    let statuses = &mut rpc
+        .session
+        .as_mut()
+        .ok_or("the session went away")?
+        .statuses;
+    let received = loop {
+        let (at, task, status) = statuses.recv().await.ok_or("the standalone stream ended")?;
+        if task != id {
+            continue;
+        }
+        match status.as_str() {
+            "completed" => break at,
+            "failed" | "cancelled" => return Err(format!("task {id} ended {status}")),
+            _ => {}
+        }
+    };
+    let result = rpc.call("tasks/result", json!({"taskId": id})).await?;
+    let done = result["content"][0]["text"]
+        .as_str()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|v| v["done_at_us"].as_u64())
+        .map(u128::from);
+    Ok(done.map(|done| u64::try_from(received.saturating_sub(done)).unwrap_or(u64::MAX)))
+}
+
 /// What one operation was, beyond its latency.
 #[derive(Debug, Clone, Copy, Default)]
 struct Outcome {
@@ -382,6 +565,12 @@ async fn operation(
         Workload::LifecyclePush => {
             return Ok(Outcome {
                 push_us: push_lifecycle(rpc, plan.push_ms).await?,
+                promoted: None,
+            });
+        }
+        Workload::LifecyclePushSession => {
+            return Ok(Outcome {
+                push_us: session_push_lifecycle(rpc, plan.push_ms).await?,
                 promoted: None,
             });
         }

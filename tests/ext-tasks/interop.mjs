@@ -161,7 +161,7 @@ class WireLog {
         this.burstOpen = false;
       });
     }
-    if (this.entries.length < WIRE_LOG_LIMIT) this.entries.push({ n: this.entries.length, burst: this.burst, ...entry });
+    if (this.entries.length < WIRE_LOG_LIMIT) this.entries.push({ n: this.entries.length, burst: this.burst, t: performance.now(), ...entry });
   }
   incoming(message) {
     if (message === null || typeof message !== 'object' || Array.isArray(message)) return;
@@ -175,7 +175,7 @@ class WireLog {
     } else if (message.id !== undefined) {
       const result = message.result;
       const created = result?.task?.taskId ?? (result?.resultType === 'task' ? result.taskId : undefined);
-      this.add({ dir: 'in', kind: 'response', id: message.id, created, error: message.error?.code });
+      this.add({ dir: 'in', kind: 'response', id: message.id, created, pollInterval: result?.task?.pollInterval ?? result?.pollIntervalMs, error: message.error?.code });
     }
   }
   outgoing(message) {
@@ -328,9 +328,11 @@ const onInputRequest = createApplicationInputHandler({
         entry.expected = expected ?? null;
         if (expected !== file) return { action: 'decline' };
       }
+      entry.answeredAt = performance.now();
       return { action: 'accept', content: { confirm: true } };
     }
     entry.answer = `answer-${++answerCount}`;
+    entry.answeredAt = performance.now();
     return { action: 'accept', content: { name: entry.answer } };
   },
   sampling: async () => {
@@ -375,7 +377,7 @@ function openSession(conn) {
   // Recorded before the library's adapter sees them (it calls the handler it replaces).
   client.fallbackNotificationHandler = async (n) => {
     if (n.method === 'notifications/tasks/status' || n.method === 'notifications/tasks') {
-      pushed.push({ method: n.method, taskId: n.params?.taskId, status: n.params?.status, meta: n.params?._meta ?? null });
+      pushed.push({ method: n.method, taskId: n.params?.taskId, status: n.params?.status, meta: n.params?._meta ?? null, at: performance.now() });
     }
   };
   conn.session = createTaskSessionFromClient(client, {
@@ -583,6 +585,57 @@ async function main() {
     await bounded(subscription.close(), REQUEST_TIMEOUT_MS, 'closing the subscription').catch(() => {});
     return { taskId, acknowledged: ack ?? null, sdkHonoredFilter: subscription.honoredFilter, notifications: mine };
   });
+
+  if (!modern) {
+    // 2025-11-25: every status change is pushed as soon as it is written, before the
+    // library's first poll (its pollInterval after the CreateTaskResult) and within one
+    // poll interval of the answer that led to it; a client that stops listening once it
+    // has its result has heard them all.
+    await step('statuses pushed before the first poll', async (problems) => {
+      const mine = (taskId) => pushed.filter((n) => n.taskId === taskId && n.method === 'notifications/tasks/status');
+      const statusesOf = (taskId) => mine(taskId).map((n) => n.status);
+      const firstPoll = (taskId) => conn.wire.entries.find((e) => e.dir === 'out' && e.method === 'tasks/get' && e.taskId === taskId);
+      const settleAndListen = async (execution) => {
+        const settled = await bounded(execution.settle(), SETTLE_TIMEOUT_MS, 'the task settles');
+        // What a client that closes its stream right after the result would have heard.
+        await sleep(300);
+        return settled;
+      };
+
+      const computing = await conn.session.callTool('slow_compute', { seconds: 0.2, label: 'push' }, asTask);
+      const created = performance.now();
+      const pollMs = conn.wire.entries.find((e) => e.created === computing.handle.taskId)?.pollInterval ?? 1000;
+      const computed = await settleAndListen(computing);
+      const computeId = computing.handle.taskId;
+      check(computed.outcome.status === 'completed', `slow_compute completed (got ${computed.outcome.status})`, problems);
+      check(JSON.stringify(statusesOf(computeId)) === JSON.stringify(['working', 'completed']), `slow_compute: working, completed pushed (got ${JSON.stringify(statusesOf(computeId))})`, problems);
+      for (const n of mine(computeId)) {
+        check(n.at - created < pollMs, `slow_compute: ${n.status} pushed ${Math.round(n.at - created)} ms after the CreateTaskResult, before the first poll (${pollMs} ms)`, problems);
+      }
+
+      const file = `push-${revision}.txt`;
+      const asking = await conn.session.callTool('confirm_delete', { filename: file }, asTask);
+      const askedAt = performance.now();
+      const answered = await settleAndListen(asking);
+      const askId = asking.handle.taskId;
+      check(answered.outcome.status === 'completed', `confirm_delete completed (got ${answered.outcome.status})`, problems);
+      const statuses = statusesOf(askId);
+      check(statuses[0] === 'input_required', `confirm_delete: input_required pushed first (got ${JSON.stringify(statuses)})`, problems);
+      check(statuses[statuses.length - 1] === 'completed', `confirm_delete: completed pushed last (got ${JSON.stringify(statuses)})`, problems);
+      check(new Set(statuses).size === statuses.length, `confirm_delete: each status once (got ${JSON.stringify(statuses)})`, problems);
+      const question = mine(askId).find((n) => n.status === 'input_required');
+      check(question !== undefined && question.at - askedAt < pollMs, `confirm_delete: input_required pushed ${question ? Math.round(question.at - askedAt) : '-'} ms after the CreateTaskResult, before the first poll (${pollMs} ms)`, problems);
+      const answer = [...asked].reverse().find((a) => a.message === `Delete ${file}?`);
+      const done = mine(askId).find((n) => n.status === 'completed');
+      check(answer?.answeredAt !== undefined && done !== undefined && done.at - answer.answeredAt < pollMs, `confirm_delete: completed pushed ${done && answer?.answeredAt ? Math.round(done.at - answer.answeredAt) : '-'} ms after the answer, within a poll interval (${pollMs} ms)`, problems);
+      const poll = firstPoll(computeId);
+      return {
+        pollIntervalMs: pollMs,
+        slowCompute: { taskId: computeId, pushed: mine(computeId).map((n) => ({ status: n.status, ms: Math.round(n.at - created) })), firstPollMs: poll ? Math.round(poll.t - created) : null },
+        confirmDelete: { taskId: askId, pushed: mine(askId).map((n) => ({ status: n.status, ms: Math.round(n.at - askedAt) })) },
+      };
+    });
+  }
 
   await step('hand-off to a new client, resumed there', async (problems) => {
     const execution = await conn.session.callTool('slow_compute', { seconds: 1.5, label: 'handed-off' }, asTask);

@@ -34,10 +34,12 @@ use render::{per_second, publish};
 const TARGETS: [&str; 3] = ["ours", "rmcp", "echo"];
 
 /// The workloads, each with the targets it applies to.
-const WORKLOADS: [(&str, &[&str]); 6] = [
+const WORKLOADS: [(&str, &[&str]); 7] = [
     ("call", &["ours", "rmcp", "echo"]),
     ("lifecycle-poll", &["ours", "rmcp"]),
     ("lifecycle-push", &["ours"]),
+    // The same pushed on an MCP 2025-11-25 session's standalone stream.
+    ("lifecycle-push-session", &["ours"]),
     // The limit of `get` is echo's `call`: the same fixed-size exchange.
     ("get", &["ours", "rmcp"]),
     ("update", &["ours", "rmcp"]),

@@ -38,6 +38,9 @@ pub struct McpSession {
     /// Signalled when this instance took over a standalone stream another one held: the
     /// watcher sends the statuses of recently changed tasks again.
     pub(super) taken_over: Notify,
+    /// Signalled when a standalone stream is set: the watcher sends what changed while
+    /// there was none (a status with nowhere to go is not counted as sent).
+    pub(super) stream_opened: Notify,
     /// The least severe log level the client wants (`logging/setLevel`); every level
     /// until it sets one.
     pub(super) log_level: Mutex<Option<LoggingLevel>>,
@@ -98,6 +101,7 @@ impl McpSession {
             released: Notify::new(),
             closed: CancellationToken::new(),
             taken_over: Notify::new(),
+            stream_opened: Notify::new(),
             log_level: Mutex::new(log_level),
             protocol_version,
             declared: serde_json::from_value(client.0.clone()).ok(),
@@ -202,6 +206,7 @@ impl McpSession {
             peer,
             gone: gone.clone(),
         });
+        self.stream_opened.notify_one();
         StandaloneGuard {
             session: Arc::clone(self),
             gone,

@@ -1,6 +1,6 @@
 //! The per-session watcher of MCP 2025-11-25 sessions: `notifications/tasks/status` on
-//! each change of the session's tasks, and their input requests asked on the standalone
-//! stream (through `input.rs`), nothing about a task the client may not know yet.
+//! each change of the session's tasks, pushed as soon as the change is written, and their
+//! input requests asked on the standalone stream (through `input.rs`).
 //!
 //! # A task is announced before anything about it
 //!
@@ -11,19 +11,23 @@
 //! one outgoing channel, ahead of anything sent after it); `tools_call` hands it to
 //! `call::start_task`, and the runtime starts the tool only once it fired (the lease kept
 //! meanwhile). Until then the task is its record as created (revision 1), which this
-//! watcher never sends (the `CreateTaskResult` says the same), so no stream of any
-//! instance has anything to say about it.
+//! watcher never sends (the `CreateTaskResult` says the same). So a status this watcher
+//! sends, on any instance, is of a change made after the response was written: it goes
+//! out at once, never held back.
 //!
-//! The wire order is not always enough: a client that reads a question in the same
-//! breath as the `CreateTaskResult` may handle the question first (the official tasks
-//! client library does, and answers "cancel"). So the standalone stream carries nothing
-//! about a task until the client named it in a request here (`tasks/get`,
-//! `tasks/result`, `tasks/cancel`: `McpSession::mark_known`) or `known_hold` passed (twice
-//! its poll interval, 1-10 s): `Seen::deferred` keeps its latest status meanwhile, and
-//! `input.rs`'s `Asking` waits the same before it claims a question. A task queued for
-//! workers (role `api`) is claimable at once: there only this hold keeps the order, and
-//! on a shared store the client's poll may reach another instance, so it is a bounded
-//! delay, not a proof.
+//! A question is another matter: a client that reads it in the same breath as the
+//! `CreateTaskResult` (on another connection) may handle it first, and the official
+//! tasks client library then answers "cancel" for the user. So `input.rs`'s `Asking`
+//! holds a question on the standalone stream until the client named its task in a
+//! request here (`tasks/get`, `tasks/result`, `tasks/cancel`: `McpSession::mark_known`)
+//! or `known_hold` passed (twice its poll interval, 1-10 s). A status reaching a client
+//! that has not read the `CreateTaskResult` yet costs nothing: the client does not follow
+//! that task yet, and its first `tasks/get` reads the same.
+//!
+//! A task queued for workers (role `api`) is claimable at once, so a worker's first
+//! change may be written before the creating instance's response: its status may then
+//! precede the `CreateTaskResult` on the wire (harmless, as above); its questions are
+//! held like any other.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -33,7 +37,7 @@ use mcp_tasks::{EventError, Millis, StoreError, TaskEvent, TaskId, TaskRecord};
 use mcp_tasks_protocol::v2025::{self, TaskStatus, TaskStatusNotificationParams};
 use tokio_util::sync::CancellationToken;
 
-use super::input::{ask_pending, known_hold};
+use super::input::ask_pending;
 use super::session::{McpSession, Standalone};
 use crate::retry::Backoff;
 use crate::runtime::TaskRuntime;
@@ -57,15 +61,17 @@ pub(super) async fn watch(
     let mut resync = false;
     let mut backoff = Backoff::default();
     loop {
-        let due = seen.next_due();
+        let mut reopened = false;
         let event = tokio::select! {
             _ = session.closed.cancelled() => return,
             _ = shutdown.cancelled() => return,
             e = events.recv() => Some(e),
             _ = backoff.wait(), if resync => None,
-            // A deferred status whose task the client named, or whose time came.
-            _ = session.known_changed.notified(), if due.is_some() => None,
-            _ = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => None,
+            // A stream to send to again: what changed meanwhile goes out now.
+            _ = session.stream_opened.notified() => {
+                reopened = true;
+                None
+            }
             _ = session.taken_over.notified() => {
                 let since = Millis::try_from(
                     std::time::SystemTime::now()
@@ -99,8 +105,8 @@ pub(super) async fn watch(
             // The backoff after a resync that met an unavailable store.
             None => {}
         }
-        if due.is_some() {
-            seen.send_deferred(&runtime, &session, &shutdown).await;
+        if reopened && !seen.send_missed(&runtime, &session, &shutdown).await {
+            resync = true;
         }
         if resync {
             match seen.resync(&runtime, &session, &shutdown).await {
@@ -128,15 +134,17 @@ struct Seen {
     /// and already finished is sent only if it changed after this (it finished during
     /// the gap), not if it finished long before the session watched.
     newest: Millis,
-    /// The latest record of each task the client has not named here yet and nothing was
-    /// sent about, with when to send it anyway ([`known_hold`]): a client may handle a
-    /// status before the `CreateTaskResult` it read at the same time.
-    deferred: HashMap<TaskId, (TaskRecord, tokio::time::Instant)>,
+    /// Tasks whose change found no standalone stream to go to: sent when one opens. Past
+    /// [`MISSED_CAP`], `missed_overflow` says a resync must find them.
+    missed: HashSet<TaskId>,
+    missed_overflow: bool,
 }
 
+/// How many tasks whose status found no stream a watcher remembers by id.
+const MISSED_CAP: usize = 1024;
+
 impl Seen {
-    /// Sends `record`'s status (and asks its pending input) unless already sent, or
-    /// keeps it in `deferred` while the client may not know the task yet.
+    /// Sends `record`'s status (and asks its pending input) unless already sent.
     async fn send(
         &mut self,
         runtime: &TaskRuntime,
@@ -144,43 +152,20 @@ impl Seen {
         record: &TaskRecord,
         stop: &CancellationToken,
     ) {
-        self.send_unless(runtime, session, record, stop, true).await;
-    }
-
-    /// [`send`](Self::send), deferring only when `may_defer`.
-    async fn send_unless(
-        &mut self,
-        runtime: &TaskRuntime,
-        session: &Arc<McpSession>,
-        record: &TaskRecord,
-        stop: &CancellationToken,
-        may_defer: bool,
-    ) {
         // A task as created says nothing its `CreateTaskResult` did not (and may be
         // read here before that result is written): only its changes are sent.
-        if record.revision <= 1 || self.revisions.get(&record.id) == Some(&record.revision) {
+        if record.revision <= 1 || self.revisions.get(&record.id) >= Some(&record.revision) {
             return;
         }
         let Some(Standalone { peer, gone }) = session.standalone() else {
-            // Nowhere to send: a stream opened later gets the statuses by a resync.
-            self.deferred.remove(&record.id);
+            // Nowhere to send: the next stream opened gets it (`send_missed`).
+            if self.missed.len() < MISSED_CAP {
+                self.missed.insert(record.id.clone());
+            } else {
+                self.missed_overflow = true;
+            }
             return;
         };
-        if may_defer && !self.revisions.contains_key(&record.id) && !session.knows(&record.id) {
-            let now = tokio::time::Instant::now();
-            let hold = known_hold(record.poll_interval_ms);
-            let due = self.deferred.get(&record.id).map_or(now + hold, |d| d.1);
-            if now < due {
-                self.deferred
-                    .insert(record.id.clone(), (record.clone(), due));
-                // Its questions wait for the same, in `Asking`.
-                if record.status == TaskStatus::InputRequired {
-                    ask_pending(runtime, session, record, &peer, &gone, stop);
-                }
-                return;
-            }
-        }
-        self.deferred.remove(&record.id);
         self.revisions.insert(record.id.clone(), record.revision);
         self.newest = self.newest.max(record.last_updated_at);
         if record.is_terminal() {
@@ -191,35 +176,29 @@ impl Seen {
             tracing::debug!(error = %e, "status notification not delivered");
         }
         if record.status == TaskStatus::InputRequired {
+            // Asked once the client knows the task (`input.rs`'s `Asking`).
             ask_pending(runtime, session, record, &peer, &gone, stop);
         }
     }
 
-    /// When the next deferred status is due.
-    fn next_due(&self) -> Option<tokio::time::Instant> {
-        self.deferred.values().map(|d| d.1).min()
-    }
-
-    /// Sends the deferred statuses whose task the client named meanwhile, or whose time
-    /// came.
-    async fn send_deferred(
+    /// Sends the statuses that found no stream, now that one opened; `false` when some
+    /// could not be read (or were not remembered): a resync must find them.
+    async fn send_missed(
         &mut self,
         runtime: &TaskRuntime,
         session: &Arc<McpSession>,
         stop: &CancellationToken,
-    ) {
-        let now = tokio::time::Instant::now();
-        let ready: Vec<TaskRecord> = self
-            .deferred
-            .values()
-            .filter(|(record, due)| *due <= now || session.knows(&record.id))
-            .map(|(record, _)| record.clone())
-            .collect();
-        for record in ready {
-            self.deferred.remove(&record.id);
-            self.send_unless(runtime, session, &record, stop, false)
-                .await;
+    ) -> bool {
+        let mut complete = !std::mem::take(&mut self.missed_overflow);
+        for id in std::mem::take(&mut self.missed) {
+            match runtime.store().get(&session.owner, &id).await {
+                Ok(record) => self.send(runtime, session, &record, stop).await,
+                Err(e) if e.is_transient() => complete = false,
+                // Expired meanwhile: nothing to say.
+                Err(_) => {}
+            }
         }
+        complete
     }
 
     /// Lists the owner's tasks and sends each that changed since it was last sent.

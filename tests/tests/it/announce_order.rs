@@ -8,8 +8,11 @@
 //! shared store (the calls on one, the standalone stream on the other).
 //!
 //! Over HTTP the order is the order in which one client thread reads two connections,
-//! as a client library does: a message about a task the client has not heard of is what
-//! the official tasks client library answers with "cancel".
+//! as a client library does: a question about a task the client has not heard of is what
+//! the official tasks client library answers with "cancel". There the questions must
+//! follow; a status is pushed as soon as its change is written (which is after the
+//! `CreateTaskResult` was written, but on another connection: issue 43), so it may be
+//! read first, which costs the client nothing.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -49,15 +52,26 @@ impl Seen {
     fn mentioned(&mut self, task: &str, message: &Value) {
         self.next += 1;
         let method = message["method"].as_str().unwrap_or("?").to_owned();
+        // The first mention of each kind: a status read early must not hide a question.
+        let kind = if method.starts_with("notifications/") {
+            "n"
+        } else {
+            "q"
+        };
         self.first_mention
-            .entry(task.to_owned())
+            .entry(format!("{kind}:{task}"))
             .or_insert((self.next, method));
     }
 
-    /// Every task was announced before anything named it.
-    fn assert_announced_first(&self) {
+    /// Every task was announced before anything named it (`questions_only`: before any
+    /// question named it).
+    fn assert_announced_first(&self, questions_only: bool) {
         assert_eq!(self.created.len(), TASKS, "every task created: {self:?}");
-        for (task, (mention, method)) in &self.first_mention {
+        for (key, (mention, method)) in &self.first_mention {
+            let task = &key[2..];
+            if questions_only && method.starts_with("notifications/") {
+                continue;
+            }
             let created = self.created.get(task).copied();
             assert!(
                 created.is_some_and(|c| c < *mention),
@@ -203,7 +217,7 @@ async fn over_stdio_the_task_is_announced_first() {
         }
     }
     assert_eq!(files.len(), TASKS);
-    seen.assert_announced_first();
+    seen.assert_announced_first(false);
     drop(child);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
@@ -313,7 +327,9 @@ async fn over_http(calls: &TestServer, stream: &TestServer) {
     tokio::time::timeout(SCENARIO, async { tokio::join!(reader, callers) })
         .await
         .expect("the scenario ends in time");
-    seen.lock().expect("not poisoned").assert_announced_first();
+    seen.lock()
+        .expect("not poisoned")
+        .assert_announced_first(true);
 }
 
 /// One thread reads both connections, as a client library's event loop does.

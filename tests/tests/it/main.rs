@@ -76,6 +76,7 @@ mod shared_resource_updates;
 mod shared_sessions;
 mod shared_sessions_ts_sdk;
 mod spec_in_repo;
+mod status_push_2025;
 mod stdio_eof_answers;
 mod store_outage;
 mod task_context;

@@ -136,15 +136,23 @@ fn markdown(report: &Value, options: &Options) -> String {
             ratio(get("ours", w), get("rmcp", w))
         );
     }
-    if let Some(push) = get("ours", "lifecycle-push") {
-        let _ = writeln!(
-            md,
-            "\nPush (`subscriptions/listen`), completion -> client, {} samples at {c} clients: p50 {}, p99 {}, max {}.",
-            push["push_samples"],
-            us(&push["push_p50_us"]),
-            us(&push["push_p99_us"]),
-            us(&push["push_max_us"])
-        );
+    for (workload, how) in [
+        ("lifecycle-push", "MCP 2026-07-28, `subscriptions/listen`"),
+        (
+            "lifecycle-push-session",
+            "MCP 2025-11-25, `notifications/tasks/status` on the session's standalone stream",
+        ),
+    ] {
+        if let Some(push) = get("ours", workload) {
+            let _ = writeln!(
+                md,
+                "\nPush ({how}), completion -> client, {} samples at {c} clients: p50 {}, p99 {}, max {}.",
+                push["push_samples"],
+                us(&push["push_p50_us"]),
+                us(&push["push_p99_us"]),
+                us(&push["push_max_us"])
+            );
+        }
     }
     deadline_table(&mut md, &rows);
     if let Some(long) = report["long"].as_array().filter(|l| !l.is_empty()) {
