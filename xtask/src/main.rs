@@ -13,9 +13,13 @@
 //!   failed`), then the client requirement sets of 2026-07-28 and 2025-11-25 against
 //!   `mcp-tasks-client`'s conformance client (required: a scored scenario that fails fails the
 //!   command) and the server requirement sets of both revisions against the conformance
-//!   fixture server (`mcp-server/examples/conformance.rs`, required the same way), and
-//!   closes with one line `xtask: N passed, M failed, K skipped` (tests
-//!   plus the suite's checks).
+//!   fixture server (`mcp-server/examples/conformance.rs`, required the same way). Every
+//!   phase runs whatever an earlier one did; the command names each skip (`NOT
+//!   APPLICABLE` for a behaviour a backend does not offer, `SKIPPED` for a missing
+//!   service, package or file), prints one line per phase (`xtask: phase NAME: ok` or
+//!   `FAILED`), and closes with one line `xtask: N passed, M failed, K skipped` (tests
+//!   plus the suite's checks). `MCP_TEST_FAIL_ON_PURPOSE=1` makes one test fail, to see
+//!   that.
 //! - `bench [--seconds S] [--concurrency 1,50] [--runs N] [--long-seconds S] [--json PATH]
 //!   [--readme] [--skip-store]`: our server beside rmcp and the raw loopback limit, each
 //!   in a fresh pinned process (see `bench.rs`), and the store benchmarks; a Markdown
@@ -272,121 +276,186 @@ fn test(rest: &[String]) -> Result<(), String> {
         "cargo test: {} passed, {} failed, {} ignored ({} test binaries)",
         totals.passed, totals.failed, totals.ignored, totals.binaries
     );
-    let outcome = if !status.success() || totals.failed > 0 {
-        Err("tests failed".to_owned())
+    let tests = if !status.success() || totals.failed > 0 {
+        Err(format!("{} failed ({status})", totals.failed))
     } else if totals.passed == 0 {
         Err("no test ran".to_owned())
     } else {
         Ok(())
     };
-    let suite = if outcome.is_ok() {
-        conformance_suite(rest)
-    } else {
-        Ok(None)
-    };
-    // One closing line for everything: the workspace's tests and the suite's checks.
-    let (suite_passed, suite_failed) = match &suite {
-        Ok(Some(report)) => (report.passed, report.failed),
-        Ok(None) => (0, 0),
-        Err(_) => (0, 1),
-    };
+    // Every phase runs whatever an earlier one did: a failing test must not hide the
+    // conformance figures.
+    let mut phases = vec![Phase {
+        name: "cargo test".into(),
+        passed: totals.passed,
+        failed: totals.failed,
+        outcome: tests.map(|()| format!("{} ignored", totals.ignored)),
+    }];
+    phases.extend(conformance_phases(rest));
     let skipped = skipped_tests(&skip_log);
-    for what in &skipped {
+    let (by_design, missing): (Vec<_>, Vec<_>) =
+        skipped.iter().partition(|s| s.starts_with(BY_DESIGN));
+    for what in &by_design {
+        println!("xtask: NOT APPLICABLE {}", &what[BY_DESIGN.len()..]);
+    }
+    for what in &missing {
         println!("xtask: SKIPPED {what}");
     }
+    // A closing line per phase, then one for everything.
+    for phase in &phases {
+        match &phase.outcome {
+            Ok(note) => println!(
+                "xtask: phase {}: ok, {} passed, {} failed ({note})",
+                phase.name, phase.passed, phase.failed
+            ),
+            Err(why) => println!(
+                "xtask: phase {}: FAILED, {} passed, {} failed: {why}",
+                phase.name, phase.passed, phase.failed
+            ),
+        }
+    }
+    let passed: u64 = phases.iter().map(|p| p.passed).sum();
+    let failed: u64 = phases
+        .iter()
+        .map(|p| p.failed.max(u64::from(p.outcome.is_err())))
+        .sum();
     println!(
-        "xtask: {} passed, {} failed, {} skipped ({} ignored, {} skipped for want of a service, package or file{})",
-        totals.passed + suite_passed,
-        totals.failed + suite_failed,
+        "xtask: {passed} passed, {failed} failed, {} skipped ({} ignored, {} not applicable by design, {} skipped for want of a service, package or file{})",
         totals.ignored + skipped.len() as u64,
         totals.ignored,
-        skipped.len(),
-        if skipped.is_empty() {
+        by_design.len(),
+        missing.len(),
+        if missing.is_empty() {
             ""
         } else {
             ": see the SKIPPED lines above"
         }
     );
-    outcome?;
-    match suite? {
-        Some(report) if !report.scenarios_failed.is_empty() => Err(format!(
-            "conformance scenarios failed: {}",
-            report.scenarios_failed.join(", ")
-        )),
-        _ => Ok(()),
+    let failures: Vec<&str> = phases
+        .iter()
+        .filter(|p| p.outcome.is_err())
+        .map(|p| p.name.as_str())
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("phases failed: {}", failures.join(", ")))
     }
 }
 
-/// The official conformance suite against the demo server, unless a test filter was
-/// given. Without the suite installed it is skipped (said loudly), except under `CI=true`,
-/// where that is a failure.
-fn conformance_suite(filter: &[String]) -> Result<Option<suite::SuiteReport>, String> {
+/// The prefix a by-design skip's line has in the skip log
+/// (`mcp_tasks::conformance::report_not_applicable`): a behaviour the backend does not
+/// offer, not something missing from the machine.
+const BY_DESIGN: &str = mcp_tasks::conformance::NOT_APPLICABLE;
+
+/// One phase of `cargo xtask test` and how it went: its checks passed and failed, and
+/// `Ok(note)` or `Err(why)`.
+struct Phase {
+    name: String,
+    passed: u64,
+    failed: u64,
+    outcome: Result<String, String>,
+}
+
+impl Phase {
+    fn failed(name: &str, why: String) -> Phase {
+        Phase {
+            name: name.into(),
+            passed: 0,
+            failed: 0,
+            outcome: Err(why),
+        }
+    }
+}
+
+/// The official conformance suite's phases against our demo, client and fixture server,
+/// unless a test filter was given: the `tasks-*` scenarios, then the client and the server
+/// requirement sets of both revisions, each run whatever the others did. Without the
+/// suite installed they are skipped (said loudly), except under `CI=true`, where that is a
+/// failure.
+fn conformance_phases(filter: &[String]) -> Vec<Phase> {
     if !filter.is_empty() {
         println!("xtask: official conformance suite not run (a test filter was given)");
-        return Ok(None);
+        return Vec::new();
     }
     let root = workspace_root();
-    let ci = is_ci();
     let Some(installed) = suite::Suite::find(&root) else {
         let how = "npm ci --prefix tests/conformance-suite";
-        if ci {
-            return Err(format!(
-                "the official conformance suite is not installed (CI=true): run `{how}`"
-            ));
+        if is_ci() {
+            let why = format!("not installed (CI=true): run `{how}`");
+            return vec![Phase::failed("conformance", why)];
         }
         println!("xtask: SKIPPED the official conformance suite: not installed (run `{how}`)");
-        return Ok(None);
+        return Vec::new();
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut report = suite::run(&root, &cargo, &installed)?;
-    println!(
-        "conformance: {} checks passed, {} failed",
-        report.passed, report.failed
-    );
+    let mut phases = Vec::new();
+    let name = "conformance: tasks scenarios";
+    phases.push(match suite::run(&root, &cargo, &installed) {
+        Ok(report) => {
+            println!(
+                "conformance: {} checks passed, {} failed",
+                report.passed, report.failed
+            );
+            Phase {
+                name: name.into(),
+                passed: report.passed,
+                failed: report.failed,
+                outcome: if report.scenarios_failed.is_empty() {
+                    Ok("every scenario passed".into())
+                } else {
+                    Err(format!(
+                        "scenarios failed: {}",
+                        report.scenarios_failed.join(", ")
+                    ))
+                },
+            }
+        }
+        Err(e) => Phase::failed(name, e),
+    });
     // The client leg: both requirement sets' client scenarios against our conformance
     // client. Required: every check of every scenario it runs, scored or not (the
-    // extensions' and not-yet-released ones too), must pass, or the command fails
-    // (`suite::run_client_requirements`). Its checks count in the totals.
-    for revision in ["2026-07-28", "2025-11-25"] {
-        let r = suite::run_client_requirements(&root, &cargo, &installed, revision)?;
-        if r.scored == 0 {
-            return Err(format!(
-                "the client requirement set {revision} scored no scenario"
-            ));
-        }
-        report.passed += r.passed;
-        report.failed += r.scenarios_failed.len() as u64;
-        report.scenarios_failed.extend(
-            r.scenarios_failed
-                .iter()
-                .map(|name| format!("client {revision} {name}")),
-        );
-    }
+    // extensions' and not-yet-released ones too), must pass (`suite::run_client_requirements`).
     // The server leg: both requirement sets against the conformance fixture server on
-    // SQLite. Required like the client leg: a scored scenario that fails fails the
-    // command; the scenarios the suite does not score are reported in its totals.
-    for revision in ["2026-07-28", "2025-11-25"] {
-        let r = suite::run_requirements(&root, &cargo, &installed, revision)?;
-        if r.scored == 0 {
-            return Err(format!(
-                "the server requirement set {revision} scored no scenario"
-            ));
-        }
-        println!(
-            "conformance: server requirements {}: {} of {} scored scenarios pass",
-            r.revision,
-            r.scored - r.scenarios_failed.len(),
-            r.scored
-        );
-        report.passed += r.passed;
-        report.failed += r.scenarios_failed.len() as u64;
-        report.scenarios_failed.extend(
-            r.scenarios_failed
-                .iter()
-                .map(|name| format!("server {revision} {name}")),
-        );
+    // SQLite; a scored scenario that fails fails the phase.
+    for (side, revision) in [
+        ("client", "2026-07-28"),
+        ("client", "2025-11-25"),
+        ("server", "2026-07-28"),
+        ("server", "2025-11-25"),
+    ] {
+        let name = format!("conformance: {side} requirements {revision}");
+        let run = if side == "client" {
+            suite::run_client_requirements(&root, &cargo, &installed, revision)
+        } else {
+            suite::run_requirements(&root, &cargo, &installed, revision)
+        };
+        phases.push(match run {
+            Ok(r) if r.scored == 0 => Phase::failed(&name, "no scenario scored".into()),
+            Ok(r) => {
+                let passing = r.scored - r.scenarios_failed.len();
+                println!(
+                    "conformance: {side} requirements {}: {passing} of {} scored scenarios pass",
+                    r.revision, r.scored
+                );
+                Phase {
+                    name,
+                    passed: r.passed,
+                    failed: r.scenarios_failed.len() as u64,
+                    outcome: if r.scenarios_failed.is_empty() {
+                        Ok(format!("{passing} of {} scored scenarios", r.scored))
+                    } else {
+                        Err(format!(
+                            "scenarios failed: {}",
+                            r.scenarios_failed.join(", ")
+                        ))
+                    },
+                }
+            }
+            Err(e) => Phase::failed(&name, e),
+        });
     }
-    Ok(Some(report))
+    phases
 }
 
 /// The distinct skips the tests reported in `log`, in order.
@@ -487,5 +556,18 @@ mod tests {
         t.add("test result: FAILED. 2 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s");
         t.add("running 3 tests");
         assert_eq!((t.passed, t.failed, t.ignored, t.binaries), (10, 3, 1, 2));
+    }
+
+    /// `MCP_TEST_FAIL_ON_PURPOSE=1 cargo xtask test` makes this test fail, to see that the
+    /// command still runs every phase (the official conformance suite included) and
+    /// prints each one's figures.
+    #[test]
+    fn fails_on_purpose_when_asked() {
+        assert!(
+            std::env::var("MCP_TEST_FAIL_ON_PURPOSE")
+                .ok()
+                .is_none_or(|v| v != "1"),
+            "failing on purpose: MCP_TEST_FAIL_ON_PURPOSE=1"
+        );
     }
 }

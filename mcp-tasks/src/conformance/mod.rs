@@ -293,8 +293,26 @@ pub const SKIP_LOG_VAR: &str = "MCP_SKIP_LOG";
 /// `$MCP_SKIP_LOG` names, if any: a test that skips itself (its service or its files are
 /// not there) is then counted and named instead of passing silently.
 pub fn report_skip(what: &str) {
-    let line = format!("skipped: {what}");
-    eprintln!("{line}");
+    eprintln!("skipped: {what}");
+    append_to_skip_log(what);
+}
+
+/// How a by-design skip's line starts in the file `$MCP_SKIP_LOG` names
+/// ([`report_not_applicable`]), so that a summary counts it apart from the skips for a
+/// missing service, package or file.
+pub const NOT_APPLICABLE: &str = "not applicable: ";
+
+/// Says on stderr that the behaviour `what` does not apply to the backend under test (an
+/// optional capability it does not offer, such as operator counts or session records),
+/// and records it in `$MCP_SKIP_LOG` marked as such: skipped by design, not for want of
+/// anything on the machine.
+pub fn report_not_applicable(what: &str) {
+    eprintln!("not applicable: {what}");
+    append_to_skip_log(&format!("{NOT_APPLICABLE}{what}"));
+}
+
+/// Appends `what` as a line to the file `$MCP_SKIP_LOG` names, if any.
+fn append_to_skip_log(what: &str) {
     if let Some(path) = std::env::var_os(SKIP_LOG_VAR) {
         use std::io::Write;
         let appended = std::fs::OpenOptions::new()

@@ -20,7 +20,7 @@ fn supported<T>(behaviour: &str, result: Result<T, StoreError>) -> Option<T> {
     match result {
         Ok(value) => Some(value),
         Err(StoreError::Unsupported { operation }) => {
-            super::report_skip(&format!(
+            super::report_not_applicable(&format!(
                 "{behaviour}: the store does not support {operation}"
             ));
             None

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::env::StoreFactory;
 use super::helpers::{alice, another, open, roomy};
-use super::report_skip;
+use super::report_not_applicable;
 use crate::{Limit, SessionChange, SessionRecord, SessionStore, StoreError, TaskStore};
 use mcp_tasks_protocol::types::LoggingLevel;
 
@@ -44,7 +44,7 @@ fn fresh_id() -> String {
 fn sessions_of<'a, S: TaskStore>(store: &'a S, behaviour: &str) -> Option<&'a dyn SessionStore> {
     let sessions = store.sessions();
     if sessions.is_none() {
-        report_skip(&format!(
+        report_not_applicable(&format!(
             "{behaviour}: the backend keeps no session records"
         ));
     }
