@@ -35,6 +35,9 @@ const WAIT: Duration = Duration::from_secs(20);
 #[derive(Default)]
 struct Gated {
     gate: Notify,
+    /// Set once an elicitation's handler began (a task aborted before its handler was
+    /// first polled never builds its drop flag).
+    started: AtomicBool,
     dropped: Arc<AtomicBool>,
     /// Set once an elicitation was answered.
     finished: AtomicBool,
@@ -44,6 +47,8 @@ struct Gated {
 impl ClientHandler for Gated {
     async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
         let mut flag = DropFlag(Arc::clone(&self.dropped), false);
+        self.started
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.gate.notified().await;
         flag.1 = true;
         self.finished
@@ -323,6 +328,9 @@ async fn tasks_cancel_stops_the_handler_and_refuses_a_finished_task() {
         .await
         .expect("CreateTaskResult");
     let id = created["task"]["taskId"].as_str().expect("id").to_owned();
+    // The handler is running (on a loaded machine the cancel could otherwise come before
+    // its first poll: stopped before it began, it would set no drop flag).
+    wait_for(&handler.started, WAIT, "the handler began").await;
     let cancelled = raw
         .request("tasks/cancel", json!({ "taskId": id }))
         .await
