@@ -28,24 +28,26 @@ const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 /// before, more of both (and status notifications) after.
 const KILL_AFTER: &str = "confirm_delete as a task, elicitation answered";
 
-/// The store URL and a namespace of its own for `test`, or `None` (skipped) when the
-/// service does not answer.
-async fn postgres(test: &str) -> Option<(String, String)> {
+/// The store URL and a namespace of its own for `test`, and the factory that made it
+/// (keep it until the test ends: dropping it drops the schema, also when the test fails),
+/// or `None` (skipped) when the service does not answer.
+async fn postgres(test: &str) -> Option<(String, String, PostgresFactory)> {
     let factory = PostgresFactory::from_env()?;
     let env = Env::new(test, Limits::default());
     drop(factory.open(&env).await.expect("create the schema"));
     let url = std::env::var(PostgresFactory::URL_ENV)
         .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    Some((url, PostgresFactory::schema_for(&env.namespace)))
+    Some((url, PostgresFactory::schema_for(&env.namespace), factory))
 }
 
-async fn redis(test: &str) -> Option<(String, String)> {
+/// [`postgres`] on Redis: dropping the factory deletes the prefix's keys.
+async fn redis(test: &str) -> Option<(String, String, RedisFactory)> {
     let factory = RedisFactory::from_env()?;
     let env = Env::new(test, Limits::default());
     drop(factory.open(&env).await.expect("prefix"));
     let url = std::env::var(RedisFactory::URL_VAR)
         .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    Some((url, RedisFactory::prefix(&env.namespace)))
+    Some((url, RedisFactory::prefix(&env.namespace), factory))
 }
 
 /// Three demo processes on `store` / `namespace`, and the balancer in front of them.
@@ -132,28 +134,28 @@ async fn an_instance_killed_mid_session(store: &str, namespace: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_through_the_balancer_on_postgres() {
-    if let Some((url, schema)) = postgres("shared_sessions_ts_sdk").await {
+    if let Some((url, schema, _factory)) = postgres("shared_sessions_ts_sdk").await {
         interop_through_the_balancer(&url, &schema).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_through_the_balancer_on_redis() {
-    if let Some((url, prefix)) = redis("shared_sessions_ts_sdk").await {
+    if let Some((url, prefix, _factory)) = redis("shared_sessions_ts_sdk").await {
         interop_through_the_balancer(&url, &prefix).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_session_outlives_a_killed_instance_on_postgres() {
-    if let Some((url, schema)) = postgres("shared_sessions_ts_sdk_kill").await {
+    if let Some((url, schema, _factory)) = postgres("shared_sessions_ts_sdk_kill").await {
         an_instance_killed_mid_session(&url, &schema).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_session_outlives_a_killed_instance_on_redis() {
-    if let Some((url, prefix)) = redis("shared_sessions_ts_sdk_kill").await {
+    if let Some((url, prefix, _factory)) = redis("shared_sessions_ts_sdk_kill").await {
         an_instance_killed_mid_session(&url, &prefix).await;
     }
 }

@@ -18,8 +18,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::STORE_UNAVAILABLE_MESSAGE;
-use mcp_tasks::conformance::{PostgresFactory, RedisFactory, TcpProxy};
+use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory, TcpProxy};
+use mcp_tasks::{Limits, STORE_UNAVAILABLE_MESSAGE};
 use mcp_tests::node_harness::{Cluster, Node, result_text, slow};
 use mcp_tests::server_harness::{WAIT, accept, task_params};
 use serde_json::json;
@@ -47,11 +47,31 @@ async fn two_nodes(store_url: &str, namespace: &str, lease_ms: &str) -> (Vec<Nod
     (vec![a, b], Cluster::new(urls))
 }
 
-fn namespace(what: &str) -> String {
-    let salt = mcp_tasks::TaskId::random()
-        .map(|id| id.as_str()[..8].to_owned())
-        .unwrap_or_default();
-    format!("outage_{what}_{}_{salt}", std::process::id())
+/// A namespace of the test's own in the store at `store_url` (the real one, not the
+/// proxy), removed when dropped, also when the test fails: the factory that made it drops
+/// the schema (PostgreSQL) or deletes the prefix's keys (Redis).
+struct Namespace {
+    name: String,
+    _owner: Box<dyn std::any::Any + Send>,
+}
+
+async fn namespace(store_url: &str, what: &str) -> Namespace {
+    let env = Env::new(&format!("outage_{what}"), Limits::default());
+    if store_url.starts_with("redis") {
+        let factory = RedisFactory::new(store_url);
+        drop(factory.open(&env).await.expect("the prefix"));
+        Namespace {
+            name: RedisFactory::prefix(&env.namespace),
+            _owner: Box::new(factory),
+        }
+    } else {
+        let factory = PostgresFactory::new(store_url);
+        drop(factory.open(&env).await.expect("the schema"));
+        Namespace {
+            name: PostgresFactory::schema_for(&env.namespace),
+            _owner: Box::new(factory),
+        }
+    }
 }
 
 /// The key of the one input request `confirm_delete` asks, once it asks it.
@@ -67,8 +87,9 @@ async fn question_key(cluster: &Cluster, id: &str) -> String {
 
 /// A store outage shorter than the lease loses nothing and fails nothing.
 async fn short_outage(store_url: &str, what: &str) {
+    let namespace = namespace(store_url, what).await;
     let (proxy, proxied) = TcpProxy::in_front_of(store_url).await.expect("proxy");
-    let (_nodes, cluster) = two_nodes(&proxied, &namespace(what), "15000").await;
+    let (_nodes, cluster) = two_nodes(&proxied, &namespace.name, "15000").await;
 
     let asking = cluster
         .create_task(A, "confirm_delete", json!({ "filename": "kept.txt" }))
@@ -135,8 +156,9 @@ async fn short_outage(store_url: &str, what: &str) {
 /// An outage longer than the lease: the at-most-once task fails as worker lost and says
 /// so; the at-least-once one runs again and completes.
 async fn outage_longer_than_the_lease(store_url: &str, what: &str) {
+    let namespace = namespace(store_url, what).await;
     let (proxy, proxied) = TcpProxy::in_front_of(store_url).await.expect("proxy");
-    let (_nodes, cluster) = two_nodes(&proxied, &namespace(what), "2000").await;
+    let (_nodes, cluster) = two_nodes(&proxied, &namespace.name, "2000").await;
     let asking = cluster
         .create_task(A, "confirm_delete", json!({ "filename": "lost.txt" }))
         .await;
