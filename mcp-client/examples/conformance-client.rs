@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_client::auth::{
-    Assertion, AuthConfig, ClientAuth, FollowRedirect, Grant, IdentityProvider, MachineClient,
-    MemoryTokenStore, SigningKey,
+    Assertion, AuthConfig, ClientAuth, FollowRedirect, Grant, IdentityProvider, IssuerBinding,
+    MachineClient, MemoryTokenStore, SigningKey,
 };
 use mcp_tasks_client::{ClientConfig, ClientHandler, McpClient, Revision};
 use mcp_tasks_protocol::JsonObject;
@@ -214,7 +214,11 @@ fn plan(scenario: &str) -> Option<Plan> {
 }
 
 /// The grant of a machine scenario, from `MCP_CONFORMANCE_CONTEXT` (`workload_file`:
-/// where the workload token is written for the library to read).
+/// where the workload token is written for the library to read). The context names no
+/// issuer (the suite's authorization server listens on a port chosen per run), so the
+/// client trusts the first one the scenario's server names
+/// ([`IssuerBinding::TrustFirstUse`], kept in memory for the run): a program whose
+/// client is registered with a known issuer binds it with [`IssuerBinding::Issuer`].
 fn grant(
     machine: Machine,
     context: &Context,
@@ -226,33 +230,34 @@ fn grant(
     };
     let client_id = need(&context.client_id, "client_id")?;
     let secret_client = || -> Result<MachineClient, String> {
-        Ok(MachineClient {
-            client_id: client_id.clone(),
-            auth: ClientAuth::Secret(need(&context.client_secret, "client_secret")?),
-            issuer: None,
-        })
+        Ok(MachineClient::new(
+            client_id.clone(),
+            ClientAuth::Secret(need(&context.client_secret, "client_secret")?),
+            IssuerBinding::TrustFirstUse,
+        ))
     };
     Ok(match machine {
         Machine::ClientKey => {
             let pem = need(&context.private_key_pem, "private_key_pem")?;
             let algorithm = context.signing_algorithm.as_deref().unwrap_or("ES256");
             let key = SigningKey::from_pem(pem.as_bytes(), algorithm).map_err(|e| e.to_string())?;
-            Grant::ClientCredentials(MachineClient {
+            Grant::ClientCredentials(MachineClient::new(
                 client_id,
-                auth: ClientAuth::PrivateKeyJwt(Arc::new(key)),
-                issuer: None,
-            })
+                ClientAuth::PrivateKeyJwt(Arc::new(key)),
+                IssuerBinding::TrustFirstUse,
+            ))
         }
         Machine::ClientSecret => Grant::ClientCredentials(secret_client()?),
         Machine::Enterprise => Grant::IdentityAssertion {
             client: secret_client()?,
             idp: IdentityProvider {
                 token_endpoint: need(&context.idp_token_endpoint, "idp_token_endpoint")?,
-                client: MachineClient {
-                    client_id: need(&context.idp_client_id, "idp_client_id")?,
-                    auth: ClientAuth::None,
-                    issuer: None,
-                },
+                // Its token endpoint is the context's, not named by the server.
+                client: MachineClient::new(
+                    need(&context.idp_client_id, "idp_client_id")?,
+                    ClientAuth::None,
+                    IssuerBinding::Unbound,
+                ),
             },
             id_token: Assertion::Value(need(&context.idp_id_token, "idp_id_token")?),
         },
@@ -261,11 +266,11 @@ fn grant(
             std::fs::write(workload_file, token)
                 .map_err(|e| format!("cannot write {}: {e}", workload_file.display()))?;
             Grant::JwtBearer {
-                client: MachineClient {
+                client: MachineClient::new(
                     client_id,
-                    auth: ClientAuth::None,
-                    issuer: None,
-                },
+                    ClientAuth::None,
+                    IssuerBinding::TrustFirstUse,
+                ),
                 assertion: Assertion::File(workload_file.to_owned()),
             }
         }

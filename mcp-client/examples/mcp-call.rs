@@ -43,9 +43,15 @@
 //! with the issuer it belongs to (`--client-id ID [--client-secret SECRET]
 //! --client-issuer ISSUER`) and used only with that authorization server. A program
 //! with no person at hand logs in as a machine client, with the client credentials
-//! grant: `--client-id ID --client-secret SECRET`, or `--client-key KEY.pem` for a
-//! signed client assertion (`private_key_jwt`); `--client-issuer` then binds it to that
-//! authorization server (with `--client-credentials` when a secret is used). `--dpop`
+//! grant: `--client-id ID --client-secret SECRET --client-issuer ISSUER
+//! --client-credentials`, or `--client-id ID --client-key KEY.pem --client-issuer
+//! ISSUER` for a signed client assertion (`private_key_jwt`); its credentials go to
+//! that authorization server only. Without `--client-issuer` a secret or key is refused
+//! (a usage error, exit status 2: the MCP server would choose where it goes), unless
+//! `--trust-first-issuer` says to trust the first authorization server met: it is
+//! recorded in the token file and any other is refused after it (a warning says so).
+//! A machine client asks for the scopes given with `--client-scope` only (repeatable):
+//! a server asking for another is refused, naming it. `--dpop`
 //! binds the tokens to a key made for the run (RFC 9449). A server that
 //! answers 401 without publishing OAuth metadata may take a static token instead: the
 //! error says so, naming `--bearer TOKEN`; and when the token given with `--bearer` is
@@ -54,11 +60,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use mcp_tasks_client::auth::AuthError;
 use mcp_tasks_client::auth::{
-    AuthConfig, AuthEvent, Authorize, ClientAuth, FileTokenStore, Grant, LoopbackRedirect,
-    MachineClient, SigningKey,
+    AuthConfig, AuthEvent, Authorize, ClientAuth, FileTokenStore, Grant, IssuerBinding,
+    LoopbackRedirect, MachineClient, SigningKey,
 };
 use mcp_tasks_client::{
     ClientConfig, ClientError, Endpoint, McpClient, Revision, Started, TaskRef,
@@ -94,10 +100,11 @@ struct Args {
     /// fix it when the authorization server wants a registered redirect URI).
     #[arg(long, default_value_t = 0)]
     redirect_port: u16,
-    /// A client id registered beforehand: with `--client-issuer` alone, the client of
-    /// the browser login there; with `--client-secret` or `--client-key` and no
-    /// `--client-issuer` (or with `--client-credentials`), a machine client that logs in
-    /// with the client credentials grant, no browser.
+    /// A client id registered beforehand: with `--client-issuer` (and `--client-secret`
+    /// if it has one), the client of the browser login there; with `--client-key`, or
+    /// `--client-secret` and `--client-credentials`, a machine client that logs in with
+    /// the client credentials grant, no browser (bound by `--client-issuer`, or else by
+    /// `--trust-first-issuer`).
     #[arg(long, requires = "http")]
     client_id: Option<String>,
     /// The secret of `--client-id`, if it has one.
@@ -120,10 +127,21 @@ struct Args {
         requires = "client_key"
     )]
     client_key_alg: String,
-    /// Log in with the client credentials grant even with `--client-issuer` (the
-    /// client's credentials then go to that authorization server only).
+    /// Log in with the client credentials grant (a machine client) with
+    /// `--client-secret` and `--client-issuer` (the client's credentials then go to that
+    /// authorization server only).
     #[arg(long, requires = "client_id")]
     client_credentials: bool,
+    /// For a machine client without `--client-issuer`: send its secret or key to the
+    /// first authorization server the MCP server names, record that issuer in the token
+    /// file, and refuse any other after it. Weaker than `--client-issuer` (the server met
+    /// first chooses): a warning says so.
+    #[arg(long, requires = "client_id", conflicts_with = "client_issuer")]
+    trust_first_issuer: bool,
+    /// A scope the machine client may ask for (repeatable, or several separated by
+    /// spaces): a server asking for any other is refused. None given: it asks for none.
+    #[arg(long = "client-scope", value_name = "SCOPE", requires = "client_id")]
+    client_scopes: Vec<String>,
     /// Use DPoP (RFC 9449): a key made for this run, tokens bound to it, a proof with
     /// every request.
     #[arg(long, requires = "http")]
@@ -213,9 +231,7 @@ async fn auth_config(
         auth = auth.with_authorize(Arc::new(loopback));
     }
     if let Some(id) = &args.client_id {
-        let machine =
-            args.client_credentials || args.client_key.is_some() || args.client_issuer.is_none();
-        if machine {
+        if machine_client(args) {
             let client_auth = match (&args.client_key, &args.client_secret) {
                 (Some(path), _) => ClientAuth::PrivateKeyJwt(Arc::new(
                     SigningKey::from_pem_file(path, &args.client_key_alg)
@@ -226,11 +242,26 @@ async fn auth_config(
                     return Err("--client-id needs --client-secret or --client-key for the client credentials grant, or --client-issuer for a browser login".into());
                 }
             };
-            auth = auth.with_grant(Grant::ClientCredentials(MachineClient {
-                client_id: id.clone(),
-                auth: client_auth,
-                issuer: args.client_issuer.clone(),
-            }));
+            // `usage` refused a secret or key with neither.
+            let issuer = match &args.client_issuer {
+                Some(issuer) => IssuerBinding::Issuer(issuer.clone()),
+                None => {
+                    eprintln!(
+                        "mcp-call: warning: --trust-first-issuer: the client's {} goes to the first authorization server {} names, whichever it is; that issuer is then recorded in {} and any other is refused. Bind the client with --client-issuer ISSUER instead whenever you know its issuer.",
+                        if args.client_key.is_some() {
+                            "signed assertion"
+                        } else {
+                            "secret"
+                        },
+                        args.http.as_deref().unwrap_or("the server"),
+                        path.display()
+                    );
+                    IssuerBinding::TrustFirstUse
+                }
+            };
+            let client = MachineClient::new(id.clone(), client_auth, issuer)
+                .with_scopes(args.client_scopes.iter().cloned());
+            auth = auth.with_grant(Grant::ClientCredentials(client));
         } else if let Some(issuer) = &args.client_issuer {
             auth = auth.with_pre_registered(issuer.clone(), id.clone(), args.client_secret.clone());
         }
@@ -242,6 +273,39 @@ async fn auth_config(
         auth = auth.with_client_metadata_url(url.clone());
     }
     Ok((auth, path, steps))
+}
+
+/// Whether `--client-id` is a machine client (the client credentials grant, no
+/// browser): with `--client-key`, with `--client-credentials`, or with a secret and no
+/// `--client-issuer` (which [`usage`] then refuses without `--trust-first-issuer`).
+fn machine_client(args: &Args) -> bool {
+    args.client_credentials
+        || args.client_key.is_some()
+        || (args.client_issuer.is_none() && args.client_secret.is_some())
+        || args.trust_first_issuer
+}
+
+/// What the flags cannot say together, beyond what clap checks: a usage error.
+fn usage(args: &Args) -> Result<(), String> {
+    if args.client_id.is_none() || !machine_client(args) {
+        if !args.client_scopes.is_empty() {
+            return Err("--client-scope is for a machine client (--client-key, or --client-secret with --client-credentials)".into());
+        }
+        return Ok(());
+    }
+    if args.client_issuer.is_none() && !args.trust_first_issuer {
+        let what = if args.client_key.is_some() {
+            "--client-key"
+        } else if args.client_secret.is_some() {
+            "--client-secret"
+        } else {
+            return Ok(());
+        };
+        return Err(format!(
+            "{what} needs --client-issuer ISSUER, the issuer of the authorization server the client is registered with: otherwise the MCP server chooses where its credentials go (a hostile one names its own authorization server and replays them). To send them to the first authorization server met and refuse any other after it, give --trust-first-issuer instead."
+        ));
+    }
+    Ok(())
 }
 
 /// Starts the `--stdio` server with its stderr piped: each line it logs is printed by
@@ -477,7 +541,13 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match run(Args::parse()).await {
+    let args = Args::parse();
+    if let Err(message) = usage(&args) {
+        Args::command()
+            .error(clap::error::ErrorKind::MissingRequiredArgument, message)
+            .exit();
+    }
+    match run(args).await {
         Ok(Outcome::Done) => std::process::ExitCode::SUCCESS,
         Ok(Outcome::ToolError) => std::process::ExitCode::FAILURE,
         // Exits here rather than returning: a question may still wait for its line of

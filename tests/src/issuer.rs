@@ -7,7 +7,8 @@
 //! JWKS answers ([`TestIssuer::set_jwks_down`]), and it counts JWKS fetches. With
 //! [`IssuerOptions::introspection_client`] it also issues opaque tokens
 //! ([`TestIssuer::opaque_token`]) and answers RFC 7662 introspection for that client
-//! (`client_secret_basic`), counting the requests. Extra routes
+//! (`client_secret_basic`), counting the requests; it counts every request it receives
+//! too ([`TestIssuer::requests`]). Extra routes
 //! and metadata members ([`IssuerOptions`]) add the endpoints of an authorization server
 //! (`crate::authorization_server`, for the OAuth client's tests).
 
@@ -178,6 +179,8 @@ struct Shared {
     opaque: Mutex<HashMap<String, Value>>,
     introspection_down: AtomicBool,
     introspections: AtomicUsize,
+    /// Every HTTP request received, whatever its path.
+    requests: AtomicUsize,
 }
 
 /// The authorization server: metadata, JWKS, and the keys that sign its tokens.
@@ -252,6 +255,7 @@ impl TestIssuer {
             opaque: Mutex::default(),
             introspection_down: AtomicBool::new(false),
             introspections: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
         });
         let metadata_path = match options.discovery {
             Discovery::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
@@ -267,6 +271,13 @@ impl TestIssuer {
         if let Some(extra) = options.extra_routes {
             router = router.merge(extra);
         }
+        let counted = Arc::clone(&shared);
+        let router = router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                counted.requests.fetch_add(1, Ordering::SeqCst);
+                next.run(request)
+            },
+        ));
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, router)
@@ -346,6 +357,12 @@ impl TestIssuer {
     /// How many introspection requests arrived (answered or not).
     pub fn introspections(&self) -> usize {
         self.shared.introspections.load(Ordering::SeqCst)
+    }
+
+    /// How many HTTP requests arrived, whatever their path (metadata, JWKS, and the
+    /// routes added: an authorization server's token endpoint...).
+    pub fn requests(&self) -> usize {
+        self.shared.requests.load(Ordering::SeqCst)
     }
 }
 

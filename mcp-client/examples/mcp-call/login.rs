@@ -100,6 +100,10 @@ pub(crate) fn progress(event: &AuthEvent, token_file: &std::path::Path) -> Optio
             }
         ),
         AuthEvent::Saved => format!("Saved to {}", token_file.display()),
+        AuthEvent::IssuerTrusted { issuer, client_id } => format!(
+            "Trusting {issuer} as the authorization server of client {client_id} (--trust-first-issuer): recorded in {}; any other will be refused.",
+            token_file.display()
+        ),
         _ => return None,
     })
 }

@@ -74,16 +74,25 @@ impl AuthConfig {
     /// The token is obtained again shortly before it expires or when the server
     /// refuses it; a refused grant is an error, never retried another way.
     ///
+    /// A grant that sends anything secret needs a client bound to an issuer
+    /// ([`IssuerBinding`](super::IssuerBinding)), else connecting fails before any
+    /// request with [`AuthError::MachineClientUnbound`]; the client asks only for the
+    /// scopes it was given ([`MachineClient::scopes`](super::MachineClient::scopes)).
+    ///
     /// ```
     /// # use std::sync::Arc;
-    /// use mcp_tasks_client::auth::{AuthConfig, ClientAuth, Grant, MachineClient, MemoryTokenStore};
+    /// use mcp_tasks_client::auth::{
+    ///     AuthConfig, ClientAuth, Grant, IssuerBinding, MachineClient, MemoryTokenStore,
+    /// };
     ///
+    /// let client = MachineClient::new(
+    ///     "nightly-job",
+    ///     ClientAuth::Secret("s3cret".into()),
+    ///     IssuerBinding::Issuer("https://auth.example.com".into()),
+    /// )
+    /// .with_scopes(["mcp"]);
     /// let config = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "nightly-job")
-    ///     .with_grant(Grant::ClientCredentials(MachineClient {
-    ///         client_id: "nightly-job".into(),
-    ///         auth: ClientAuth::Secret("s3cret".into()),
-    ///         issuer: Some("https://auth.example.com".into()),
-    ///     }));
+    ///     .with_grant(Grant::ClientCredentials(client));
     /// assert!(config.grant.is_some());
     /// ```
     pub fn with_grant(mut self, grant: Grant) -> AuthConfig {

@@ -232,6 +232,50 @@ pub enum AuthError {
         /// The issuer the client is bound to.
         bound: String,
     },
+    /// The machine client would send a secret ([`Grant::secret_sent`]) to whichever
+    /// authorization server the MCP server names: it must be bound to an issuer first.
+    /// Nothing was sent (this is checked before any request).
+    ///
+    /// [`Grant::secret_sent`]: super::Grant::secret_sent
+    #[error(
+        "the machine client {client_id} is not bound to an authorization server, so it would send {sends} to whichever one the MCP server names (a hostile server can name its own and replay it): nothing was sent. Bind it to the issuer it is registered with (mcp-call --client-issuer ISSUER; in code, IssuerBinding::Issuer), or accept the first authorization server met and refuse any other after it (mcp-call --trust-first-issuer; in code, IssuerBinding::TrustFirstUse)"
+    )]
+    MachineClientUnbound {
+        /// The client id.
+        client_id: String,
+        /// What it would send (`its client secret`, `the workload identity token`...).
+        sends: &'static str,
+    },
+    /// The machine client trusts the first authorization server it met
+    /// ([`IssuerBinding::TrustFirstUse`]), recorded with the stored login of this MCP
+    /// server, and the server now names another: nothing is sent to that one.
+    ///
+    /// [`IssuerBinding::TrustFirstUse`]: super::IssuerBinding::TrustFirstUse
+    #[error(
+        "the server names the authorization server {issuer}, but the machine client was first used with {first} (trusted on first use, recorded in the token store): its credentials are not sent to another authorization server, and nothing was sent to {issuer}. If {issuer} is the right one now, bind the client to it (mcp-call --client-issuer {issuer}) or remove the stored login of this server; otherwise the server (or its metadata) is not the one you expect"
+    )]
+    IssuerChangedSinceFirstUse {
+        /// The issuer the MCP server names now.
+        issuer: String,
+        /// The issuer the client was first used with.
+        first: String,
+    },
+    /// The server's challenge asks a machine client for scopes it was not given
+    /// ([`MachineClient::scopes`]): with no person to consent, it does not ask for them.
+    /// No token was requested.
+    ///
+    /// [`MachineClient::scopes`]: super::MachineClient::scopes
+    #[error(
+        "the server asks for the scope {scope}, which the machine client may not ask for (it may ask for: {}): no token was requested. If the client should have it, allow it (mcp-call --client-scope \"{scope}\"; in code, MachineClient::with_scopes)",
+        allowed.as_deref().unwrap_or("no scope")
+    )]
+    ScopeNotAllowed {
+        /// The scopes asked for that the client may not ask for, space-separated: those
+        /// it would need.
+        scope: String,
+        /// The scopes it may ask for, space-separated; `None` when none.
+        allowed: Option<String>,
+    },
     /// An URL in the configuration or a metadata document is not usable.
     #[error("invalid URL {url}: {reason}")]
     InvalidUrl {
@@ -262,5 +306,25 @@ mod tests {
             attempts: 1,
         };
         assert!(e.to_string().contains("(last asked for: no scope)"), "{e}");
+    }
+
+    #[test]
+    fn scope_not_allowed_names_the_scopes_needed_and_the_flag() {
+        let e = AuthError::ScopeNotAllowed {
+            scope: "admin write".into(),
+            allowed: Some("read".into()),
+        };
+        let said = e.to_string();
+        assert!(
+            said.contains("asks for the scope admin write")
+                && said.contains("(it may ask for: read)")
+                && said.contains(r#"--client-scope "admin write""#),
+            "{said}"
+        );
+        let e = AuthError::ScopeNotAllowed {
+            scope: "admin".into(),
+            allowed: None,
+        };
+        assert!(e.to_string().contains("(it may ask for: no scope)"), "{e}");
     }
 }

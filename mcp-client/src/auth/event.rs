@@ -80,6 +80,17 @@ pub enum AuthEvent {
     },
     /// The login was saved in the token store.
     Saved,
+    /// A machine client trusting the first authorization server it meets
+    /// ([`IssuerBinding::TrustFirstUse`]) met it: recorded in the token store before
+    /// anything is sent there; any other is refused from now on.
+    ///
+    /// [`IssuerBinding::TrustFirstUse`]: super::IssuerBinding::TrustFirstUse
+    IssuerTrusted {
+        /// The issuer recorded.
+        issuer: String,
+        /// The machine client's id.
+        client_id: String,
+    },
 }
 
 /// What [`AuthConfig::on_event`](super::AuthConfig::on_event) calls with each step.

@@ -13,6 +13,12 @@
 //!
 //! Every token request carries the RFC 8707 `resource`; a refused grant is an
 //! [`AuthError::TokenRefused`], never retried with another grant.
+//!
+//! The MCP server does not choose where a machine client's secrets go, nor what it asks
+//! for: a client that sends anything secret (a client secret, a signed client assertion,
+//! a workload token, an identity assertion) is bound to one issuer
+//! ([`IssuerBinding`]), and asks only for the scopes it was given
+//! ([`MachineClient::scopes`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -116,17 +122,67 @@ pub enum ClientAuth {
     None,
 }
 
+/// Which authorization server a machine client's credentials may go to.
+///
+/// The MCP server names the authorization server in its Protected Resource Metadata
+/// (RFC 9728); a server that names one of its own would receive whatever the client
+/// sends there, and could replay it at the real one. So a client that sends anything
+/// secret (see [`Grant::secret_sent`]) must be bound: [`Issuer`](IssuerBinding::Issuer), or
+/// explicitly [`TrustFirstUse`](IssuerBinding::TrustFirstUse). Otherwise the login
+/// fails with [`AuthError::MachineClientUnbound`] before any request is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IssuerBinding {
+    /// The issuer the client is registered with, exactly as its metadata writes
+    /// `issuer`. Its credentials go to that authorization server only: a server naming
+    /// another one gets no request at all ([`AuthError::MachineClientForOtherIssuer`]).
+    Issuer(String),
+    /// Trust on first use: the first authorization server the MCP server names (https
+    /// or loopback) is recorded in the token store, with the login of that MCP server,
+    /// before anything is sent to it ([`AuthEvent::IssuerTrusted`]); from then on the
+    /// client's credentials go to that one only, and a server naming another gets no
+    /// request ([`AuthError::IssuerChangedSinceFirstUse`]). Weaker than
+    /// [`Issuer`](IssuerBinding::Issuer): the record is per MCP server (a server the
+    /// client has not met yet chooses freely), and a hostile server met first wins.
+    ///
+    /// [`AuthEvent::IssuerTrusted`]: super::AuthEvent::IssuerTrusted
+    TrustFirstUse,
+    /// Not bound: the authorization server the MCP server names. Allowed only for a
+    /// grant that sends nothing secret: the client credentials grant of a public client
+    /// ([`ClientAuth::None`]). Also what an [`IdentityProvider`]'s client usually is: its
+    /// token endpoint is configured, not named by the server.
+    Unbound,
+}
+
 /// A client known to the authorization server beforehand, for the machine grants.
+///
+/// ```
+/// use mcp_tasks_client::auth::{ClientAuth, IssuerBinding, MachineClient};
+///
+/// let client = MachineClient::new(
+///     "nightly-job",
+///     ClientAuth::Secret("s3cret".into()),
+///     IssuerBinding::Issuer("https://auth.example.com".into()),
+/// )
+/// .with_scopes(["mcp:read", "mcp:write"]);
+/// assert_eq!(client.scopes, ["mcp:read", "mcp:write"]);
+/// ```
 #[derive(Clone)]
 pub struct MachineClient {
     /// The client id.
     pub client_id: String,
     /// How it authenticates.
     pub auth: ClientAuth,
-    /// The issuer it is registered with, if bound: its credentials then go to that
-    /// authorization server only ([`AuthError::MachineClientForOtherIssuer`]). `None`:
-    /// the authorization server the MCP server's metadata names (https or loopback).
-    pub issuer: Option<String>,
+    /// Which authorization server its credentials may go to.
+    pub issuer: IssuerBinding,
+    /// The scopes it may ask for (each entry one scope, or several separated by
+    /// spaces). Nobody is at hand to consent to more, so a server's challenge (401 or
+    /// 403 `insufficient_scope`) naming any other scope is refused before any request,
+    /// with [`AuthError::ScopeNotAllowed`] naming the scopes it would need. When the
+    /// challenge names no scope, the client asks for the scopes of the server's
+    /// `scopes_supported` that are here, or for none. Empty (the default of
+    /// [`new`](MachineClient::new)): it asks for no scope, and a challenge naming one
+    /// is refused.
+    pub scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for MachineClient {
@@ -140,7 +196,71 @@ impl std::fmt::Debug for MachineClient {
             .field("client_id", &self.client_id)
             .field("auth", &auth)
             .field("issuer", &self.issuer)
+            .field("scopes", &self.scopes)
             .finish()
+    }
+}
+
+impl MachineClient {
+    /// The client `client_id`, authenticating with `auth`, bound by `issuer`, allowed
+    /// no scope yet ([`with_scopes`](MachineClient::with_scopes)).
+    pub fn new(
+        client_id: impl Into<String>,
+        auth: ClientAuth,
+        issuer: IssuerBinding,
+    ) -> MachineClient {
+        MachineClient {
+            client_id: client_id.into(),
+            auth,
+            issuer,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// Allows the client to ask for `scopes` (added to those it has).
+    pub fn with_scopes<S: Into<String>>(
+        mut self,
+        scopes: impl IntoIterator<Item = S>,
+    ) -> MachineClient {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether it may ask for the one scope `scope`.
+    fn allows(&self, scope: &str) -> bool {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.split_whitespace())
+            .any(|s| s == scope)
+    }
+
+    /// The scopes of the space-separated `scope` it may not ask for, each once, in
+    /// order; `None` when it may ask for all of them.
+    pub(crate) fn not_allowed(&self, scope: &str) -> Option<String> {
+        let mut out: Vec<&str> = Vec::new();
+        for s in scope.split_whitespace() {
+            if !self.allows(s) && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        (!out.is_empty()).then(|| out.join(" "))
+    }
+
+    /// The scopes of the space-separated `scope` it may ask for, in order; `None` when
+    /// there are none.
+    pub(crate) fn allowed_part(&self, scope: &str) -> Option<String> {
+        let mut out: Vec<&str> = Vec::new();
+        for s in scope.split_whitespace() {
+            if self.allows(s) && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        (!out.is_empty()).then(|| out.join(" "))
+    }
+
+    /// The scopes it may ask for, space-separated; `None` when none.
+    pub(crate) fn scope_list(&self) -> Option<String> {
+        self.allowed_part(&self.scopes.join(" "))
     }
 }
 
@@ -181,9 +301,13 @@ impl Assertion {
 /// The enterprise identity provider where ID tokens become ID-JAGs.
 #[derive(Debug, Clone)]
 pub struct IdentityProvider {
-    /// Its token endpoint (https, or http on a loopback host).
+    /// Its token endpoint (https, or http on a loopback host). Configured here, never
+    /// named by the MCP server: the ID token goes nowhere else.
     pub token_endpoint: String,
-    /// The client registered there.
+    /// The client registered there. Its `issuer`, when
+    /// [`IssuerBinding::Issuer`], is the audience of its client assertion (else the
+    /// token endpoint's origin); its `scopes` are not used (the scope asked for is the
+    /// one the MCP server's client may ask for).
     pub client: MachineClient,
 }
 
@@ -219,6 +343,34 @@ impl Grant {
             Grant::ClientCredentials(c) => c,
             Grant::JwtBearer { client, .. } | Grant::IdentityAssertion { client, .. } => client,
         }
+    }
+
+    /// What secret this grant sends to the MCP server's authorization server, if any:
+    /// the client's secret or signed assertion, the workload token, the identity
+    /// assertion (each a credential the receiver could replay). `None` only for the
+    /// client credentials grant of a public client ([`ClientAuth::None`]).
+    pub fn secret_sent(&self) -> Option<&'static str> {
+        match (self, &self.client().auth) {
+            (_, ClientAuth::Secret(_)) => Some("its client secret"),
+            (_, ClientAuth::PrivateKeyJwt(_)) => Some("a client assertion signed with its key"),
+            (Grant::JwtBearer { .. }, ClientAuth::None) => Some("the workload identity token"),
+            (Grant::IdentityAssertion { .. }, ClientAuth::None) => {
+                Some("the identity assertion (ID-JAG) made for the user")
+            }
+            (Grant::ClientCredentials(_), ClientAuth::None) => None,
+        }
+    }
+}
+
+/// Checks that `grant` may be used at all: a grant that sends a secret ([`Grant::secret_sent`])
+/// needs a client bound to an issuer ([`IssuerBinding`]). Run before any request.
+pub(crate) fn check_configuration(grant: &Grant) -> Result<(), AuthError> {
+    match (&grant.client().issuer, grant.secret_sent()) {
+        (IssuerBinding::Unbound, Some(sends)) => Err(AuthError::MachineClientUnbound {
+            client_id: grant.client().client_id.clone(),
+            sends,
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -362,13 +514,16 @@ fn token_set(answer: TokenAnswer, scope: Option<&str>) -> TokenSet {
     }
 }
 
-/// Checks that `client` may be used at `issuer`.
-pub fn check_binding(client: &MachineClient, issuer: &str) -> Result<(), AuthError> {
+/// Checks that `client` may be used at `issuer`, as far as its binding alone says (the
+/// issuer recorded for [`IssuerBinding::TrustFirstUse`] is the caller's to check).
+pub(crate) fn check_binding(client: &MachineClient, issuer: &str) -> Result<(), AuthError> {
     match &client.issuer {
-        Some(bound) if bound != issuer => Err(AuthError::MachineClientForOtherIssuer {
-            issuer: issuer.to_owned(),
-            bound: bound.clone(),
-        }),
+        IssuerBinding::Issuer(bound) if bound != issuer => {
+            Err(AuthError::MachineClientForOtherIssuer {
+                issuer: issuer.to_owned(),
+                bound: bound.clone(),
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -382,6 +537,7 @@ pub async fn run(
     scope: Option<&str>,
 ) -> Result<TokenSet, AuthError> {
     let client = grant.client();
+    check_configuration(grant)?;
     check_binding(client, &metadata.issuer)?;
     let mut form: Vec<(&'static str, String)> = Vec::new();
     match grant {
@@ -439,11 +595,14 @@ async fn identity_assertion(
         http: http.http.clone(),
         dpop: None,
     };
-    let audience = idp.client.issuer.clone().unwrap_or_else(|| {
-        url::Url::parse(&idp.token_endpoint)
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_default()
-    });
+    let audience = match &idp.client.issuer {
+        IssuerBinding::Issuer(issuer) => issuer.clone(),
+        IssuerBinding::TrustFirstUse | IssuerBinding::Unbound => {
+            url::Url::parse(&idp.token_endpoint)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default()
+        }
+    };
     let answer = token_request(
         &plain,
         &idp.token_endpoint,
@@ -519,21 +678,74 @@ mod tests {
 
     #[test]
     fn a_bound_client_goes_to_its_issuer_only() {
-        let client = MachineClient {
-            client_id: "c".into(),
-            auth: ClientAuth::Secret("s".into()),
-            issuer: Some("https://as.example".into()),
-        };
+        let client = MachineClient::new(
+            "c",
+            ClientAuth::Secret("s".into()),
+            IssuerBinding::Issuer("https://as.example".into()),
+        );
         assert!(check_binding(&client, "https://as.example").is_ok());
         assert!(matches!(
             check_binding(&client, "https://evil.example"),
             Err(AuthError::MachineClientForOtherIssuer { .. })
         ));
-        let unbound = MachineClient {
-            issuer: None,
-            ..client
+    }
+
+    #[test]
+    fn a_grant_that_sends_a_secret_needs_a_binding() {
+        let (pem, _) = ec_pem();
+        let key = Arc::new(SigningKey::from_pem(pem.as_bytes(), "ES256").expect("key"));
+        let client =
+            |auth: ClientAuth, issuer: IssuerBinding| MachineClient::new("c", auth, issuer);
+        let workload = |issuer| Grant::JwtBearer {
+            client: client(ClientAuth::None, issuer),
+            assertion: Assertion::Value("jwt".into()),
         };
-        assert!(check_binding(&unbound, "https://any.example").is_ok());
+        let enterprise = |issuer| Grant::IdentityAssertion {
+            client: client(ClientAuth::None, issuer),
+            idp: IdentityProvider {
+                token_endpoint: "https://idp.example/token".into(),
+                client: client(ClientAuth::None, IssuerBinding::Unbound),
+            },
+            id_token: Assertion::Value("id".into()),
+        };
+        let secret =
+            |issuer| Grant::ClientCredentials(client(ClientAuth::Secret("s".into()), issuer));
+        let signed = |issuer| {
+            Grant::ClientCredentials(client(ClientAuth::PrivateKeyJwt(key.clone()), issuer))
+        };
+        for make in [
+            &secret as &dyn Fn(IssuerBinding) -> Grant,
+            &signed,
+            &workload,
+            &enterprise,
+        ] {
+            assert!(matches!(
+                check_configuration(&make(IssuerBinding::Unbound)),
+                Err(AuthError::MachineClientUnbound { .. })
+            ));
+            assert!(check_configuration(&make(IssuerBinding::TrustFirstUse)).is_ok());
+            let bound = IssuerBinding::Issuer("https://as.example".into());
+            assert!(check_configuration(&make(bound)).is_ok());
+        }
+        // A public client's client credentials grant sends nothing secret.
+        let public = Grant::ClientCredentials(client(ClientAuth::None, IssuerBinding::Unbound));
+        assert_eq!(public.secret_sent(), None);
+        assert!(check_configuration(&public).is_ok());
+    }
+
+    #[test]
+    fn the_scopes_a_client_may_ask_for_are_its_own() {
+        let client = MachineClient::new("c", ClientAuth::None, IssuerBinding::Unbound)
+            .with_scopes(["a", "b c"]);
+        assert_eq!(client.not_allowed("a c"), None);
+        assert_eq!(client.not_allowed("a x y x").as_deref(), Some("x y"));
+        assert_eq!(client.allowed_part("x c a c").as_deref(), Some("c a"));
+        assert_eq!(client.allowed_part("x"), None);
+        assert_eq!(client.scope_list().as_deref(), Some("a b c"));
+        let none = MachineClient::new("c", ClientAuth::None, IssuerBinding::Unbound);
+        assert_eq!(none.not_allowed("a").as_deref(), Some("a"));
+        assert_eq!(none.not_allowed(" "), None);
+        assert_eq!(none.scope_list(), None);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! to send, and when the server answers 401 (or 403 `insufficient_scope`) it runs the
 //! spec's steps — discovery, client registration, the browser step, the code exchange,
 //! or a refresh first when one can do — and keeps the result in the token store.
+//! A machine login ([`Grant`]) goes to its bound authorization server only, and asks
+//! only for the scopes its client was given: both checked before any request.
 
 use tokio::sync::Mutex;
 
@@ -11,10 +13,10 @@ use super::discovery::{self, ServerMetadata};
 use super::error::AuthError;
 use super::event::AuthEvent;
 use super::flow;
-use super::machine::{self, Grant};
+use super::machine::{self, Grant, IssuerBinding};
 use super::registration;
 use super::secure::CappedHttp;
-use super::store::{Credentials, TokenSet};
+use super::store::{Credentials, RegisteredClient, TokenSet};
 
 #[derive(Debug, Default)]
 struct State {
@@ -52,8 +54,13 @@ fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
 }
 
 impl Authorizer {
-    /// The login for `server` (the MCP endpoint's URL).
+    /// The login for `server` (the MCP endpoint's URL). A machine grant that would send
+    /// a secret to whichever authorization server the MCP server names is refused here,
+    /// before any request ([`AuthError::MachineClientUnbound`]).
     pub fn new(server: impl Into<String>, config: AuthConfig) -> Result<Authorizer, AuthError> {
+        if let Some(grant) = &config.grant {
+            machine::check_configuration(grant)?;
+        }
         // Metadata, registration and token requests never follow redirects.
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -224,17 +231,76 @@ impl Authorizer {
     }
 
     /// Runs the machine grant again before the token expires, at the authorization
-    /// server that issued it.
+    /// server that issued it (if the client may still go there), for the scopes
+    /// granted that the client may ask for.
     async fn renew_ahead(
         &self,
         state: &mut State,
         grant: &Grant,
         credentials: &Credentials,
     ) -> Result<(), AuthError> {
+        machine::check_binding(grant.client(), &credentials.issuer)?;
         let metadata = discovery::server_metadata(&self.http, &credentials.issuer).await?;
-        let scope = credentials.tokens.as_ref().and_then(|t| t.scope.clone());
+        let scope = credentials
+            .tokens
+            .as_ref()
+            .and_then(|t| t.scope.as_deref())
+            .and_then(|s| grant.client().allowed_part(s));
         self.machine_login(state, &metadata, grant, &credentials.resource, scope)
             .await
+    }
+
+    /// Checks, before any request to it, that the machine client of `grant` may send
+    /// its credentials to `issuer`: its bound issuer, or for
+    /// [`IssuerBinding::TrustFirstUse`] the one recorded with the stored login.
+    fn check_machine_issuer(
+        &self,
+        state: &State,
+        grant: &Grant,
+        issuer: &str,
+    ) -> Result<(), AuthError> {
+        let client = grant.client();
+        machine::check_binding(client, issuer)?;
+        if client.issuer == IssuerBinding::TrustFirstUse
+            && let Some(first) = state.credentials.as_ref().map(|c| &c.issuer)
+            && first != issuer
+        {
+            return Err(AuthError::IssuerChangedSinceFirstUse {
+                issuer: issuer.to_owned(),
+                first: first.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// For a machine client trusting its first issuer that has none recorded yet:
+    /// records `metadata`'s issuer in the store (a login without tokens) before
+    /// anything is sent there.
+    async fn trust_first_issuer(
+        &self,
+        state: &mut State,
+        grant: &Grant,
+        metadata: &ServerMetadata,
+        resource: &str,
+    ) -> Result<(), AuthError> {
+        let client = grant.client();
+        if client.issuer != IssuerBinding::TrustFirstUse || state.credentials.is_some() {
+            return Ok(());
+        }
+        let record = Credentials {
+            server: self.server.clone(),
+            resource: resource.to_owned(),
+            issuer: metadata.issuer.clone(),
+            client: machine_client(grant),
+            tokens: None,
+        };
+        self.config.store.save(&record).await?;
+        self.emit(AuthEvent::IssuerTrusted {
+            issuer: metadata.issuer.clone(),
+            client_id: client.client_id.clone(),
+        });
+        state.credentials = Some(record);
+        Ok(())
     }
 
     /// Gets a token with the machine `grant` and saves it.
@@ -255,13 +321,7 @@ impl Authorizer {
             scope.as_deref(),
         )
         .await?;
-        let client = super::store::RegisteredClient {
-            client_id: grant.client().client_id.clone(),
-            client_secret: None,
-            token_endpoint_auth_method: None,
-            redirect_uri: None,
-        };
-        let credentials = self.credentials(metadata, resource, client, tokens);
+        let credentials = self.credentials(metadata, resource, machine_client(grant), tokens);
         self.keep_tokens(state, credentials, scope).await
     }
 
@@ -271,7 +331,7 @@ impl Authorizer {
         &self,
         metadata: &ServerMetadata,
         resource: &str,
-        client: super::store::RegisteredClient,
+        client: RegisteredClient,
         tokens: TokenSet,
     ) -> Credentials {
         Credentials {
@@ -386,6 +446,16 @@ impl Authorizer {
         challenge: &Challenge,
         refresh_first: bool,
     ) -> Result<(), AuthError> {
+        // No person consents for a machine client: it asks for its own scopes only.
+        if let Some(grant) = &self.config.grant
+            && let Some(scope) = challenge.scope.as_deref()
+            && let Some(needed) = grant.client().not_allowed(scope)
+        {
+            return Err(AuthError::ScopeNotAllowed {
+                scope: needed,
+                allowed: grant.client().scope_list(),
+            });
+        }
         self.emit(AuthEvent::Discovering {
             server: self.server.clone(),
         });
@@ -400,6 +470,9 @@ impl Authorizer {
                 server: self.server.clone(),
             }
         })?;
+        if let Some(grant) = &self.config.grant {
+            self.check_machine_issuer(state, grant, &issuer)?;
+        }
         let metadata = discovery::server_metadata(&self.http, &issuer).await?;
         if self.config.grant.is_none()
             && !metadata
@@ -425,6 +498,23 @@ impl Authorizer {
             state.credentials = None;
             state.scope = None;
         }
+        if let Some(grant) = &self.config.grant {
+            self.trust_first_issuer(state, grant, &metadata, &prm.resource)
+                .await?;
+            // The challenge's scope (checked above), else the resource's scopes the
+            // client may ask for; with those asked for before that it may ask for.
+            let client = grant.client();
+            let wanted = challenge.scope.clone().or_else(|| {
+                prm.scopes_supported
+                    .as_ref()
+                    .and_then(|s| client.allowed_part(&s.join(" ")))
+            });
+            let before = state.scope.as_deref().and_then(|s| client.allowed_part(s));
+            let scope = union(before.as_deref(), wanted.as_deref());
+            return self
+                .machine_login(state, &metadata, grant, &prm.resource, scope)
+                .await;
+        }
         let wanted = challenge.scope.clone().or_else(|| {
             prm.scopes_supported
                 .as_ref()
@@ -432,11 +522,6 @@ impl Authorizer {
                 .map(|s| s.join(" "))
         });
         let mut scope = union(state.scope.as_deref(), wanted.as_deref());
-        if let Some(grant) = &self.config.grant {
-            return self
-                .machine_login(state, &metadata, grant, &prm.resource, scope)
-                .await;
-        }
         if self.config.offline_access && metadata.supports_scope("offline_access") {
             scope = union(scope.as_deref(), Some("offline_access"));
         }
@@ -565,6 +650,17 @@ impl std::fmt::Debug for Presentation {
         f.debug_struct("Presentation")
             .field("dpop", &self.dpop.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The machine client of `grant` as the token store keeps it (no secret: that stays in
+/// the configuration).
+fn machine_client(grant: &Grant) -> RegisteredClient {
+    RegisteredClient {
+        client_id: grant.client().client_id.clone(),
+        client_secret: None,
+        token_endpoint_auth_method: None,
+        redirect_uri: None,
     }
 }
 

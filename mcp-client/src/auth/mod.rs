@@ -28,6 +28,17 @@
 //!   server whose metadata has exactly that `issuer`; a server naming another one gets
 //!   the Client ID Metadata Document or a dynamically registered client instead, or the
 //!   login fails ([`AuthError::PreRegisteredForOtherIssuer`]);
+//! - a machine client whose grant sends anything secret ([`Grant::secret_sent`]: a client
+//!   secret, a signed client assertion, a workload token, an identity assertion) is
+//!   bound to one authorization server ([`IssuerBinding`]): the issuer it is registered
+//!   with, or, when chosen explicitly, the first one met (recorded in the token store).
+//!   A server naming another gets no request at all
+//!   ([`AuthError::MachineClientForOtherIssuer`],
+//!   [`AuthError::IssuerChangedSinceFirstUse`]); an unbound client with a secret is
+//!   refused before any request ([`AuthError::MachineClientUnbound`]);
+//! - a machine client asks only for the scopes it was given ([`MachineClient::scopes`]):
+//!   with no person to consent, a 401 or 403 challenge naming any other scope is
+//!   refused before any request ([`AuthError::ScopeNotAllowed`]);
 //! - authorization servers (the issuer, and the authorization, token and registration
 //!   endpoints of its metadata) must be https; plain http is accepted on a loopback
 //!   host only (`localhost`, 127.0.0.0/8, `::1`), else [`AuthError::InsecureUrl`];
@@ -67,7 +78,9 @@ pub use dpop::DpopKey;
 pub(crate) use dpop::{DPOP, DPOP_NONCE, USE_DPOP_NONCE};
 pub use error::AuthError;
 pub use event::{AuthEvent, AuthObserver};
-pub use machine::{Assertion, ClientAuth, Grant, IdentityProvider, MachineClient, SigningKey};
+pub use machine::{
+    Assertion, ClientAuth, Grant, IdentityProvider, IssuerBinding, MachineClient, SigningKey,
+};
 pub use manager::{Authorizer, Presentation};
 pub use registration::{ClientIdentity, PreRegisteredClient};
 pub use secure::MAX_BODY_BYTES;

@@ -132,11 +132,16 @@ pub struct Credentials {
     /// `resource`).
     pub resource: String,
     /// The authorization server that issued the client and tokens. Credentials are
-    /// never presented to another.
+    /// never presented to another. For a machine client trusting its first issuer
+    /// ([`IssuerBinding::TrustFirstUse`](super::IssuerBinding::TrustFirstUse)), the
+    /// issuer it was first used with: the entry is saved (without tokens) before its
+    /// credentials are first sent, and its credentials never go to another issuer for
+    /// this server while the entry is kept.
     pub issuer: String,
     /// The client registered at `issuer`.
     pub client: RegisteredClient,
-    /// The tokens, once authorized.
+    /// The tokens, once authorized (`None`: a client known, or an issuer recorded,
+    /// before any token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokenSet>,
 }

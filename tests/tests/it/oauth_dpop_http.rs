@@ -22,7 +22,9 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use futures::future::BoxFuture;
 use mcp_tasks::{Owner, TaskId, TaskStore};
-use mcp_tasks_client::auth::{AuthConfig, ClientAuth, DpopKey, Grant, MachineClient};
+use mcp_tasks_client::auth::{
+    AuthConfig, ClientAuth, DpopKey, Grant, IssuerBinding, MachineClient,
+};
 use mcp_tasks_client::auth::{MemoryTokenStore, SigningKey};
 use mcp_tasks_client::{ClientConfig, DeclineAll, McpClient, Started};
 use mcp_tasks_protocol::tasks::TaskStatus;
@@ -167,11 +169,14 @@ async fn a_dpop_client_is_given_nonces_retries_once_and_runs_a_task() {
     let (server, store, recorder) = protected(auth.issuer_url(), None).await;
     let (id, secret) = auth.register_client("http://127.0.0.1:1/unused");
     let config = AuthConfig::new(Arc::new(MemoryTokenStore::new()), "nightly-job")
-        .with_grant(Grant::ClientCredentials(MachineClient {
-            client_id: id.clone(),
-            auth: ClientAuth::Secret(secret),
-            issuer: Some(auth.issuer_url().to_owned()),
-        }))
+        .with_grant(Grant::ClientCredentials(
+            MachineClient::new(
+                id.clone(),
+                ClientAuth::Secret(secret),
+                IssuerBinding::Issuer(auth.issuer_url().to_owned()),
+            )
+            .with_scopes([SCOPE]),
+        ))
         .with_dpop()
         .expect("a DPoP key");
     let jkt = config.dpop.as_ref().expect("a key").thumbprint().to_owned();
@@ -418,6 +423,12 @@ async fn mcp_call_with_a_client_key_and_dpop_runs_a_task_on_the_demo() {
         command
             .args(["--client-id", id, "--client-key"])
             .arg(&key_file)
+            .args([
+                "--client-issuer",
+                auth.issuer_url(),
+                "--client-scope",
+                SCOPE,
+            ])
             .args(["--dpop", "slow_compute", r#"{"seconds":1}"#]);
         let output = programs::output_in_time(&mut command).await;
         (
