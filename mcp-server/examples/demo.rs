@@ -65,6 +65,9 @@
 //! `OTEL_SERVICE_NAME` says otherwise. `--metrics ADDR` serves the metrics in the
 //! Prometheus text format at `http://ADDR/metrics`; `--live-tasks-every-ms` is how often
 //! the store's tasks are counted by status for the `mcp_task_live` gauge (default 30000).
+//! `--trace-parents` says whose `traceparent` a request span continues: `authenticated`
+//! (the default: a caller without credentials gets a trace of its own, linked to the one
+//! it sent), `everyone` or `nobody`.
 //!
 //! ```text
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 demo --http 127.0.0.1:8000
@@ -92,16 +95,28 @@
 //!
 //! # Operator console
 //!
-//! `--console USER:PASSWORD` serves the operator console at `http://ADDR/console`: every
-//! principal's tasks, their counts and activity, live, and cancel. It is behind HTTP
-//! Basic authentication with these credentials, which travel in clear text: use it only
-//! on a loopback address or behind TLS (a proxy that terminates it). With
-//! `--oauth-issuer`, `--console-scope SCOPE` serves it instead to callers whose access
-//! token holds `SCOPE` (and every `--oauth-scope`). The two cannot be combined; neither
-//! applies to `--stdio` or `--role worker`.
+//! The operator console at `http://ADDR/console`: every principal's tasks, their counts
+//! and activity, live, and cancel. It is served behind HTTP Basic authentication when its
+//! credentials, `USER:PASSWORD`, are given in one of three ways:
+//!
+//! - the environment variable `MCP_CONSOLE_CREDENTIALS` (read only when neither flag below
+//!   nor `--console-scope` is given, and only where the console can be served: not with
+//!   `--stdio` or `--role worker`);
+//! - `--console-file PATH`: the first line of that file that is not blank, the whitespace
+//!   around it trimmed (keep the file readable by the server's user only; the demo warns
+//!   when others can read it);
+//! - `--console USER:PASSWORD`: on the command line, where other users of the machine
+//!   can read it (`ps`); the demo warns on stderr.
+//!
+//! Basic credentials travel in clear text: use it only on a loopback address or behind
+//! TLS (a proxy that terminates it). With `--oauth-issuer`, `--console-scope SCOPE` serves
+//! it instead to callers whose access token holds `SCOPE` (and every `--oauth-scope`).
+//! `--console`, `--console-file` and `--console-scope` cannot be combined; none applies to
+//! `--stdio` or `--role worker`.
 //!
 //! ```text
-//! demo --http 127.0.0.1:8000 --console admin:change-me
+//! MCP_CONSOLE_CREDENTIALS=admin:change-me demo --http 127.0.0.1:8000
+//! demo --http 127.0.0.1:8000 --console-file /run/secrets/mcp-console
 //! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --console-scope console
 //! ```
 
@@ -158,6 +173,10 @@ struct Args {
     /// milliseconds (with `--metrics` or OTLP metrics).
     #[arg(long, default_value_t = 30_000)]
     live_tasks_every_ms: u64,
+    /// Whose W3C trace context a request span continues (else it only links it):
+    /// `authenticated` (callers with credentials, and stdio), `everyone` or `nobody`.
+    #[arg(long, default_value = "authenticated")]
+    trace_parents: telemetry::TraceParents,
     /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
@@ -188,14 +207,77 @@ struct Args {
     #[arg(long, requires = "oauth_issuer")]
     oauth_dpop_nonce: bool,
     /// Serve the operator console at `/console` behind HTTP Basic authentication with
-    /// these credentials, `USER:PASSWORD`. Basic auth sends them in clear text: only on
-    /// a loopback address or behind TLS.
+    /// these credentials, `USER:PASSWORD`. On the command line the password can be read
+    /// by other users (`ps`): prefer the environment variable MCP_CONSOLE_CREDENTIALS
+    /// (`USER:PASSWORD`, read when no console flag is given) or `--console-file`. Basic
+    /// auth sends them in clear text: only on a loopback address or behind TLS.
     #[arg(long, value_name = "USER:PASSWORD", value_parser = ConsoleConfig::parse_basic, conflicts_with = "stdio")]
     console: Option<ConsoleConfig>,
+    /// Serve the operator console as `--console` does, with the credentials read from
+    /// this file: its first line that is not blank, `USER:PASSWORD`, the whitespace
+    /// around it trimmed. Keep the file readable by the server's user only.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["stdio", "console"])]
+    console_file: Option<std::path::PathBuf>,
     /// Serve the operator console at `/console` to callers whose OAuth access token
     /// holds this scope (with `--oauth-issuer`).
-    #[arg(long, value_name = "SCOPE", value_parser = console_scope, requires = "oauth_issuer", conflicts_with = "console")]
+    #[arg(long, value_name = "SCOPE", value_parser = console_scope, requires = "oauth_issuer", conflicts_with_all = ["console", "console_file"])]
     console_scope: Option<ConsoleConfig>,
+}
+
+/// The environment variable the console's Basic credentials, `USER:PASSWORD`, may be
+/// given in (when no console flag is given).
+const CONSOLE_CREDENTIALS_ENV: &str = "MCP_CONSOLE_CREDENTIALS";
+
+/// The console's settings, from `--console`, `--console-file`, `--console-scope` or
+/// [`CONSOLE_CREDENTIALS_ENV`] (in that order; the flags exclude one another); `None`
+/// when none gives them. Says on stderr when the password was put on the command line,
+/// or is in a file others can read. `Err`: what is wrong, never the credentials.
+fn console_config(args: &Args) -> Result<Option<ConsoleConfig>, String> {
+    if let Some(console) = &args.console {
+        eprintln!(
+            "demo: warning: --console puts the console password on the command line, where \
+             other users of this machine can read it (ps); give it in the environment \
+             variable {CONSOLE_CREDENTIALS_ENV} or in a file (--console-file) instead"
+        );
+        return Ok(Some(console.clone()));
+    }
+    if let Some(path) = &args.console_file {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the console credentials file {shown}: {e}"))?;
+        let config = ConsoleConfig::parse_basic_file(&text).map_err(|e| {
+            format!("the console credentials file {shown}: {e} (on its first line)")
+        })?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if let Ok(meta) = std::fs::metadata(path)
+                && meta.permissions().mode() & 0o044 != 0
+            {
+                eprintln!(
+                    "demo: warning: other users can read the console credentials file \
+                     {shown} (mode {:o}): chmod 600 it",
+                    meta.permissions().mode() & 0o777
+                );
+            }
+        }
+        return Ok(Some(config));
+    }
+    if args.console_scope.is_some() {
+        return Ok(args.console_scope.clone());
+    }
+    if args.stdio || args.role == mcp_tasks_server::Role::Worker {
+        return Ok(None);
+    }
+    match std::env::var(CONSOLE_CREDENTIALS_ENV) {
+        Ok(pair) if !pair.is_empty() => ConsoleConfig::parse_basic(&pair)
+            .map(Some)
+            .map_err(|e| format!("{CONSOLE_CREDENTIALS_ENV}: {e}")),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
+            "{CONSOLE_CREDENTIALS_ENV}: expected USER:PASSWORD in UTF-8"
+        )),
+    }
 }
 
 fn console_scope(
@@ -281,7 +363,15 @@ fn say_shutdown_wait(server: &Server, grace: Duration) {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let console = args.console.clone().or_else(|| args.console_scope.clone());
+    let console = match console_config(&args) {
+        Ok(console) => console,
+        Err(e) => {
+            use clap::CommandFactory;
+            Args::command()
+                .error(clap::error::ErrorKind::ValueValidation, e)
+                .exit();
+        }
+    };
     if console.is_some() && args.role == mcp_tasks_server::Role::Worker {
         use clap::CommandFactory;
         Args::command()
@@ -298,6 +388,7 @@ async fn main() -> std::process::ExitCode {
         service_name: "mcp-tasks-demo".into(),
         prometheus: args.metrics.is_some(),
         live_tasks_every: Duration::from_millis(args.live_tasks_every_ms),
+        trace_parents: args.trace_parents,
     }) {
         Ok(t) => t,
         Err(e) => {

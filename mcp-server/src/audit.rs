@@ -10,11 +10,23 @@
 //! What an operator does to another principal's task through the console
 //! ([`crate::console`]) is INFO too, with the operator as `actor` and the task's owner as
 //! `principal`.
+//!
+//! The principal of an unauthenticated MCP 2025-11-25 session's task is the session
+//! itself, `session:<id>`, and that id is the session's only credential: this trail, the
+//! spans and the console show it as `session:#<tag>` instead ([`principal`], with the
+//! tag of [`SealKey::session_tag`]), the same tag on every line of one session.
+
+use std::borrow::Cow;
 
 use mcp_tasks::Owner;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
 use crate::errors::ServerError;
+use crate::seal::SealKey;
+
+/// What the owner of an unauthenticated 2025-11-25 session's tasks begins with: the owner
+/// is `session:` and the session id, which [`principal`] never writes out.
+pub(crate) const SESSION_OWNER_PREFIX: &str = "session:";
 
 /// The tracing target of audit events.
 pub const TARGET: &str = "mcp_tasks_server::audit";
@@ -22,8 +34,28 @@ pub const TARGET: &str = "mcp_tasks_server::audit";
 /// The operations that only read: audited at DEBUG when they succeed.
 const READS: &[&str] = &["tasks/get", "tasks/result", "tasks/list"];
 
-/// Records one task operation.
-pub(crate) fn record<T>(op: &str, owner: &Owner, task_id: &str, outcome: &Result<T, ErrorObject>) {
+/// How logs, spans and the console show `owner`: as it is, but for the owner of an
+/// unauthenticated 2025-11-25 session's tasks (`session:<id>`), shown as `session:` and the
+/// session's tag under `key` (the server's seal key). What the store keeps is unchanged.
+pub fn principal<'a>(key: &SealKey, owner: &'a Owner) -> Cow<'a, str> {
+    match owner.as_str().strip_prefix(SESSION_OWNER_PREFIX) {
+        Some(session_id) => Cow::Owned(format!(
+            "{SESSION_OWNER_PREFIX}{}",
+            key.session_tag(session_id)
+        )),
+        None => Cow::Borrowed(owner.as_str()),
+    }
+}
+
+/// Records one task operation (`key`: the server's seal key, see [`principal`]).
+pub(crate) fn record<T>(
+    key: &SealKey,
+    op: &str,
+    owner: &Owner,
+    task_id: &str,
+    outcome: &Result<T, ErrorObject>,
+) {
+    let owner = principal(key, owner);
     match outcome {
         Ok(_) if READS.contains(&op) => {
             tracing::debug!(target: TARGET, principal = %owner, task_id, op, outcome = "ok")
@@ -38,12 +70,14 @@ pub(crate) fn record<T>(op: &str, owner: &Owner, task_id: &str, outcome: &Result
 /// Records what `operator` did (`op`, e.g. `console: cancel`) to `owner`'s task
 /// `task_id`: `Ok` names the task's status after it, `Err` the reason it was refused.
 pub(crate) fn record_operator(
+    key: &SealKey,
     op: &str,
     operator: &str,
     owner: &Owner,
     task_id: &str,
     outcome: &Result<&str, String>,
 ) {
+    let owner = principal(key, owner);
     match outcome {
         Ok(status) => {
             tracing::info!(target: TARGET, actor = %operator, principal = %owner, task_id, op, outcome = "ok", status)
@@ -59,13 +93,14 @@ pub(crate) fn record_operator(
 /// JSON-RPC error it answers with, recorded as operation `op` of `owner` on `task_id`,
 /// and returned.
 pub(crate) fn audited<T, E: Into<ServerError>>(
+    key: &SealKey,
     op: &str,
     owner: &Owner,
     task_id: &str,
     outcome: Result<T, E>,
 ) -> Result<T, ServerError> {
     let outcome = outcome.map_err(|e| ErrorObject::from(e.into()));
-    record(op, owner, task_id, &outcome);
+    record(key, op, owner, task_id, &outcome);
     outcome.map_err(ServerError::Rpc)
 }
 
@@ -88,16 +123,57 @@ mod tests {
         buffer.text()
     }
 
+    fn key() -> SealKey {
+        SealKey::from_bytes([3; 32])
+    }
+
     /// What `record` writes at INFO.
     fn at_info(op: &str, outcome: &Result<(), ErrorObject>) -> String {
-        info_of(|| record(op, &Owner::new("alice"), "t1", outcome))
+        info_of(|| record(&key(), op, &Owner::new("alice"), "t1", outcome))
+    }
+
+    #[test]
+    fn a_sessions_id_is_shown_as_its_tag() {
+        let id = "5f0c2e7a9b1d4c3e8f6a0b2c4d6e8f01";
+        let owner = Owner::new(format!("{SESSION_OWNER_PREFIX}{id}"));
+        let shown = principal(&key(), &owner);
+        assert_eq!(shown, format!("session:{}", key().session_tag(id)));
+        let line = info_of(|| record(&key(), "tasks/cancel", &owner, "t1", &Ok::<(), _>(())));
+        assert!(line.contains(&format!("principal={shown}")), "{line}");
+        assert!(!line.contains(id), "{line}");
+        let operator = info_of(|| {
+            record_operator(
+                &key(),
+                "console: cancel",
+                "admin",
+                &owner,
+                "t1",
+                &Ok("working"),
+            )
+        });
+        assert!(
+            operator.contains(&format!("principal={shown}")),
+            "{operator}"
+        );
+        assert!(!operator.contains(id), "{operator}");
+        // Every other principal is shown as it is.
+        assert_eq!(principal(&key(), &Owner::new("alice")), "alice");
+        assert_eq!(principal(&key(), &Owner::new("anonymous")), "anonymous");
     }
 
     #[test]
     fn operator_actions_name_the_operator_and_the_owner() {
         let owner = Owner::new("alice");
-        let done =
-            info_of(|| record_operator("console: cancel", "admin", &owner, "t1", &Ok("working")));
+        let done = info_of(|| {
+            record_operator(
+                &key(),
+                "console: cancel",
+                "admin",
+                &owner,
+                "t1",
+                &Ok("working"),
+            )
+        });
         for part in [
             "mcp_tasks_server::audit",
             "actor=admin",
@@ -111,6 +187,7 @@ mod tests {
         }
         let refused = info_of(|| {
             record_operator(
+                &key(),
                 "console: cancel",
                 "admin",
                 &owner,

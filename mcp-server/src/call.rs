@@ -144,7 +144,13 @@ pub(crate) async fn start_task(
         .as_ref()
         .map(|r| r.id.as_str().to_owned())
         .unwrap_or_default();
-    audit::record("tools/call: create task", owner, &id, &created);
+    audit::record(
+        state.cursor_key(),
+        "tools/call: create task",
+        owner,
+        &id,
+        &created,
+    );
     if created.is_ok() {
         crate::telemetry::task_created(tool.name());
     }

@@ -160,6 +160,7 @@ fn register_tools_and_tasks(
                 let params = parse_params::<v2025::GetTask>(&params)?;
                 let outcome = legacy::tasks_get(&state, &session, &params.task_id).await;
                 json(audit::audited(
+                    state.cursor_key(),
                     "tasks/get",
                     &session.owner,
                     &params.task_id,
@@ -185,6 +186,7 @@ fn register_tools_and_tasks(
                 let params = parse_params::<v2025::CancelTask>(&params)?;
                 let outcome = legacy::tasks_cancel(&state, &session, &params.task_id).await;
                 json(audit::audited(
+                    state.cursor_key(),
                     "tasks/cancel",
                     &session.owner,
                     &params.task_id,
@@ -205,6 +207,7 @@ fn register_tools_and_tasks(
         let params = parse_params::<v2025::GetTaskPayload>(&params)?;
         let outcome = legacy::tasks_result(&state, &session, &params.task_id, &ext).await;
         json(audit::audited(
+            state.cursor_key(),
             "tasks/result",
             &session.owner,
             &params.task_id,
@@ -219,7 +222,13 @@ fn register_tools_and_tasks(
         let params = parse_params::<v2025::ListTasks>(&params)?;
         let cursor = params.and_then(|p| p.cursor);
         let outcome = legacy::tasks_list(&state, &session, cursor.as_deref()).await;
-        json(audit::audited("tasks/list", &session.owner, "*", outcome)?)
+        json(audit::audited(
+            state.cursor_key(),
+            "tasks/list",
+            &session.owner,
+            "*",
+            outcome,
+        )?)
     })?;
 
     module.register_async_method(

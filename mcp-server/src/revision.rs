@@ -114,6 +114,8 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION_2026_07_28];
 #[derive(Debug, Clone)]
 pub struct RequestMetaLayer {
     methods: Arc<HashSet<String>>,
+    /// The tools and prompts a request span may be named after.
+    targets: Arc<crate::telemetry::Targets>,
 }
 
 impl RequestMetaLayer {
@@ -122,7 +124,15 @@ impl RequestMetaLayer {
     pub fn new(methods: impl IntoIterator<Item = String>) -> Self {
         RequestMetaLayer {
             methods: Arc::new(methods.into_iter().collect()),
+            targets: Arc::default(),
         }
+    }
+
+    /// The same layer, naming request spans after `targets` (the server's tools and
+    /// prompts; any other name a request carries is `_OTHER` there).
+    pub(crate) fn with_targets(mut self, targets: crate::telemetry::Targets) -> Self {
+        self.targets = Arc::new(targets);
+        self
     }
 }
 
@@ -133,6 +143,7 @@ impl<S> tower::Layer<S> for RequestMetaLayer {
         RequestMetaService {
             inner,
             methods: Arc::clone(&self.methods),
+            targets: Arc::clone(&self.targets),
         }
     }
 }
@@ -142,6 +153,7 @@ impl<S> tower::Layer<S> for RequestMetaLayer {
 pub struct RequestMetaService<S> {
     inner: S,
     methods: Arc<HashSet<String>>,
+    targets: Arc<crate::telemetry::Targets>,
 }
 
 /// The members of `_meta` the declarations read, borrowed: each stays unparsed JSON text
@@ -287,6 +299,7 @@ where
             .get::<SessionSlot>()
             .and_then(|slot| slot.get().cloned());
         let known = self.methods.contains(req.method_name());
+        let targets = Arc::clone(&self.targets);
         async move {
             if !decided {
                 let revision = match session {
@@ -312,15 +325,15 @@ where
             let served = match req.extensions().get::<Revision>() {
                 Some(Revision::Session(s)) => crate::telemetry::Served {
                     protocol_version: Some(&s.protocol_version),
-                    session_id: Some(&s.id),
+                    session: Some(&s.tag),
                 },
                 Some(Revision::Stateless(d)) => crate::telemetry::Served {
                     protocol_version: d.protocol_version.as_deref(),
-                    session_id: None,
+                    session: None,
                 },
                 None => crate::telemetry::Served::default(),
             };
-            let Some(observer) = crate::telemetry::observe(&req, known, served) else {
+            let Some(observer) = crate::telemetry::observe(&req, known, &targets, served) else {
                 return inner.call(req).await;
             };
             let response = tracing::Instrument::instrument(inner.call(req), observer.span()).await;

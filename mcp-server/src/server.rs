@@ -286,7 +286,12 @@ impl Server {
         let names: Vec<String> = module.method_names().map(str::to_owned).collect();
         let endpoint = EndpointBuilder::new(module)
             .max_inflight_requests(self.state.max_inflight_requests)
-            .middleware(RpcServiceBuilder::new().layer(RequestMetaLayer::new(names.clone())))
+            .middleware(RpcServiceBuilder::new().layer(
+                RequestMetaLayer::new(names.clone()).with_targets(crate::telemetry::Targets::new(
+                    self.state.tools.keys().cloned(),
+                    self.state.catalog.prompts.keys().cloned(),
+                )),
+            ))
             .build();
         (endpoint, names)
     }

@@ -1,9 +1,10 @@
 //! [`DeafStore`]: a [`MemoryStore`] whose event feed is the test's, not the store's, so a
-//! test decides which events a server hears, and when it hears of a lag; and which the
-//! test can take down (every operation fails as unavailable) and bring back.
+//! test decides which events a server hears, and when it hears of a lag; which the
+//! test can take down (every operation fails as unavailable) and bring back; and which
+//! counts its [`TaskStore::get`] calls (what a test of reads per change compares).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use mcp_tasks::{
@@ -23,6 +24,8 @@ pub struct DeafStore {
     /// What the store's subscribers hear (send [`FeedItem::Resync`] for a lag).
     pub feed: broadcast::Sender<FeedItem>,
     down: AtomicBool,
+    /// [`TaskStore::get`] calls so far.
+    gets: AtomicU64,
 }
 
 impl DeafStore {
@@ -32,7 +35,13 @@ impl DeafStore {
             inner: MemoryStore::default(),
             feed: broadcast::channel(16).0,
             down: AtomicBool::new(false),
+            gets: AtomicU64::new(0),
         }
+    }
+
+    /// How many times [`TaskStore::get`] was called so far (refused calls included).
+    pub fn gets(&self) -> u64 {
+        self.gets.load(Ordering::SeqCst)
     }
 
     /// Takes the store down (`true`: every operation fails with
@@ -72,6 +81,7 @@ impl TaskStore for DeafStore {
         self.inner.create_leased(new, holder, ttl_ms).await
     }
     async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
         self.up()?;
         self.inner.get(owner, id).await
     }

@@ -1,9 +1,12 @@
 //! Shared pieces of the MCP 2025-11-25 wire tests (`legacy_http`, `legacy_stdio`):
-//! `initialize` params and the checks every 2025-11-25 Task must pass.
+//! `initialize` params and the checks every 2025-11-25 Task must pass, and
+//! [`HttpSession`], a session with a server in another process.
+
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::server_harness::is_iso_timestamp;
+use crate::server_harness::{Reply, SseEvent, WAIT, is_iso_timestamp, request, sse_events};
 
 /// The protocol version of a 2025-11-25 session.
 pub const LEGACY_VERSION: &str = "2025-11-25";
@@ -122,4 +125,91 @@ pub fn created_task(result: &Value) -> &Value {
 /// The related-task id in `value`'s `_meta`, if any.
 pub fn related_task(value: &Value) -> Option<&str> {
     value["_meta"][RELATED_TASK]["taskId"].as_str()
+}
+
+/// An MCP 2025-11-25 session over HTTP with the server at `url` (e.g. a demo process):
+/// opened with `initialize` and `notifications/initialized`, every later message sent
+/// with its `Mcp-Session-Id`.
+#[derive(Debug)]
+pub struct HttpSession {
+    client: reqwest::Client,
+    url: String,
+    /// The session id the server gave.
+    pub id: String,
+    next_id: AtomicI64,
+}
+
+impl HttpSession {
+    /// Opens a session with the server at `url` (both steps checked).
+    pub async fn open(url: &str) -> HttpSession {
+        let mut session = HttpSession {
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .timeout(WAIT)
+                .build()
+                .expect("HTTP client"),
+            url: url.to_owned(),
+            id: String::new(),
+            next_id: AtomicI64::new(1),
+        };
+        let opened = session
+            .post(&request(0, "initialize", init_params()), &[])
+            .await;
+        assert_eq!(opened.status, 200, "initialize: {}", opened.text);
+        session.id = opened
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("initialize returns Mcp-Session-Id: {opened:?}"))
+            .to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let ack = session.post(&initialized, &[]).await;
+        assert_eq!(ack.status, 202, "notifications/initialized: {}", ack.text);
+        session
+    }
+
+    /// POSTs `message` in the session (once opened) with `headers` added.
+    pub async fn post(&self, message: &Value, headers: &[(&str, &str)]) -> Reply {
+        let mut post = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if !self.id.is_empty() {
+            post = post
+                .header("mcp-session-id", self.id.as_str())
+                .header("mcp-protocol-version", LEGACY_VERSION);
+        }
+        for (name, value) in headers {
+            post = post.header(*name, *value);
+        }
+        let sent = tokio::time::timeout(WAIT, post.body(message.to_string()).send())
+            .await
+            .unwrap_or_else(|_| panic!("no reply in {WAIT:?}"))
+            .unwrap_or_else(|e| panic!("POST: {e}"));
+        Reply::read(sent).await
+    }
+
+    /// Sends a request for `method` and returns its JSON-RPC response (from a JSON or an
+    /// event-stream reply), a result or an error.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let reply = self.post(&request(id, method, params), &[]).await;
+        assert_eq!(reply.status, 200, "{method}: {}", reply.text);
+        response_in(&reply, &json!(id))
+    }
+}
+
+/// The JSON-RPC response with id `id` in `reply`: its JSON body, or that response's
+/// event in an event-stream body.
+pub fn response_in(reply: &Reply, id: &Value) -> Value {
+    let candidates: Vec<Value> = if reply.body.is_object() {
+        vec![reply.body.clone()]
+    } else {
+        sse_events(&reply.text).iter().map(SseEvent::json).collect()
+    };
+    candidates
+        .into_iter()
+        .find(|m| m.get("method").is_none() && m["id"] == *id)
+        .unwrap_or_else(|| panic!("no response in HTTP {} {}", reply.status, reply.text))
 }

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,6 +19,34 @@ use crate::server_harness::{Reply, WAIT, call_params, request, task_params, upda
 
 /// How long a demo server may take to start and print its URL.
 pub const START_WAIT: Duration = Duration::from_secs(30);
+
+/// What a node wrote to its stderr (its log lines), as it comes. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct Logs(Arc<Mutex<String>>);
+
+impl Logs {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn push(&self, line: &str) {
+        let mut text = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        text.push_str(line);
+        text.push('\n');
+    }
+
+    /// Waits (at most `within`) until a line contains `needle`; whether one did.
+    pub async fn wait_for(&self, needle: &str, within: Duration) -> bool {
+        tokio::time::timeout(within, async {
+            while !self.text().contains(needle) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .is_ok()
+    }
+}
 
 /// One demo server process.
 #[derive(Debug)]
@@ -46,22 +75,62 @@ impl Node {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Node {
+        Node::launch(exe, name, args, env, None).await
+    }
+
+    /// [`Node::start_with_env`] logging at `rust_log` (a `RUST_LOG` filter) into the
+    /// returned [`Logs`] instead of this process's stderr.
+    pub async fn start_logged(
+        exe: &Path,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        rust_log: &str,
+    ) -> (Node, Logs) {
+        let logs = Logs::default();
+        let node = Node::launch(exe, name, args, env, Some((rust_log, &logs))).await;
+        (node, logs)
+    }
+
+    /// Starts an HTTP node; `logged`: its `RUST_LOG` and where its stderr goes (else
+    /// inherited, at this process's `RUST_LOG` or `warn`).
+    async fn launch(
+        exe: &Path,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        logged: Option<(&str, &Logs)>,
+    ) -> Node {
         let mut command = Command::new(exe);
+        let rust_log = match logged {
+            Some((filter, _)) => filter.to_owned(),
+            None => std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        };
         command
             .args(["--http", "127.0.0.1:0", "--node-id", name])
             .args(args)
             .envs(env.iter().copied())
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if logged.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .kill_on_drop(true);
         let mut child = command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+        if let (Some((_, logs)), Some(stderr)) = (logged, child.stderr.take()) {
+            let logs = logs.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    logs.push(&line);
+                }
+            });
+        }
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout);
         let mut first = String::new();

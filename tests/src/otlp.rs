@@ -70,6 +70,48 @@ impl ReceivedSpan {
     pub fn status_code(&self) -> i32 {
         self.span.status.as_ref().map_or(0, |s| s.code)
     }
+
+    /// The span's links: (trace id, span id) of each, in lowercase hex.
+    pub fn links(&self) -> Vec<(String, String)> {
+        self.span
+            .links
+            .iter()
+            .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+            .collect()
+    }
+
+    /// Every text the span carries, as (where, text): its name, its status message, its
+    /// attributes' keys and values, its events' names, keys and values, its links' trace
+    /// states and attributes' values.
+    pub fn texts(&self) -> Vec<(String, String)> {
+        let span = &self.span;
+        let mut texts = vec![("name".to_owned(), span.name.clone())];
+        if let Some(status) = &span.status {
+            texts.push(("status".to_owned(), status.message.clone()));
+        }
+        let mut of = |place: &str, attributes: &[KeyValue]| {
+            for kv in attributes {
+                texts.push((format!("{place} key"), kv.key.clone()));
+                if let Some(value) = kv.value.as_ref().and_then(text) {
+                    texts.push((format!("{place} {}", kv.key), value));
+                }
+            }
+        };
+        of("attribute", &span.attributes);
+        for event in &span.events {
+            of(&format!("event {}", event.name), &event.attributes);
+        }
+        for link in &span.links {
+            of("link", &link.attributes);
+        }
+        for event in &span.events {
+            texts.push(("event name".to_owned(), event.name.clone()));
+        }
+        for link in &span.links {
+            texts.push(("link trace state".to_owned(), link.trace_state.clone()));
+        }
+        texts
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -437,7 +437,10 @@ impl ToolContext {
         )
         .await
         .map_err(store_error)?;
-        crate::telemetry::task_event!(status_message = %message, "task status message");
+        crate::telemetry::task_event!(
+            status_message = crate::telemetry::bounded(&message),
+            "task status message"
+        );
         Ok(())
     }
 

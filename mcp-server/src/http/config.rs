@@ -215,13 +215,23 @@ impl OriginPolicy {
     }
 }
 
-// The operator console's settings (`console/`): who may use it.
+// The operator console's settings (`console/`): who may use it, how many event streams.
 
-/// The console's settings: who may use it.
+/// The console's settings: who may use it, and how many of its event streams
+/// (`GET /console/api/events`) may be open at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsoleConfig {
     /// Who may use the console.
     pub access: ConsoleAccess,
+    /// Event streams one operator (one Basic user, one OAuth principal) may hold open on
+    /// this server at once: one more is refused with 429 until one of them closes. Each
+    /// open console page holds one. 0 refuses every stream. Default
+    /// [`DEFAULT_MAX_STREAMS_PER_OPERATOR`](ConsoleConfig::DEFAULT_MAX_STREAMS_PER_OPERATOR).
+    pub max_streams_per_operator: usize,
+    /// Event streams all operators together may hold open on this server at once: one
+    /// more is refused with 429 until one of them closes. 0 refuses every stream. Default
+    /// [`DEFAULT_MAX_STREAMS`](ConsoleConfig::DEFAULT_MAX_STREAMS).
+    pub max_streams: usize,
 }
 
 /// Who may use the console.
@@ -278,6 +288,21 @@ pub enum ConsoleConfigError {
 }
 
 impl ConsoleConfig {
+    /// The default of [`max_streams_per_operator`](ConsoleConfig::max_streams_per_operator): 4.
+    pub const DEFAULT_MAX_STREAMS_PER_OPERATOR: usize = 4;
+
+    /// The default of [`max_streams`](ConsoleConfig::max_streams): 32.
+    pub const DEFAULT_MAX_STREAMS: usize = 32;
+
+    /// `access` with the default stream limits.
+    fn with_access(access: ConsoleAccess) -> ConsoleConfig {
+        ConsoleConfig {
+            access,
+            max_streams_per_operator: ConsoleConfig::DEFAULT_MAX_STREAMS_PER_OPERATOR,
+            max_streams: ConsoleConfig::DEFAULT_MAX_STREAMS,
+        }
+    }
+
     /// Basic authentication with `user` and `password`, both non-empty (a colon in the
     /// user name is refused as an empty password would be: it could never log in).
     pub fn basic(
@@ -294,9 +319,10 @@ impl ConsoleConfig {
         if password.is_empty() {
             return Err(ConsoleConfigError::EmptyPassword);
         }
-        Ok(ConsoleConfig {
-            access: ConsoleAccess::Basic { user, password },
-        })
+        Ok(ConsoleConfig::with_access(ConsoleAccess::Basic {
+            user,
+            password,
+        }))
     }
 
     /// Basic authentication from `USER:PASSWORD` (split at the first colon; the password
@@ -304,6 +330,15 @@ impl ConsoleConfig {
     pub fn parse_basic(pair: &str) -> Result<ConsoleConfig, ConsoleConfigError> {
         let (user, password) = pair.split_once(':').ok_or(ConsoleConfigError::NoColon)?;
         ConsoleConfig::basic(user, password)
+    }
+
+    /// Basic authentication from the text of a credentials file: its first line that is
+    /// not blank, `USER:PASSWORD`, with the whitespace around it trimmed, read as
+    /// [`parse_basic`](ConsoleConfig::parse_basic) reads it. What follows that line is
+    /// ignored.
+    pub fn parse_basic_file(text: &str) -> Result<ConsoleConfig, ConsoleConfigError> {
+        let line = text.trim_start().lines().next().unwrap_or("");
+        ConsoleConfig::parse_basic(line.trim())
     }
 
     /// OAuth: callers whose token the server's authenticator accepts and that hold
@@ -317,9 +352,7 @@ impl ConsoleConfig {
         if !valid {
             return Err(ConsoleConfigError::BadScope(scope));
         }
-        Ok(ConsoleConfig {
-            access: ConsoleAccess::Scope(scope),
-        })
+        Ok(ConsoleConfig::with_access(ConsoleAccess::Scope(scope)))
     }
 }
 
@@ -385,12 +418,10 @@ mod tests {
     #[test]
     fn credentials_and_scopes_are_checked_when_made() {
         assert_eq!(
-            ConsoleConfig::parse_basic("admin:pa:ss"),
-            Ok(ConsoleConfig {
-                access: ConsoleAccess::Basic {
-                    user: "admin".into(),
-                    password: "pa:ss".into()
-                }
+            ConsoleConfig::parse_basic("admin:pa:ss").map(|c| c.access),
+            Ok(ConsoleAccess::Basic {
+                user: "admin".into(),
+                password: "pa:ss".into()
             })
         );
         assert_eq!(
@@ -409,9 +440,34 @@ mod tests {
             ConsoleConfig::basic("a:b", "c"),
             Err(ConsoleConfigError::UserWithColon)
         );
-        assert!(ConsoleConfig::scope("console:admin").is_ok());
+        let scope = ConsoleConfig::scope("console:admin").expect("a scope");
+        assert_eq!(
+            (scope.max_streams_per_operator, scope.max_streams),
+            (4, 32),
+            "the documented defaults"
+        );
         for bad in ["", "two words", "quote\"", "back\\slash"] {
             assert!(ConsoleConfig::scope(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_credentials_file_is_its_first_line_trimmed() {
+        let access = |text: &str| ConsoleConfig::parse_basic_file(text).map(|c| c.access);
+        let admin = Ok(ConsoleAccess::Basic {
+            user: "admin".into(),
+            password: "pa:ss word".into(),
+        });
+        for text in [
+            "admin:pa:ss word",
+            "admin:pa:ss word\n",
+            "  admin:pa:ss word \r\n",
+            "\n\n admin:pa:ss word\nsecond line:ignored\n",
+        ] {
+            assert_eq!(access(text), admin, "{text:?}");
+        }
+        assert_eq!(access(""), Err(ConsoleConfigError::NoColon));
+        assert_eq!(access(" \n "), Err(ConsoleConfigError::NoColon));
+        assert_eq!(access("admin:\n"), Err(ConsoleConfigError::EmptyPassword));
     }
 }

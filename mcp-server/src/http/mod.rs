@@ -253,7 +253,9 @@ fn refusal_response(refusal: &Refusal, id: Option<RequestId>) -> Response {
 /// Serves `server` on `listener` until `shutdown` resolves (then stops accepting, lets
 /// open requests finish) — TCP_NODELAY on every connection, since SSE replies stall
 /// behind Nagle's algorithm otherwise; a connection that does not send a request's
-/// headers within [`HttpConfig::header_read_timeout`] is closed (slow clients).
+/// headers within [`HttpConfig::header_read_timeout`] is closed (slow clients). Every
+/// request carries the peer's address as an [`axum::extract::ConnectInfo`]`<SocketAddr>`
+/// extension.
 ///
 /// [`HostPolicy::LoopbackBind`] is resolved here, from the listener's address.
 pub async fn serve(
@@ -270,10 +272,10 @@ pub async fn serve(
     let closing = tokio_util::sync::CancellationToken::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let tcp = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: transient; do not spin.
                     tracing::warn!(error = %e, "accept failed");
@@ -283,7 +285,16 @@ pub async fn serve(
             },
         };
         let _ = tcp.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        // Each request carries the peer's address (the console's audit trail names it).
+        let app = app.clone();
+        let service = hyper::service::service_fn(
+            move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                tower::Service::call(&mut app.clone(), request)
+            },
+        );
         let closing = closing.clone();
         connections.spawn(async move {
             let mut builder = hyper::server::conn::http1::Builder::new();

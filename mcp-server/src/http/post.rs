@@ -305,7 +305,7 @@ async fn serve_request(
     if let Some(revision) = read.revision {
         session.extensions.insert(revision);
     }
-    crate::telemetry::http_edge(&mut session.extensions, headers);
+    crate::telemetry::http_edge(&mut session.extensions, headers, caller.0.is_some());
     // A 2025-11-25 task's tool starts once its `CreateTaskResult` has been taken by the
     // connection, so that nothing about the task (a question or status on the standalone
     // stream) reaches the client before it.

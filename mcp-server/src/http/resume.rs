@@ -169,7 +169,7 @@ pub(super) fn get(
         // client gets a new standalone stream, and the statuses of the session's tasks
         // that changed lately (the watcher's takeover resync).
         Err(NotHeld) if app.shared_sessions => {
-            tracing::debug!(session = %legacy.id, %last, "resuming a stream held elsewhere: a new standalone stream here");
+            tracing::debug!(session = %legacy.tag, %last, "resuming a stream held elsewhere: a new standalone stream here");
             let response = fresh(Arc::clone(&legacy));
             legacy.standalone_taken_over();
             response

@@ -86,14 +86,15 @@ pub(super) enum SessionLimit {
 
 /// A peer for a new session's requests to its client: writing nowhere (each stream gives
 /// it its own sender), its ids behind a random 128-bit prefix. Without the OS's random
-/// numbers the prefix is the session id, secret too for a session opened without
-/// authentication, and the pending map is the session's own either way.
+/// numbers the prefix is the session's tag (never its id, which may be its only
+/// credential, while request ids are logged); the pending map is the session's own
+/// either way.
 fn session_peer(idle: &FrameSender, session: &McpSession) -> Peer {
     let prefix = match mcp_tasks::TaskId::random() {
         Ok(random) => random.as_str().to_owned(),
         Err(e) => {
-            tracing::warn!(error = %e, "no random numbers for request ids; using the session id");
-            session.id.clone()
+            tracing::warn!(error = %e, session = %session.tag, "no random numbers for request ids; using the session's tag");
+            session.tag.trim_start_matches('#').to_owned()
         }
     };
     Peer::with_prefixed_ids(idle.clone(), format!("{prefix}."))
@@ -362,7 +363,7 @@ pub(super) async fn take_response(
     match crate::v2025::answer_input(&store, legacy, &id, outcome).await {
         Ok(true) => StatusCode::ACCEPTED.into_response(),
         Ok(false) => {
-            tracing::warn!(%id, session = %legacy.id, "a response to no request of the session; refused");
+            tracing::warn!(%id, session = %legacy.tag, "a response to no request of the session; refused");
             unanswered(format!(
                 "No request of this session waits for id {id} (answered already, given up, or never asked here)"
             ))
@@ -371,7 +372,7 @@ pub(super) async fn take_response(
         Err(e) if e.is_transient() => store_failed(&e),
         // A task that is gone, or not the session's: nothing to answer.
         Err(e) => {
-            tracing::warn!(%id, session = %legacy.id, error = %e, "an input answer for no task of the session; refused");
+            tracing::warn!(%id, session = %legacy.tag, error = %e, "an input answer for no task of the session; refused");
             unanswered(format!(
                 "No request of this session waits for id {id}: no task of the session asks it"
             ))

@@ -7,15 +7,22 @@
 //! # Spans
 //!
 //! - **Request** (kind SERVER), one per JSON-RPC request, named `{mcp.method.name}
-//!   {target}` (`tools/call greet`, `tasks/get`), by the MCP conventions: `mcp.method.name`,
-//!   `mcp.protocol.version`, `mcp.session.id` (MCP 2025-11-25), `jsonrpc.request.id`,
+//!   {target}` (`tools/call greet`, `prompts/get summary`) when the request names one of
+//!   the server's tools or prompts, else `{mcp.method.name}` (`tasks/get`,
+//!   `resources/read`), by the MCP conventions: `mcp.method.name` (`_OTHER` for a method
+//!   the server does not have), `mcp.protocol.version`, `mcp.session.id` (MCP
+//!   2025-11-25: the session's tag, a keyed hash of its id, never the id itself, see
+//!   [`SealKey::session_tag`](crate::seal::SealKey::session_tag)), `jsonrpc.request.id`,
 //!   `gen_ai.tool.name` and `gen_ai.operation.name` (`execute_tool`) for `tools/call`,
-//!   `gen_ai.prompt.name`, `mcp.resource.uri`, `network.transport` (`tcp` over HTTP,
-//!   `pipe` over stdio), `network.protocol.name` (`http`); on an error response the
-//!   status is ERROR with `error.type` (the JSON-RPC code) and `rpc.response.status_code`;
-//!   a tool result with `isError` is ERROR with `error.type` `tool_error`. Its parent is
-//!   the caller's W3C trace context from `params._meta` (`traceparent`, `tracestate`),
-//!   else the HTTP `traceparent`/`tracestate` headers.
+//!   `gen_ai.prompt.name` (both the registry's name, `_OTHER` for a name the server does
+//!   not have), `mcp.resource.uri`, `network.transport` (`tcp` over HTTP, `pipe` over
+//!   stdio), `network.protocol.name` (`http`); on an error response the status is ERROR
+//!   with `error.type` (the JSON-RPC code) and `rpc.response.status_code`; a tool result
+//!   with `isError` is ERROR with `error.type` `tool_error`. The caller's W3C trace
+//!   context is read from `params._meta` (`traceparent`, `tracestate`), else the HTTP
+//!   `traceparent`/`tracestate` headers; whether it becomes the span's parent or only a
+//!   link is [`TelemetryConfig::trace_parents`] (by default an HTTP caller without
+//!   credentials gets a trace of its own, linked to the one it named).
 //! - **Task execution** (kind INTERNAL), named `execute_tool {gen_ai.tool.name}`: one per
 //!   run of a task's tool, **in the trace of the `tools/call` that created the task**
 //!   whichever process runs it (the creating call's trace context is kept with the task
@@ -38,6 +45,11 @@
 //! `mcp.task.id` and `mcp.task.*` are this crate's own attributes: the MCP conventions
 //! define none for tasks yet, and these are named as they would be (the `mcp.` namespace,
 //! the protocol's own `taskId`).
+//!
+//! Every span name and string attribute (and the status message of an event) is cut to
+//! [`MAX_ATTRIBUTE_BYTES`] (256) bytes, on a character boundary: what a caller writes in a
+//! request (a resource URI, a request or task id, up to a whole request body) costs the
+//! exporter no more than that.
 //!
 //! Spans go to the tracing target [`TARGET`]; [`init`] routes that target to
 //! OpenTelemetry only, never to the log output.
@@ -112,9 +124,52 @@ pub use live::DEFAULT_LIVE_TASKS_EVERY;
 pub use prometheus::Prometheus;
 #[cfg(feature = "otel")]
 pub use setup::{Telemetry, TelemetryConfig, TelemetryError, init};
+#[cfg(feature = "otel")]
+pub use spans::{TraceParents, TraceParentsError};
 
 /// The tracing target of the spans this module makes.
 pub const TARGET: &str = "mcp_tasks_server::telemetry";
+
+/// The longest span name or string attribute this module exports, in bytes.
+pub const MAX_ATTRIBUTE_BYTES: usize = 256;
+
+/// `text` cut to at most [`MAX_ATTRIBUTE_BYTES`] bytes, on a character boundary.
+pub(crate) fn bounded(text: &str) -> &str {
+    &text[..text.floor_char_boundary(MAX_ATTRIBUTE_BYTES)]
+}
+
+/// The names a request span may carry as its target: the server's tools and prompts.
+#[derive(Debug, Default)]
+// Read by the spans and metrics only (feature `otel`).
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct Targets {
+    tools: std::collections::HashSet<String>,
+    prompts: std::collections::HashSet<String>,
+}
+
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+impl Targets {
+    /// The server's `tools` and `prompts`.
+    pub(crate) fn new(
+        tools: impl IntoIterator<Item = String>,
+        prompts: impl IntoIterator<Item = String>,
+    ) -> Targets {
+        Targets {
+            tools: tools.into_iter().collect(),
+            prompts: prompts.into_iter().collect(),
+        }
+    }
+
+    /// Whether the server has the tool `name`.
+    pub(crate) fn has_tool(&self, name: &str) -> bool {
+        self.tools.contains(name)
+    }
+
+    /// Whether the server has the prompt `name`.
+    pub(crate) fn has_prompt(&self, name: &str) -> bool {
+        self.prompts.contains(name)
+    }
+}
 
 #[cfg(feature = "otel")]
 static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -133,18 +188,25 @@ pub(crate) fn enabled() -> bool {
 }
 
 /// The trace headers an HTTP request came with, put in the request's extensions by the
-/// edge when tracing is on: the parent when `_meta` names none, and the mark of the
+/// edge when tracing is on: the caller's context when `_meta` names none, whether the
+/// caller authenticated (see [`TelemetryConfig::trace_parents`]), and the mark of the
 /// `tcp` transport.
 #[cfg(feature = "otel")]
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HttpTraceHeaders {
     pub(crate) traceparent: Option<String>,
     pub(crate) tracestate: Option<String>,
+    pub(crate) authenticated: bool,
 }
 
-/// The HTTP edge's hook: keeps the request's trace headers for its span.
+/// The HTTP edge's hook: keeps the request's trace headers for its span, and whether
+/// its caller is `authenticated`.
 #[inline]
-pub(crate) fn http_edge(ext: &mut jsonrpsee::Extensions, headers: &axum::http::HeaderMap) {
+pub(crate) fn http_edge(
+    ext: &mut jsonrpsee::Extensions,
+    headers: &axum::http::HeaderMap,
+    authenticated: bool,
+) {
     #[cfg(feature = "otel")]
     if enabled() {
         let header = |name: &str| {
@@ -156,9 +218,10 @@ pub(crate) fn http_edge(ext: &mut jsonrpsee::Extensions, headers: &axum::http::H
         ext.insert(HttpTraceHeaders {
             traceparent: header("traceparent"),
             tracestate: header("tracestate"),
+            authenticated,
         });
     }
-    let _ = (ext, headers);
+    let _ = (ext, headers, authenticated);
 }
 
 /// What is observed of one request while telemetry is on: its span and when it began.
@@ -180,26 +243,28 @@ pub(crate) struct RequestObserver {
 pub(crate) struct Served<'a> {
     /// The protocol version the request is served in, when known.
     pub(crate) protocol_version: Option<&'a str>,
-    /// The MCP 2025-11-25 session's id.
-    pub(crate) session_id: Option<&'a str>,
+    /// The MCP 2025-11-25 session, by its tag (never its id).
+    pub(crate) session: Option<&'a str>,
 }
 
-/// The observer of `req` (`known`: a method this server has; `served`: its version and
-/// session), or `None` when neither traces nor metrics are on.
+/// The observer of `req` (`known`: a method this server has; `targets`: the server's
+/// tools and prompts; `served`: its version and session), or `None` when neither traces
+/// nor metrics are on.
 #[inline]
 pub(crate) fn observe(
     req: &jsonrpsee::types::Request<'_>,
     known: bool,
+    targets: &Targets,
     served: Served<'_>,
 ) -> Option<RequestObserver> {
     #[cfg(feature = "otel")]
     if enabled() || metrics::get().is_some() {
         let span = if enabled() {
-            spans::request_span(req, served)
+            spans::request_span(req, known, targets, served)
         } else {
             tracing::Span::none()
         };
-        let metered = metrics::get().map(|_| spans::Metered::start(req, known, served));
+        let metered = metrics::get().map(|_| spans::Metered::start(req, known, targets, served));
         let method = req.method_name().to_owned();
         return Some(RequestObserver {
             span,
@@ -207,7 +272,7 @@ pub(crate) fn observe(
             metered,
         });
     }
-    let _ = (req, known, served);
+    let _ = (req, known, targets, served);
     None
 }
 
@@ -463,3 +528,23 @@ macro_rules! task_event {
     };
 }
 pub(crate) use task_event;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_are_cut_at_the_bound_on_a_character_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let exact = "a".repeat(MAX_ATTRIBUTE_BYTES);
+        assert_eq!(bounded(&exact), exact);
+        let long = "b".repeat(MAX_ATTRIBUTE_BYTES * 4096);
+        assert_eq!(bounded(&long).len(), MAX_ATTRIBUTE_BYTES);
+        // A two-byte character astride the bound is left out whole.
+        let astride = format!("{}é{}", "c".repeat(MAX_ATTRIBUTE_BYTES - 1), "d".repeat(10));
+        assert_eq!(bounded(&astride), "c".repeat(MAX_ATTRIBUTE_BYTES - 1));
+        let wide = "字".repeat(MAX_ATTRIBUTE_BYTES);
+        assert!(bounded(&wide).len() <= MAX_ATTRIBUTE_BYTES);
+        assert!(bounded(&wide).chars().all(|c| c == '字'));
+    }
+}

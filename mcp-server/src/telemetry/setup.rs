@@ -12,6 +12,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
 
 use super::prometheus::Prometheus;
+use super::spans::TraceParents;
 use super::{ENABLED, TARGET};
 
 /// Why [`init`] could not set telemetry up.
@@ -44,6 +45,10 @@ pub struct TelemetryConfig {
     ///
     /// [`DEFAULT_LIVE_TASKS_EVERY`]: super::DEFAULT_LIVE_TASKS_EVERY
     pub live_tasks_every: std::time::Duration,
+    /// Whose W3C trace context a request span continues (default
+    /// [`TraceParents::Authenticated`]: an HTTP caller without credentials gets a trace of
+    /// its own, linked to the context it sent).
+    pub trace_parents: TraceParents,
 }
 
 /// The telemetry of the process, as [`init`] set it up. Dropping it flushes and stops
@@ -119,6 +124,7 @@ pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
         .try_init()
         .map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
     if traces.is_some() {
+        super::spans::set_trace_parents(config.trace_parents);
         ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(Telemetry {
@@ -148,4 +154,25 @@ fn meter_provider(
         Prometheus { reader }
     });
     Ok((builder.build(), prometheus))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_parents_read_their_names() {
+        for (name, setting) in TraceParents::ALL {
+            assert_eq!(name.parse::<TraceParents>(), Ok(setting));
+        }
+        assert_eq!(TraceParents::default(), TraceParents::Authenticated);
+        let refused = "all".parse::<TraceParents>();
+        assert_eq!(
+            refused,
+            Err(crate::telemetry::TraceParentsError("all".to_owned()))
+        );
+        assert!(
+            refused.is_err_and(|e| e.to_string().contains("everyone, authenticated or nobody"))
+        );
+    }
 }

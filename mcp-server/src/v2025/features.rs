@@ -216,7 +216,7 @@ async fn deliver_resource_updated(state: &State, served: &SessionSubscriptions, 
                     Ok(Some(record)) => record.subscriptions.contains(uri),
                     Ok(None) => served.is_subscribed(uri, &session),
                     Err(e) => {
-                        tracing::debug!(session = %session.id, error = %e, "session record unreadable; going by this instance's subscriptions");
+                        tracing::debug!(session = %session.tag, error = %e, "session record unreadable; going by this instance's subscriptions");
                         served.is_subscribed(uri, &session)
                     }
                 };
@@ -237,7 +237,7 @@ async fn deliver_resource_updated(state: &State, served: &SessionSubscriptions, 
             continue;
         };
         if let Err(e) = peer.notify::<ResourceUpdated>(&params).await {
-            tracing::debug!(session = %session.id, error = %e, "resource update not delivered");
+            tracing::debug!(session = %session.tag, error = %e, "resource update not delivered");
         }
     }
 }

@@ -52,7 +52,9 @@ pub(crate) use features::{listen_for_resource_updates, notify_resource_updated};
 pub(crate) use input::answer_input;
 use input::ask_pending;
 use session::Standalone;
-pub(crate) use session::{McpSession, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer};
+pub(crate) use session::{
+    McpSession, SESSION_OWNER_PREFIX, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer,
+};
 use watcher::watch;
 
 /// How many tasks one `tasks/list` page holds.
@@ -87,20 +89,21 @@ pub(crate) async fn initialize(
         .as_str()
         .to_owned();
     let owner = ext.get::<Principal>().map_or_else(
-        || Owner::new(format!("session:{id}")),
+        || Owner::new(format!("{SESSION_OWNER_PREFIX}{id}")),
         |p| Owner::new(p.0.clone()),
     );
+    let tag = state.cursor_key().session_tag(&id);
     let client = (
         serde_json::to_value(&params.capabilities).unwrap_or_default(),
         serde_json::to_value(&params.client_info).unwrap_or_default(),
     );
     let session = McpSession::new(
         id,
+        tag,
         owner,
         ext.get::<Principal>().map(|p| p.0.clone()),
         version.to_owned(),
         client,
-        None,
         state.runtime.config().node_id.clone(),
     );
     if let Some(peer) = ext
@@ -158,15 +161,19 @@ pub(crate) fn restore(
     record: mcp_tasks::SessionRecord,
 ) -> Arc<McpSession> {
     let subscriptions = record.subscriptions;
+    let tag = state.cursor_key().session_tag(&record.id);
     let session = Arc::new(McpSession::new(
         record.id,
+        tag,
         record.owner,
         record.principal,
         record.protocol_version,
         (record.client_capabilities, record.client_info),
-        record.log_level,
         state.runtime.config().node_id.clone(),
     ));
+    if let Some(level) = record.log_level {
+        session.set_log_level(level);
+    }
     served.hold(&session);
     for uri in &subscriptions {
         served.subscribe(uri, &session);

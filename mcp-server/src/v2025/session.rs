@@ -15,11 +15,16 @@ use mcp_tasks_protocol::v2026::ClientCapabilities;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use crate::audit::SESSION_OWNER_PREFIX;
+
 /// An MCP 2025-11-25 session.
-#[derive(Debug)]
 pub struct McpSession {
-    /// The session id (`Mcp-Session-Id` over HTTP).
+    /// The session id (`Mcp-Session-Id` over HTTP). Without authentication it is the
+    /// session's only credential: never logged or exported (see `tag`).
     pub id: String,
+    /// What logs, spans and the console show instead of the id: its keyed hash
+    /// ([`SealKey::session_tag`](crate::seal::SealKey::session_tag)).
+    pub tag: String,
     /// Who owns the session's tasks: the principal, or the session itself.
     pub owner: Owner,
     /// The authenticated principal that opened the session, if any: only it may use the
@@ -81,19 +86,33 @@ const KNOWN_CAP: usize = 4096;
 /// The session revisions `initialize` agrees to, newest first; only the first has tasks.
 pub const SESSION_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+impl std::fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The tag stands for the id here too (a debug print may end up in a log).
+        f.debug_struct("McpSession")
+            .field("tag", &self.tag)
+            .field("principal", &self.principal)
+            .field("protocol_version", &self.protocol_version)
+            .field("node", &self.node)
+            .finish_non_exhaustive()
+    }
+}
+
 impl McpSession {
-    /// A session with nothing asked and no standalone stream yet.
+    /// A session with nothing asked, no standalone stream and no log level yet; `tag` is
+    /// what is shown of its id.
     pub(super) fn new(
         id: String,
+        tag: String,
         owner: Owner,
         principal: Option<String>,
         protocol_version: String,
         client: (serde_json::Value, serde_json::Value),
-        log_level: Option<LoggingLevel>,
         node: String,
     ) -> McpSession {
         McpSession {
             id,
+            tag,
             owner,
             principal,
             standalone: Mutex::default(),
@@ -102,7 +121,7 @@ impl McpSession {
             closed: CancellationToken::new(),
             taken_over: Notify::new(),
             stream_opened: Notify::new(),
-            log_level: Mutex::new(log_level),
+            log_level: Mutex::new(None),
             protocol_version,
             declared: serde_json::from_value(client.0.clone()).ok(),
             client,

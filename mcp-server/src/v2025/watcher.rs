@@ -98,7 +98,7 @@ pub(super) async fn watch(
             }
             Some(Ok(_)) => {}
             Some(Err(EventError::Lagged(n))) => {
-                tracing::debug!(session = %session.id, dropped = n, "task events lagged; resyncing the session's task statuses");
+                tracing::debug!(session = %session.tag, dropped = n, "task events lagged; resyncing the session's task statuses");
                 resync = true;
             }
             Some(Err(EventError::Closed)) => return,
@@ -115,7 +115,7 @@ pub(super) async fn watch(
                     backoff = Backoff::default();
                 }
                 Err(e) => {
-                    tracing::debug!(session = %session.id, error = %e, "resync failed; trying again")
+                    tracing::debug!(session = %session.tag, error = %e, "resync failed; trying again")
                 }
             }
         }

@@ -198,7 +198,13 @@ impl DeadlineCall<'_> {
             .await
             .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
         let id = created.as_ref().map(|r| r.id.as_str()).unwrap_or_default();
-        audit::record("tools/call: create task", owner, id, &created);
+        audit::record(
+            self.state.cursor_key(),
+            "tools/call: create task",
+            owner,
+            id,
+            &created,
+        );
         Ok(created?)
     }
 

@@ -251,7 +251,13 @@ pub(crate) async fn tasks_get(
         .store
         .get(&caller.owner, &task_id(&params.task_id))
         .await;
-    let record = audit::audited("tasks/get", &caller.owner, &params.task_id, outcome)?;
+    let record = audit::audited(
+        state.cursor_key(),
+        "tasks/get",
+        &caller.owner,
+        &params.task_id,
+        outcome,
+    )?;
     Ok(GetTaskResult::from(views::detailed(&state.metered(record))))
 }
 
@@ -273,7 +279,13 @@ pub(crate) async fn tasks_update(
         .store
         .resolve_input(&caller.owner, &id, responses)
         .await;
-    audit::audited("tasks/update", &caller.owner, &params.task_id, outcome)?;
+    audit::audited(
+        state.cursor_key(),
+        "tasks/update",
+        &caller.owner,
+        &params.task_id,
+        outcome,
+    )?;
     Ok(UpdateTaskResult::default())
 }
 
@@ -288,6 +300,12 @@ pub(crate) async fn tasks_cancel(
         .store
         .request_cancel(&caller.owner, &task_id(&params.task_id))
         .await;
-    audit::audited("tasks/cancel", &caller.owner, &params.task_id, outcome)?;
+    audit::audited(
+        state.cursor_key(),
+        "tasks/cancel",
+        &caller.owner,
+        &params.task_id,
+        outcome,
+    )?;
     Ok(CancelTaskResult::default())
 }

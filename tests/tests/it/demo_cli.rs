@@ -1,6 +1,8 @@
 //! The demo server's command line: `--http` takes a host name as well as an IP address,
 //! and an address it cannot use is said at once, naming it and the form it expects;
-//! `--console` and `--console-scope` are checked, and the console is announced.
+//! `--console` and `--console-scope` are checked, and the console is announced; its
+//! credential is read from `MCP_CONSOLE_CREDENTIALS` or `--console-file` too, and a
+//! password on the command line is warned about.
 
 use std::process::Stdio;
 
@@ -317,21 +319,37 @@ async fn console_flags_are_checked() {
         ),
         (&["--console", "a:b", "--role", "worker"], "--role worker"),
         (&["--console", "a:b", "--stdio"], "cannot be used with"),
+        (
+            &["--console", "a:b", "--console-file", "/nonexistent"],
+            "cannot be used with",
+        ),
+        (
+            &["--console-file", "/nonexistent/console-credentials"],
+            "cannot read the console credentials file /nonexistent/console-credentials",
+        ),
     ] {
         let said = usage_error(&[&["--store", "memory"][..], args].concat()).await;
         assert!(said.contains(says), "{args:?}: {said}");
     }
 }
 
-/// `--console USER:PASSWORD`: the demo says where the console is, and it is behind Basic.
-#[tokio::test]
-async fn the_console_is_announced_and_behind_basic() {
+/// The demo started with `args` and `env`, its stderr piped, and the console's URL it
+/// announced (`http://127.0.0.1:PORT/console`), after its line saying so, which must
+/// name Basic authentication as `admin`.
+async fn start_with_console(
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt;
     let mut demo = tokio::process::Command::new(DEMO)
         .args(["--http", "127.0.0.1:0", "--store", "memory"])
-        .args(["--console", "admin:pw"])
+        .args(args)
+        .env_remove(CONSOLE_ENV)
+        .envs(env.iter().copied())
+        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("start the demo");
@@ -357,6 +375,12 @@ async fn the_console_is_announced_and_behind_basic() {
         .expect("a URL")
         .to_owned();
     assert!(url.ends_with("/console"), "{url}");
+    (demo, url)
+}
+
+/// The console at `url` is behind Basic: 401 without a credential and with a wrong
+/// password, 200 with `admin` and `password`.
+async fn behind_basic(url: &str, password: &str) {
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(WAIT)
@@ -365,12 +389,127 @@ async fn the_console_is_announced_and_behind_basic() {
     let counts = format!("{url}/api/counts");
     let refused = client.get(&counts).send().await.expect("reply");
     assert_eq!(refused.status(), 401);
+    let wrong = client
+        .get(&counts)
+        .basic_auth("admin", Some("not-the-password"))
+        .send()
+        .await
+        .expect("reply");
+    assert_eq!(wrong.status(), 401);
     let allowed = client
         .get(&counts)
-        .basic_auth("admin", Some("pw"))
+        .basic_auth("admin", Some(password))
         .send()
         .await
         .expect("reply");
     assert_eq!(allowed.status(), 200);
-    let _ = demo.kill().await;
+}
+
+/// Kills the demo: what it wrote on stderr (within [`WAIT`]).
+async fn stderr_after_kill(mut demo: tokio::process::Child) -> String {
+    use tokio::io::AsyncReadExt;
+    let _ = demo.start_kill();
+    let mut stderr = demo.stderr.take().expect("stderr");
+    let mut said = String::new();
+    let _ = tokio::time::timeout(WAIT, stderr.read_to_string(&mut said)).await;
+    let _ = tokio::time::timeout(WAIT, demo.wait()).await;
+    said
+}
+
+/// The environment variable of the console's Basic credential.
+const CONSOLE_ENV: &str = "MCP_CONSOLE_CREDENTIALS";
+
+/// What the demo says when the password is on the command line.
+const COMMAND_LINE_WARNING: &str = "puts the console password on the command line";
+
+/// `--console USER:PASSWORD`: the demo says where the console is, that it is behind
+/// Basic, and warns that the password is on the command line.
+#[tokio::test]
+async fn the_console_is_announced_and_behind_basic() {
+    let (demo, url) = start_with_console(&["--console", "admin:pw"], &[]).await;
+    behind_basic(&url, "pw").await;
+    let said = stderr_after_kill(demo).await;
+    assert!(said.contains(COMMAND_LINE_WARNING), "{said}");
+    assert!(
+        said.contains(CONSOLE_ENV) && said.contains("--console-file"),
+        "{said}"
+    );
+}
+
+/// `MCP_CONSOLE_CREDENTIALS=USER:PASSWORD`: the console is behind Basic with that
+/// credential, with no warning; a bad value is a usage error that does not repeat it.
+#[tokio::test]
+async fn the_console_credential_comes_from_the_environment() {
+    let password = "env:pass word";
+    let pair = format!("admin:{password}");
+    let (demo, url) = start_with_console(&[], &[(CONSOLE_ENV, &pair)]).await;
+    behind_basic(&url, password).await;
+    let said = stderr_after_kill(demo).await;
+    assert!(!said.contains(COMMAND_LINE_WARNING), "{said}");
+    assert!(!said.contains(password), "{said}");
+
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(DEMO)
+            .args(["--http", "127.0.0.1:0", "--store", "memory"])
+            .env(CONSOLE_ENV, "no-colon-secret")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(CONSOLE_ENV) && said.contains("expected USER:PASSWORD"),
+        "{said}"
+    );
+    assert!(!said.contains("no-colon-secret"), "{said}");
+}
+
+/// A file of the test's own, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    /// `text` in a new file readable by its owner only.
+    fn new(name: &str, text: &str) -> TempFile {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("mcp-demo-{name}-{}", std::process::id()));
+        std::fs::write(&path, text).expect("write the file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        TempFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `--console-file PATH`: the first line of the file, trimmed, is the credential; a file
+/// without one is a usage error naming the file, not its content.
+#[tokio::test]
+async fn the_console_credential_comes_from_a_file() {
+    let password = "file:pass";
+    let file = TempFile::new("console", &format!("  admin:{password} \n"));
+    let (demo, url) = start_with_console(&["--console-file", file.path()], &[]).await;
+    behind_basic(&url, password).await;
+    let said = stderr_after_kill(demo).await;
+    assert!(!said.contains(COMMAND_LINE_WARNING), "{said}");
+    assert!(!said.contains(password), "{said}");
+
+    let bad = TempFile::new("console-bad", "no-colon-secret\n");
+    let said = usage_error(&["--store", "memory", "--console-file", bad.path()]).await;
+    assert!(
+        said.contains(bad.path()) && said.contains("expected USER:PASSWORD"),
+        "{said}"
+    );
+    assert!(!said.contains("no-colon-secret"), "{said}");
 }

@@ -1,5 +1,7 @@
 //! OpenTelemetry traces of the demo server (feature `otel`), as a collector receives them:
-//! demo processes export over OTLP/HTTP (protobuf) to an in-process receiver.
+//! demo processes export over OTLP/HTTP (protobuf) to an in-process receiver. They run
+//! with `--trace-parents everyone`: the callers here send no credentials, and their trace
+//! context is continued only then (`telemetry_bounds` tests the default).
 //!
 //! - a request continues the caller's trace (`traceparent` in `params._meta`, else the
 //!   HTTP header) with a SERVER span named and attributed by the MCP conventions, and
@@ -11,7 +13,7 @@
 //! - on PostgreSQL, a task created on an API node and run by a worker node: the worker's
 //!   execution span continues the API node's trace; when the worker dies, the API
 //!   node's sweep fails the task with a `worker_lost` span (ERROR) in that trace;
-//! - a 2025-11-25 request span carries the session's `mcp.session.id`;
+//! - a 2025-11-25 request span carries the session's `mcp.session.id` (its tag);
 //! - a task's intermediate status changes (its status message, `input_required` and back
 //!   to `working`) are events on its execution span;
 //! - the metrics are exported over OTLP as well;
@@ -99,7 +101,13 @@ async fn task_id_of(
 async fn requests_and_tasks_continue_the_callers_trace() {
     let receiver = OtlpReceiver::start().await;
     let env = otel_env(&receiver, "otel-test-demo");
-    let node = Node::start_with_env(Path::new(DEMO), "T", &["--store", "memory"], &env).await;
+    let node = Node::start_with_env(
+        Path::new(DEMO),
+        "T",
+        &["--store", "memory", "--trace-parents", "everyone"],
+        &env,
+    )
+    .await;
     let cluster = Cluster::new(vec![node.url.clone()]);
 
     // A synchronous call, its trace context in `_meta`.
@@ -274,7 +282,13 @@ async fn requests_and_tasks_continue_the_callers_trace() {
 async fn a_2025_11_25_request_span_names_its_session() {
     let receiver = OtlpReceiver::start().await;
     let env = otel_env(&receiver, "otel-test-demo");
-    let node = Node::start_with_env(Path::new(DEMO), "S", &["--store", "memory"], &env).await;
+    let node = Node::start_with_env(
+        Path::new(DEMO),
+        "S",
+        &["--store", "memory", "--trace-parents", "everyone"],
+        &env,
+    )
+    .await;
     let client = reqwest::Client::new();
     let post = |message: Value, session: Option<&str>| {
         let mut post = client
@@ -317,7 +331,12 @@ async fn a_2025_11_25_request_span_names_its_session() {
     assert_eq!(span.span.name, "tools/list");
     assert_eq!(span.span.kind, SERVER);
     assert_eq!(span.parent_span_id(), parent);
-    assert_attr(&span, "mcp.session.id", &session);
+    // The session's tag, a keyed hash of its id (never the id itself).
+    let tag = span.attr("mcp.session.id").unwrap_or_default();
+    assert!(
+        tag.len() == 13 && tag.starts_with('#') && !session.contains(&tag[1..]),
+        "{tag:?} of session {session}"
+    );
     assert_attr(&span, "mcp.protocol.version", LEGACY_VERSION);
     drop(node);
 }
@@ -328,7 +347,13 @@ async fn a_2025_11_25_request_span_names_its_session() {
 async fn status_changes_are_events_on_the_execution_span() {
     let receiver = OtlpReceiver::start().await;
     let env = otel_env(&receiver, "otel-test-demo");
-    let node = Node::start_with_env(Path::new(DEMO), "E", &["--store", "memory"], &env).await;
+    let node = Node::start_with_env(
+        Path::new(DEMO),
+        "E",
+        &["--store", "memory", "--trace-parents", "everyone"],
+        &env,
+    )
+    .await;
     let cluster = Cluster::new(vec![node.url.clone()]);
     let (trace, parent) = caller_trace(10);
     let id = task_id_of(
@@ -404,6 +429,8 @@ async fn a_worker_continues_the_creating_calls_trace_on_postgres() {
         schema.as_str(),
         "--lease-ms",
         "2000",
+        "--trace-parents",
+        "everyone",
     ];
     let api_env = otel_env(&receiver, "otel-test-api");
     let api = Node::start_with_env(
@@ -491,7 +518,13 @@ async fn mcp_call_starts_the_trace_the_server_continues() {
     const CLIENT: i32 = 3;
     let receiver = OtlpReceiver::start().await;
     let env = otel_env(&receiver, "otel-test-demo");
-    let node = Node::start_with_env(Path::new(DEMO), "C", &["--store", "memory"], &env).await;
+    let node = Node::start_with_env(
+        Path::new(DEMO),
+        "C",
+        &["--store", "memory", "--trace-parents", "everyone"],
+        &env,
+    )
+    .await;
     let tokens = std::env::temp_dir().join(format!("otel-mcp-call-{}.json", std::process::id()));
     let mut call = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-call"));
     call.args(["--http", node.url.as_str(), "--no-browser", "--token-file"])

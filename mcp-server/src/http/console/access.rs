@@ -3,7 +3,8 @@
 //! origin, that of the `Host` it is served as, passes too), no access token
 //! in the URL, the [`ConsoleAccess`] credential, then the CSRF header on state-changing
 //! requests. Then the security headers every console response carries, refusals
-//! included.
+//! included. Every refusal is recorded on the audit trail (`trail.rs`), never with the
+//! credential that was tried.
 //!
 //! **Invariant.** Nothing of the console runs before the caller is known as an operator;
 //! credentials are read from the `Authorization` header only, never from the URL.
@@ -18,6 +19,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, json_error};
+use super::trail::{self, Attempt, Reason};
 use super::{CSRF_HEADER, Console, ConsoleAccess};
 use crate::auth::{Challenge, Refusal};
 
@@ -35,12 +37,19 @@ pub(crate) const BASIC_CHALLENGE: &str = "Basic realm=\"mcp-tasks console\", cha
 #[derive(Debug, Clone)]
 pub(super) struct Operator(pub(super) String);
 
-/// The access layer (see the module doc).
+/// The access layer (see the module doc). Every refusal is recorded on the audit trail
+/// (`trail.rs`), without the credential.
 pub(super) async fn guard(
     State(console): State<Arc<Console>>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    let attempt =
+        Attempt::from_pieces(request.extensions(), request.method(), request.uri().path());
+    let refuse = |response: Response, reason: Reason, detail: Option<&str>| {
+        trail::refused(&attempt, response.status(), reason, detail);
+        response
+    };
     let headers = request.headers();
     let refused = if same_origin(headers) {
         // The console's own page: its origin is the host it was served from, whatever
@@ -50,19 +59,21 @@ pub(super) async fn guard(
         crate::http::gate::origin_refusal(&console.http, headers)
     };
     if let Some(message) = refused {
-        return json_error(StatusCode::FORBIDDEN, &message);
+        let response = json_error(StatusCode::FORBIDDEN, &message);
+        return refuse(response, Reason::HostOrOrigin, Some(&message));
     }
     if crate::auth::query_has_token(request.uri().query()) {
-        return json_error(
+        let response = json_error(
             StatusCode::BAD_REQUEST,
             "credentials go in the Authorization header, never in the URL",
         );
+        return refuse(response, Reason::CredentialsInUrl, None);
     }
     let operator = match &console.access {
         ConsoleAccess::Basic { user, password } => {
             match basic_user(request.headers(), user, password) {
-                Some(user) => user,
-                None => return basic_refusal(),
+                Ok(user) => user,
+                Err(reason) => return refuse(basic_refusal(), reason, None),
             }
         }
         ConsoleAccess::Scope(scope) => {
@@ -76,15 +87,19 @@ pub(super) async fn guard(
             .await
             {
                 Ok(principal) => principal,
-                Err(refusal) => return refusal_response(&refusal),
+                Err(refusal) => {
+                    let reason = refusal_reason(&refusal, request.headers());
+                    return refuse(refusal_response(&refusal), reason, Some(&refusal.message));
+                }
             }
         }
     };
     if changes_state(request.method()) && !has_csrf_header(request.headers()) {
-        return ApiError::Forbidden(format!(
+        let response = ApiError::Forbidden(format!(
             "state-changing console requests need the header {CSRF_HEADER}: 1"
         ))
         .into_response();
+        return refuse(response, Reason::NoCsrfHeader, None);
     }
     request.extensions_mut().insert(Operator(operator));
     next.run(request).await
@@ -137,26 +152,34 @@ fn has_csrf_header(headers: &HeaderMap) -> bool {
 }
 
 /// The user of `Authorization: Basic ...` when its credentials are `user` and
-/// `password`; `None` otherwise (no header, another scheme, two headers, bad base64).
+/// `password`; otherwise [`Reason::NoCredentials`] (no `Authorization` header) or
+/// [`Reason::BadCredentials`] (wrong ones, another scheme, two headers, bad base64).
 /// Both parts are compared in constant time, through their SHA-256 digests.
-fn basic_user(headers: &HeaderMap, user: &str, password: &str) -> Option<String> {
+fn basic_user(headers: &HeaderMap, user: &str, password: &str) -> Result<String, Reason> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
-    let (Some(value), None) = (values.next(), values.next()) else {
-        return None;
+    let value = match (values.next(), values.next()) {
+        (None, _) => return Err(Reason::NoCredentials),
+        (Some(value), None) => value,
+        (Some(_), Some(_)) => return Err(Reason::BadCredentials),
     };
-    let value = value.to_str().ok()?.trim();
-    let (scheme, encoded) = value.split_once(' ')?;
+    let bad = Reason::BadCredentials;
+    let value = value.to_str().map_err(|_| bad)?.trim();
+    let (scheme, encoded) = value.split_once(' ').ok_or(bad)?;
     if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
+        return Err(bad);
     }
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
-        .ok()?;
-    let colon = decoded.iter().position(|b| *b == b':')?;
+        .map_err(|_| bad)?;
+    let colon = decoded.iter().position(|b| *b == b':').ok_or(bad)?;
     let (given_user, given_password) = (&decoded[..colon], &decoded[colon + 1..]);
     let same_user = same_secret(given_user, user.as_bytes());
     let same_password = same_secret(given_password, password.as_bytes());
-    (same_user & same_password).then(|| user.to_owned())
+    if same_user & same_password {
+        Ok(user.to_owned())
+    } else {
+        Err(bad)
+    }
 }
 
 /// `a == b`, in a time that depends on neither: their SHA-256 digests compared whole.
@@ -216,6 +239,19 @@ async fn scoped(
     }
 }
 
+/// Why the authenticator (or the scope check) refused, for the audit trail: by the
+/// refusal's status, and whether the request carried an `Authorization` header at all.
+fn refusal_reason(refusal: &Refusal, headers: &HeaderMap) -> Reason {
+    match refusal.status {
+        StatusCode::FORBIDDEN => Reason::InsufficientScope,
+        StatusCode::SERVICE_UNAVAILABLE => Reason::CredentialsUnchecked,
+        StatusCode::UNAUTHORIZED if !headers.contains_key(header::AUTHORIZATION) => {
+            Reason::NoCredentials
+        }
+        _ => Reason::BadCredentials,
+    }
+}
+
 /// A refusal of the authenticator (or of the scope) as a console response: its status
 /// and headers, its message as the JSON error.
 fn refusal_response(refusal: &Refusal) -> Response {
@@ -241,7 +277,7 @@ mod tests {
     #[test]
     fn basic_credentials_must_match_exactly() {
         let ok = |h: &HeaderMap| basic_user(h, "admin", "pa:ss");
-        assert_eq!(ok(&basic("admin:pa:ss")).as_deref(), Some("admin"));
+        assert_eq!(ok(&basic("admin:pa:ss")).as_deref(), Ok("admin"));
         for bad in [
             "admin:pa",
             "admin:pa:ss ",
@@ -250,23 +286,23 @@ mod tests {
             ":pa:ss",
             "",
         ] {
-            assert_eq!(ok(&basic(bad)), None, "{bad:?}");
+            assert_eq!(ok(&basic(bad)), Err(Reason::BadCredentials), "{bad:?}");
         }
         let mut h = HeaderMap::new();
-        assert_eq!(ok(&h), None);
+        assert_eq!(ok(&h), Err(Reason::NoCredentials));
         h.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Bearer admin"),
         );
-        assert_eq!(ok(&h), None);
+        assert_eq!(ok(&h), Err(Reason::BadCredentials));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
-        assert_eq!(ok(&h), None);
+        assert_eq!(ok(&h), Err(Reason::BadCredentials));
         let mut two = basic("admin:pa:ss");
         two.append(
             header::AUTHORIZATION,
             HeaderValue::from_static("Basic eA=="),
         );
-        assert_eq!(ok(&two), None);
+        assert_eq!(ok(&two), Err(Reason::BadCredentials));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The console's JSON API (behind the access layer): the task list with its filters and
 //! cursor, one task, cancel as operator, the counts, the activity of the charts and the
 //! event stream (`events.rs`). Each handler is one store call of the operator's view
-//! (contract rule 22), but cancel, which is the owner's `tasks/cancel` store call.
+//! (contract rule 22), but cancel, which is the owner's `tasks/cancel` store call. What
+//! shows a task in full (one task, cancel) is audited at INFO, a list read at DEBUG
+//! (`trail.rs`).
 
 use std::sync::Arc;
 
@@ -17,7 +19,7 @@ use serde_json::{Map, Value};
 use super::access::Operator;
 use super::error::ApiError;
 use super::views::{MAX_LIMIT, TaskDetail, TaskSummary};
-use super::{Console, activity, events};
+use super::{Console, activity, events, trail};
 
 /// A page's default length.
 pub(super) const DEFAULT_LIMIT: usize = 50;
@@ -111,9 +113,10 @@ fn millis(name: &str, value: &str) -> Result<i64, ApiError> {
         .map_err(|_| bad(format!("{name} must be milliseconds since the Unix epoch")))
 }
 
-/// `GET /console/api/tasks`.
+/// `GET /console/api/tasks` (audited at DEBUG).
 async fn list(
     State(console): State<Arc<Console>>,
+    Extension(Operator(operator)): Extension<Operator>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Json<ListReply>, ApiError> {
     let Query(pairs) = query.map_err(|e| bad(format!("bad query string: {e}")))?;
@@ -122,8 +125,13 @@ async fn list(
         .store
         .operator_list(&query.filter, query.cursor.as_deref(), query.limit)
         .await?;
+    trail::listed(&operator, page.tasks.len());
     Ok(Json(ListReply {
-        tasks: page.tasks.iter().map(TaskSummary::of).collect(),
+        tasks: page
+            .tasks
+            .iter()
+            .map(|t| TaskSummary::of(t, &console.seal))
+            .collect(),
         next_cursor: page.next_cursor,
     }))
 }
@@ -138,13 +146,16 @@ fn path_id(params: Vec<(String, String)>) -> Result<TaskId, ApiError> {
         .ok_or(ApiError::NotFound("task not found"))
 }
 
-/// `GET /console/api/tasks/{id}`.
+/// `GET /console/api/tasks/{id}`: the task in full (its arguments, questions, answers
+/// and result), audited at INFO with the operator as actor.
 async fn one(
     State(console): State<Arc<Console>>,
+    Extension(Operator(operator)): Extension<Operator>,
     Path(params): Path<Vec<(String, String)>>,
 ) -> Result<Json<TaskDetail>, ApiError> {
     let record = console.store.operator_get(&path_id(params)?).await?;
-    Ok(Json(TaskDetail::of(&record)))
+    trail::read(&console.seal, &operator, &record);
+    Ok(Json(TaskDetail::of(&record, &console.seal)))
 }
 
 /// `POST /console/api/tasks/{id}/cancel`: the owner's `tasks/cancel` (its worker is
@@ -163,8 +174,15 @@ async fn cancel(
         Ok(after) => Ok(after.status.as_str()),
         Err(e) => Err(e.to_string()),
     };
-    crate::audit::record_operator(OP, &operator, &record.owner, task_id.as_str(), &audited);
-    Ok(Json(TaskDetail::of(&outcome?)))
+    crate::audit::record_operator(
+        &console.seal,
+        OP,
+        &operator,
+        &record.owner,
+        task_id.as_str(),
+        &audited,
+    );
+    Ok(Json(TaskDetail::of(&outcome?, &console.seal)))
 }
 
 /// `GET /console/api/counts`.

@@ -14,6 +14,9 @@ pub(super) enum ApiError {
     Forbidden(String),
     /// 404: no such task (or path).
     NotFound(&'static str),
+    /// 429: past the event-stream limits ([`ConsoleConfig::max_streams`](super::ConsoleConfig::max_streams)
+    /// and [`ConsoleConfig::max_streams_per_operator`](super::ConsoleConfig::max_streams_per_operator)).
+    TooManyStreams(String),
     /// 501: the store does not implement the operator's view.
     Unsupported(&'static str),
     /// 503: the store is out of reach for now.
@@ -46,6 +49,7 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, m),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m.to_owned()),
+            ApiError::TooManyStreams(m) => (StatusCode::TOO_MANY_REQUESTS, m),
             ApiError::Unsupported(operation) => (
                 StatusCode::NOT_IMPLEMENTED,
                 format!("the task store does not support {operation}"),

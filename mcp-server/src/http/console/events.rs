@@ -1,101 +1,62 @@
 //! `GET /console/api/events`: the store's change feed ([`TaskStore::events`]) as an event
-//! stream. Each change becomes `event: task` with the task's [`TaskSummary`] read again
-//! from the store (events are wake-ups, the record is the truth); changes that arrive
-//! together are read once per task. On a shared store the feed carries every instance's
-//! changes, so the console of one node sees tasks of all. When events were missed (the
-//! subscriber lagged, the backend's feed reconnected, or a read failed) the stream sends
-//! `event: resync` with `{}`: the page reloads its list and counts. Keep-alive comments
-//! keep it open; it ends after [`HttpConfig::sse_max_lifetime`](crate::http::HttpConfig::sse_max_lifetime)
-//! (the page reconnects), so a revoked credential stops it then at the latest, or with
-//! the server's shutdown.
+//! stream. Each change becomes `event: task` with the task's [`TaskSummary`] as the store
+//! holds it after the change (events are wake-ups, the record is the truth). On a shared
+//! store the feed carries every instance's changes, so the console of one node sees tasks
+//! of all. When events were missed (this stream fell behind, the store's feed lagged or
+//! reconnected, or a read failed) the stream sends `event: resync` with `{}`: the page
+//! reloads its list and counts. Keep-alive comments keep it open; it ends after
+//! [`HttpConfig::sse_max_lifetime`](crate::http::HttpConfig::sse_max_lifetime) (the page
+//! reconnects), so a revoked credential stops it then at the latest, or with the server's
+//! shutdown.
+//!
+//! The streams of a server share one reader of the store (`fanout.rs`): a change is read
+//! once, whatever the number of streams. Past [`ConsoleConfig::max_streams_per_operator`]
+//! or [`ConsoleConfig::max_streams`] open streams, one more is refused with 429 (and
+//! recorded on the audit trail); a stream's slot is freed when it ends.
 //!
 //! [`TaskStore::events`]: mcp_tasks::TaskStore::events
+//! [`TaskSummary`]: super::views::TaskSummary
+//! [`ConsoleConfig::max_streams_per_operator`]: super::ConsoleConfig::max_streams_per_operator
+//! [`ConsoleConfig::max_streams`]: super::ConsoleConfig::max_streams
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::response::Response;
+use axum::extract::{Extension, State};
 use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
-use mcp_tasks::{EventError, EventStream, StoreError, TaskKey, TaskStore};
 
 use super::Console;
-use super::views::TaskSummary;
-
-/// Changes read together at most: a burst beyond it is read in several rounds.
-const BATCH: usize = 256;
+use super::access::Operator;
+use super::error::ApiError;
+use super::fanout::Update;
+use super::trail::{self, Attempt, Reason};
 
 /// The handler.
-pub(super) async fn handle(State(console): State<Arc<Console>>) -> Response {
-    let feed = Feed {
-        events: console.store.events(),
-        store: Arc::clone(&console.store),
-        ready: VecDeque::new(),
+pub(super) async fn handle(
+    State(console): State<Arc<Console>>,
+    Extension(Operator(operator)): Extension<Operator>,
+    attempt: Attempt,
+) -> Response {
+    let subscription = match console.streams.open(&operator) {
+        Ok(subscription) => subscription,
+        Err(full) => {
+            let response = ApiError::TooManyStreams(full.to_string()).into_response();
+            trail::refused(&attempt, response.status(), Reason::TooManyStreams, None);
+            return response;
+        }
     };
-    let stream = futures::stream::unfold(feed, |mut feed| async move {
-        let event = feed.next().await?;
-        Some((Ok::<Event, Infallible>(event), feed))
+    trail::streamed(&operator);
+    let ended = subscription.ended();
+    let stream = futures::stream::unfold(subscription, |mut subscription| async move {
+        let event = match subscription.next().await? {
+            Update::Task(json) => Event::default().event("task").data(&*json),
+            Update::Resync => Event::default().event("resync").data("{}"),
+        };
+        Some((Ok::<Event, Infallible>(event), subscription))
     })
+    .take_until(ended.cancelled_owned())
     .take_until(console.shutdown.clone().cancelled_owned());
     crate::http::gate::sse_for(console.http.sse_max_lifetime, stream)
-}
-
-/// The store's feed, turned into console events.
-struct Feed {
-    events: EventStream,
-    store: Arc<dyn TaskStore>,
-    ready: VecDeque<Event>,
-}
-
-impl Feed {
-    /// The next event to send; `None` once the store's feed is closed.
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(event) = self.ready.pop_front() {
-                return Some(event);
-            }
-            let first = self.events.recv().await;
-            let mut keys: Vec<TaskKey> = Vec::new();
-            let mut resync = false;
-            let mut item = Some(first);
-            while let Some(next) = item.take() {
-                match next {
-                    Ok(event) => {
-                        if !keys.contains(event.key()) {
-                            keys.push(event.key().clone());
-                        }
-                    }
-                    Err(EventError::Lagged(_)) => resync = true,
-                    Err(EventError::Closed) if keys.is_empty() && !resync => return None,
-                    // Closed: what came before is sent; the next `recv` ends the stream.
-                    Err(EventError::Closed) => break,
-                }
-                if keys.len() < BATCH {
-                    item = self.events.try_recv();
-                }
-            }
-            for key in keys {
-                match self.store.get(&key.owner, &key.id).await {
-                    Ok(record) => self.ready.push_back(task_event(&TaskSummary::of(&record))),
-                    // Expired or swept since: nothing to show.
-                    Err(StoreError::NotFound) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, task_id = %key.id, "console: a changed task could not be read");
-                        resync = true;
-                    }
-                }
-            }
-            if resync {
-                self.ready
-                    .push_back(Event::default().event("resync").data("{}"));
-            }
-        }
-    }
-}
-
-fn task_event(summary: &TaskSummary) -> Event {
-    let data = serde_json::to_string(summary).unwrap_or_else(|_| "{}".to_owned());
-    Event::default().event("task").data(data)
 }

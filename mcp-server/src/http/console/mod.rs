@@ -17,26 +17,37 @@
 //! | path | what |
 //! |---|---|
 //! | `GET /console/api/tasks` | a page of tasks, newest first, filtered (`status`, `tool`, `owner`, `node`, `createdFrom`, `createdBefore`; `cursor`, `limit` 1 to 500, default 50) |
-//! | `GET /console/api/tasks/{id}` | one task in full |
+//! | `GET /console/api/tasks/{id}` | one task in full; audited with the operator as actor |
 //! | `POST /console/api/tasks/{id}/cancel` | asks the task's worker to stop, as `tasks/cancel` does for its owner; audited with the operator as actor |
 //! | `GET /console/api/counts` | tasks by status and by tool |
 //! | `GET /console/api/activity` | the last 15 minutes by the minute, and durations by tool |
-//! | `GET /console/api/events` | an event stream: `task` (a task changed, on any instance of a shared store), `resync` (events were missed) |
+//! | `GET /console/api/events` | an event stream: `task` (a task changed, on any instance of a shared store), `resync` (events were missed); 429 past [`ConsoleConfig::max_streams_per_operator`] or [`ConsoleConfig::max_streams`] open streams |
 //!
 //! A store without the operator's view (a third-party store written before contract rule
 //! 22) answers 501 naming the operation; a store out of reach, 503.
 //!
-//! Who may use it is set in `../config.rs` ([`ConsoleConfig`]). Modules: `access.rs` (the access layer and the security
+//! The audit trail (target `mcp_tasks_server::audit`): a task read in full or cancelled,
+//! at INFO, with the operator as `actor` and the task's owner as `principal`; a list read
+//! or an event stream opened, at DEBUG; every refusal (400, 401, 403, 429, 503), at INFO,
+//! with the peer's IP address, the method, the path and a fixed reason, never the
+//! credential tried (`trail.rs`).
+//!
+//! Who may use it, and how many event streams may be open, is set in `../config.rs`
+//! ([`ConsoleConfig`]). Modules: `access.rs` (the access layer and the security
 //! headers), `api.rs` (the handlers), `views.rs` (a task as the API shows it), `activity.rs` (the charts'
-//! numbers), `events.rs` (the event stream), `error.rs` (errors as JSON), `page.rs` (the
-//! page: `assets/index.html`, `console.js`, `console.css`, embedded).
+//! numbers), `events.rs` (the event stream), `fanout.rs` (the one store reader all event
+//! streams share, and their limits), `trail.rs` (the audit trail), `error.rs` (errors as
+//! JSON), `page.rs` (the page: `assets/index.html`, `console.js`, `console.css`,
+//! embedded).
 
 mod access;
 mod activity;
 mod api;
 mod error;
 mod events;
+mod fanout;
 mod page;
+mod trail;
 mod views;
 
 pub use super::config::{ConsoleAccess, ConsoleConfig, ConsoleConfigError};
@@ -62,6 +73,11 @@ struct Console {
     access: ConsoleAccess,
     /// The server's shutdown: event streams end with it.
     shutdown: tokio_util::sync::CancellationToken,
+    /// The event streams' shared store reader and their limits.
+    streams: Arc<fanout::Hub>,
+    /// The server's seal key: how the API and the audit trail show an owner
+    /// ([`crate::audit::principal`]).
+    seal: crate::seal::SealKey,
 }
 
 /// `router` with the console mounted at [`CONSOLE_PATH`]: every path under it (and that
@@ -82,11 +98,21 @@ pub(crate) fn mount<S: Clone + Send + Sync + 'static>(
         );
         return router;
     }
+    let store = state.store_arc();
+    let shutdown = state.shutdown_token();
+    let streams = Arc::new(fanout::Hub::new(
+        Arc::clone(&store),
+        shutdown.clone(),
+        config,
+        state.cursor_key().clone(),
+    ));
     let console = Arc::new(Console {
-        store: state.store_arc(),
-        shutdown: state.shutdown_token(),
+        store,
+        shutdown,
         http: http.clone(),
         access: config.access.clone(),
+        streams,
+        seal: state.cursor_key().clone(),
     });
     let app = Router::new()
         .merge(api::routes())

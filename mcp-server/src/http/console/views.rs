@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use mcp_tasks::{Millis, Outcome, TaskRecord};
+
+use crate::seal::SealKey;
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use serde::Serialize;
@@ -18,6 +20,8 @@ pub(super) const MAX_LIMIT: usize = 500;
 #[serde(rename_all = "camelCase")]
 pub(super) struct TaskSummary {
     pub(super) id: String,
+    /// As [`crate::audit::principal`] shows it (an unauthenticated 2025-11-25 session
+    /// by its tag, never its id).
     pub(super) owner: String,
     pub(super) tool: Option<String>,
     pub(super) status: &'static str,
@@ -62,10 +66,11 @@ pub(super) struct TaskDetail {
 }
 
 impl TaskSummary {
-    pub(super) fn of(rec: &TaskRecord) -> TaskSummary {
+    /// `rec` as the API shows it; `seal`: the server's seal key.
+    pub(super) fn of(rec: &TaskRecord, seal: &SealKey) -> TaskSummary {
         TaskSummary {
             id: rec.id.as_str().to_owned(),
-            owner: rec.owner.as_str().to_owned(),
+            owner: crate::audit::principal(seal, &rec.owner).into_owned(),
             tool: rec.origin.tool.clone(),
             status: rec.status.as_str(),
             status_message: rec.status_message.clone(),
@@ -79,14 +84,15 @@ impl TaskSummary {
 }
 
 impl TaskDetail {
-    pub(super) fn of(rec: &TaskRecord) -> TaskDetail {
+    /// `rec` in full as the API shows it; `seal`: the server's seal key.
+    pub(super) fn of(rec: &TaskRecord, seal: &SealKey) -> TaskDetail {
         let (result, error) = match &rec.outcome {
             Some(Outcome::Result(r)) => (Some(r.clone()), None),
             Some(Outcome::Error(e)) => (None, Some(e.clone())),
             None => (None, None),
         };
         TaskDetail {
-            summary: TaskSummary::of(rec),
+            summary: TaskSummary::of(rec, seal),
             ttl_ms: rec.ttl_ms,
             expires_at: rec.expires_at(),
             poll_interval_ms: rec.poll_interval_ms,

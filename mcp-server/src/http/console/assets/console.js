@@ -491,8 +491,15 @@
       live.className = 'live on';
     });
     events.addEventListener('error', () => {
-      live.textContent = 'Reconnecting…';
       live.className = 'live off';
+      if (events.readyState !== EventSource.CLOSED) {
+        live.textContent = 'Reconnecting…';
+        return;
+      }
+      // Refused (too many console pages open, the credential gone, the store out of
+      // reach): the browser does not retry such an answer; try again in a while.
+      live.textContent = 'Live updates refused (too many console pages open?); retrying in 30 s';
+      setTimeout(connect, 30000);
     });
     events.addEventListener('task', (event) => {
       let task;
