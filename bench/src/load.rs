@@ -276,21 +276,14 @@ impl Rpc {
                 let Ok(chunk) = frame.into_data() else {
                     continue;
                 };
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let event: String = buffer.drain(..end + 2).collect();
-                    for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
-                        let Ok(message) = serde_json::from_str::<Value>(data.trim()) else {
-                            continue;
-                        };
-                        if message["method"] != "notifications/tasks/status" {
-                            continue;
-                        }
-                        let task = message["params"]["taskId"].as_str().unwrap_or_default();
-                        let status = status(&message["params"]).to_owned();
-                        if tx.send((received, task.to_owned(), status)).is_err() {
-                            return;
-                        }
+                for message in sse_messages(&mut buffer, &chunk) {
+                    if message["method"] != "notifications/tasks/status" {
+                        continue;
+                    }
+                    let task = message["params"]["taskId"].as_str().unwrap_or_default();
+                    let status = status(&message["params"]).to_owned();
+                    if tx.send((received, task.to_owned(), status)).is_err() {
+                        return;
                     }
                 }
             }
@@ -417,43 +410,53 @@ async fn push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, Stri
         let Ok(chunk) = frame.into_data() else {
             continue;
         };
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
-                let Ok(message) = serde_json::from_str::<Value>(data.trim()) else {
-                    continue;
-                };
-                if let Some(error) = message.get("error") {
-                    return Err(format!("subscriptions/listen: {error}"));
+        for message in sse_messages(&mut buffer, &chunk) {
+            if let Some(error) = message.get("error") {
+                return Err(format!("subscriptions/listen: {error}"));
+            }
+            match message["method"].as_str() {
+                Some("notifications/subscriptions/acknowledged") => acked_at = Some(received),
+                Some(_) if status(&message["params"]) == "completed" => {
+                    let task = message["params"].get("task").unwrap_or(&message["params"]);
+                    let done = task["result"]["content"][0]["text"]
+                        .as_str()
+                        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                        .and_then(|v| v["done_at_us"].as_u64())
+                        .map(u128::from);
+                    return Ok(match (acked_at, done) {
+                        (Some(acked), Some(done)) if done >= acked => {
+                            Some(u64::try_from(received.saturating_sub(done)).unwrap_or(u64::MAX))
+                        }
+                        _ => None,
+                    });
                 }
-                match message["method"].as_str() {
-                    Some("notifications/subscriptions/acknowledged") => acked_at = Some(received),
-                    Some(_) if status(&message["params"]) == "completed" => {
-                        let task = message["params"].get("task").unwrap_or(&message["params"]);
-                        let done = task["result"]["content"][0]["text"]
-                            .as_str()
-                            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                            .and_then(|v| v["done_at_us"].as_u64())
-                            .map(u128::from);
-                        return Ok(match (acked_at, done) {
-                            (Some(acked), Some(done)) if done >= acked => Some(
-                                u64::try_from(received.saturating_sub(done)).unwrap_or(u64::MAX),
-                            ),
-                            _ => None,
-                        });
-                    }
-                    Some(_) if matches!(status(&message["params"]), "failed" | "cancelled") => {
-                        return Err(format!("task ended: {message}"));
-                    }
-                    _ => {}
+                Some(_) if matches!(status(&message["params"]), "failed" | "cancelled") => {
+                    return Err(format!("task ended: {message}"));
                 }
+                _ => {}
             }
         }
     }
     Err(format!(
         "subscriptions/listen: the stream ended before completion (HTTP {http_status}, left: {buffer:?})"
     ))
+}
+
+/// Adds `chunk` to `buffer` and takes out the JSON messages of every complete SSE event
+/// in it (the `data:` lines that parse).
+fn sse_messages(buffer: &mut String, chunk: &[u8]) -> Vec<Value> {
+    buffer.push_str(&String::from_utf8_lossy(chunk));
+    let mut messages = Vec::new();
+    while let Some(end) = buffer.find("\n\n") {
+        let event: String = buffer.drain(..end + 2).collect();
+        messages.extend(
+            event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()),
+        );
+    }
+    messages
 }
 
 /// One push lifecycle in an MCP 2025-11-25 session (opened first, once per client): the

@@ -163,6 +163,18 @@ async fn launch_demo(
     record.id
 }
 
+/// A server with the demo tools on `store`, default runtime: one instance of a
+/// deployment, for [`two_instances`] and the like.
+pub fn demo_server(store: Arc<dyn mcp_tasks::TaskStore>) -> Server {
+    let mut builder = Server::builder("mcp-tests", "0")
+        .store(store)
+        .runtime(RuntimeConfig::default());
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    builder.build()
+}
+
 /// A server with `tools`, a fresh [`MemoryStore`] and `runtime`.
 pub fn build_server(tools: Vec<ToolDef>, runtime: RuntimeConfig) -> Server {
     let mut builder = Server::builder("mcp-tests", "0")

@@ -19,10 +19,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::{LEGACY_VERSION, related_task};
 use mcp_tests::server_harness::{
-    TestServer, WAIT, demo_tools, open_legacy_session, request, two_instances,
+    TestServer, WAIT, demo_server, open_legacy_session, request, two_instances,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -338,16 +337,6 @@ async fn over_http_the_task_is_announced_first() {
     let s = TestServer::start().await;
     over_http(&s, &s).await;
     s.stop().await;
-}
-
-fn demo_server(store: Arc<dyn mcp_tasks::TaskStore>) -> Server {
-    let mut builder = Server::builder("announce-order", "0")
-        .store(store)
-        .runtime(RuntimeConfig::default());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    builder.build()
 }
 
 async fn on_two_instances<F: mcp_tasks::conformance::StoreFactory>(factory: &F) {

@@ -11,16 +11,13 @@
 //! the same for a task's question: refused on either instance, in another session or
 //! none; A's answer through the other instance finishes the task with A's answer.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks::TaskStore;
 use mcp_tasks::conformance::StoreFactory;
 use mcp_tasks_protocol::error_codes;
-use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{
-    POLL_EVERY, Reply, SseStream, TestServer, WAIT, demo_tools, open_legacy_session, request,
+    POLL_EVERY, Reply, SseStream, TestServer, WAIT, demo_server, open_legacy_session, request,
     two_instances,
 };
 use serde_json::{Value, json};
@@ -176,16 +173,6 @@ async fn a_sessions_question_goes_to_its_own_stream_only() {
     s.stop().await;
 }
 
-fn server(store: Arc<dyn TaskStore>) -> Server {
-    let mut builder = Server::builder("legacy-session-answers", "0")
-        .store(store)
-        .runtime(RuntimeConfig::default());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    builder.build()
-}
-
 /// A JSON request of session `sid` on `s`; its result.
 async fn session_result(s: &TestServer, sid: &str, method: &str, params: Value) -> Value {
     let reply = s
@@ -199,7 +186,7 @@ async fn session_result(s: &TestServer, sid: &str, method: &str, params: Value) 
 }
 
 async fn a_tasks_question_is_answered_only_in_its_session<F: StoreFactory>(factory: &F) {
-    let (one, two) = two_instances(factory, "legacy_session_answers", server).await;
+    let (one, two) = two_instances(factory, "legacy_session_answers", demo_server).await;
     let (a, _) = open_legacy_session(&one, init_params()).await;
     let (b, _) = open_legacy_session(&two, init_params()).await;
     let mut standalone = one.get_stream(&[("mcp-session-id", &a)]).await;

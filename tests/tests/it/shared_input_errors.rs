@@ -14,30 +14,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks::TaskStore;
 use mcp_tasks::conformance::StoreFactory;
-use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::init_params;
 use mcp_tests::server_harness::{
-    SseStream, demo_tools, open_legacy_session, request, two_instances,
+    SseStream, demo_server, open_legacy_session, request, two_instances,
 };
 use serde_json::{Value, json};
 
 /// Long enough for an asker's claim renewal (every 5 s) to notice, with room.
 const REASKED_WITHIN: Duration = Duration::from_secs(30);
-
-fn server(store: Arc<dyn TaskStore>) -> Server {
-    let mut builder = Server::builder("shared-input-errors", "0")
-        .store(store)
-        .runtime(RuntimeConfig::default());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    builder.build()
-}
 
 /// The next `elicitation/create` on either stream within `within`: which stream (0 or
 /// 1) and the request.
@@ -62,7 +49,7 @@ async fn next_question(streams: &mut [SseStream; 2], within: Duration) -> (usize
 }
 
 async fn an_error_answer_through_another_instance_asks_again<F: StoreFactory>(factory: &F) {
-    let (a, b) = two_instances(factory, "shared_input_errors", server).await;
+    let (a, b) = two_instances(factory, "shared_input_errors", demo_server).await;
     let servers = [&a, &b];
     let (sid, _) = open_legacy_session(&a, init_params()).await;
     let sid = sid.as_str();

@@ -19,10 +19,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::legacy::{LEGACY_VERSION, init_params};
 use mcp_tests::server_harness::{
-    SseStream, TestServer, WAIT, demo_tools, open_legacy_session, request, two_instances,
+    SseStream, TestServer, WAIT, demo_server, open_legacy_session, request, two_instances,
 };
 use serde_json::{Value, json};
 
@@ -330,16 +329,6 @@ async fn statuses_are_pushed_as_written_on_one_instance() {
     let s = TestServer::start().await;
     scenario(&s, &s).await;
     s.stop().await;
-}
-
-fn demo_server(store: std::sync::Arc<dyn mcp_tasks::TaskStore>) -> Server {
-    let mut builder = Server::builder("status-push", "0")
-        .store(store)
-        .runtime(RuntimeConfig::default());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    builder.build()
 }
 
 async fn on_two_instances<F: mcp_tasks::conformance::StoreFactory>(factory: &F) {
