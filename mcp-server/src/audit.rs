@@ -28,6 +28,9 @@ use crate::seal::SealKey;
 /// is `session:` and the session id, which [`principal`] never writes out.
 pub(crate) const SESSION_OWNER_PREFIX: &str = "session:";
 
+/// The operation of the audit line a task's creation writes (on either revision).
+pub(crate) const CREATE_TASK: &str = "tools/call: create task";
+
 /// The tracing target of audit events.
 pub const TARGET: &str = "mcp_tasks_server::audit";
 

@@ -146,7 +146,7 @@ pub(crate) async fn start_task(
         .unwrap_or_default();
     audit::record(
         state.cursor_key(),
-        "tools/call: create task",
+        audit::CREATE_TASK,
         owner,
         &id,
         &created,

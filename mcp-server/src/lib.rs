@@ -116,6 +116,7 @@ mod report;
 mod retry;
 mod revision;
 mod runtime;
+pub(crate) mod session;
 pub mod seal;
 mod server;
 mod state;

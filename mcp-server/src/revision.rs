@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::auth::{ANONYMOUS, Identity, Principal};
-use crate::v2025::session::{McpSession, SessionSlot};
+use crate::session::{McpSession, SessionSlot};
 
 /// The revision of one request.
 #[derive(Debug, Clone)]

@@ -21,8 +21,8 @@ use crate::revision::RequestMetaLayer;
 use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::state::State;
 use crate::tool::ToolDef;
-use crate::v2025::session::{SessionSlot, StandaloneIsRequestPeer};
-use crate::v2025::subscriptions::SessionSubscriptions;
+use crate::session::{SessionSlot, StandaloneIsRequestPeer};
+use crate::session::subscriptions::SessionSubscriptions;
 use crate::worker::WorkerConfig;
 
 /// Builds a [`Server`].

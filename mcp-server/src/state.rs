@@ -2,9 +2,9 @@
 //! store, runtime, limits, keys), built once by the [`ServerBuilder`](crate::ServerBuilder).
 //!
 //! **Invariant.** Holds nothing per request or per session: everything a later request
-//! needs is in the store (2025-11-25 sessions live in `v2025::session`, and which of them
+//! needs is in the store (2025-11-25 sessions live in `crate::session`, and which of them
 //! this process serves in the registry the [`Server`](crate::Server) owns beside this
-//! state, `v2025::subscriptions`). Knows no revision.
+//! state, `session::subscriptions`). Knows no revision.
 
 use std::sync::Arc;
 

@@ -77,7 +77,7 @@ pub(super) fn check_headers(
         && req.method != v2025::Initialize::METHOD
         && body_version
             .or(header_version)
-            .is_some_and(|v| !crate::v2025::SESSION_VERSIONS.contains(&v));
+            .is_some_and(|v| !crate::session::SESSION_VERSIONS.contains(&v));
     if modern {
         if header_version.is_none() {
             return mismatch(
@@ -134,7 +134,7 @@ pub(super) fn check_headers(
             // A session's requests may name any revision this server serves sessions in
             // (as the TypeScript and Python SDK servers accept): the session goes on in
             // the one its `initialize` agreed on. Only an unknown version is refused.
-            if version == negotiated || crate::v2025::SESSION_VERSIONS.contains(&version) {
+            if version == negotiated || crate::session::SESSION_VERSIONS.contains(&version) {
                 return None;
             }
             if SUPPORTED_VERSIONS.contains(&version) {
@@ -143,7 +143,7 @@ pub(super) fn check_headers(
                      names an MCP {negotiated} session ({version} has no sessions)"
                 ));
             }
-            return Some(unsupported(version, &crate::v2025::SESSION_VERSIONS));
+            return Some(unsupported(version, &crate::session::SESSION_VERSIONS));
         }
         // A header that disagrees with the body is a mismatch, whatever the versions.
         if let Some(body_version) = body_version
@@ -156,7 +156,7 @@ pub(super) fn check_headers(
         // A 2025-11-25 client may name its version on the `initialize` that opens its
         // session.
         if req.method == v2025::Initialize::METHOD
-            && crate::v2025::SESSION_VERSIONS.contains(&version)
+            && crate::session::SESSION_VERSIONS.contains(&version)
         {
             return None;
         }

@@ -14,7 +14,7 @@
 //! stages), `headers.rs` (the routing headers against the body), `reply.rs` (JSON or
 //! event-stream replies), `sessions.rs` (2025-11-25 sessions, their limits, GET, DELETE
 //! and the responses that answer the server's requests), `resume.rs` (their resumable
-//! streams, over the session's replay buffer, `v2025/replay.rs`). `Host`, `Origin` and the caller's
+//! streams, over the session's replay buffer, `session/replay.rs`). `Host`, `Origin` and the caller's
 //! identity are checked once, by the `guard` layer in front of every handler, which
 //! puts the principal into the request's extensions.
 //!
@@ -67,7 +67,7 @@ struct App {
     /// The server's shared state: its store and what a restored session needs.
     state: Arc<crate::state::State>,
     /// The 2025-11-25 sessions the server serves (a restored one joins them).
-    served: Arc<crate::v2025::subscriptions::SessionSubscriptions>,
+    served: Arc<crate::session::subscriptions::SessionSubscriptions>,
     /// Whether 2025-11-25 sessions live in the store too (a shared store: PostgreSQL,
     /// Redis), so any instance serves any of them (`sessions.rs`).
     shared_sessions: bool,
@@ -81,7 +81,7 @@ struct App {
     idle: FrameSender,
     _idle_rx: FrameReceiver,
     /// MCP 2025-11-25 sessions by `Mcp-Session-Id`.
-    legacy: Mutex<HashMap<String, sessions::SessionEntry>>,
+    mcp_sessions: Mutex<HashMap<String, sessions::SessionEntry>>,
     /// Every method the server answers.
     methods: std::collections::HashSet<String>,
     /// The tools with `Mcp-Param-*` headers, and their parameters (SEP-2243).
@@ -106,8 +106,8 @@ impl Authenticated {
 /// session's client wait for their answers.
 #[derive(Debug, Clone)]
 struct OpenSession(
-    Arc<crate::v2025::McpSession>,
-    Arc<crate::v2025::replay::Replay>,
+    Arc<crate::session::McpSession>,
+    Arc<crate::session::replay::Replay>,
     Peer,
 );
 
@@ -176,7 +176,7 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
         sessions: Mutex::default(),
         idle,
         _idle_rx: idle_rx,
-        legacy: Mutex::default(),
+        mcp_sessions: Mutex::default(),
         methods: method_names.into_iter().collect(),
         param_headers: server.param_headers(),
         tool_scopes,
@@ -439,9 +439,9 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
 /// -32020, -32021 and -32022 travel with HTTP 400; so do malformed messages. On the
 /// 2026-07-28 wire (outside a 2025-11-25 session) a method the server does not have is
 /// HTTP 404.
-fn status_for(error_code: Option<i64>, legacy: bool) -> StatusCode {
+fn status_for(error_code: Option<i64>, in_session: bool) -> StatusCode {
     match error_code {
-        Some(error_codes::METHOD_NOT_FOUND) if !legacy => StatusCode::NOT_FOUND,
+        Some(error_codes::METHOD_NOT_FOUND) if !in_session => StatusCode::NOT_FOUND,
         Some(
             error_codes::HEADER_MISMATCH
             | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -455,7 +455,7 @@ fn status_for(error_code: Option<i64>, legacy: bool) -> StatusCode {
 
 /// [`status_for`] a frame already on its way (the first frame of an event stream, which
 /// may be a notification sent before the response).
-fn status_of(frame: &str, legacy: bool) -> StatusCode {
+fn status_of(frame: &str, in_session: bool) -> StatusCode {
     #[derive(Deserialize)]
     struct Probe {
         error: Option<Code>,
@@ -468,7 +468,7 @@ fn status_of(frame: &str, legacy: bool) -> StatusCode {
         .ok()
         .and_then(|p| p.error)
         .map(|e| e.code);
-    status_for(code, legacy)
+    status_for(code, in_session)
 }
 
 impl App {

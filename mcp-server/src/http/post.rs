@@ -25,7 +25,7 @@ use super::{
     App, Authenticated, MCP_SESSION_ID, OpenSession, accepts, header_str, json_response, rpc_error,
 };
 use crate::revision::Revision;
-use crate::v2025::{McpSession, SessionSlot};
+use crate::session::{McpSession, SessionSlot};
 
 pub(super) async fn handle_post(
     State(app): State<Arc<App>>,

@@ -21,7 +21,7 @@ pub(super) async fn json_reply(
     app: &App,
     mut session: Session,
     req: InboundRequest,
-    legacy: bool,
+    in_session: bool,
 ) -> Response {
     // A JSON reply carries nothing but the response: the handler's peer is closed, so a
     // notification is dropped and a request to the client fails at once (a question of
@@ -30,7 +30,7 @@ pub(super) async fn json_reply(
     drop(rx);
     session.peer = session.peer.with_sender(tx);
     match app.endpoint.handle_request(session, req).await {
-        Some(reply) => json_response(status_for(reply.error_code, legacy), reply.frame),
+        Some(reply) => json_response(status_for(reply.error_code, in_session), reply.frame),
         // Cancelled by the client: nobody waits for an answer.
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -80,7 +80,7 @@ pub(super) async fn sse_reply(
     app: Arc<App>,
     mut session: Session,
     req: InboundRequest,
-    legacy: bool,
+    in_session: bool,
 ) -> Response {
     let (tx, mut rx) = FrameSender::channel(64);
     // Holds the session without the stream's sender: the stream ends once the handler
@@ -111,7 +111,7 @@ pub(super) async fn sse_reply(
     };
     if is_response(&first) {
         guard.disarm();
-        let status = status_of(&first, legacy);
+        let status = status_of(&first, in_session);
         if status != StatusCode::OK {
             return json_response(status, first);
         }

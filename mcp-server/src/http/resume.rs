@@ -44,9 +44,9 @@ use mcp_tasks_protocol::v2026::{LoggingMessage, LoggingMessageNotificationParams
 use tokio_util::sync::CancellationToken;
 
 use super::{App, rpc_error};
-use crate::v2025::McpSession;
-use crate::v2025::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
-use crate::v2025::session::StandaloneGuard;
+use crate::session::McpSession;
+use crate::session::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
+use crate::session::StandaloneGuard;
 
 /// The header a client resumes a stream with.
 pub(super) const LAST_EVENT_ID: &str = "last-event-id";
@@ -66,7 +66,7 @@ pub(super) fn post_reply(
     app: &App,
     session: Session,
     req: InboundRequest,
-    legacy: Arc<McpSession>,
+    mcp_session: Arc<McpSession>,
     replay: &Arc<Replay>,
 ) -> Response {
     let window = if req.method == v2025::GetTaskPayload::METHOD {
@@ -91,7 +91,7 @@ pub(super) fn post_reply(
     }
     run.start();
     let priming = priming(EventId { stream, seq: 0 }, app.config.sse_retry);
-    respond(app, Some(priming), reader, None, legacy)
+    respond(app, Some(priming), reader, None, mcp_session)
 }
 
 /// One run of a POST's request, writing into its stream.
@@ -141,19 +141,19 @@ impl Run {
 pub(super) fn get(
     app: &App,
     session: &Session,
-    legacy: Arc<McpSession>,
+    mcp_session: Arc<McpSession>,
     replay: &Arc<Replay>,
     headers: &HeaderMap,
 ) -> Response {
-    let fresh = |legacy: Arc<McpSession>| {
+    let fresh = |mcp_session: Arc<McpSession>| {
         let reader = replay.open(true);
         let stream = reader.stream();
-        let guard = carry_standalone(session, &legacy, replay, stream);
+        let guard = carry_standalone(session, &mcp_session, replay, stream);
         let priming = priming(EventId { stream, seq: 0 }, app.config.sse_retry);
-        respond(app, Some(priming), reader, Some(guard), legacy)
+        respond(app, Some(priming), reader, Some(guard), mcp_session)
     };
     let Some(raw) = headers.get(LAST_EVENT_ID) else {
-        return fresh(legacy);
+        return fresh(mcp_session);
     };
     let Some(last) = raw.to_str().ok().and_then(|v| EventId::parse(v.trim())) else {
         return rpc_error(
@@ -169,9 +169,9 @@ pub(super) fn get(
         // client gets a new standalone stream, and the statuses of the session's tasks
         // that changed lately (the watcher's takeover resync).
         Err(NotHeld) if app.shared_sessions => {
-            tracing::debug!(session = %legacy.tag, %last, "resuming a stream held elsewhere: a new standalone stream here");
-            let response = fresh(Arc::clone(&legacy));
-            legacy.standalone_taken_over();
+            tracing::debug!(session = %mcp_session.tag, %last, "resuming a stream held elsewhere: a new standalone stream here");
+            let response = fresh(Arc::clone(&mcp_session));
+            mcp_session.standalone_taken_over();
             response
         }
         Err(NotHeld) => rpc_error(
@@ -189,12 +189,12 @@ pub(super) fn get(
             redo,
         }) => {
             // The standalone stream got a writer for this connection: carry it on.
-            let guard = standalone.then(|| carry_standalone(session, &legacy, replay, last.stream));
+            let guard = standalone.then(|| carry_standalone(session, &mcp_session, replay, last.stream));
             // A request given up runs again, in the writer the stream got for it.
             if let Some(Redo(again)) = redo {
                 again();
             }
-            respond(app, None, reader, guard, legacy)
+            respond(app, None, reader, guard, mcp_session)
         }
     }
 }
@@ -205,12 +205,12 @@ pub(super) fn get(
 /// connection ends.
 fn carry_standalone(
     session: &Session,
-    legacy: &Arc<McpSession>,
+    mcp_session: &Arc<McpSession>,
     replay: &Arc<Replay>,
     stream: u64,
 ) -> StandaloneGuard {
     let (tx, rx) = FrameSender::channel(64);
-    let guard = legacy.set_standalone(session.peer.with_sender(tx));
+    let guard = mcp_session.set_standalone(session.peer.with_sender(tx));
     tokio::spawn(pump(Arc::clone(replay), stream, rx, None));
     guard
 }
@@ -288,16 +288,16 @@ fn respond(
     first: Option<Bytes>,
     reader: Reader,
     guard: Option<StandaloneGuard>,
-    legacy: Arc<McpSession>,
+    mcp_session: Arc<McpSession>,
 ) -> Response {
     let events = futures::stream::unfold(
-        (reader, guard, legacy),
-        |(mut reader, guard, legacy)| async move {
+        (reader, guard, mcp_session),
+        |(mut reader, guard, mcp_session)| async move {
             let bytes = match reader.next().await? {
                 Item::Event { id, frame } => message(id, &frame),
-                Item::Gap { missed } => gap_notice(missed, &legacy),
+                Item::Gap { missed } => gap_notice(missed, &mcp_session),
             };
-            Some((bytes, (reader, guard, legacy)))
+            Some((bytes, (reader, guard, mcp_session)))
         },
     );
     let events = futures::stream::iter(first).chain(events);
@@ -352,8 +352,8 @@ fn message(id: EventId, frame: &str) -> Bytes {
 /// Tells the client that `missed` events of the stream it resumed are no longer kept,
 /// as a `notifications/message` at level `error` (unless the session's level is above
 /// it); without an id, so the client's cursor stays where the stream is.
-fn gap_notice(missed: u64, legacy: &McpSession) -> Bytes {
-    if LoggingLevel::Error < legacy.log_level() {
+fn gap_notice(missed: u64, mcp_session: &McpSession) -> Bytes {
+    if LoggingLevel::Error < mcp_session.log_level() {
         return Bytes::from_static(b":\n\n");
     }
     let mut params = LoggingMessageNotificationParams::new(

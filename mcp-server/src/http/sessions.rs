@@ -42,8 +42,8 @@ use serde_json::value::RawValue;
 use super::{
     App, Authenticated, OpenSession, accepts, message_event, not_allowed, resume, rpc_error, sse,
 };
-use crate::v2025::McpSession;
-use crate::v2025::replay::{Replay, ReplayLimits};
+use crate::session::McpSession;
+use crate::session::replay::{Replay, ReplayLimits};
 
 /// A 2025-11-25 session, the events kept for resuming its streams, its requests to the
 /// client waiting for their answers, and when it was last used.
@@ -107,16 +107,16 @@ fn touch_interval(idle: std::time::Duration) -> std::time::Duration {
 }
 
 impl App {
-    /// The session `id`, if `principal` may use it: [`legacy_session_of`] in this
+    /// The session `id`, if `principal` may use it: [`mcp_session_of`] in this
     /// process, and on a shared store also the store's record (module docs).
     ///
-    /// [`legacy_session_of`]: App::legacy_session_of
+    /// [`mcp_session_of`]: App::mcp_session_of
     pub(super) async fn find_session(
         self: &Arc<Self>,
         id: &str,
         principal: Option<&str>,
     ) -> Result<Option<OpenSession>, StoreError> {
-        let held = self.legacy_session_of(id, principal);
+        let held = self.mcp_session_of(id, principal);
         let Some(store) = self.state.store.sessions().filter(|_| self.shared_sessions) else {
             return Ok(held);
         };
@@ -154,7 +154,7 @@ impl App {
     /// Whether the store's record of the held session `id` is due a touch (and, if so,
     /// counts it as touched now).
     fn touch_due(&self, id: &str) -> bool {
-        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.mcp_sessions.lock().unwrap_or_else(|e| e.into_inner());
         let Some(entry) = sessions.get_mut(id) else {
             return true;
         };
@@ -168,7 +168,7 @@ impl App {
     /// Forgets the held session `id` (ended elsewhere) and stops its watcher.
     fn drop_session(&self, id: &str) {
         let removed = self
-            .legacy
+            .mcp_sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
@@ -197,18 +197,18 @@ impl App {
     /// The session `id`, if `principal` may use it: the one that opened it (or, for a
     /// session opened without authentication, anyone holding its id). Another principal's
     /// session reads as unknown, like an id never issued.
-    pub(super) fn legacy_session_of(
+    pub(super) fn mcp_session_of(
         &self,
         id: &str,
         principal: Option<&str>,
     ) -> Option<OpenSession> {
-        self.legacy_session(id)
+        self.held_mcp_session(id)
             .filter(|s| s.0.principal.is_none() || s.0.principal.as_deref() == principal)
     }
 
     /// The session `id`, unless it is unknown or idle past its timeout (then it is ended).
-    fn legacy_session(&self, id: &str) -> Option<OpenSession> {
-        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+    fn held_mcp_session(&self, id: &str) -> Option<OpenSession> {
+        let mut sessions = self.mcp_sessions.lock().unwrap_or_else(|e| e.into_inner());
         let entry = sessions.get_mut(id)?;
         if entry.last_used.elapsed() > self.config.session_idle_timeout {
             if let Some(gone) = sessions.remove(id) {
@@ -225,7 +225,7 @@ impl App {
     /// within `max_sessions` in all, and within `max_sessions_per_principal` of the
     /// sessions held here.
     pub(super) fn room_for_a_session(&self, principal: Option<&str>) -> Result<(), SessionLimit> {
-        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.mcp_sessions.lock().unwrap_or_else(|e| e.into_inner());
         let timeout = self.config.session_idle_timeout;
         sessions.retain(|_, entry| {
             let keep = entry.last_used.elapsed() <= timeout;
@@ -252,7 +252,7 @@ impl App {
     /// Keeps the session `initialize` just opened (or one restored from the store),
     /// under its id, unless one is held under that id already; returns the one held.
     pub(super) fn keep_session(&self, opened: &Arc<McpSession>) -> OpenSession {
-        let mut sessions = self.legacy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.mcp_sessions.lock().unwrap_or_else(|e| e.into_inner());
         let entry = sessions
             .entry(opened.id.clone())
             .or_insert_with(|| SessionEntry {
@@ -279,7 +279,7 @@ pub(super) async fn handle_get(
     open: Option<Extension<OpenSession>>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(Extension(OpenSession(legacy, replay, peer))) = open else {
+    let Some(Extension(OpenSession(mcp_session, replay, peer))) = open else {
         return not_allowed().await;
     };
     if !accepts(&headers).1 {
@@ -292,11 +292,11 @@ pub(super) async fn handle_get(
     }
     // The principal's engine session, asking the client through this session's own peer.
     let session = app.session(caller.principal()).with_peer(peer);
-    if resume::resumable(&legacy) {
-        return resume::get(&app, &session, legacy, &replay, &headers);
+    if resume::resumable(&mcp_session) {
+        return resume::get(&app, &session, mcp_session, &replay, &headers);
     }
     let (tx, rx) = FrameSender::channel(64);
-    let guard = legacy.set_standalone(session.peer.with_sender(tx));
+    let guard = mcp_session.set_standalone(session.peer.with_sender(tx));
     let stream = futures::stream::unfold((rx, guard), |(mut rx, guard)| async move {
         match rx.recv().await {
             Some(Ok(frame)) => Some((Ok::<_, Infallible>(message_event(frame)), (rx, guard))),
@@ -322,7 +322,7 @@ pub(super) async fn handle_delete(
         return store_failed(&e);
     }
     let removed = app
-        .legacy
+        .mcp_sessions
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(id);
@@ -336,7 +336,7 @@ pub(super) async fn handle_delete(
 }
 
 /// A JSON-RPC response POSTed by a client: the answer to one of the server's requests,
-/// which only a 2025-11-25 session's requests have. It answers a request of `legacy`,
+/// which only a 2025-11-25 session's requests have. It answers a request of `mcp_session`,
 /// the session the POST names (the guard checked it is the caller's), or nothing: first
 /// the request waiting in the session's own peer (`session.peer`, which the POST's engine
 /// session uses); else an input request of one of the session's tasks (asked by another
@@ -345,12 +345,12 @@ pub(super) async fn handle_delete(
 /// server does not take, and whatever it named stays pending for its own session.
 pub(super) async fn take_response(
     app: &App,
-    legacy: Option<&Arc<McpSession>>,
+    mcp_session: Option<&Arc<McpSession>>,
     session: &Session,
     id: RequestId,
     outcome: Result<Box<RawValue>, ErrorObject>,
 ) -> Response {
-    let Some(legacy) = legacy else {
+    let Some(mcp_session) = mcp_session else {
         tracing::warn!(%id, "a response without Mcp-Session-Id; refused");
         return unanswered(
             "A response must carry the Mcp-Session-Id of the session whose request it answers",
@@ -360,10 +360,10 @@ pub(super) async fn take_response(
         return StatusCode::ACCEPTED.into_response();
     }
     let store = app.state.store_arc();
-    match crate::v2025::answer_input(&store, legacy, &id, outcome).await {
+    match crate::v2025::answer_input(&store, mcp_session, &id, outcome).await {
         Ok(true) => StatusCode::ACCEPTED.into_response(),
         Ok(false) => {
-            tracing::warn!(%id, session = %legacy.tag, "a response to no request of the session; refused");
+            tracing::warn!(%id, session = %mcp_session.tag, "a response to no request of the session; refused");
             unanswered(format!(
                 "No request of this session waits for id {id} (answered already, given up, or never asked here)"
             ))
@@ -372,7 +372,7 @@ pub(super) async fn take_response(
         Err(e) if e.is_transient() => store_failed(&e),
         // A task that is gone, or not the session's: nothing to answer.
         Err(e) => {
-            tracing::warn!(%id, session = %legacy.tag, error = %e, "an input answer for no task of the session; refused");
+            tracing::warn!(%id, session = %mcp_session.tag, error = %e, "an input answer for no task of the session; refused");
             unanswered(format!(
                 "No request of this session waits for id {id}: no task of the session asks it"
             ))

@@ -18,14 +18,14 @@ use mcp_tasks_protocol::v2025::{
     ResourceUpdated, ResourceUpdatedNotificationParams,
 };
 
-use super::session::McpSession;
-use super::subscriptions::SessionSubscriptions;
 use crate::auth::Identity;
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::features::completion::{self, CompletionInput, Target};
 use crate::features::{Page, page, resources};
 use crate::report::{self, Report};
+use crate::session::McpSession;
+use crate::session::subscriptions::SessionSubscriptions;
 use crate::state::State;
 use mcp_tasks::SessionChange;
 

@@ -15,10 +15,10 @@ use mcp_tasks_protocol::meta::RELATED_TASK;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::session::McpSession;
 use crate::asking::{ClientHosts, ask_as_task};
 use crate::retry::while_transient;
 use crate::runtime::TaskRuntime;
+use crate::session::McpSession;
 
 /// The JSON-RPC id of every input request starts so: `mcp-input:{n}.{node}:{task}:{key}`,
 /// `n` unique on the asking instance's connection and `node` a tag of that instance, so

@@ -7,16 +7,14 @@
 //! the task ends and carries the related-task `_meta`; input a task needs is asked with
 //! server->client requests on the stream of a pending `tasks/result` (or the session's
 //! standalone stream), and the answers go into the store like 2026-07-28 answers do
-//! (`input.rs`). The session itself is `session.rs`.
+//! (`input.rs`). The session's state is `crate::session`, below this module and
+//! `v2026`.
 //!
 //! **Invariant.** Handlers here serve only requests of a 2025-11-25 session (the dispatch
 //! chose); they never branch on the revision.
 
 pub(crate) mod features;
 mod input;
-pub(crate) mod replay;
-pub(crate) mod session;
-pub(crate) mod subscriptions;
 mod watcher;
 
 use std::sync::Arc;
@@ -27,6 +25,7 @@ use mcp_tasks::{EventError, Outcome, Owner, TaskId, TaskKey, WireRevision};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::{Peer, ReplyWritten, RequestContext};
 use mcp_tasks_protocol::meta::PROTOCOL_VERSION_2025_11_25;
+use mcp_tasks_protocol::method::Request;
 use mcp_tasks_protocol::v2025::{
     self, CallToolRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadResult,
     GetTaskResult, InitializeRequestParams, InitializeResult, ListTasksResult, ResourcesCapability,
@@ -35,7 +34,7 @@ use mcp_tasks_protocol::v2025::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use self::subscriptions::SessionSubscriptions;
+use crate::audit;
 use crate::auth::Identity;
 use crate::auth::Principal;
 use crate::call::{Requester, find_tool, start_task};
@@ -45,16 +44,17 @@ use crate::errors::call_error;
 use crate::report::{self, Report};
 use crate::retry::Backoff;
 use crate::runtime::CANCELLED_MESSAGE;
+use crate::session::Standalone;
+use crate::session::subscriptions::SessionSubscriptions;
+use crate::session::{
+    McpSession, SESSION_OWNER_PREFIX, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer,
+};
 use crate::state::State;
 use crate::tool::TaskPolicy;
 use crate::views::{result_2025, task_2025};
 pub(crate) use features::{listen_for_resource_updates, notify_resource_updated};
 pub(crate) use input::answer_input;
 use input::ask_pending;
-use session::Standalone;
-pub(crate) use session::{
-    McpSession, SESSION_OWNER_PREFIX, SESSION_VERSIONS, SessionSlot, StandaloneIsRequestPeer,
-};
 use watcher::watch;
 
 /// How many tasks one `tasks/list` page holds.
@@ -323,21 +323,31 @@ pub(crate) async fn tools_call(
     serde_json::to_value(created).map_err(|e| ServerError::Internal(e.to_string()))
 }
 
-/// `tasks/get`.
+/// `tasks/get` (audited).
 pub(crate) async fn tasks_get(
     state: &State,
     session: &McpSession,
     task_id: &str,
 ) -> Result<GetTaskResult, ServerError> {
-    let record = state
-        .store()
-        .get(&session.owner, &TaskId::from_wire(task_id))
-        .await?;
-    if !record.is_terminal() {
-        session.mark_known(&record.id);
+    let outcome: Result<GetTaskResult, ServerError> = async {
+        let record = state
+            .store()
+            .get(&session.owner, &TaskId::from_wire(task_id))
+            .await?;
+        if !record.is_terminal() {
+            session.mark_known(&record.id);
+        }
+        let record = state.metered(record);
+        Ok(GetTaskResult::from(task_2025(&record)))
     }
-    let record = state.metered(record);
-    Ok(GetTaskResult::from(task_2025(&record)))
+    .await;
+    audit::audited(
+        state.cursor_key(),
+        v2025::GetTask::METHOD,
+        &session.owner,
+        task_id,
+        outcome,
+    )
 }
 
 /// `tasks/cancel`: the task is `cancelled` before the answer goes out; a finished task is
@@ -347,21 +357,31 @@ pub(crate) async fn tasks_cancel(
     session: &McpSession,
     task_id: &str,
 ) -> Result<CancelTaskResult, ServerError> {
-    let id = TaskId::from_wire(task_id);
-    let t = state
-        .store()
-        .cancel(&session.owner, &id, Some(CANCELLED_MESSAGE.to_owned()))
-        .await?;
-    // Named by the client: its `cancelled` status goes out at once.
-    session.mark_known(&id);
-    if !t.won {
-        let shown = task_2025(&t.record).status;
-        return Err(invalid(format!(
-            "Cannot cancel task: already in terminal status '{}'",
-            shown.as_str()
-        )));
+    let outcome: Result<CancelTaskResult, ServerError> = async {
+        let id = TaskId::from_wire(task_id);
+        let t = state
+            .store()
+            .cancel(&session.owner, &id, Some(CANCELLED_MESSAGE.to_owned()))
+            .await?;
+        // Named by the client: its `cancelled` status goes out at once.
+        session.mark_known(&id);
+        if !t.won {
+            let shown = task_2025(&t.record).status;
+            return Err(invalid(format!(
+                "Cannot cancel task: already in terminal status '{}'",
+                shown.as_str()
+            )));
+        }
+        Ok(CancelTaskResult::from(task_2025(&t.record)))
     }
-    Ok(CancelTaskResult::from(task_2025(&t.record)))
+    .await;
+    audit::audited(
+        state.cursor_key(),
+        v2025::CancelTask::METHOD,
+        &session.owner,
+        task_id,
+        outcome,
+    )
 }
 
 /// `tasks/list`: the session's (or principal's) tasks, oldest first.
@@ -370,28 +390,38 @@ pub(crate) async fn tasks_list(
     session: &McpSession,
     cursor: Option<&str>,
 ) -> Result<ListTasksResult, ServerError> {
-    // Cursors are sealed for their owner: a forged, tampered or foreign one is refused.
-    let inner = match cursor {
-        None => None,
-        Some(token) => Some(
-            state
-                .cursor_key()
-                .open(&session.owner, token)
-                .ok_or_else(|| invalid("Invalid cursor"))?,
-        ),
-    };
-    let page = state
-        .store()
-        .list(&session.owner, inner.as_deref(), LIST_PAGE)
-        .await?;
-    Ok(ListTasksResult {
-        tasks: page.tasks.iter().map(task_2025).collect(),
-        next_cursor: page
-            .next_cursor
-            .map(|c| state.cursor_key().seal(&session.owner, &c)),
-        meta: None,
-        extra: JsonObject::new(),
-    })
+    let outcome: Result<ListTasksResult, ServerError> = async {
+        // Cursors are sealed for their owner: a forged, tampered or foreign one is refused.
+        let inner = match cursor {
+            None => None,
+            Some(token) => Some(
+                state
+                    .cursor_key()
+                    .open(&session.owner, token)
+                    .ok_or_else(|| invalid("Invalid cursor"))?,
+            ),
+        };
+        let page = state
+            .store()
+            .list(&session.owner, inner.as_deref(), LIST_PAGE)
+            .await?;
+        Ok(ListTasksResult {
+            tasks: page.tasks.iter().map(task_2025).collect(),
+            next_cursor: page
+                .next_cursor
+                .map(|c| state.cursor_key().seal(&session.owner, &c)),
+            meta: None,
+            extra: JsonObject::new(),
+        })
+    }
+    .await;
+    audit::audited(
+        state.cursor_key(),
+        v2025::ListTasks::METHOD,
+        &session.owner,
+        "*",
+        outcome,
+    )
 }
 
 /// `tasks/result`: waits (woken by store events) until the task ends, asking the client
@@ -403,77 +433,87 @@ pub(crate) async fn tasks_result(
     task_id: &str,
     ext: &Extensions,
 ) -> Result<GetTaskPayloadResult, ServerError> {
-    let id = TaskId::from_wire(task_id);
-    // This request's stream, when it can carry the task's questions (not a JSON reply).
-    let peer = ext
-        .get::<Peer>()
-        .filter(|p| !p.sender().is_closed())
-        .cloned();
-    let cancel = RequestContext::from_extensions(ext)
-        .map(|c| c.cancel.clone())
-        .unwrap_or_default();
-    let mut events = state.runtime.watch_tasks([TaskKey {
-        owner: session.owner.clone(),
-        id: id.clone(),
-    }]);
-    let mut backoff = Backoff::default();
-    loop {
-        // A blocking wait rides out an unavailable store: the task goes on meanwhile.
-        let record = match state.store().get(&session.owner, &id).await {
-            Ok(record) => record,
-            Err(e) if e.is_transient() => {
-                tokio::select! {
-                    _ = cancel.cancelled() => return Err(ServerError::Internal("cancelled".to_owned())),
-                    _ = backoff.wait() => continue,
+    let outcome: Result<GetTaskPayloadResult, ServerError> = async {
+        let id = TaskId::from_wire(task_id);
+        // This request's stream, when it can carry the task's questions (not a JSON reply).
+        let peer = ext
+            .get::<Peer>()
+            .filter(|p| !p.sender().is_closed())
+            .cloned();
+        let cancel = RequestContext::from_extensions(ext)
+            .map(|c| c.cancel.clone())
+            .unwrap_or_default();
+        let mut events = state.runtime.watch_tasks([TaskKey {
+            owner: session.owner.clone(),
+            id: id.clone(),
+        }]);
+        let mut backoff = Backoff::default();
+        loop {
+            // A blocking wait rides out an unavailable store: the task goes on meanwhile.
+            let record = match state.store().get(&session.owner, &id).await {
+                Ok(record) => record,
+                Err(e) if e.is_transient() => {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Err(ServerError::Internal("cancelled".to_owned())),
+                        _ = backoff.wait() => continue,
+                    }
                 }
+                Err(e) => return Err(e.into()),
+            };
+            backoff = Backoff::default();
+            if !record.is_terminal() {
+                session.mark_known(&record.id);
             }
-            Err(e) => return Err(e.into()),
-        };
-        backoff = Backoff::default();
-        if !record.is_terminal() {
-            session.mark_known(&record.id);
-        }
-        match (&record.outcome, record.status) {
-            (Some(Outcome::Result(result)), _) => {
-                return Ok(GetTaskPayloadResult::for_task(
-                    task_id,
-                    result_2025(result.clone()),
-                ));
-            }
-            (Some(Outcome::Error(error)), _) => return Err(ServerError::Rpc(error.clone())),
-            (None, TaskStatus::Cancelled) => {
-                return Err(ServerError::Internal(
-                    record
-                        .status_message
-                        .clone()
-                        .unwrap_or_else(|| "The task was cancelled".into()),
-                ));
-            }
-            (None, TaskStatus::InputRequired) => {
-                if let Some(peer) = &peer {
-                    let stop = state.shutdown_token();
-                    ask_pending(&state.runtime, session, &record, peer, &cancel, &stop);
+            match (&record.outcome, record.status) {
+                (Some(Outcome::Result(result)), _) => {
+                    return Ok(GetTaskPayloadResult::for_task(
+                        task_id,
+                        result_2025(result.clone()),
+                    ));
                 }
-            }
-            _ => {}
-        }
-        // Until the next change of this task (or a periodic re-check, in case an event
-        // was lost).
-        let woken = async {
-            loop {
-                match events.recv().await {
-                    Ok(e) if e.key().id == id => return,
-                    Ok(_) => continue,
-                    Err(EventError::Lagged(_)) => return,
-                    Err(EventError::Closed) => std::future::pending::<()>().await,
+                (Some(Outcome::Error(error)), _) => return Err(ServerError::Rpc(error.clone())),
+                (None, TaskStatus::Cancelled) => {
+                    return Err(ServerError::Internal(
+                        record
+                            .status_message
+                            .clone()
+                            .unwrap_or_else(|| "The task was cancelled".into()),
+                    ));
                 }
+                (None, TaskStatus::InputRequired) => {
+                    if let Some(peer) = &peer {
+                        let stop = state.shutdown_token();
+                        ask_pending(&state.runtime, session, &record, peer, &cancel, &stop);
+                    }
+                }
+                _ => {}
             }
-        };
-        tokio::select! {
-            _ = cancel.cancelled() => return Err(ServerError::Internal("cancelled".to_owned())),
-            _ = woken => {}
-            _ = session.released.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            // Until the next change of this task (or a periodic re-check, in case an event
+            // was lost).
+            let woken = async {
+                loop {
+                    match events.recv().await {
+                        Ok(e) if e.key().id == id => return,
+                        Ok(_) => continue,
+                        Err(EventError::Lagged(_)) => return,
+                        Err(EventError::Closed) => std::future::pending::<()>().await,
+                    }
+                }
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ServerError::Internal("cancelled".to_owned())),
+                _ = woken => {}
+                _ = session.released.notified() => {}
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            }
         }
     }
+    .await;
+    audit::audited(
+        state.cursor_key(),
+        v2025::GetTaskPayload::METHOD,
+        &session.owner,
+        task_id,
+        outcome,
+    )
 }

@@ -38,9 +38,9 @@ use mcp_tasks_protocol::v2025::{self, TaskStatus, TaskStatusNotificationParams};
 use tokio_util::sync::CancellationToken;
 
 use super::input::ask_pending;
-use super::session::{McpSession, Standalone};
 use crate::retry::Backoff;
 use crate::runtime::TaskRuntime;
+use crate::session::{McpSession, Standalone};
 use crate::views;
 
 /// Per session: `notifications/tasks/status` on each change of its tasks, and input

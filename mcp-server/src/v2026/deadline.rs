@@ -200,7 +200,7 @@ impl DeadlineCall<'_> {
         let id = created.as_ref().map(|r| r.id.as_str()).unwrap_or_default();
         audit::record(
             self.state.cursor_key(),
-            "tools/call: create task",
+            audit::CREATE_TASK,
             owner,
             id,
             &created,

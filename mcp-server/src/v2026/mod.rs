@@ -253,7 +253,7 @@ pub(crate) async fn tasks_get(
         .await;
     let record = audit::audited(
         state.cursor_key(),
-        "tasks/get",
+        tasks::GetTask::METHOD,
         &caller.owner,
         &params.task_id,
         outcome,
@@ -281,7 +281,7 @@ pub(crate) async fn tasks_update(
         .await;
     audit::audited(
         state.cursor_key(),
-        "tasks/update",
+        tasks::UpdateTask::METHOD,
         &caller.owner,
         &params.task_id,
         outcome,
@@ -302,7 +302,7 @@ pub(crate) async fn tasks_cancel(
         .await;
     audit::audited(
         state.cursor_key(),
-        "tasks/cancel",
+        tasks::CancelTask::METHOD,
         &caller.owner,
         &params.task_id,
         outcome,

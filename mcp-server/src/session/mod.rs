@@ -1,9 +1,15 @@
-//! An MCP 2025-11-25 session: who owns its tasks, what the client declared, where
-//! notifications and input requests go outside a request, and the slot transports put
-//! into each request's extensions for `initialize` to fill.
+//! An MCP 2025-11-25 session's state, below the handlers of both revisions: who owns its
+//! tasks, what the client declared, where notifications and input requests go outside a
+//! request, and the slot transports put into each request's extensions for `initialize`
+//! to fill (this file); the replay buffer of its resumable event streams (`replay.rs`,
+//! SEP-1699); which sessions subscribed to which resources (`subscriptions.rs`).
 //!
-//! **Invariant.** Imports nothing of the server but the protocol and store types: the
-//! transports and the `_meta` layer read it without depending on the handlers.
+//! **Invariant.** No handler and no HTTP: it imports nothing of the server but the
+//! protocol and store types (and the audit trail's owner prefix), so the transports, the
+//! `_meta` layer and the handlers of either revision read it without a circle.
+
+pub(crate) mod replay;
+pub(crate) mod subscriptions;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use super::session::McpSession;
+use super::McpSession;
 
 /// The resource subscriptions of the sessions this process serves.
 #[derive(Debug, Default)]
