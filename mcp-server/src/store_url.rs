@@ -76,7 +76,7 @@ pub async fn open(
             check_sqlite_path(Path::new(rest))?;
             let store = mcp_tasks::SqliteStore::open(rest, limits).map_err(backend)?;
             let recovered = store
-                .recover_unfinished(crate::worker_lost_error())
+                .recover_unfinished(crate::runtime::worker_lost_error())
                 .await
                 .map_err(backend)?;
             if recovered != mcp_tasks::Recovered::default() {
