@@ -42,129 +42,160 @@ pub(super) fn check_headers(
     head: &ParamsHead<'_>,
     param_headers: &HashMap<String, Arc<[ParamHeader]>>,
 ) -> Option<Response> {
-    let Versions {
-        session: session_version,
-        body: body_version,
-    } = versions;
-    let mismatch = |what: String| {
-        Some(rpc_error(
-            StatusCode::BAD_REQUEST,
-            Some(req.id.clone()),
-            error_codes::HEADER_MISMATCH,
-            what,
-        ))
-    };
-    // HTTP 400 with -32022 for a version this server does not serve there, naming those
-    // it does.
-    let unsupported = |version: &str, supported: &[&str]| {
-        json_response(
-            StatusCode::BAD_REQUEST,
-            error_frame(
-                Some(req.id.clone()),
-                ErrorObject::new(
-                    error_codes::UNSUPPORTED_PROTOCOL_VERSION,
-                    format!("Unsupported protocol version: {version}"),
-                )
-                .with_data(serde_json::json!({ "supported": supported, "requested": version })),
-            ),
-        )
-    };
-    // A 2026-07-28 request must carry the routing headers (SEP-2243): `Mcp-Method`
-    // always, `Mcp-Name` when the body names a tool, prompt, resource or task. Requests
-    // of a 2025-11-25 session, and the `initialize` that opens one, predate them.
     let header_version = header_str(headers, MCP_PROTOCOL_VERSION).map(str::trim);
-    let modern = session_version.is_none()
-        && req.method != v2025::Initialize::METHOD
-        && body_version
-            .or(header_version)
-            .is_some_and(|v| !crate::session::SESSION_VERSIONS.contains(&v));
-    if modern {
-        if header_version.is_none() {
-            return mismatch(
-                "Header missing: MCP-Protocol-Version is required (MCP 2026-07-28)".to_owned(),
-            );
-        }
-        if header_str(headers, MCP_METHOD).is_none() {
-            return mismatch(format!(
-                "Header missing: Mcp-Method is required (MCP 2026-07-28); the body's method is {:?}",
-                req.method
-            ));
-        }
-        if header_str(headers, MCP_NAME).is_none()
-            && let Some(body_name) = routed
-        {
-            return mismatch(format!(
-                "Header missing: Mcp-Name is required on {} (MCP 2026-07-28); the body names {body_name:?}",
-                req.method
-            ));
-        }
+    let modern = is_2026_request(req, versions, header_version);
+    let refused = modern
+        .then(|| missing_routing_header(headers, req, header_version, routed))
+        .flatten()
+        .or_else(|| routing_mismatch(headers, req, routed))
+        .or_else(|| {
+            let tool = routed.filter(|_| modern && req.method == v2026::CallTool::METHOD);
+            tool.filter(|_| !param_headers.is_empty())
+                .and_then(|tool| check_param_headers(headers, tool, head, param_headers))
+        });
+    if let Some(what) = refused {
+        return Some(mismatch(req, what));
     }
-    // Header values are compared without surrounding whitespace (RFC 9110, 5.5).
+    header_version.and_then(|version| version_refusal(req, version, versions))
+}
+
+/// HTTP 400 with -32001 (header mismatch) saying `what`.
+fn mismatch(req: &InboundRequest, what: String) -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        Some(req.id.clone()),
+        error_codes::HEADER_MISMATCH,
+        what,
+    )
+}
+
+/// HTTP 400 with -32022 for a version this server does not serve there, naming those it
+/// does.
+fn unsupported(req: &InboundRequest, version: &str, supported: &[&str]) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        error_frame(
+            Some(req.id.clone()),
+            ErrorObject::new(
+                error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("Unsupported protocol version: {version}"),
+            )
+            .with_data(serde_json::json!({ "supported": supported, "requested": version })),
+        ),
+    )
+}
+
+/// Whether the request is written in MCP 2026-07-28: not in a session, not the
+/// `initialize` that opens one, and naming (in `_meta` or the header) a version that is
+/// not a session's.
+fn is_2026_request(
+    req: &InboundRequest,
+    versions: Versions<'_>,
+    header_version: Option<&str>,
+) -> bool {
+    versions.session.is_none()
+        && req.method != v2025::Initialize::METHOD
+        && versions
+            .body
+            .or(header_version)
+            .is_some_and(|v| !crate::session::SESSION_VERSIONS.contains(&v))
+}
+
+/// A 2026-07-28 request must carry the routing headers (SEP-2243): `Mcp-Method` always,
+/// `Mcp-Name` when the body names a tool, prompt, resource or task. (Requests of a
+/// 2025-11-25 session, and the `initialize` that opens one, predate them.)
+fn missing_routing_header(
+    headers: &HeaderMap,
+    req: &InboundRequest,
+    header_version: Option<&str>,
+    routed: Option<&str>,
+) -> Option<String> {
+    if header_version.is_none() {
+        return Some(
+            "Header missing: MCP-Protocol-Version is required (MCP 2026-07-28)".to_owned(),
+        );
+    }
+    if header_str(headers, MCP_METHOD).is_none() {
+        return Some(format!(
+            "Header missing: Mcp-Method is required (MCP 2026-07-28); the body's method is {:?}",
+            req.method
+        ));
+    }
+    let body_name = routed.filter(|_| header_str(headers, MCP_NAME).is_none())?;
+    Some(format!(
+        "Header missing: Mcp-Name is required on {} (MCP 2026-07-28); the body names {body_name:?}",
+        req.method
+    ))
+}
+
+/// `Mcp-Method` or `Mcp-Name` saying other than the body. Header values are compared
+/// without surrounding whitespace (RFC 9110, 5.5).
+fn routing_mismatch(
+    headers: &HeaderMap,
+    req: &InboundRequest,
+    routed: Option<&str>,
+) -> Option<String> {
     if let Some(method) = header_str(headers, MCP_METHOD).map(str::trim)
         && method != req.method
     {
-        return mismatch(format!(
+        return Some(format!(
             "Header mismatch: Mcp-Method is {method:?} but the body's method is {:?}",
             req.method
         ));
     }
-    if let Some(raw) = headers.get(MCP_NAME)
-        && let Some(body_name) = routed
-    {
-        match decode_header_value(raw.as_bytes()) {
-            Ok(name) if name == body_name => {}
-            Ok(name) => {
-                return mismatch(format!(
-                    "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
-                ));
-            }
-            Err(e) => return mismatch(format!("Header invalid: Mcp-Name: {e}")),
-        }
+    let raw = headers.get(MCP_NAME)?;
+    let body_name = routed?;
+    match decode_header_value(raw.as_bytes()) {
+        Ok(name) if name == body_name => None,
+        Ok(name) => Some(format!(
+            "Header mismatch: Mcp-Name is {name:?} but the body names {body_name:?}"
+        )),
+        Err(e) => Some(format!("Header invalid: Mcp-Name: {e}")),
     }
-    if modern
-        && req.method == v2026::CallTool::METHOD
-        && !param_headers.is_empty()
-        && let Some(tool) = routed
-        && let Some(refused) = check_param_headers(headers, tool, head, param_headers)
-    {
-        return mismatch(refused);
-    }
-    if let Some(version) = header_version {
-        if let Some(negotiated) = session_version {
-            // A session's requests may name any revision this server serves sessions in
-            // (as the TypeScript and Python SDK servers accept): the session goes on in
-            // the one its `initialize` agreed on. Only an unknown version is refused.
-            if version == negotiated || crate::session::SESSION_VERSIONS.contains(&version) {
-                return None;
-            }
-            if SUPPORTED_VERSIONS.contains(&version) {
-                return mismatch(format!(
-                    "Header mismatch: MCP-Protocol-Version is {version:?} but Mcp-Session-Id \
-                     names an MCP {negotiated} session ({version} has no sessions)"
-                ));
-            }
-            return Some(unsupported(version, &crate::session::SESSION_VERSIONS));
-        }
-        // A header that disagrees with the body is a mismatch, whatever the versions.
-        if let Some(body_version) = body_version
-            && body_version != version
-        {
-            return mismatch(format!(
-                "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
-            ));
-        }
-        // A 2025-11-25 client may name its version on the `initialize` that opens its
-        // session.
-        if req.method == v2025::Initialize::METHOD
-            && crate::session::SESSION_VERSIONS.contains(&version)
-        {
+}
+
+/// The `MCP-Protocol-Version` header's `version` refused, if it is: unknown, naming a
+/// revision without sessions in a session, or disagreeing with the body.
+fn version_refusal(
+    req: &InboundRequest,
+    version: &str,
+    versions: Versions<'_>,
+) -> Option<Response> {
+    let sessions = &crate::session::SESSION_VERSIONS;
+    if let Some(negotiated) = versions.session {
+        // A session's requests may name any revision this server serves sessions in
+        // (as the TypeScript and Python SDK servers accept): the session goes on in the
+        // one its `initialize` agreed on. Only an unknown version is refused.
+        if version == negotiated || sessions.contains(&version) {
             return None;
         }
-        if !SUPPORTED_VERSIONS.contains(&version) {
-            return Some(unsupported(version, SUPPORTED_VERSIONS));
+        if SUPPORTED_VERSIONS.contains(&version) {
+            return Some(mismatch(
+                req,
+                format!(
+                    "Header mismatch: MCP-Protocol-Version is {version:?} but Mcp-Session-Id \
+                     names an MCP {negotiated} session ({version} has no sessions)"
+                ),
+            ));
         }
+        return Some(unsupported(req, version, sessions));
     }
-    None
+    // A header that disagrees with the body is a mismatch, whatever the versions.
+    if let Some(body_version) = versions.body
+        && body_version != version
+    {
+        return Some(mismatch(
+            req,
+            format!(
+                "Header mismatch: MCP-Protocol-Version is {version:?} but _meta names {body_version:?}"
+            ),
+        ));
+    }
+    // A 2025-11-25 client may name its version on the `initialize` that opens its session.
+    if req.method == v2025::Initialize::METHOD && sessions.contains(&version) {
+        return None;
+    }
+    (!SUPPORTED_VERSIONS.contains(&version)).then(|| unsupported(req, version, SUPPORTED_VERSIONS))
 }
 
 /// The `Mcp-Param-*` headers of a `tools/call` of `tool` against its arguments: a header

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use mcp_tasks::{EventError, SessionChange, StoreError, TaskId, TaskKey, TaskRecord};
 use mcp_tasks_protocol::JsonObject;
-use mcp_tasks_protocol::engine::Peer;
+use mcp_tasks_protocol::engine::{Peer, PeerError};
 use mcp_tasks_protocol::jsonrpc::RequestId;
 use mcp_tasks_protocol::meta::RELATED_TASK;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::asking::{ClientHosts, ask_as_task};
@@ -277,20 +278,32 @@ impl Asking {
         gone: CancellationToken,
         stop: CancellationToken,
     ) {
-        // Asked once the client shows it knows the task (at once from its `tasks/result`).
+        if !self.may_ask(&gone, &stop).await {
+            return;
+        }
+        let Some(asked) = self.asked(method, params, &gone).await else {
+            return;
+        };
+        self.keep_answer(asked, &stop).await;
+    }
+
+    /// Waits until the client shows it knows the task (at once from its `tasks/result`),
+    /// then takes the claim to ask. `false`: not this one's to ask (the stream went away,
+    /// the server stops, another instance asks it, or it was answered meanwhile).
+    async fn may_ask(&self, gone: &CancellationToken, stop: &CancellationToken) -> bool {
         tokio::select! {
             _ = self.session.until_known(&self.marker.0, self.hold) => {}
             _ = gone.cancelled() => {
                 release(&self.session, &self.marker);
-                return;
+                return false;
             }
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => return false,
         }
         if !self.claim().await {
             // Another instance asks it; this one may ask again later (its stream or its
             // claim gone), without waking anyone now.
             forget(&self.session, &self.marker);
-            return;
+            return false;
         }
         // Another stream (another instance's `tasks/result`, or the standalone stream
         // through another instance) may have asked it and had it answered since this one
@@ -300,8 +313,20 @@ impl Asking {
         if self.settled().await {
             self.unclaim().await;
             forget(&self.session, &self.marker);
-            return;
+            return false;
         }
+        true
+    }
+
+    /// Asks, and waits for the client's answer while renewing the claim and watching the
+    /// task (answered elsewhere, or ended: the wait is given up). `None`: the stream went
+    /// away unanswered, and the question was released to be asked again.
+    async fn asked(
+        &self,
+        method: &str,
+        params: JsonObject,
+        gone: &CancellationToken,
+    ) -> Option<Result<Box<RawValue>, PeerError>> {
         let raw = serde_json::value::to_raw_value(&params).ok();
         let id = input_request_id(
             self.peer.next_id(),
@@ -319,6 +344,14 @@ impl Asking {
         let hosts = ClientHosts::of(&self.session.client.0);
         let as_task = hosts.hosts(method);
         let stop_client_task = CancellationToken::new();
+        // Gives up the wait: the client's task is cancelled, or the request failed here.
+        let give_up = |why: &str| {
+            if as_task {
+                stop_client_task.cancel();
+            } else {
+                self.peer.fail(&id, PeerError::Transport(why.to_owned()));
+            }
+        };
         // The client's task is cancelled on the standalone stream when there is one: this
         // question's stream (a `tasks/result`) ends with the task that asked.
         let standalone = self.session.standalone().map(|s| s.peer);
@@ -335,27 +368,21 @@ impl Asking {
         let mut request = std::pin::pin!(request);
         let mut renew = tokio::time::interval(CLAIM_LEASE / 3);
         renew.tick().await;
-        let asked = loop {
+        loop {
             tokio::select! {
-                answer = &mut request => break answer,
+                answer = &mut request => return Some(answer),
                 _ = gone.cancelled() => {
                     tracing::debug!("the stream of an input request ended unanswered; it will be asked again");
                     self.unclaim().await;
                     release(&self.session, &self.marker);
-                    return;
+                    return None;
                 }
                 _ = renew.tick(), if self.shared().is_some() => {
                     // Claim lost (answered with an error through another instance, or
                     // lapsed and taken): stop waiting here; the question is asked again.
                     if !self.still_claimed().await || !self.claim().await {
                         tracing::debug!("lost the claim on an input request; it is asked again");
-                        if as_task {
-                            stop_client_task.cancel();
-                        } else {
-                            self.peer.fail(&id, mcp_tasks_protocol::engine::PeerError::Transport(
-                                "the input request's claim was lost".to_owned(),
-                            ));
-                        }
+                        give_up("the input request's claim was lost");
                     }
                 }
                 event = events.recv(), if events_open => {
@@ -367,50 +394,51 @@ impl Asking {
                             false
                         }
                     };
+                    // Answered through another instance, or the task ended: nobody
+                    // waits here any more.
                     if ours && self.settled().await {
-                        // Answered through another instance, or the task ended: nobody
-                        // waits here any more.
-                        if as_task {
-                            stop_client_task.cancel();
-                        } else {
-                            self.peer.fail(&id, mcp_tasks_protocol::engine::PeerError::Transport(
-                                "answered through another instance".to_owned(),
-                            ));
-                        }
+                        give_up("answered through another instance");
                     }
                 }
             }
-        };
-        match asked {
-            Ok(answer) => match serde_json::from_str::<Value>(answer.get()) {
-                Ok(answer) => {
-                    let answers: BTreeMap<String, Value> = [(self.key.clone(), answer)].into();
-                    let written = while_transient(&stop, "writing an input answer", || {
-                        self.store()
-                            .resolve_input(&self.owner, &self.marker.0, answers.clone())
-                    })
-                    .await;
-                    match written {
-                        Ok(_) => {}
-                        Err(e) if e.is_transient() => {
-                            tracing::error!(task_id = %self.marker.0, error = %e, "shutting down with an input answer unwritten: the store stayed unavailable");
-                        }
-                        Err(e) => {
-                            tracing::debug!(error = %e, "answer arrived for a task that is gone");
-                        }
-                    }
-                    self.unclaim().await;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "client answered an input request with invalid JSON")
-                }
-            },
+        }
+    }
+
+    /// Writes the client's answer into the store and gives up the claim; a request not
+    /// answered here is released to be asked again.
+    async fn keep_answer(&self, asked: Result<Box<RawValue>, PeerError>, stop: &CancellationToken) {
+        let answer = match asked {
+            Ok(answer) => answer,
             Err(e) => {
                 tracing::debug!(error = %e, "input request not answered here; it can be asked again");
                 self.unclaim().await;
                 release(&self.session, &self.marker);
+                return;
+            }
+        };
+        let answer = match serde_json::from_str::<Value>(answer.get()) {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(error = %e, "client answered an input request with invalid JSON");
+                return;
+            }
+        };
+        let answers: BTreeMap<String, Value> = [(self.key.clone(), answer)].into();
+        let written = while_transient(stop, "writing an input answer", || {
+            self.store()
+                .resolve_input(&self.owner, &self.marker.0, answers.clone())
+        })
+        .await;
+        match written {
+            Ok(_) => {}
+            Err(e) if e.is_transient() => {
+                tracing::error!(task_id = %self.marker.0, error = %e, "shutting down with an input answer unwritten: the store stayed unavailable");
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "answer arrived for a task that is gone");
             }
         }
+        self.unclaim().await;
     }
 }
 

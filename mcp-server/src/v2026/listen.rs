@@ -3,6 +3,7 @@
 //! acknowledged resource URIs (`resourceSubscriptions`) pushed as
 //! `notifications/resources/updated` when the application announces a change.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jsonrpsee::Extensions;
@@ -17,10 +18,13 @@ use mcp_tasks_protocol::v2026::{
     SubscriptionsAcknowledged, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenResult, SubscriptionsListenResultMeta,
 };
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use super::{require_tasks, task_id};
 use crate::errors::ServerError;
 use crate::revision::Caller;
+use crate::runtime::TaskWatch;
 use crate::state::State;
 use crate::views;
 
@@ -49,107 +53,179 @@ pub(crate) async fn listen(
             state.subscriptions.limit(),
         ));
     };
-    let subscription_id = request.id.clone();
     let wanted = wanted.unwrap_or_default();
     // Watch before reading, so no change between the read and the stream is lost.
-    let mut events = state
+    let events = state
         .runtime
         .watch_tasks(wanted.iter().map(|id| mcp_tasks::TaskKey {
             owner: caller.owner.clone(),
             id: task_id(id),
         }));
-    let mut served = Vec::new();
-    for id in wanted {
-        if state.store.get(&caller.owner, &task_id(&id)).await.is_ok() {
-            served.push(id);
-        }
-    }
-    // Resource URIs this server has (and only if it offers resources at all).
-    let uris: std::collections::HashSet<String> = params
-        .notifications
-        .resource_subscriptions
-        .iter()
-        .flatten()
-        .filter(|uri| state.catalog.knows(uri))
-        .cloned()
-        .collect();
-    let mut changed_uris = state.resource_feed.subscribe();
-    let mut ack = v2026::SubscriptionFilter::default();
-    TaskSubscriptionNotifications::set_on_filter(&mut ack, &served);
-    if params.notifications.resource_subscriptions.is_some() {
-        ack.resource_subscriptions = Some(uris.iter().cloned().collect());
-    }
-    let ack = SubscriptionsAcknowledgedNotificationParams {
-        notifications: ack,
-        meta: Some(notification_meta(&subscription_id)),
-        extra: JsonObject::new(),
+    let served = existing_tasks(&state, &caller, wanted).await;
+    let uris = known_uris(&state, &params);
+    let changed_uris = state.resource_feed.subscribe();
+    let subscription_id = request.id.clone();
+    acknowledge(&peer, &params, &served, &uris, &subscription_id).await?;
+    let mut stream = Listening {
+        state: &state,
+        peer: &peer,
+        caller: &caller,
+        subscription_id: &subscription_id,
+        served: served.into_iter().collect(),
+        uris,
+        pushed: HashMap::new(),
     };
-    peer.notify::<SubscriptionsAcknowledged>(&ack)
-        .await
-        .map_err(ErrorObject::from)?;
-
-    let served: std::collections::HashSet<String> = served.into_iter().collect();
-    // Set when an event was lost or a record could not be read (the store was
-    // unavailable): every served task is pushed again, after a backoff while it fails.
-    let mut resync = true;
-    let mut backoff = crate::retry::Backoff::default();
-    // The revision of each task last pushed: a change heard twice (from its writer and
-    // from the feed, or again in a resync) is pushed once.
-    let mut pushed = std::collections::HashMap::new();
-    loop {
-        if resync {
-            resync = false;
-            for id in &served {
-                resync |=
-                    !push_task(&state, &peer, &caller, id, &subscription_id, &mut pushed).await?;
-            }
-            if !resync {
-                backoff = crate::retry::Backoff::default();
-            }
-        }
-        let event = tokio::select! {
-            _ = state.shutdown.cancelled() => break,
-            _ = request.cancel.cancelled() => break,
-            e = events.recv() => Some(e),
-            _ = backoff.wait(), if resync => None,
-            changed = changed_uris.recv(), if !uris.is_empty() => {
-                let changed: Vec<&String> = match &changed {
-                    Ok(uri) => uris.get(uri).into_iter().collect(),
-                    // Missed some: any of them may have changed.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => uris.iter().collect(),
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => Vec::new(),
-                };
-                for uri in changed {
-                    push_resource(&peer, uri, &subscription_id).await?;
-                }
-                None
-            }
-        };
-        match event {
-            Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
-                if served.contains(key.id.as_str()) =>
-            {
-                resync |= !push_task(
-                    &state,
-                    &peer,
-                    &caller,
-                    key.id.as_str(),
-                    &subscription_id,
-                    &mut pushed,
-                )
-                .await?;
-            }
-            Some(Ok(_)) | None => {}
-            Some(Err(mcp_tasks::EventError::Lagged(_))) => resync = true,
-            Some(Err(mcp_tasks::EventError::Closed)) => break,
-        }
-    }
+    stream.run(events, changed_uris, &request.cancel).await?;
     let meta = SubscriptionsListenResultMeta {
         subscription_id,
         server_info: Some(state.info.clone()),
         extra: JsonObject::new(),
     };
     Ok(SubscriptionsListenResult::new(meta))
+}
+
+/// The tasks of `wanted` that exist (and are the caller's): those the stream serves.
+async fn existing_tasks(state: &State, caller: &Caller, wanted: Vec<String>) -> Vec<String> {
+    let mut served = Vec::new();
+    for id in wanted {
+        if state.store.get(&caller.owner, &task_id(&id)).await.is_ok() {
+            served.push(id);
+        }
+    }
+    served
+}
+
+/// The resource URIs asked for that this server has (none unless it offers resources).
+fn known_uris(state: &State, params: &v2026::SubscriptionsListenRequestParams) -> HashSet<String> {
+    params
+        .notifications
+        .resource_subscriptions
+        .iter()
+        .flatten()
+        .filter(|uri| state.catalog.knows(uri))
+        .cloned()
+        .collect()
+}
+
+/// `notifications/subscriptions/acknowledged`: what the stream serves.
+async fn acknowledge(
+    peer: &Peer,
+    params: &v2026::SubscriptionsListenRequestParams,
+    served: &[String],
+    uris: &HashSet<String>,
+    subscription_id: &RequestId,
+) -> Result<(), ErrorObject> {
+    let mut ack = v2026::SubscriptionFilter::default();
+    TaskSubscriptionNotifications::set_on_filter(&mut ack, served);
+    if params.notifications.resource_subscriptions.is_some() {
+        ack.resource_subscriptions = Some(uris.iter().cloned().collect());
+    }
+    let ack = SubscriptionsAcknowledgedNotificationParams {
+        notifications: ack,
+        meta: Some(notification_meta(subscription_id)),
+        extra: JsonObject::new(),
+    };
+    peer.notify::<SubscriptionsAcknowledged>(&ack)
+        .await
+        .map_err(ErrorObject::from)
+}
+
+/// An acknowledged `subscriptions/listen` stream, pushing until the request or the
+/// server ends.
+struct Listening<'a> {
+    state: &'a State,
+    peer: &'a Peer,
+    caller: &'a Caller,
+    subscription_id: &'a RequestId,
+    served: HashSet<String>,
+    uris: HashSet<String>,
+    /// The revision of each task last pushed: a change heard twice (from its writer and
+    /// from the feed, or again in a resync) is pushed once.
+    pushed: HashMap<String, u64>,
+}
+
+impl Listening<'_> {
+    /// Pushes every change of the served tasks and resources until `cancel` or shutdown.
+    async fn run(
+        &mut self,
+        mut events: TaskWatch,
+        mut changed_uris: broadcast::Receiver<String>,
+        cancel: &CancellationToken,
+    ) -> Result<(), ErrorObject> {
+        // Set when an event was lost or a record could not be read (the store was
+        // unavailable): every served task is pushed again, after a backoff while it fails.
+        let mut resync = true;
+        let mut backoff = crate::retry::Backoff::default();
+        loop {
+            if resync {
+                resync = !self.push_all().await?;
+                if !resync {
+                    backoff = crate::retry::Backoff::default();
+                }
+            }
+            let event = tokio::select! {
+                _ = self.state.shutdown.cancelled() => break,
+                _ = cancel.cancelled() => break,
+                e = events.recv() => Some(e),
+                _ = backoff.wait(), if resync => None,
+                changed = changed_uris.recv(), if !self.uris.is_empty() => {
+                    self.push_resources(changed).await?;
+                    None
+                }
+            };
+            match event {
+                Some(Ok(mcp_tasks::TaskEvent::Changed { key, .. }))
+                    if self.served.contains(key.id.as_str()) =>
+                {
+                    resync |= !self.push_task(key.id.as_str()).await?;
+                }
+                Some(Ok(_)) | None => {}
+                Some(Err(mcp_tasks::EventError::Lagged(_))) => resync = true,
+                Some(Err(mcp_tasks::EventError::Closed)) => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes every served task; `false` when some could not be read.
+    async fn push_all(&mut self) -> Result<bool, ErrorObject> {
+        let mut all = true;
+        let served: Vec<String> = self.served.iter().cloned().collect();
+        for id in &served {
+            all &= self.push_task(id).await?;
+        }
+        Ok(all)
+    }
+
+    /// Tells the client which of its resources changed (all of them after a lag).
+    async fn push_resources(
+        &self,
+        changed: Result<String, broadcast::error::RecvError>,
+    ) -> Result<(), ErrorObject> {
+        let changed: Vec<&String> = match &changed {
+            Ok(uri) => self.uris.get(uri).into_iter().collect(),
+            // Missed some: any of them may have changed.
+            Err(broadcast::error::RecvError::Lagged(_)) => self.uris.iter().collect(),
+            Err(broadcast::error::RecvError::Closed) => Vec::new(),
+        };
+        for uri in changed {
+            push_resource(self.peer, uri, self.subscription_id).await?;
+        }
+        Ok(())
+    }
+
+    /// [`push_task`] of this stream.
+    async fn push_task(&mut self, id: &str) -> Result<bool, ErrorObject> {
+        push_task(
+            self.state,
+            self.peer,
+            self.caller,
+            id,
+            self.subscription_id,
+            &mut self.pushed,
+        )
+        .await
+    }
 }
 
 fn notification_meta(subscription_id: &RequestId) -> NotificationMeta {
@@ -180,7 +256,7 @@ async fn push_task(
     caller: &Caller,
     id: &str,
     subscription_id: &RequestId,
-    pushed: &mut std::collections::HashMap<String, u64>,
+    pushed: &mut HashMap<String, u64>,
 ) -> Result<bool, ErrorObject> {
     let record = match state.store.get(&caller.owner, &task_id(id)).await {
         Ok(record) => record,
