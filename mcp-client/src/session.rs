@@ -8,7 +8,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mcp_tasks_protocol::JsonObject;
-use mcp_tasks_protocol::engine::{Connection, EndpointBuilder, Peer, PeerError};
+use mcp_tasks_protocol::engine::{
+    Connection, EndpointBuilder, InboundNotification, Peer, PeerError,
+};
 use mcp_tasks_protocol::meta::{PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION};
 use mcp_tasks_protocol::method::Request;
 use mcp_tasks_protocol::tasks::{self, DetailedTask, TaskStatusNotificationParams};
@@ -119,6 +121,80 @@ fn declared_2025(handler: &dyn ClientHandler) -> Result<v2025::ClientCapabilitie
         .map_err(|e| ClientError::Protocol(format!("capabilities: {e}")))
 }
 
+/// The tasks the connection hosts (MCP 2025-11-25), when the configuration gives them a
+/// store.
+fn hosted_tasks(
+    config: &ClientConfig,
+    handler: &dyn ClientHandler,
+) -> Result<Option<Arc<Hosted>>, ClientError> {
+    let Some(store) = &config.client_tasks else {
+        return Ok(None);
+    };
+    let declared = declared_2025(handler)?;
+    let hosted = Hosted::new(Arc::clone(store), &declared).map_err(ClientError::Protocol)?;
+    Ok(Some(Arc::new(hosted)))
+}
+
+/// Passes the task of a `notifications/tasks` on to the drivers.
+async fn push_task(pushed: broadcast::Sender<DetailedTask>, n: InboundNotification) {
+    let params = n
+        .params
+        .as_deref()
+        .map(|p| serde_json::from_str::<TaskStatusNotificationParams>(p.get()));
+    match params {
+        Some(Ok(p)) => {
+            let _ = pushed.send(p.task);
+        }
+        _ => tracing::debug!("malformed notifications/tasks; ignored"),
+    }
+}
+
+/// Passes the task of a `notifications/tasks/status` (MCP 2025-11-25) on to the drivers.
+async fn push_task_2025(pushed: broadcast::Sender<v2025::Task>, n: InboundNotification) {
+    let task = n
+        .params
+        .as_deref()
+        .map(|p| serde_json::from_str::<v2025::TaskStatusNotificationParams>(p.get()));
+    match task {
+        Some(Ok(p)) => {
+            let _ = pushed.send(p.task);
+        }
+        _ => tracing::debug!("malformed notifications/tasks/status; ignored"),
+    }
+}
+
+/// What to do with a 2025-11-25 task that asks for input past the bound: cancel it.
+fn cancel_past_bound(peer: &Peer) -> Box<dyn Fn(&str) + Send + Sync> {
+    let peer = peer.clone();
+    Box::new(move |id: &str| {
+        let (peer, params) = (peer.clone(), v2025::TaskIdParams::new(id));
+        tokio::spawn(async move {
+            if let Err(e) = peer.request::<v2025::CancelTask>(&params).await {
+                tracing::debug!(error = %e, "cancelling a task past its input bound failed");
+            }
+        });
+    })
+}
+
+/// Failed HTTP exchanges end their requests with `PeerError::Transport`; a login
+/// failure is kept in `auth_failure` for the request to report typed.
+fn forward_failures(
+    mut failures: UnboundedReceiver<ExchangeFailure>,
+    peer: &Peer,
+    auth_failure: &Arc<Mutex<Option<Arc<crate::auth::AuthError>>>>,
+) -> AbortOnDrop {
+    let peer = peer.clone();
+    let auth_failure = Arc::clone(auth_failure);
+    AbortOnDrop(tokio::spawn(async move {
+        while let Some(failure) = failures.recv().await {
+            if let ExchangeError::Auth(e) = &failure.error {
+                *lock(&auth_failure) = Some(Arc::clone(e));
+            }
+            peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
+        }
+    }))
+}
+
 impl Session {
     /// Serves `conn` with the client's methods (answered by `handler`; with
     /// [`ClientConfig::client_tasks`], the hosted tasks' too) and the
@@ -133,15 +209,7 @@ impl Session {
     ) -> Result<Session, ClientError> {
         let (pushed, _) = broadcast::channel(256);
         let (pushed_2025, _) = broadcast::channel(256);
-        let hosted = match &config.client_tasks {
-            Some(store) => {
-                let declared = declared_2025(handler.as_ref())?;
-                let hosted =
-                    Hosted::new(Arc::clone(store), &declared).map_err(ClientError::Protocol)?;
-                Some(Arc::new(hosted))
-            }
-            None => None,
-        };
+        let hosted = hosted_tasks(&config, handler.as_ref())?;
         let routes = Arc::new(Routes::new(
             handler,
             config.max_input_rounds,
@@ -150,38 +218,11 @@ impl Session {
         let endpoint = EndpointBuilder::new(client_methods(Arc::clone(&routes), hosted.clone()))
             .on_notification(tasks::methods::NOTIFICATIONS_TASKS, {
                 let pushed = pushed.clone();
-                move |n| {
-                    let pushed = pushed.clone();
-                    async move {
-                        let params = n
-                            .params
-                            .as_deref()
-                            .map(|p| serde_json::from_str::<TaskStatusNotificationParams>(p.get()));
-                        match params {
-                            Some(Ok(p)) => {
-                                let _ = pushed.send(p.task);
-                            }
-                            _ => tracing::debug!("malformed notifications/tasks; ignored"),
-                        }
-                    }
-                }
+                move |n| push_task(pushed.clone(), n)
             })
             .on_notification(v2025::methods::NOTIFICATIONS_TASKS_STATUS, {
                 let pushed = pushed_2025.clone();
-                move |n| {
-                    let pushed = pushed.clone();
-                    async move {
-                        let task = n.params.as_deref().map(|p| {
-                            serde_json::from_str::<v2025::TaskStatusNotificationParams>(p.get())
-                        });
-                        match task {
-                            Some(Ok(p)) => {
-                                let _ = pushed.send(p.task);
-                            }
-                            _ => tracing::debug!("malformed notifications/tasks/status; ignored"),
-                        }
-                    }
-                }
+                move |n| push_task_2025(pushed.clone(), n)
             })
             .build();
         let (peer, _session) = endpoint.serve(conn);
@@ -189,36 +230,13 @@ impl Session {
             hosted.serve(peer.clone());
         }
         // A 2025-11-25 task asking for input past the bound is cancelled.
-        routes.on_exceeded(Box::new({
-            let peer = peer.clone();
-            move |id: &str| {
-                let (peer, params) = (peer.clone(), v2025::TaskIdParams::new(id));
-                tokio::spawn(async move {
-                    if let Err(e) = peer.request::<v2025::CancelTask>(&params).await {
-                        tracing::debug!(error = %e, "cancelling a task past its input bound failed");
-                    }
-                });
-            }
-        }));
+        routes.on_exceeded(cancel_past_bound(&peer));
         let (http, failures, authorizer) = match http {
             Some((state, failures, authorizer)) => (Some(state), Some(failures), authorizer),
             None => (None, None, None),
         };
         let auth_failure: Arc<Mutex<Option<Arc<crate::auth::AuthError>>>> = Arc::default();
-        // Failed HTTP exchanges end their requests with `PeerError::Transport`; a login
-        // failure is kept for the request to report typed.
-        let forward = failures.map(|mut failures| {
-            let peer = peer.clone();
-            let auth_failure = Arc::clone(&auth_failure);
-            AbortOnDrop(tokio::spawn(async move {
-                while let Some(failure) = failures.recv().await {
-                    if let ExchangeError::Auth(e) = &failure.error {
-                        *lock(&auth_failure) = Some(Arc::clone(e));
-                    }
-                    peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
-                }
-            }))
-        });
+        let forward = failures.map(|failures| forward_failures(failures, &peer, &auth_failure));
         Ok(Session {
             peer,
             routes,

@@ -6,6 +6,10 @@
 //! - [`Backend`]: what a storage backend implements (a read-modify-write of one record,
 //!   insert, reads, sweep, events), with its own contract. Every `Backend` is a
 //!   [`TaskStore`]: the operations are written once, on top of it.
+//! - [`Decorated`]: the one way to decorate a [`TaskStore`] (metrics, fault injection, test
+//!   doubles). A [`StoreLayer`] says only what it changes: a hook around every
+//!   [`Operation`], and, when it must, the event feed or the session store; everything
+//!   else passes through to the store it wraps.
 //! - Backends: [`MemoryStore`] (default), `SqliteStore` (feature `sqlite`: one SQLite
 //!   file, durable, shared by processes; its events stay in process), `PostgresStore`
 //!   (feature `postgres`: one PostgreSQL schema shared by many server instances, events
@@ -45,6 +49,7 @@ mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod cursor;
+mod decorate;
 mod error;
 mod event;
 mod limits;
@@ -64,6 +69,7 @@ mod store;
 
 pub use backend::{Announce, Backend, Events};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use decorate::{Decorated, Operation, StoreLayer};
 pub use error::{BackendError, STORE_UNAVAILABLE_MESSAGE, StoreError};
 pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};
 pub use limits::{Limit, Limits};

@@ -294,7 +294,8 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// `redis` (standalone or Cluster) for the bundled stores, by the OpenTelemetry
     /// `db.system.name` values; a third-party store names itself (default `"other"`).
     /// Describes the store, changes nothing: no rule of the contract depends on it, and a
-    /// store that wraps another (a decorator) reports the one it wraps.
+    /// store that wraps another (a decorator, such as [`Decorated`](crate::Decorated))
+    /// reports the one it wraps.
     fn backend(&self) -> &'static str {
         "other"
     }

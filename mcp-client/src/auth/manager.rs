@@ -9,7 +9,7 @@ use tokio::sync::Mutex;
 
 use super::challenge::Challenge;
 use super::config::AuthConfig;
-use super::discovery::{self, ServerMetadata};
+use super::discovery::{self, ResourceMetadata, ServerMetadata};
 use super::error::AuthError;
 use super::event::AuthEvent;
 use super::flow;
@@ -440,6 +440,9 @@ impl Authorizer {
         self.reauthorize(state, challenge, false).await
     }
 
+    /// Logs in again after a 401 or 403: finds the authorization server, then runs the
+    /// machine grant, or a refresh (with `refresh_first`, when one can do) or else the
+    /// browser step.
     async fn reauthorize(
         &self,
         state: &mut State,
@@ -456,6 +459,33 @@ impl Authorizer {
                 allowed: grant.client().scope_list(),
             });
         }
+        let (prm, issuer, metadata) = self.discover(state, challenge).await?;
+        self.forget_other_server(state, &issuer, &prm.resource)
+            .await?;
+        if let Some(grant) = &self.config.grant {
+            return self
+                .machine_reauthorize(state, grant, challenge, &prm, &metadata)
+                .await;
+        }
+        let scope = self.login_scope(state, challenge, &prm, &metadata);
+        if refresh_first
+            && self
+                .refreshed(state, &issuer, &metadata, &prm.resource)
+                .await?
+        {
+            return Ok(());
+        }
+        self.login(state, &metadata, &prm.resource, scope).await
+    }
+
+    /// The resource's metadata (from the challenge's address first), its authorization
+    /// server and that server's metadata; refuses an issuer a machine grant is not bound
+    /// to, and, for a person's login, a server without PKCE (`S256`).
+    async fn discover(
+        &self,
+        state: &State,
+        challenge: &Challenge,
+    ) -> Result<(ResourceMetadata, String, ServerMetadata), AuthError> {
         self.emit(AuthEvent::Discovering {
             server: self.server.clone(),
         });
@@ -485,36 +515,68 @@ impl Authorizer {
         self.emit(AuthEvent::Discovered {
             issuer: issuer.clone(),
         });
+        Ok((prm, issuer, metadata))
+    }
+
+    /// Forgets the credentials kept for another authorization server or resource than
+    /// `issuer` and `resource`.
+    async fn forget_other_server(
+        &self,
+        state: &mut State,
+        issuer: &str,
+        resource: &str,
+    ) -> Result<(), AuthError> {
         // Credentials of another authorization server or resource are never presented
         // here (the server migrated, say): forget them.
         if let Some(old) = &state.credentials
-            && (old.issuer != issuer || old.resource != prm.resource)
+            && (old.issuer != issuer || old.resource != resource)
         {
             self.emit(AuthEvent::Migrated {
                 from: old.issuer.clone(),
-                to: issuer.clone(),
+                to: issuer.to_owned(),
             });
             self.config.store.remove(&old.server, &old.resource).await?;
             state.credentials = None;
             state.scope = None;
         }
-        if let Some(grant) = &self.config.grant {
-            self.trust_first_issuer(state, grant, &metadata, &prm.resource)
-                .await?;
-            // The challenge's scope (checked above), else the resource's scopes the
-            // client may ask for; with those asked for before that it may ask for.
-            let client = grant.client();
-            let wanted = challenge.scope.clone().or_else(|| {
-                prm.scopes_supported
-                    .as_ref()
-                    .and_then(|s| client.allowed_part(&s.join(" ")))
-            });
-            let before = state.scope.as_deref().and_then(|s| client.allowed_part(s));
-            let scope = union(before.as_deref(), wanted.as_deref());
-            return self
-                .machine_login(state, &metadata, grant, &prm.resource, scope)
-                .await;
-        }
+        Ok(())
+    }
+
+    /// A machine client's login: trusts the issuer on first use (when so bound), then asks
+    /// for the scope it wants and may ask for.
+    async fn machine_reauthorize(
+        &self,
+        state: &mut State,
+        grant: &Grant,
+        challenge: &Challenge,
+        prm: &ResourceMetadata,
+        metadata: &ServerMetadata,
+    ) -> Result<(), AuthError> {
+        self.trust_first_issuer(state, grant, metadata, &prm.resource)
+            .await?;
+        // The challenge's scope (checked by `reauthorize`), else the resource's scopes the
+        // client may ask for; with those asked for before that it may ask for.
+        let client = grant.client();
+        let wanted = challenge.scope.clone().or_else(|| {
+            prm.scopes_supported
+                .as_ref()
+                .and_then(|s| client.allowed_part(&s.join(" ")))
+        });
+        let before = state.scope.as_deref().and_then(|s| client.allowed_part(s));
+        let scope = union(before.as_deref(), wanted.as_deref());
+        self.machine_login(state, metadata, grant, &prm.resource, scope)
+            .await
+    }
+
+    /// The scope a person's login asks for: the challenge's, else the resource's, with
+    /// those asked for before, and `offline_access` when configured and supported.
+    fn login_scope(
+        &self,
+        state: &State,
+        challenge: &Challenge,
+        prm: &ResourceMetadata,
+        metadata: &ServerMetadata,
+    ) -> Option<String> {
         let wanted = challenge.scope.clone().or_else(|| {
             prm.scopes_supported
                 .as_ref()
@@ -525,49 +587,64 @@ impl Authorizer {
         if self.config.offline_access && metadata.supports_scope("offline_access") {
             scope = union(scope.as_deref(), Some("offline_access"));
         }
+        scope
+    }
 
-        if refresh_first
-            && let Some(credentials) = &state.credentials
-            && let Some(refresh_token) = credentials
-                .tokens
-                .as_ref()
-                .and_then(|t| t.refresh_token.clone())
+    /// Refreshes the kept tokens, when there is a refresh token; true when that did (the
+    /// new tokens kept). A refused refresh forgets the credentials, and is an error
+    /// without a browser step to fall back on.
+    async fn refreshed(
+        &self,
+        state: &mut State,
+        issuer: &str,
+        metadata: &ServerMetadata,
+        resource: &str,
+    ) -> Result<bool, AuthError> {
+        let Some(credentials) = &state.credentials else {
+            return Ok(false);
+        };
+        let Some(refresh_token) = credentials
+            .tokens
+            .as_ref()
+            .and_then(|t| t.refresh_token.clone())
+        else {
+            return Ok(false);
+        };
+        self.emit(AuthEvent::Refreshing {
+            issuer: issuer.to_owned(),
+        });
+        let scope = credentials.tokens.as_ref().and_then(|t| t.scope.as_deref());
+        match flow::refresh(
+            &self.token_http(),
+            metadata,
+            &credentials.client,
+            &refresh_token,
+            resource,
+            scope,
+        )
+        .await
         {
-            self.emit(AuthEvent::Refreshing {
-                issuer: issuer.clone(),
-            });
-            let scope = credentials.tokens.as_ref().and_then(|t| t.scope.as_deref());
-            match flow::refresh(
-                &self.token_http(),
-                &metadata,
-                &credentials.client,
-                &refresh_token,
-                &prm.resource,
-                scope,
-            )
-            .await
-            {
-                Ok(tokens) => {
-                    let credentials = credentials.clone();
-                    return self.keep_refreshed(state, &credentials, tokens).await;
-                }
-                Err(AuthError::TokenRefused { error, .. }) => {
-                    self.emit(AuthEvent::RefreshRefused {
-                        error: error.clone(),
-                    });
-                    self.config
-                        .store
-                        .remove(&credentials.server, &credentials.resource)
-                        .await?;
-                    state.credentials = None;
-                    if self.config.authorize.is_none() {
-                        return Err(AuthError::RefreshRefused { error });
-                    }
-                }
-                Err(e) => return Err(e),
+            Ok(tokens) => {
+                let credentials = credentials.clone();
+                self.keep_refreshed(state, &credentials, tokens).await?;
+                Ok(true)
             }
+            Err(AuthError::TokenRefused { error, .. }) => {
+                self.emit(AuthEvent::RefreshRefused {
+                    error: error.clone(),
+                });
+                self.config
+                    .store
+                    .remove(&credentials.server, &credentials.resource)
+                    .await?;
+                state.credentials = None;
+                if self.config.authorize.is_none() {
+                    return Err(AuthError::RefreshRefused { error });
+                }
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
-        self.login(state, &metadata, &prm.resource, scope).await
     }
 
     /// The browser step and the code exchange; saves the result.

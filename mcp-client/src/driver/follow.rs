@@ -9,12 +9,13 @@
 //! wait never outlives the task's TTL (or `DriverConfig::max_wait`).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::tasks::{self, DetailedTask, UpdateTask, UpdateTaskRequestParams};
 use mcp_tasks_protocol::v2026::{self, CallToolResult, SubscriptionsListen};
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use super::TaskHandle;
 use crate::error::ClientError;
@@ -36,62 +37,18 @@ impl TaskHandle {
         let mut stale_polls = 0u32;
         let mut task = self.get().await?;
         loop {
-            match &task {
-                DetailedTask::Completed(done) => {
-                    self.state().finished = true;
-                    return serde_json::from_value(Value::Object(done.result.clone())).map_err(
-                        |e| {
-                            ClientError::Protocol(format!(
-                                "completed task's result is not a CallToolResult: {e}"
-                            ))
-                        },
-                    );
-                }
-                DetailedTask::Failed(failed) => {
-                    self.state().finished = true;
-                    return Err(ClientError::TaskFailed {
-                        task_id: self.id.clone(),
-                        error: Box::new(failed.error.clone()),
-                    });
-                }
-                DetailedTask::Cancelled(c) => {
-                    self.state().finished = true;
-                    return Err(ClientError::TaskCancelled {
-                        task_id: self.id.clone(),
-                        message: c.status_message.clone(),
-                    });
-                }
-                DetailedTask::InputRequired(waiting) => {
-                    let fresh = match self.answer_new(&waiting.input_requests).await {
-                        Ok(fresh) => fresh,
-                        // Sent again after the next poll (the answers are kept).
-                        Err(e) if e.is_retryable() => {
-                            tracing::debug!(task_id = %self.id, error = %e, "answers not taken; sending them again");
-                            true
-                        }
-                        Err(e @ ClientError::InputRoundsExceeded { .. }) => {
-                            let _ = self.cancel().await;
-                            self.state().finished = true;
-                            return Err(e);
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    if fresh {
-                        stale_polls = 0;
-                    } else {
-                        stale_polls += 1;
-                        if stale_polls > config.stuck_after_polls {
-                            let _ = self.cancel().await;
-                            self.state().finished = true;
-                            return Err(ClientError::TaskStuck {
-                                task_id: self.id.clone(),
-                                polls: stale_polls,
-                            });
-                        }
-                    }
-                }
-                DetailedTask::Working(_) => stale_polls = 0,
+            if let Some(outcome) = self.outcome(&task) {
+                return outcome;
             }
+            stale_polls = match &task {
+                DetailedTask::InputRequired(waiting) => {
+                    let requests = &waiting.input_requests;
+                    self.answer_round(requests, stale_polls, config.stuck_after_polls)
+                        .await?
+                }
+                // Working (an ended task returned above).
+                _ => 0,
+            };
             let base = task.to_task();
             if started.elapsed() > config.wait_limit(base.ttl_ms) {
                 return Err(ClientError::TaskExpired {
@@ -99,35 +56,115 @@ impl TaskHandle {
                 });
             }
             let interval = config.poll_interval(base.poll_interval_ms);
-            // Wait for a push about this task or the next poll, whichever comes first.
-            let next = tokio::time::timeout(interval, async {
-                loop {
-                    match pushed.recv().await {
-                        Ok(t) if t.task_id() == self.id => return Some(t),
-                        Ok(_) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return None,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                            std::future::pending::<()>().await;
-                        }
-                    }
+            task = self.next_status(&mut pushed, interval, task).await?;
+        }
+    }
+
+    /// What the wait returns once the task ended (its result, or the error that says how
+    /// it ended), the handle then finished; `None` while the task goes on.
+    fn outcome(&self, task: &DetailedTask) -> Option<Result<CallToolResult, ClientError>> {
+        let outcome = match task {
+            DetailedTask::Completed(done) => {
+                serde_json::from_value(Value::Object(done.result.clone())).map_err(|e| {
+                    ClientError::Protocol(format!(
+                        "completed task's result is not a CallToolResult: {e}"
+                    ))
+                })
+            }
+            DetailedTask::Failed(failed) => Err(ClientError::TaskFailed {
+                task_id: self.id.clone(),
+                error: Box::new(failed.error.clone()),
+            }),
+            DetailedTask::Cancelled(c) => Err(ClientError::TaskCancelled {
+                task_id: self.id.clone(),
+                message: c.status_message.clone(),
+            }),
+            DetailedTask::InputRequired(_) | DetailedTask::Working(_) => return None,
+        };
+        self.state().finished = true;
+        Some(outcome)
+    }
+
+    /// Answers the new requests of an input round; returns how many polls in a row asked
+    /// nothing new (`stale_polls` before this one), and cancels the task once that passes
+    /// `stuck_after` or the task asks past its input bound.
+    async fn answer_round(
+        &self,
+        requests: &v2026::InputRequests,
+        stale_polls: u32,
+        stuck_after: u32,
+    ) -> Result<u32, ClientError> {
+        let fresh = match self.answer_new(requests).await {
+            Ok(fresh) => fresh,
+            // Sent again after the next poll (the answers are kept).
+            Err(e) if e.is_retryable() => {
+                tracing::debug!(task_id = %self.id, error = %e, "answers not taken; sending them again");
+                true
+            }
+            Err(e @ ClientError::InputRoundsExceeded { .. }) => {
+                let _ = self.cancel().await;
+                self.state().finished = true;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        if fresh {
+            return Ok(0);
+        }
+        let stale_polls = stale_polls + 1;
+        if stale_polls > stuck_after {
+            let _ = self.cancel().await;
+            self.state().finished = true;
+            return Err(ClientError::TaskStuck {
+                task_id: self.id.clone(),
+                polls: stale_polls,
+            });
+        }
+        Ok(stale_polls)
+    }
+
+    /// The task's next status: pushed, or else polled once `interval` passed (`task`
+    /// again when the server cannot serve the poll now).
+    async fn next_status(
+        &self,
+        pushed: &mut broadcast::Receiver<DetailedTask>,
+        interval: Duration,
+        task: DetailedTask,
+    ) -> Result<DetailedTask, ClientError> {
+        // Wait for a push about this task or the next poll, whichever comes first.
+        let next = tokio::time::timeout(interval, self.pushed_status(pushed)).await;
+        match next {
+            Ok(Some(t)) => {
+                self.seen(TaskStatusView::V2026(t.clone()));
+                Ok(t)
+            }
+            _ => match self.get().await {
+                Ok(t) => Ok(t),
+                // The server's store is unavailable; the task goes on: poll again.
+                Err(e) if e.is_retryable() => {
+                    tracing::debug!(task_id = %self.id, error = %e, "tasks/get not served now; polling again");
+                    Ok(task)
                 }
-            })
-            .await;
-            task = match next {
-                Ok(Some(t)) => {
-                    self.seen(TaskStatusView::V2026(t.clone()));
-                    t
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// The next status of this task pushed on `pushed`; `None` when pushes were missed
+    /// (a poll tells what they said); never when the channel closed.
+    async fn pushed_status(
+        &self,
+        pushed: &mut broadcast::Receiver<DetailedTask>,
+    ) -> Option<DetailedTask> {
+        loop {
+            match pushed.recv().await {
+                Ok(t) if t.task_id() == self.id => return Some(t),
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => return None,
+                Err(broadcast::error::RecvError::Closed) => {
+                    std::future::pending::<()>().await;
                 }
-                _ => match self.get().await {
-                    Ok(t) => t,
-                    // The server's store is unavailable; the task goes on: poll again.
-                    Err(e) if e.is_retryable() => {
-                        tracing::debug!(task_id = %self.id, error = %e, "tasks/get not served now; polling again");
-                        task
-                    }
-                    Err(e) => return Err(e),
-                },
-            };
+            }
         }
     }
 

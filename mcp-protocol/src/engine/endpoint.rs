@@ -27,7 +27,8 @@ use tokio_util::task::TaskTracker;
 use tower::layer::util::Identity;
 
 use super::frames::{
-    self, InboundRequest, Incoming, Rejected, Reply, error_frame, readdress_response, too_large,
+    self, InboundRequest, Incoming, Rejected, Reply, error_frame, not_utf8, readdress_response,
+    too_large,
 };
 use super::peer::Peer;
 use super::service::{InboundNotification, MethodsService, NotificationHandlers};
@@ -261,17 +262,7 @@ where
                     continue;
                 }
                 Err(FrameError::NotUtf8) => {
-                    self.spawn_reply(
-                        &replies,
-                        &session,
-                        error_frame(
-                            None,
-                            ErrorObject::new(
-                                error_codes::PARSE_ERROR,
-                                "Parse error: frame is not valid UTF-8",
-                            ),
-                        ),
-                    );
+                    self.spawn_reply(&replies, &session, error_frame(None, not_utf8()));
                     continue;
                 }
                 Err(FrameError::Io(e)) => {
@@ -279,104 +270,89 @@ where
                     break;
                 }
             };
-            if frame.len() > self.max_frame_bytes {
-                tracing::warn!(
-                    len = frame.len(),
-                    limit = self.max_frame_bytes,
-                    "inbound frame too large; discarded"
-                );
-                self.spawn_reply(
-                    &replies,
-                    &session,
-                    error_frame(None, too_large(self.max_frame_bytes)),
-                );
+            if self.refuse_too_large(&replies, &session, &frame) {
                 continue;
             }
-            match self.classify(&frame) {
-                Ok(Incoming::Request(req)) => {
-                    // In flight from now on, before the handler task is even scheduled: a
-                    // `notifications/cancelled` on the very next frame must find it.
-                    let Some(registration) =
-                        session.register(&req.id, self.max_inflight_requests, None)
-                    else {
-                        tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
-                        self.spawn_reply(
-                            &replies,
-                            &session,
-                            error_frame(Some(req.id), self.too_many()),
-                        );
-                        continue;
-                    };
-                    let this = Arc::clone(&self);
-                    let peer = session.peer.clone();
-                    let extensions = session.extensions.clone();
-                    replies.spawn(async move {
-                        // Fired once the response is queued on the connection, ahead of
-                        // anything sent after it (or when there is none).
-                        let written = ReplyWritten::new();
-                        let _fire = written.guard();
-                        let reply = this
-                            .serve_registered(
-                                peer.clone(),
-                                extensions,
-                                req,
-                                registration,
-                                Some(written),
-                            )
-                            .await;
-                        if let Some(reply) = reply {
-                            let _ = peer.send_frame(reply.frame).await;
-                        }
-                    });
-                }
-                Ok(Incoming::Notification { method, params }) => {
-                    self.handle_notification(&session, method, params).await;
-                }
-                Ok(Incoming::Response { id, outcome }) => {
-                    self.handle_response(&session, id, outcome)
-                }
-                Err(rejected) => {
-                    tracing::debug!(code = rejected.error.code, message = %rejected.error.message, "frame rejected");
-                    if rejected.reply {
-                        self.spawn_reply(
-                            &replies,
-                            &session,
-                            error_frame(rejected.id, rejected.error),
-                        );
-                    }
-                }
-            }
+            self.take_frame(&replies, &session, &frame).await;
         }
         replies.close();
         if let Some(grace) = drain {
-            // Nothing arrives any more, so no answer to our own requests will: fail them
-            // now, and a handler waiting on one answers with that instead of waiting out
-            // the grace.
-            session.peer.close();
-            if !replies.is_empty() {
-                tracing::debug!(
-                    requests = session.inflight_count(),
-                    "inbound side closed; finishing the requests already read"
-                );
-            }
-            if tokio::time::timeout(grace, replies.wait()).await.is_err() {
-                let ids: Vec<String> = session
-                    .inflight_ids()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                tracing::warn!(
-                    grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-                    unanswered = ids.len(),
-                    ids = %ids.join(", "),
-                    "inbound side closed and the grace ran out: the requests still running are cancelled unanswered"
-                );
-            }
+            finish_in_flight(&session, &replies, grace).await;
         }
         session.cancel_all();
         session.peer.close();
     }
 
+    /// Refuses a frame longer than the endpoint's limit
+    /// ([`max_frame_bytes`](EndpointBuilder::max_frame_bytes)); true when it did.
+    fn refuse_too_large(&self, replies: &TaskTracker, session: &Session, frame: &str) -> bool {
+        if frame.len() <= self.max_frame_bytes {
+            return false;
+        }
+        tracing::warn!(
+            len = frame.len(),
+            limit = self.max_frame_bytes,
+            "inbound frame too large; discarded"
+        );
+        self.spawn_reply(
+            replies,
+            session,
+            error_frame(None, too_large(self.max_frame_bytes)),
+        );
+        true
+    }
+
+    /// Takes one frame as [`classify`](Self::classify) says: a request is served on its
+    /// own task, a notification or a response is handled now, a bad frame is refused.
+    async fn take_frame(self: &Arc<Self>, replies: &TaskTracker, session: &Session, frame: &str) {
+        match self.classify(frame) {
+            Ok(Incoming::Request(req)) => self.spawn_request(replies, session, req),
+            Ok(Incoming::Notification { method, params }) => {
+                self.handle_notification(session, method, params).await;
+            }
+            Ok(Incoming::Response { id, outcome }) => self.handle_response(session, id, outcome),
+            Err(rejected) => {
+                tracing::debug!(code = rejected.error.code, message = %rejected.error.message, "frame rejected");
+                if rejected.reply {
+                    self.spawn_reply(replies, session, error_frame(rejected.id, rejected.error));
+                }
+            }
+        }
+    }
+
+    /// Registers a request in flight and serves it on its own task, which sends the
+    /// answer; refuses it when too many are in flight.
+    fn spawn_request(
+        self: &Arc<Self>,
+        replies: &TaskTracker,
+        session: &Session,
+        req: InboundRequest,
+    ) {
+        // In flight from now on, before the handler task is even scheduled: a
+        // `notifications/cancelled` on the very next frame must find it.
+        let Some(registration) = session.register(&req.id, self.max_inflight_requests, None) else {
+            tracing::warn!(id = %req.id, limit = self.max_inflight_requests, "too many requests in flight; refused");
+            self.spawn_reply(replies, session, error_frame(Some(req.id), self.too_many()));
+            return;
+        };
+        let this = Arc::clone(self);
+        let peer = session.peer.clone();
+        let extensions = session.extensions.clone();
+        replies.spawn(async move {
+            // Fired once the response is queued on the connection, ahead of
+            // anything sent after it (or when there is none).
+            let written = ReplyWritten::new();
+            let _fire = written.guard();
+            let reply = this
+                .serve_registered(peer.clone(), extensions, req, registration, Some(written))
+                .await;
+            if let Some(reply) = reply {
+                let _ = peer.send_frame(reply.frame).await;
+            }
+        });
+    }
+
+    /// Sends `frame` to the peer on a task of `replies`.
     fn spawn_reply(&self, replies: &TaskTracker, session: &Session, frame: String) {
         let peer = session.peer.clone();
         replies.spawn(async move {
@@ -562,5 +538,34 @@ where
         if !session.peer.complete(&id, outcome) {
             tracing::warn!(%id, "response for a request nobody is waiting for; dropped");
         }
+    }
+}
+
+/// Once the inbound side closed: fails our own requests still waiting, then gives the
+/// requests already read up to `grace` to send their answers (`replies`, closed), and
+/// logs those still running after it.
+async fn finish_in_flight(session: &Session, replies: &TaskTracker, grace: Duration) {
+    // Nothing arrives any more, so no answer to our own requests will: fail them
+    // now, and a handler waiting on one answers with that instead of waiting out
+    // the grace.
+    session.peer.close();
+    if !replies.is_empty() {
+        tracing::debug!(
+            requests = session.inflight_count(),
+            "inbound side closed; finishing the requests already read"
+        );
+    }
+    if tokio::time::timeout(grace, replies.wait()).await.is_err() {
+        let ids: Vec<String> = session
+            .inflight_ids()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        tracing::warn!(
+            grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+            unanswered = ids.len(),
+            ids = %ids.join(", "),
+            "inbound side closed and the grace ran out: the requests still running are cancelled unanswered"
+        );
     }
 }

@@ -139,6 +139,20 @@ pub fn error_frame(id: Option<RequestId>, error: ErrorObject) -> String {
 /// Classifies one frame, or says how to refuse it: invalid JSON is `-32700` with id
 /// `null`; JSON that is not a JSON-RPC 2.0 message is `-32600`.
 pub(super) fn classify(frame: &str) -> Result<Incoming, Box<Rejected>> {
+    let probe = probe(frame)?;
+    let id = probe.id.and_then(parse_id);
+    if probe.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        return Err(not_version_2(&probe, id));
+    }
+    match probe.method {
+        Some(method) => classify_call(&probe, method, id),
+        None => classify_response(&probe, id),
+    }
+}
+
+/// Reads the members of a JSON object frame; refuses a batch, text that is not JSON and
+/// JSON that is not a message.
+fn probe(frame: &str) -> Result<Probe<'_>, Box<Rejected>> {
     // Checked before the probe: serde reads a struct from an array too, so a batch
     // would otherwise be refused for its first element not being "2.0".
     if frame.trim_start().starts_with('[') {
@@ -147,60 +161,67 @@ pub(super) fn classify(frame: &str) -> Result<Incoming, Box<Rejected>> {
             Err(e) => Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}")),
         });
     }
-    let probe: Probe<'_> = match serde_json::from_str(frame) {
-        Ok(p) => p,
-        Err(e) => {
-            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
-                Ok(_) => Rejected::new(
-                    None,
-                    error_codes::INVALID_REQUEST,
-                    format!("Invalid request: not a JSON-RPC 2.0 message ({e})"),
-                ),
-                Err(e) => {
-                    Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}"))
-                }
-            });
+    serde_json::from_str(frame).map_err(|e| {
+        match serde_json::from_str::<serde::de::IgnoredAny>(frame) {
+            Ok(_) => Rejected::new(
+                None,
+                error_codes::INVALID_REQUEST,
+                format!("Invalid request: not a JSON-RPC 2.0 message ({e})"),
+            ),
+            Err(e) => Rejected::new(None, error_codes::PARSE_ERROR, format!("Parse error: {e}")),
         }
-    };
-    let id = probe.id.and_then(parse_id);
-    if probe.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
-        // Answer anything but a (malformed) response: JSON-RPC never answers a response.
-        let reply = probe.method.is_some() || probe.result.is_none() && probe.error.is_none();
+    })
+}
+
+/// The refusal of a frame whose `jsonrpc` is not `"2.0"`.
+fn not_version_2(probe: &Probe<'_>, id: Option<RequestId>) -> Box<Rejected> {
+    // Answer anything but a (malformed) response: JSON-RPC never answers a response.
+    let reply = probe.method.is_some() || probe.result.is_none() && probe.error.is_none();
+    Rejected::new(
+        id,
+        error_codes::INVALID_REQUEST,
+        "Invalid request: `jsonrpc` must be \"2.0\"",
+    )
+    .with_reply(reply)
+}
+
+/// A frame with a `method`: a request when it has an id, a notification when it has none.
+fn classify_call(
+    probe: &Probe<'_>,
+    method: &RawValue,
+    id: Option<RequestId>,
+) -> Result<Incoming, Box<Rejected>> {
+    let Ok(method) = serde_json::from_str::<Cow<'_, str>>(method.get()) else {
         return Err(Rejected::new(
             id,
             error_codes::INVALID_REQUEST,
-            "Invalid request: `jsonrpc` must be \"2.0\"",
-        )
-        .with_reply(reply));
-    }
-    if let Some(method) = probe.method {
-        let Ok(method) = serde_json::from_str::<Cow<'_, str>>(method.get()) else {
-            return Err(Rejected::new(
+            "Invalid request: `method` must be a string",
+        ));
+    };
+    let params = probe.params.map(ToOwned::to_owned);
+    match probe.id {
+        None => Ok(Incoming::Notification {
+            method: method.into_owned(),
+            params,
+        }),
+        Some(_) => match id {
+            Some(id) => Ok(Incoming::Request(InboundRequest {
                 id,
-                error_codes::INVALID_REQUEST,
-                "Invalid request: `method` must be a string",
-            ));
-        };
-        let params = probe.params.map(ToOwned::to_owned);
-        return match probe.id {
-            None => Ok(Incoming::Notification {
                 method: method.into_owned(),
                 params,
-            }),
-            Some(_) => match id {
-                Some(id) => Ok(Incoming::Request(InboundRequest {
-                    id,
-                    method: method.into_owned(),
-                    params,
-                })),
-                None => Err(Rejected::new(
-                    None,
-                    error_codes::INVALID_REQUEST,
-                    "Invalid request: `id` must be a string or an integer",
-                )),
-            },
-        };
+            })),
+            None => Err(Rejected::new(
+                None,
+                error_codes::INVALID_REQUEST,
+                "Invalid request: `id` must be a string or an integer",
+            )),
+        },
     }
+}
+
+/// A frame without a `method`: a response to one of our own requests, with exactly one
+/// of `result` and `error`.
+fn classify_response(probe: &Probe<'_>, id: Option<RequestId>) -> Result<Incoming, Box<Rejected>> {
     let not_a_message = |reason: &str| {
         Rejected::new(
             None,
@@ -224,20 +245,23 @@ pub(super) fn classify(frame: &str) -> Result<Incoming, Box<Rejected>> {
             id,
             outcome: Ok(result.to_owned()),
         }),
-        (None, Some(error)) => {
-            let error = serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|e| {
-                ErrorObject::new(
-                    error_codes::INTERNAL_ERROR,
-                    format!("peer sent a malformed error object: {e}"),
-                )
-            });
-            Ok(Incoming::Response {
-                id,
-                outcome: Err(error),
-            })
-        }
+        (None, Some(error)) => Ok(Incoming::Response {
+            id,
+            outcome: Err(peer_error(error)),
+        }),
         _ => Err(not_a_message("both `result` and `error`")),
     }
+}
+
+/// The error object a peer's error response carries; a malformed one reads as an
+/// internal error that says so.
+fn peer_error(error: &RawValue) -> ErrorObject {
+    serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|e| {
+        ErrorObject::new(
+            error_codes::INTERNAL_ERROR,
+            format!("peer sent a malformed error object: {e}"),
+        )
+    })
 }
 
 /// The error answering an inbound frame longer than `limit` bytes.
@@ -245,6 +269,14 @@ pub(super) fn too_large(limit: usize) -> ErrorObject {
     ErrorObject::new(
         error_codes::INVALID_REQUEST,
         format!("Invalid request: frame exceeds the limit of {limit} bytes"),
+    )
+}
+
+/// The error answering an inbound frame that is not UTF-8 (so it cannot be JSON).
+pub(super) fn not_utf8() -> ErrorObject {
+    ErrorObject::new(
+        error_codes::PARSE_ERROR,
+        "Parse error: frame is not valid UTF-8",
     )
 }
 

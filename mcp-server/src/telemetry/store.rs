@@ -1,284 +1,78 @@
-//! [`MeteredStore`]: a [`TaskStore`] that times every operation of the store it wraps
-//! (`db.client.operation.duration`, by backend, operation and error kind) and changes
-//! nothing else: each method forwards its arguments and returns the wrapped store's
-//! answer as it came.
+//! [`MeteredStore`]: a [`StoreLayer`] that times every operation of the store it
+//! decorates (`db.client.operation.duration`, by backend, operation and error kind) and
+//! changes nothing else: each call reaches the wrapped store with its arguments and comes
+//! back as it came ([`Decorated`] forwards them).
 //!
 //! **Invariant.** Installed by [`super::instrument_store`] only when metrics are read,
 //! so a server without metrics calls its store directly.
 
-use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
-use mcp_tasks::{
-    EventStream, Lease, NewTask, OperatorFilter, OperatorPage, Owner, Recovery, Resolved,
-    StoreError, SweepReport, TaskCounts, TaskId, TaskPage, TaskRecord, TaskStore, Transition,
-};
-use mcp_tasks_protocol::JsonObject;
-use mcp_tasks_protocol::jsonrpc::ErrorObject;
-use serde_json::Value;
+use futures::future::BoxFuture;
+use mcp_tasks::{Decorated, Operation, StoreError, StoreLayer, TaskStore};
 
 use super::metrics::Instruments;
 
-/// Times each operation of `inner` into `instruments`.
+/// Times each operation of the store it decorates into `instruments`.
 pub(super) struct MeteredStore {
-    inner: Arc<dyn TaskStore>,
     instruments: &'static Instruments,
+    /// The wrapped store's [`TaskStore::backend`].
+    backend: &'static str,
 }
 
 impl std::fmt::Debug for MeteredStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MeteredStore")
-            .field("inner", &self.inner)
+            .field("backend", &self.backend)
             .finish_non_exhaustive()
     }
 }
 
 impl MeteredStore {
-    pub(super) fn new(inner: Arc<dyn TaskStore>, instruments: &'static Instruments) -> Self {
-        MeteredStore { inner, instruments }
-    }
-
-    /// Runs `operation` (the `TaskStore` method `name`) and records how long it took
-    /// and, when it failed, the error's kind.
-    async fn timed<T>(
-        &self,
-        name: &'static str,
-        operation: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        let started = Instant::now();
-        let result = operation.await;
-        self.instruments.store_operation(
-            started.elapsed(),
-            self.inner.backend(),
-            name,
-            result.as_ref().err().map(StoreError::kind),
-        );
-        result
+    /// `inner`, each operation timed into `instruments`.
+    pub(super) fn new(
+        inner: Arc<dyn TaskStore>,
+        instruments: &'static Instruments,
+    ) -> Decorated<MeteredStore> {
+        let backend = inner.backend();
+        Decorated::new(
+            inner,
+            MeteredStore {
+                instruments,
+                backend,
+            },
+        )
     }
 }
 
-#[async_trait]
-impl TaskStore for MeteredStore {
-    async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
-        self.timed("create", self.inner.create(new)).await
-    }
-
-    async fn create_leased(
-        &self,
-        new: NewTask,
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<TaskRecord, StoreError> {
-        self.timed(
-            "create_leased",
-            self.inner.create_leased(new, holder, ttl_ms),
-        )
-        .await
-    }
-
-    async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        self.timed("get", self.inner.get(owner, id)).await
-    }
-
-    async fn list(
-        &self,
-        owner: &Owner,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> Result<TaskPage, StoreError> {
-        self.timed("list", self.inner.list(owner, cursor, limit))
-            .await
-    }
-
-    async fn set_status_message(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        message: Option<String>,
-    ) -> Result<TaskRecord, StoreError> {
-        self.timed(
-            "set_status_message",
-            self.inner.set_status_message(owner, id, message),
-        )
-        .await
-    }
-
-    async fn request_input(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        requests: BTreeMap<String, Value>,
-    ) -> Result<TaskRecord, StoreError> {
-        self.timed(
-            "request_input",
-            self.inner.request_input(owner, id, requests),
-        )
-        .await
-    }
-
-    async fn resolve_input(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        responses: BTreeMap<String, Value>,
-    ) -> Result<Resolved, StoreError> {
-        self.timed(
-            "resolve_input",
-            self.inner.resolve_input(owner, id, responses),
-        )
-        .await
-    }
-
-    async fn take_input_response(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        key: &str,
-    ) -> Result<Option<Value>, StoreError> {
-        self.timed(
-            "take_input_response",
-            self.inner.take_input_response(owner, id, key),
-        )
-        .await
-    }
-
-    async fn complete(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        result: JsonObject,
-    ) -> Result<Transition, StoreError> {
-        self.timed("complete", self.inner.complete(owner, id, result))
-            .await
-    }
-
-    async fn fail(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        error: ErrorObject,
-    ) -> Result<Transition, StoreError> {
-        self.timed("fail", self.inner.fail(owner, id, error)).await
-    }
-
-    async fn cancel(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        message: Option<String>,
-    ) -> Result<Transition, StoreError> {
-        self.timed("cancel", self.inner.cancel(owner, id, message))
-            .await
-    }
-
-    async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        self.timed("request_cancel", self.inner.request_cancel(owner, id))
-            .await
-    }
-
-    async fn claim_lease(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<Lease, StoreError> {
-        self.timed(
-            "claim_lease",
-            self.inner.claim_lease(owner, id, holder, ttl_ms),
-        )
-        .await
-    }
-
-    async fn renew_lease(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<Lease, StoreError> {
-        self.timed(
-            "renew_lease",
-            self.inner.renew_lease(owner, id, holder, ttl_ms),
-        )
-        .await
-    }
-
-    async fn release_lease(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        holder: &str,
-    ) -> Result<(), StoreError> {
-        self.timed("release_lease", self.inner.release_lease(owner, id, holder))
-            .await
-    }
-
-    async fn claim_next(
-        &self,
-        tools: &[String],
-        holder: &str,
-        ttl_ms: u64,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        self.timed("claim_next", self.inner.claim_next(tools, holder, ttl_ms))
-            .await
-    }
-
-    async fn recover_lapsed(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        lost: ErrorObject,
-    ) -> Result<Recovery, StoreError> {
-        self.timed("recover_lapsed", self.inner.recover_lapsed(owner, id, lost))
-            .await
-    }
-
-    async fn sweep(&self) -> Result<SweepReport, StoreError> {
-        self.timed("sweep", self.inner.sweep()).await
-    }
-
-    async fn operator_list(
-        &self,
-        filter: &OperatorFilter,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> Result<OperatorPage, StoreError> {
-        self.timed(
-            "operator_list",
-            self.inner.operator_list(filter, cursor, limit),
-        )
-        .await
-    }
-
-    async fn operator_get(&self, id: &TaskId) -> Result<TaskRecord, StoreError> {
-        self.timed("operator_get", self.inner.operator_get(id))
-            .await
-    }
-
-    async fn operator_counts(&self) -> Result<TaskCounts, StoreError> {
-        self.timed("operator_counts", self.inner.operator_counts())
-            .await
-    }
-
-    fn events(&self) -> EventStream {
-        self.inner.events()
-    }
-
-    fn sessions(&self) -> Option<&dyn mcp_tasks::SessionStore> {
-        self.inner.sessions()
-    }
-
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
+impl StoreLayer for MeteredStore {
+    /// Runs `call` and records how long it took and, when it failed, the error's kind.
+    fn around<'a, T: Send + 'a>(
+        &'a self,
+        op: Operation,
+        call: BoxFuture<'a, Result<T, StoreError>>,
+    ) -> BoxFuture<'a, Result<T, StoreError>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = call.await;
+            self.instruments.store_operation(
+                started.elapsed(),
+                self.backend,
+                op.name(),
+                result.as_ref().err().map(StoreError::kind),
+            );
+            result
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use mcp_tasks::{NewTask, Owner, TaskId};
+
     use super::*;
 
     /// Every operation reaches the wrapped store and comes back unchanged, errors too;

@@ -18,7 +18,7 @@ use mcp_tasks_protocol::types::ElicitResult;
 use mcp_tasks_protocol::v2026::{CallToolResult, ElicitRequestParams};
 use mcp_tasks_server::Server;
 use mcp_tasks_server::http::HttpConfig;
-use mcp_tests::deaf_store::DeafStore;
+use mcp_tests::deaf_store::{Deaf, DeafStore};
 use mcp_tests::server_harness::{TestServer, demo_tools};
 use serde_json::{Value, json};
 
@@ -36,10 +36,10 @@ impl ClientHandler for Confirming {
         self.asked.fetch_add(1, Ordering::SeqCst);
         if let Some(store) = self.store.lock().expect("not poisoned").take() {
             // The answer will meet an unavailable store.
-            store.set_down(true);
+            store.layer().set_down(true);
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(800)).await;
-                store.set_down(false);
+                store.layer().set_down(false);
             });
         }
         Ok(
@@ -97,7 +97,7 @@ async fn start(client: &McpClient, tool: &str, arguments: Value) -> TaskHandle {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polls_ride_out_an_unavailable_store() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let s = server(store.clone()).await;
     let client = client(&s.url, Arc::new(Confirming::default())).await;
     let handle = start(
@@ -108,10 +108,10 @@ async fn polls_ride_out_an_unavailable_store() {
     .await;
     let waiting = tokio::spawn(async move { handle.wait().await });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    store.set_down(true);
+    store.layer().set_down(true);
     // Several polls (every 100-200 ms) fail meanwhile.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
-    store.set_down(false);
+    store.layer().set_down(false);
     let result = tokio::time::timeout(Duration::from_secs(20), waiting)
         .await
         .expect("the wait ends")
@@ -122,7 +122,7 @@ async fn polls_ride_out_an_unavailable_store() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_the_store_could_not_take_is_sent_again_not_asked_again() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let s = server(store.clone()).await;
     let handler = Arc::new(Confirming::default());
     *handler.store.lock().expect("not poisoned") = Some(store.clone());

@@ -27,12 +27,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use mcp_tasks::TaskStore as _;
 use mcp_tasks::conformance::StoreFactory as _;
 use mcp_tasks_server::console::ConsoleConfig;
 use mcp_tasks_server::http::HttpConfig;
 use mcp_tasks_server::{RuntimeConfig, Server};
-use mcp_tests::deaf_store::DeafStore;
+use mcp_tests::deaf_store::{Deaf, DeafStore};
 use mcp_tests::issuer::{TestIssuer, protect_with};
 use mcp_tests::node_harness::slow;
 use mcp_tests::server_harness::{
@@ -783,10 +782,10 @@ async fn event_streams_past_the_limits_are_429_until_one_closes() {
 
 #[tokio::test]
 async fn a_change_is_read_once_however_many_streams_are_open() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let s = deaf_server(Arc::clone(&store)).await;
     let task = store
-        .inner
+        .inner()
         .create(mcp_tasks::NewTask {
             owner: mcp_tasks::Owner::new("bob"),
             ttl_ms: Some(600_000),
@@ -809,10 +808,11 @@ async fn a_change_is_read_once_however_many_streams_are_open() {
     for _ in 0..STREAMS {
         streams.push(open_events(&s).await);
     }
-    let before = store.gets();
+    let before = store.layer().gets();
     for _ in 0..CHANGES {
         // One change at a time, heard by every stream before the next.
         store
+            .layer()
             .feed
             .send(mcp_tasks::FeedItem::Event(mcp_tasks::TaskEvent::changed(
                 &task,
@@ -824,7 +824,7 @@ async fn a_change_is_read_once_however_many_streams_are_open() {
         }
     }
     assert_eq!(
-        store.gets() - before,
+        store.layer().gets() - before,
         CHANGES,
         "one store read per change for {STREAMS} streams"
     );
@@ -887,7 +887,7 @@ async fn task_event_of(events: &mut SseStream, id: &str) -> Value {
 
 #[tokio::test]
 async fn a_store_without_the_operators_view_is_501_and_a_lag_is_a_resync() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let s = deaf_server(Arc::clone(&store)).await;
     for path in [
         "/console/api/tasks",
@@ -909,6 +909,7 @@ async fn a_store_without_the_operators_view_is_501_and_a_lag_is_a_resync() {
     // The store's feed says events were missed; then a task changes.
     let id = s.create_task("slow_compute", slow(60.0, "deaf")).await;
     store
+        .layer()
         .feed
         .send(mcp_tasks::FeedItem::Resync)
         .expect("a subscriber");
@@ -918,7 +919,7 @@ async fn a_store_without_the_operators_view_is_501_and_a_lag_is_a_resync() {
         ("resync", "{}")
     );
     let record = store
-        .inner
+        .inner()
         .get(
             &mcp_tasks::Owner::new(mcp_tasks_server::ANONYMOUS),
             &mcp_tasks::TaskId::from_wire(id.clone()),
@@ -927,6 +928,7 @@ async fn a_store_without_the_operators_view_is_501_and_a_lag_is_a_resync() {
         .expect("the task");
     let event = mcp_tasks::TaskEvent::changed(&record);
     store
+        .layer()
         .feed
         .send(mcp_tasks::FeedItem::Event(event))
         .expect("a subscriber");

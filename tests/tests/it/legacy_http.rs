@@ -15,7 +15,7 @@ use mcp_tasks::FeedItem;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_server::Server;
 use mcp_tasks_server::http::HttpConfig;
-use mcp_tests::deaf_store::DeafStore;
+use mcp_tests::deaf_store::{Deaf, DeafStore};
 use mcp_tests::legacy::{
     DEFAULT_TTL_MS, LEGACY_VERSION, MAX_TTL_MS, assert_initialize_result, assert_task,
     assert_task_support, created_task, init_params, related_task,
@@ -959,7 +959,7 @@ async fn demo_server_on(store: Arc<DeafStore>) -> TestServer {
 /// outage) are sent once the feed reports the lag, and only once.
 #[tokio::test]
 async fn status_notifications_are_resent_after_an_event_lag() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let s = demo_server_on(store.clone()).await;
     let session = Session::open(&s, None).await;
     let mut stream = session.standalone().await;
@@ -976,6 +976,7 @@ async fn status_notifications_are_resent_after_an_event_lag() {
     );
 
     store
+        .layer()
         .feed
         .send(FeedItem::Resync)
         .expect("the watcher listens");
@@ -983,6 +984,7 @@ async fn status_notifications_are_resent_after_an_event_lag() {
     assert_task(&done["params"]);
     // A second lag with nothing new sends nothing again.
     store
+        .layer()
         .feed
         .send(FeedItem::Resync)
         .expect("the watcher listens");
@@ -995,7 +997,7 @@ async fn status_notifications_are_resent_after_an_event_lag() {
 /// once.
 #[tokio::test]
 async fn a_completion_reaches_the_watcher_without_the_feed() {
-    let s = demo_server_on(Arc::new(DeafStore::new())).await;
+    let s = demo_server_on(Arc::new(Deaf::store())).await;
     let session = Session::open(&s, None).await;
     let mut stream = session.standalone().await;
     let id = session

@@ -12,7 +12,7 @@ use mcp_tasks::{FeedItem, Owner, TaskId, TaskRecord, TaskStore};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::tasks::TaskStatus;
 use mcp_tasks_server::{CANCELLED_MESSAGE, RuntimeConfig, TaskRuntime};
-use mcp_tests::deaf_store::DeafStore;
+use mcp_tests::deaf_store::{Deaf, DeafStore};
 use mcp_tests::server_harness::launch_demo_task;
 use serde_json::json;
 
@@ -47,8 +47,8 @@ async fn wait_for(store: &DeafStore, id: &TaskId, done: impl Fn(&TaskRecord) -> 
 
 #[tokio::test]
 async fn a_lag_rechecks_running_tasks_for_cancel_requests_and_terminal_writes() {
-    let store = Arc::new(DeafStore::new());
-    let feed = store.feed.clone();
+    let store = Arc::new(Deaf::store());
+    let feed = store.layer().feed.clone();
     let config = RuntimeConfig {
         shutdown_grace: Duration::from_millis(100),
         ..RuntimeConfig::default()

@@ -11,7 +11,7 @@ use std::time::Duration;
 use mcp_tasks::{Delivery, Outcome, Owner, TaskId, TaskRecord, TaskStore};
 use mcp_tasks_protocol::tasks::TaskStatus;
 use mcp_tasks_server::{LEASE_LAPSED_MESSAGE, RuntimeConfig, TaskRuntime, WORKER_LOST_MESSAGE};
-use mcp_tests::deaf_store::DeafStore;
+use mcp_tests::deaf_store::{Deaf, DeafStore};
 use mcp_tests::server_harness::{launch_demo_job, launch_demo_task};
 use serde_json::json;
 
@@ -58,21 +58,21 @@ fn result_text(rec: &TaskRecord) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_shorter_than_the_lease_loses_nothing() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let runtime = TaskRuntime::start(store.clone(), config(2_000));
     // One tool finishes during the outage; the other runs through it (its renewals fail,
     // then succeed again).
     let short = launch_slow(&runtime, 0.3).await;
     let long = launch_slow(&runtime, 2.5).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    store.set_down(true);
+    store.layer().set_down(true);
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(
         runtime.running_count(),
         2,
         "the finished tool's outcome waits for the store"
     );
-    store.set_down(false);
+    store.layer().set_down(false);
 
     for (id, text) in [
         (&short, "job: done after 0.3 s"),
@@ -89,16 +89,16 @@ async fn an_outage_shorter_than_the_lease_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_longer_than_the_lease_requeues_an_at_least_once_task() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let runtime = TaskRuntime::start(store.clone(), config(500));
     // slow_compute is at least once (3 runs).
     let args = json!({ "seconds": 30.0, "label": "job" });
     let delivery = Delivery::AtLeastOnce { max_attempts: 3 };
     let id = launch_demo_job(&runtime, &owner(), "slow_compute", args, delivery).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    store.set_down(true);
+    store.layer().set_down(true);
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    store.set_down(false);
+    store.layer().set_down(false);
 
     // No worker loop here: the task waits for one, its first run counted, nothing
     // written over it.
@@ -126,16 +126,16 @@ async fn an_outage_longer_than_the_lease_requeues_an_at_least_once_task() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_longer_than_the_lease_fails_an_at_most_once_task_as_worker_lost() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let runtime = TaskRuntime::start(store.clone(), config(500));
     // confirm_delete is at most once; it waits for its answer through the outage.
     let args = json!({ "filename": "lost.txt" });
     let delivery = Delivery::AtMostOnce;
     let id = launch_demo_job(&runtime, &owner(), "confirm_delete", args, delivery).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    store.set_down(true);
+    store.layer().set_down(true);
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    store.set_down(false);
+    store.layer().set_down(false);
 
     let rec = wait_terminal(&store, &id).await;
     assert_eq!(rec.status, TaskStatus::Failed, "{rec:?}");
@@ -151,16 +151,16 @@ async fn an_outage_longer_than_the_lease_fails_an_at_most_once_task_as_worker_lo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_during_an_outage_gives_up_and_the_sweep_fails_the_task() {
-    let store = Arc::new(DeafStore::new());
+    let store = Arc::new(Deaf::store());
     let a = TaskRuntime::start(store.clone(), config(500));
     let id = launch_slow(&a, 0.05).await;
-    store.set_down(true);
+    store.layer().set_down(true);
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Two grace periods of 200 ms, then the outcome is given up (and logged).
     tokio::time::timeout(Duration::from_secs(5), a.shutdown())
         .await
         .expect("shutdown returns although the outcome could not be written");
-    store.set_down(false);
+    store.layer().set_down(false);
     let rec = store.get(&owner(), &id).await.expect("get");
     assert_eq!(
         rec.status,
