@@ -144,13 +144,7 @@ pub(crate) async fn start_task(
         .as_ref()
         .map(|r| r.id.as_str().to_owned())
         .unwrap_or_default();
-    audit::record(
-        state.cursor_key(),
-        audit::CREATE_TASK,
-        owner,
-        &id,
-        &created,
-    );
+    audit::record(state.cursor_key(), audit::CREATE_TASK, owner, &id, &created);
     if created.is_ok() {
         crate::telemetry::task_created(tool.name());
     }

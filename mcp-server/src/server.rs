@@ -19,10 +19,10 @@ use crate::executor::{Executor, Role};
 use crate::features::{Catalog, PromptDef, ResourceDef, ResourceTemplateDef};
 use crate::revision::RequestMetaLayer;
 use crate::runtime::{RuntimeConfig, TaskRuntime};
+use crate::session::subscriptions::SessionSubscriptions;
+use crate::session::{SessionSlot, StandaloneIsRequestPeer};
 use crate::state::State;
 use crate::tool::ToolDef;
-use crate::session::{SessionSlot, StandaloneIsRequestPeer};
-use crate::session::subscriptions::SessionSubscriptions;
 use crate::worker::WorkerConfig;
 
 /// Builds a [`Server`].

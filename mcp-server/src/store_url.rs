@@ -3,7 +3,9 @@
 //! `rediss://…`. A backend whose feature this crate was built without is refused with an
 //! error naming the feature.
 
-use std::path::{Path, PathBuf};
+#[cfg(feature = "sqlite")]
+use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_tasks::{Limits, MemoryStore, StoreError, TaskStore};

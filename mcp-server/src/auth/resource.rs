@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 
-use reqwest::Url;
 use serde_json::{Value, json};
 
 /// The path of the RFC 9728 metadata document; the MCP endpoint's own path follows it in
@@ -47,37 +46,5 @@ impl ProtectedResource {
             doc["scopes_supported"] = json!(scopes);
         }
         doc
-    }
-}
-
-/// The metadata URL of `resource`: its origin, the well-known path, then its path (none
-/// when it is `/`).
-pub(super) fn metadata_url(resource: &Url) -> String {
-    let path = resource.path().trim_end_matches('/');
-    format!(
-        "{}{PROTECTED_RESOURCE_PATH}{path}",
-        resource.origin().ascii_serialization()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_urls_follow_the_resource_path() {
-        let url = |s: &str| metadata_url(&Url::parse(s).expect("url"));
-        assert_eq!(
-            url("http://127.0.0.1:8000/mcp"),
-            "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
-        );
-        assert_eq!(
-            url("https://mcp.example.com/"),
-            "https://mcp.example.com/.well-known/oauth-protected-resource"
-        );
-        assert_eq!(
-            url("https://mcp.example.com:443/a/b/"),
-            "https://mcp.example.com/.well-known/oauth-protected-resource/a/b"
-        );
     }
 }

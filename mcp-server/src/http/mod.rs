@@ -218,7 +218,7 @@ pub fn router(server: &Server, config: HttpConfig) -> Router {
                     )
                 }
             };
-            let root = crate::auth::oauth::PROTECTED_RESOURCE_PATH;
+            let root = crate::auth::PROTECTED_RESOURCE_PATH;
             let suffixed = format!("{root}{}", path.trim_end_matches('/'));
             let router = router.route(root, get(serve.clone()));
             if suffixed == root {

@@ -45,8 +45,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{App, rpc_error};
 use crate::session::McpSession;
-use crate::session::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
 use crate::session::StandaloneGuard;
+use crate::session::replay::{EventId, Item, NotHeld, Reader, Redo, Replay, Resume};
 
 /// The header a client resumes a stream with.
 pub(super) const LAST_EVENT_ID: &str = "last-event-id";
@@ -189,7 +189,8 @@ pub(super) fn get(
             redo,
         }) => {
             // The standalone stream got a writer for this connection: carry it on.
-            let guard = standalone.then(|| carry_standalone(session, &mcp_session, replay, last.stream));
+            let guard =
+                standalone.then(|| carry_standalone(session, &mcp_session, replay, last.stream));
             // A request given up runs again, in the writer the stream got for it.
             if let Some(Redo(again)) = redo {
                 again();

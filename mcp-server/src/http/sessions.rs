@@ -197,11 +197,7 @@ impl App {
     /// The session `id`, if `principal` may use it: the one that opened it (or, for a
     /// session opened without authentication, anyone holding its id). Another principal's
     /// session reads as unknown, like an id never issued.
-    pub(super) fn mcp_session_of(
-        &self,
-        id: &str,
-        principal: Option<&str>,
-    ) -> Option<OpenSession> {
+    pub(super) fn mcp_session_of(&self, id: &str, principal: Option<&str>) -> Option<OpenSession> {
         self.held_mcp_session(id)
             .filter(|s| s.0.principal.is_none() || s.0.principal.as_deref() == principal)
     }

@@ -105,6 +105,9 @@
 //!   shared store every node reports the same totals (aggregate with `max`). A store
 //!   without the operator's counts has no such gauge (said once at DEBUG).
 
+// Without `otel`, what the links above name (`init`, `Prometheus`...) is not built.
+#![cfg_attr(not(feature = "otel"), allow(rustdoc::broken_intra_doc_links))]
+
 #[cfg(feature = "otel")]
 mod live;
 #[cfg(feature = "otel")]

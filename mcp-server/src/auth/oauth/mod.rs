@@ -62,7 +62,6 @@ use reqwest::Url;
 use super::authenticator::{Authenticator, Identity};
 use super::challenge::{Challenge, Refusal};
 use super::credentials::{Credentials, bearer_credentials};
-use super::resource::metadata_url;
 use config::{http_url, valid_scope};
 use dpop::{CheckedProof, DpopVerifier};
 use introspect::Introspector;
@@ -404,6 +403,16 @@ impl Authenticator for OAuthResourceServer {
     }
 }
 
+/// The RFC 9728 metadata URL of `resource`: its origin, the well-known path, then its path
+/// (none when it is `/`).
+fn metadata_url(resource: &Url) -> String {
+    let path = resource.path().trim_end_matches('/');
+    format!(
+        "{}{PROTECTED_RESOURCE_PATH}{path}",
+        resource.origin().ascii_serialization()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use jsonwebtoken::Algorithm;
@@ -522,6 +531,23 @@ mod tests {
                 "bearer_methods_supported": ["header"],
                 "scopes_supported": ["mcp", "admin"],
             })
+        );
+    }
+
+    #[test]
+    fn metadata_urls_follow_the_resource_path() {
+        let url = |s: &str| metadata_url(&Url::parse(s).expect("url"));
+        assert_eq!(
+            url("http://127.0.0.1:8000/mcp"),
+            "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            url("https://mcp.example.com/"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            url("https://mcp.example.com:443/a/b/"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/a/b"
         );
     }
 }
