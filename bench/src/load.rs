@@ -665,6 +665,23 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
     });
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
+    let workers = spawn_workers(&plan, &stop, &live, started)?;
+    tokio::time::sleep(Duration::from_secs_f64(plan.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut done = Vec::new();
+    for w in workers {
+        done.push(w.await.map_err(|e| e.to_string())?);
+    }
+    Ok(report(&plan, started.elapsed().as_secs_f64(), done))
+}
+
+/// One client per unit of concurrency, each running the workload until `stop`.
+fn spawn_workers(
+    plan: &Plan,
+    stop: &Arc<AtomicBool>,
+    live: &Arc<Vec<String>>,
+    started: Instant,
+) -> Result<Vec<tokio::task::JoinHandle<Worker>>, String> {
     let mut workers = Vec::new();
     for n in 0..plan.concurrency {
         let mut rpc = Rpc::new(&plan.urls[n % plan.urls.len()])?;
@@ -708,14 +725,15 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
             w
         }));
     }
-    tokio::time::sleep(Duration::from_secs_f64(plan.seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let elapsed = started.elapsed().as_secs_f64();
+    Ok(workers)
+}
+
+/// The report of a run of `elapsed` seconds from its workers.
+fn report(plan: &Plan, elapsed: f64, workers: Vec<Worker>) -> Value {
     let (mut latencies, mut push, mut done) = (Vec::new(), Vec::new(), Vec::new());
     let (mut synchronous, mut promoted) = (Vec::new(), Vec::new());
     let (mut errors, mut first_error, mut requests) = (0, None, 0);
     for w in workers {
-        let w = w.await.map_err(|e| e.to_string())?;
         latencies.extend(w.latencies_us);
         synchronous.extend(w.synchronous_us);
         promoted.extend(w.promoted_us);
@@ -738,7 +756,7 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
         }
     }
     let operations = latencies.len() as u64;
-    Ok(json!({
+    json!({
         "workload": plan.workload.name(),
         "concurrency": plan.concurrency,
         "seconds": elapsed,
@@ -765,5 +783,5 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
         "promoted_p50_us": percentile(&promoted, 0.50),
         "promoted_p99_us": percentile(&promoted, 0.99),
         "work_ms": (plan.workload == Workload::Deadline).then_some([plan.work_ms.0, plan.work_ms.1]),
-    }))
+    })
 }

@@ -314,73 +314,9 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
             eprintln!("bench: NOT pinned (fewer than 2 CPUs or no taskset): figures are noisier")
         }
     }
-    let mut rows = Vec::new();
-    for (workload, targets) in WORKLOADS {
-        for &c in &options.concurrency {
-            for target in TARGETS.iter().filter(|t| targets.contains(t)) {
-                if workload == "deadline" {
-                    let deadline = DEADLINE_MS.to_string();
-                    let extra = ["--deadline-ms", deadline.as_str()];
-                    let mut row =
-                        bench.row(target, &extra, workload, c, options.seconds, options.runs)?;
-                    row["deadline_ms"] = json!(DEADLINE_MS);
-                    rows.push(row);
-                } else {
-                    rows.push(bench.row(
-                        target,
-                        &[],
-                        workload,
-                        c,
-                        options.seconds,
-                        options.runs,
-                    )?);
-                }
-            }
-        }
-    }
-    // Does throughput hold as finished tasks pile up?
-    let mut long = Vec::new();
-    if options.long_seconds > 0.0 {
-        for target in ["ours", "rmcp"] {
-            long.push(bench.row(target, &[], "lifecycle-poll", 50, options.long_seconds, 1)?);
-        }
-    }
-    // Our lifecycles on the durable stores.
-    let mut stores = Vec::new();
-    let sqlite = std::env::temp_dir().join(format!("mcp-bench-{}.db", std::process::id()));
-    let sqlite_url = format!("sqlite:{}", sqlite.display());
-    let mut backends = vec![("SQLite", sqlite_url.clone(), None)];
-    if let Some(url) = &options.postgres {
-        backends.push(("PostgreSQL", url.clone(), Some("mcp_bench")));
-    }
-    if let Some(url) = &options.redis {
-        backends.push(("Redis", url.clone(), Some("mcp-bench")));
-    }
-    // Kept until the rows are measured: a cluster started here stops when dropped.
-    let redis_cluster = redis_cluster();
-    if let Some((url, _)) = &redis_cluster {
-        backends.push(("Redis Cluster (3 nodes)", url.clone(), Some("mcp-bench")));
-    }
-    for (name, url, namespace) in backends {
-        let mut extra = vec!["--store", url.as_str()];
-        if let Some(ns) = namespace {
-            extra.extend(["--namespace", ns]);
-        }
-        let mut row = bench.row(
-            "ours",
-            &extra,
-            "lifecycle-poll",
-            50,
-            options.seconds,
-            options.runs,
-        )?;
-        row["store"] = json!(name);
-        stores.push(row);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", sqlite.display()));
-        }
-    }
-    drop(redis_cluster);
+    let rows = bench.workload_rows(options)?;
+    let long = bench.long_rows(options)?;
+    let stores = bench.store_rows(options)?;
     // Scale-out: API nodes in front, workers behind, on PostgreSQL.
     let cluster = match &options.postgres {
         Some(url) => Some(bench.cluster_row(url, options.seconds, options.runs)?),
@@ -409,6 +345,97 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         "store_benches": store,
     });
     publish(root, &report, options)
+}
+
+impl Bench {
+    /// Every workload on each of its targets, at each concurrency.
+    fn workload_rows(&self, options: &Options) -> Result<Vec<Value>, String> {
+        let bench = self;
+        let mut rows = Vec::new();
+        for (workload, targets) in WORKLOADS {
+            for &c in &options.concurrency {
+                for target in TARGETS.iter().filter(|t| targets.contains(t)) {
+                    if workload == "deadline" {
+                        let deadline = DEADLINE_MS.to_string();
+                        let extra = ["--deadline-ms", deadline.as_str()];
+                        let mut row = bench.row(
+                            target,
+                            &extra,
+                            workload,
+                            c,
+                            options.seconds,
+                            options.runs,
+                        )?;
+                        row["deadline_ms"] = json!(DEADLINE_MS);
+                        rows.push(row);
+                    } else {
+                        rows.push(bench.row(
+                            target,
+                            &[],
+                            workload,
+                            c,
+                            options.seconds,
+                            options.runs,
+                        )?);
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Does throughput hold as finished tasks pile up?
+    fn long_rows(&self, options: &Options) -> Result<Vec<Value>, String> {
+        let bench = self;
+        let mut long = Vec::new();
+        if options.long_seconds > 0.0 {
+            for target in ["ours", "rmcp"] {
+                long.push(bench.row(target, &[], "lifecycle-poll", 50, options.long_seconds, 1)?);
+            }
+        }
+        Ok(long)
+    }
+
+    /// Our lifecycles on the durable stores.
+    fn store_rows(&self, options: &Options) -> Result<Vec<Value>, String> {
+        let bench = self;
+        let mut stores = Vec::new();
+        let sqlite = std::env::temp_dir().join(format!("mcp-bench-{}.db", std::process::id()));
+        let sqlite_url = format!("sqlite:{}", sqlite.display());
+        let mut backends = vec![("SQLite", sqlite_url.clone(), None)];
+        if let Some(url) = &options.postgres {
+            backends.push(("PostgreSQL", url.clone(), Some("mcp_bench")));
+        }
+        if let Some(url) = &options.redis {
+            backends.push(("Redis", url.clone(), Some("mcp-bench")));
+        }
+        // Kept until the rows are measured: a cluster started here stops when dropped.
+        let redis_cluster = redis_cluster();
+        if let Some((url, _)) = &redis_cluster {
+            backends.push(("Redis Cluster (3 nodes)", url.clone(), Some("mcp-bench")));
+        }
+        for (name, url, namespace) in backends {
+            let mut extra = vec!["--store", url.as_str()];
+            if let Some(ns) = namespace {
+                extra.extend(["--namespace", ns]);
+            }
+            let mut row = bench.row(
+                "ours",
+                &extra,
+                "lifecycle-poll",
+                50,
+                options.seconds,
+                options.runs,
+            )?;
+            row["store"] = json!(name);
+            stores.push(row);
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", sqlite.display()));
+            }
+        }
+        drop(redis_cluster);
+        Ok(stores)
+    }
 }
 
 /// The Redis Cluster of the stores table, as the URL our server connects through (the

@@ -236,22 +236,33 @@ fn fuzz(seconds: f64) -> Result<(), String> {
 
 fn test(rest: &[String]) -> Result<(), String> {
     install_npm_packages()?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
     // Tests that skip themselves (a service, a file, a package missing) append a line
     // here; the summary counts and names them.
     let skip_log = workspace_root().join("target").join("xtask-skipped.txt");
     let _ = std::fs::create_dir_all(workspace_root().join("target"));
     std::fs::write(&skip_log, "")
         .map_err(|e| format!("cannot write {}: {e}", skip_log.display()))?;
+    let (tests, ignored) = cargo_test(rest, &skip_log)?;
+    // Every phase runs whatever an earlier one did: a failing test must not hide the
+    // conformance figures.
+    let mut phases = vec![tests];
+    phases.extend(conformance_phases(rest));
+    summarize(&phases, ignored, &skipped_tests(&skip_log))
+}
+
+/// The workspace's tests (`cargo test --workspace`, echoed as they run) as a phase, and
+/// how many were ignored.
+fn cargo_test(rest: &[String], skip_log: &Path) -> Result<(Phase, u64), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace_root())
-        .env("MCP_SKIP_LOG", &skip_log)
+        .env("MCP_SKIP_LOG", skip_log)
         .args(["test", "--workspace", "--no-fail-fast"]);
     if !rest.is_empty() {
         cmd.arg("--").args(rest);
     }
     services::prepare(&mut cmd, is_ci())?;
-    // Stopped when dropped, at the end of this function however it ends.
+    // Stopped when dropped, once the tests are done however they end.
     let _cluster = cluster::prepare(
         &mut cmd,
         is_ci() || std::env::var(services::REQUIRE_ENV).is_ok_and(|v| v == "1"),
@@ -262,7 +273,6 @@ fn test(rest: &[String]) -> Result<(), String> {
         .spawn()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
     let stdout = child.stdout.take().ok_or("cargo test has no stdout")?;
-
     // Echo cargo's output as it comes and add up its per-binary summaries.
     let mut totals = Totals::default();
     use std::io::BufRead;
@@ -276,23 +286,25 @@ fn test(rest: &[String]) -> Result<(), String> {
         "cargo test: {} passed, {} failed, {} ignored ({} test binaries)",
         totals.passed, totals.failed, totals.ignored, totals.binaries
     );
-    let tests = if !status.success() || totals.failed > 0 {
+    let outcome = if !status.success() || totals.failed > 0 {
         Err(format!("{} failed ({status})", totals.failed))
     } else if totals.passed == 0 {
         Err("no test ran".to_owned())
     } else {
-        Ok(())
+        Ok(format!("{} ignored", totals.ignored))
     };
-    // Every phase runs whatever an earlier one did: a failing test must not hide the
-    // conformance figures.
-    let mut phases = vec![Phase {
+    let phase = Phase {
         name: "cargo test".into(),
         passed: totals.passed,
         failed: totals.failed,
-        outcome: tests.map(|()| format!("{} ignored", totals.ignored)),
-    }];
-    phases.extend(conformance_phases(rest));
-    let skipped = skipped_tests(&skip_log);
+        outcome,
+    };
+    Ok((phase, totals.ignored))
+}
+
+/// Names every skip, prints a line per phase and the closing line; an error naming the
+/// phases that failed.
+fn summarize(phases: &[Phase], ignored: u64, skipped: &[String]) -> Result<(), String> {
     let (by_design, missing): (Vec<_>, Vec<_>) =
         skipped.iter().partition(|s| s.starts_with(BY_DESIGN));
     for what in &by_design {
@@ -302,7 +314,7 @@ fn test(rest: &[String]) -> Result<(), String> {
         println!("xtask: SKIPPED {what}");
     }
     // A closing line per phase, then one for everything.
-    for phase in &phases {
+    for phase in phases {
         match &phase.outcome {
             Ok(note) => println!(
                 "xtask: phase {}: ok, {} passed, {} failed ({note})",
@@ -321,8 +333,8 @@ fn test(rest: &[String]) -> Result<(), String> {
         .sum();
     println!(
         "xtask: {passed} passed, {failed} failed, {} skipped ({} ignored, {} not applicable by design, {} skipped for want of a service, package or file{})",
-        totals.ignored + skipped.len() as u64,
-        totals.ignored,
+        ignored + skipped.len() as u64,
+        ignored,
         by_design.len(),
         missing.len(),
         if missing.is_empty() {
