@@ -461,7 +461,7 @@ async fn main() -> std::process::ExitCode {
         let _ = writeln!(
             out,
             "MCP tasks demo worker {node_id} running (store: {})",
-            store_url::shown(&args.store)
+            store_label(&args.store, args.namespace.as_deref())
         );
         let _ = out.flush();
         drop(out);
@@ -535,7 +535,7 @@ async fn main() -> std::process::ExitCode {
     let _ = writeln!(
         out,
         "MCP tasks demo server on {url} (store: {})",
-        store_url::shown(&args.store)
+        store_label(&args.store, args.namespace.as_deref())
     );
     if let Some(console) = &http.console {
         let who = match &console.access {
@@ -573,5 +573,15 @@ async fn main() -> std::process::ExitCode {
             eprintln!("demo: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The store as the start line shows it: its URL without a password, and the deployment
+/// inside it when `--namespace` names one.
+fn store_label(store: &str, namespace: Option<&str>) -> String {
+    let shown = store_url::shown(store);
+    match namespace {
+        Some(namespace) => format!("{shown}, namespace {namespace}"),
+        None => shown,
     }
 }

@@ -374,11 +374,12 @@ pub fn store_for(urls: &[String], i: usize) -> &str {
     &urls[i % urls.len()]
 }
 
-/// Asserts that `node` says (on its first line) that it uses the store at `url`: with a
-/// Redis Cluster's node URLs given in turn ([`store_for`]), that the processes connect
-/// through different nodes. (A password in `url` would be shown as `***`: not for those.)
-pub fn assert_store(node: &Node, url: &str) {
-    let want = format!("(store: {url})");
+/// Asserts that `node` says (on its first line) that it uses the store at `url`, in the
+/// deployment `namespace`: with a Redis Cluster's node URLs given in turn ([`store_for`]),
+/// that the processes connect through different nodes. (A password in `url` would be
+/// shown as `***`: not for those.)
+pub fn assert_store(node: &Node, url: &str, namespace: &str) {
+    let want = format!("(store: {url}, namespace {namespace})");
     assert!(
         node.banner.contains(&want),
         "node {} should say {want}: {:?}",

@@ -36,11 +36,44 @@ pub struct HttpState {
     pub tool_headers: HashMap<String, Vec<ParamHeader>>,
 }
 
+/// What a request that got no HTTP response met, said so that the user knows what to
+/// check: reqwest's own message names only the URL, the cause is deeper in its chain.
+fn send_failure(e: &reqwest::Error) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let refused = std::iter::successors(Some(e as &dyn std::error::Error), |c| c.source())
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+    let at = e
+        .url()
+        .map(|u| {
+            format!(
+                "{}:{}",
+                u.host_str().unwrap_or("?"),
+                u.port_or_known_default().unwrap_or(0)
+            )
+        })
+        .unwrap_or_default();
+    if refused {
+        format!(
+            "connection refused: nothing listens at {at} (is the server running, on that address and port?)"
+        )
+    } else if e.is_timeout() {
+        format!("no answer from {at} in time ({cause})")
+    } else if e.is_connect() {
+        format!("cannot connect to {at}: {cause}")
+    } else {
+        format!("{e}: {cause}")
+    }
+}
+
 /// Why an HTTP exchange produced no JSON-RPC answer for its request.
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
     /// The request did not get an HTTP response (connection refused, reset...).
-    #[error("HTTP request failed: {0}")]
+    #[error("HTTP request failed: {}", send_failure(.0))]
     Send(#[source] reqwest::Error),
     /// The response's event stream broke before it carried the response.
     #[error("event stream broke: {0}")]

@@ -108,6 +108,26 @@ async fn a_url_without_a_scheme_is_named_as_such() {
     assert!(!run.stderr.contains("builder error"), "{run:?}");
 }
 
+/// A server that is not there is said to be not there, with what to check, not only the
+/// URL reqwest failed on.
+#[tokio::test]
+async fn a_closed_port_is_named_as_such() {
+    // A port that was free a moment ago: nothing listens there now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let run = mcp_call(&["--http", &url, "greet", r#"{"name":"x"}"#], "").await;
+    assert!(!run.status.success(), "{run:?}");
+    assert!(run.stderr.contains("connection refused"), "{run:?}");
+    assert!(
+        run.stderr.contains(&format!("127.0.0.1:{port}"))
+            && run.stderr.contains("is the server running"),
+        "says where and what to check: {run:?}"
+    );
+}
+
 /// `failing_job` is a task whose result has `isError: true`: its text is shown and the
 /// exit status is a failure; the status lines are plain lines, stderr being a pipe.
 #[tokio::test]

@@ -51,11 +51,10 @@ async fn three_nodes(stores: &[String], namespace: &str) -> (Vec<Node>, Cluster)
         Node::start(Path::new(DEMO), "C", &args[2]),
     );
     let nodes = vec![a, b, c];
-    if stores.len() > 1 {
-        // A cluster's nodes: each process says it connects through its own.
-        for (i, node) in nodes.iter().enumerate() {
-            assert_store(node, store_for(stores, i));
-        }
+    // Each process names its store and deployment; a cluster's nodes each connect
+    // through their own.
+    for (i, node) in nodes.iter().enumerate() {
+        assert_store(node, store_for(stores, i), namespace);
     }
     let urls: Vec<String> = nodes.iter().map(|n| n.url.clone()).collect();
     let mut ports: Vec<&str> = urls.iter().map(String::as_str).collect();

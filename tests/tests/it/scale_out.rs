@@ -254,7 +254,7 @@ async fn scenarios(stores: &[String], namespace: &str) {
     // On a cluster's nodes, each process says it connects through its own.
     let check = |node: &Node, i: usize| {
         if stores.len() > 1 {
-            assert_store(node, store_for(stores, i));
+            assert_store(node, store_for(stores, i), namespace);
         }
     };
     check(&a, 0);

@@ -151,8 +151,8 @@ async fn two_nodes(stores: &[String], namespace: &str) -> Vec<Node> {
     assert_ne!(a.url, b.url);
     if stores.len() > 1 {
         // A cluster's nodes: each process says it connects through its own.
-        assert_store(&a, store_for(stores, 0));
-        assert_store(&b, store_for(stores, 1));
+        assert_store(&a, store_for(stores, 0), namespace);
+        assert_store(&b, store_for(stores, 1), namespace);
     }
     vec![a, b]
 }
