@@ -8,12 +8,17 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
+//! use std::time::Duration;
+//!
 //! use mcp_tasks_server::mcp_tasks::{Limits, SqliteStore};
-//! use mcp_tasks_server::{CallToolResult, ContentBlock, Server, TaskPolicy, ToolContext, ToolDef, http};
+//! use mcp_tasks_server::{
+//!     CallToolResult, ContentBlock, Server, TaskPolicy, ToolContext, ToolDef, ToolError, http,
+//! };
 //!
 //! #[derive(serde::Deserialize, mcp_tasks_server::schemars::JsonSchema)]
 //! #[schemars(crate = "mcp_tasks_server::schemars")]
 //! struct Render {
+//!     /// How many pages to render.
 //!     pages: u32,
 //! }
 //!
@@ -22,9 +27,15 @@
 //!     let render = ToolDef::new("render", TaskPolicy::Optional, |ctx: ToolContext, args: Render| async move {
 //!         for page in 1..=args.pages {
 //!             ctx.status(format!("page {page} of {}", args.pages)).await?;
+//!             // Stop when the client cancels the task (or the server shuts down).
+//!             tokio::select! {
+//!                 _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+//!                 _ = tokio::time::sleep(Duration::from_millis(200)) => {} // one page's work
+//!             }
 //!         }
 //!         Ok(CallToolResult::new(vec![ContentBlock::text(format!("{} pages", args.pages))]))
-//!     })?;
+//!     })?
+//!     .description("Renders a document, page by page; a task when the client allows it.");
 //!     let store = SqliteStore::open("tasks.db", Limits::default())?;
 //!     let server = Server::builder("renderer", "1.0").store(Arc::new(store)).tool(render).build();
 //!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
@@ -148,6 +159,9 @@ pub use runtime::{
     TaskRuntime, WORKER_LOST_MESSAGE, worker_lost_error,
 };
 pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoint};
+/// What [`ToolContext::cancellation`] hands a tool: cancelled when the client cancels the
+/// task or the server shuts down.
+pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};
 pub use worker::WorkerConfig;
 
