@@ -5,6 +5,9 @@
 //! A machine login ([`Grant`]) goes to its bound authorization server only, and asks
 //! only for the scopes its client was given: both checked before any request.
 
+mod browser_login;
+mod machine_login;
+
 use tokio::sync::Mutex;
 
 use super::challenge::Challenge;
@@ -13,8 +16,7 @@ use super::discovery::{self, ResourceMetadata, ServerMetadata};
 use super::error::AuthError;
 use super::event::AuthEvent;
 use super::flow;
-use super::machine::{self, Grant, IssuerBinding};
-use super::registration;
+use super::machine::{self, Grant};
 use super::secure::CappedHttp;
 use super::store::{Credentials, RegisteredClient, TokenSet};
 
@@ -250,99 +252,6 @@ impl Authorizer {
             .await
     }
 
-    /// Checks, before any request to it, that the machine client of `grant` may send
-    /// its credentials to `issuer`: its bound issuer, or for
-    /// [`IssuerBinding::TrustFirstUse`] the one recorded with the stored login.
-    fn check_machine_issuer(
-        &self,
-        state: &State,
-        grant: &Grant,
-        issuer: &str,
-    ) -> Result<(), AuthError> {
-        let client = grant.client();
-        machine::check_binding(client, issuer)?;
-        if client.issuer == IssuerBinding::TrustFirstUse
-            && let Some(first) = state.credentials.as_ref().map(|c| &c.issuer)
-            && first != issuer
-        {
-            return Err(AuthError::IssuerChangedSinceFirstUse {
-                issuer: issuer.to_owned(),
-                first: first.clone(),
-            });
-        }
-        Ok(())
-    }
-
-    /// For a machine client trusting its first issuer that has none recorded yet:
-    /// records `metadata`'s issuer in the store (a login without tokens) before
-    /// anything is sent there.
-    async fn trust_first_issuer(
-        &self,
-        state: &mut State,
-        grant: &Grant,
-        metadata: &ServerMetadata,
-        resource: &str,
-    ) -> Result<(), AuthError> {
-        let client = grant.client();
-        if client.issuer != IssuerBinding::TrustFirstUse || state.credentials.is_some() {
-            return Ok(());
-        }
-        let record = Credentials {
-            server: self.server.clone(),
-            resource: resource.to_owned(),
-            issuer: metadata.issuer.clone(),
-            client: machine_client(grant),
-            tokens: None,
-        };
-        self.config.store.save(&record).await?;
-        self.emit(AuthEvent::IssuerTrusted {
-            issuer: metadata.issuer.clone(),
-            client_id: client.client_id.clone(),
-        });
-        state.credentials = Some(record);
-        Ok(())
-    }
-
-    /// Gets a token with the machine `grant` and saves it.
-    async fn machine_login(
-        &self,
-        state: &mut State,
-        metadata: &ServerMetadata,
-        grant: &Grant,
-        resource: &str,
-        scope: Option<String>,
-    ) -> Result<(), AuthError> {
-        state.authorizations += 1;
-        let tokens = machine::run(
-            &self.token_http(),
-            metadata,
-            grant,
-            resource,
-            scope.as_deref(),
-        )
-        .await?;
-        let credentials = self.credentials(metadata, resource, machine_client(grant), tokens);
-        self.keep_tokens(state, credentials, scope).await
-    }
-
-    /// The credentials of `tokens` for `resource`, issued by `metadata`'s server to
-    /// `client`.
-    fn credentials(
-        &self,
-        metadata: &ServerMetadata,
-        resource: &str,
-        client: RegisteredClient,
-        tokens: TokenSet,
-    ) -> Credentials {
-        Credentials {
-            server: self.server.clone(),
-            resource: resource.to_owned(),
-            issuer: metadata.issuer.clone(),
-            client,
-            tokens: Some(tokens),
-        }
-    }
-
     /// Saves the tokens a login got (for `scope`) and uses them from now on.
     async fn keep_tokens(
         &self,
@@ -542,54 +451,6 @@ impl Authorizer {
         Ok(())
     }
 
-    /// A machine client's login: trusts the issuer on first use (when so bound), then asks
-    /// for the scope it wants and may ask for.
-    async fn machine_reauthorize(
-        &self,
-        state: &mut State,
-        grant: &Grant,
-        challenge: &Challenge,
-        prm: &ResourceMetadata,
-        metadata: &ServerMetadata,
-    ) -> Result<(), AuthError> {
-        self.trust_first_issuer(state, grant, metadata, &prm.resource)
-            .await?;
-        // The challenge's scope (checked by `reauthorize`), else the resource's scopes the
-        // client may ask for; with those asked for before that it may ask for.
-        let client = grant.client();
-        let wanted = challenge.scope.clone().or_else(|| {
-            prm.scopes_supported
-                .as_ref()
-                .and_then(|s| client.allowed_part(&s.join(" ")))
-        });
-        let before = state.scope.as_deref().and_then(|s| client.allowed_part(s));
-        let scope = union(before.as_deref(), wanted.as_deref());
-        self.machine_login(state, metadata, grant, &prm.resource, scope)
-            .await
-    }
-
-    /// The scope a person's login asks for: the challenge's, else the resource's, with
-    /// those asked for before, and `offline_access` when configured and supported.
-    fn login_scope(
-        &self,
-        state: &State,
-        challenge: &Challenge,
-        prm: &ResourceMetadata,
-        metadata: &ServerMetadata,
-    ) -> Option<String> {
-        let wanted = challenge.scope.clone().or_else(|| {
-            prm.scopes_supported
-                .as_ref()
-                .filter(|s| !s.is_empty())
-                .map(|s| s.join(" "))
-        });
-        let mut scope = union(state.scope.as_deref(), wanted.as_deref());
-        if self.config.offline_access && metadata.supports_scope("offline_access") {
-            scope = union(scope.as_deref(), Some("offline_access"));
-        }
-        scope
-    }
-
     /// Refreshes the kept tokens, when there is a refresh token; true when that did (the
     /// new tokens kept). A refused refresh forgets the credentials, and is an error
     /// without a browser step to fall back on.
@@ -645,69 +506,6 @@ impl Authorizer {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// The browser step and the code exchange; saves the result.
-    async fn login(
-        &self,
-        state: &mut State,
-        metadata: &ServerMetadata,
-        resource: &str,
-        scope: Option<String>,
-    ) -> Result<(), AuthError> {
-        let Some(authorize) = &self.config.authorize else {
-            return Err(AuthError::LoginRequired {
-                server: self.server.clone(),
-            });
-        };
-        let redirect_uri = authorize.redirect_uri();
-        let client = match &state.credentials {
-            Some(c) if c.client.redirect_uri.as_deref() == Some(redirect_uri.as_str()) => {
-                c.client.clone()
-            }
-            _ => {
-                let emit = |event| self.emit(event);
-                registration::client_for(
-                    &self.http,
-                    metadata,
-                    &self.config.identity,
-                    &redirect_uri,
-                    &emit,
-                )
-                .await?
-            }
-        };
-        let pending = flow::authorization_request(
-            metadata,
-            &client,
-            &redirect_uri,
-            scope.as_deref(),
-            resource,
-        )?;
-        state.authorizations += 1;
-        self.emit(AuthEvent::Authorizing {
-            url: pending.url.clone(),
-            scope: scope.clone(),
-        });
-        self.in_browser
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let response = authorize.authorize(&pending.url).await;
-        self.in_browser
-            .store(false, std::sync::atomic::Ordering::SeqCst);
-        let response = response?;
-        let code = flow::checked_code(response, &pending.state, metadata)?;
-        let tokens = flow::exchange_code(
-            &self.token_http(),
-            metadata,
-            &client,
-            pending,
-            code,
-            resource,
-            scope.as_deref(),
-        )
-        .await?;
-        let credentials = self.credentials(metadata, resource, client, tokens);
-        self.keep_tokens(state, credentials, scope).await
     }
 }
 
