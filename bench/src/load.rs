@@ -56,9 +56,68 @@ impl Workload {
     }
 }
 
+/// Which server's tools the workloads call: `mcp-bench serve`'s (see `tools.rs`) or the
+/// demo's as shipped (`mcp-tasks-server --example demo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tools {
+    /// `echo`, `work {ms}`, `ask`, `maybe {ms}`.
+    Bench,
+    /// `greet {name}`, `slow_compute {seconds}` (1 µs for "no work"), `confirm_delete
+    /// {filename}` answered `{confirm: true}`, `maybe_slow {seconds}`. Its results carry
+    /// no finishing time, so push latency is not measured.
+    Demo,
+}
+
+impl Tools {
+    /// The params of a synchronous call.
+    fn echo(self) -> Value {
+        match self {
+            Tools::Bench => json!({"name": "echo", "arguments": {}}),
+            Tools::Demo => json!({"name": "greet", "arguments": {"name": "bench"}}),
+        }
+    }
+
+    /// The params of a task that works `ms` (0: as little as the tool can).
+    fn work(self, ms: u64) -> Value {
+        match self {
+            Tools::Bench => json!({"name": "work", "arguments": {"ms": ms}}),
+            Tools::Demo => {
+                let seconds = if ms == 0 { 1e-6 } else { ms as f64 / 1000.0 };
+                json!({"name": "slow_compute", "arguments": {"seconds": seconds}})
+            }
+        }
+    }
+
+    /// The params of a task that asks one question, and the content that answers it.
+    fn ask(self) -> (Value, Value) {
+        match self {
+            Tools::Bench => (
+                json!({"name": "ask", "arguments": {}}),
+                json!({"name": "bench"}),
+            ),
+            Tools::Demo => (
+                json!({"name": "confirm_delete", "arguments": {"filename": "bench.txt"}}),
+                json!({"confirm": true}),
+            ),
+        }
+    }
+
+    /// The params of a deadline-promoted call working `ms`.
+    fn maybe(self, ms: u64) -> Value {
+        match self {
+            Tools::Bench => json!({"name": "maybe", "arguments": {"ms": ms}}),
+            Tools::Demo => {
+                json!({"name": "maybe_slow", "arguments": {"seconds": ms as f64 / 1000.0}})
+            }
+        }
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// Whose tools the workloads call.
+    pub tools: Tools,
     /// The endpoints; client `n` uses `urls[n % urls.len()]`.
     pub urls: Vec<String>,
     pub workload: Workload,
@@ -382,13 +441,8 @@ async fn poll_until(rpc: &mut Rpc, id: &str, wanted: &str) -> Result<Value, Stri
 
 /// One push lifecycle; `Some(latency)` when the completion happened after the
 /// subscription was acknowledged (a real push, not the initial state).
-async fn push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, String> {
-    let created = rpc
-        .call(
-            "tools/call",
-            json!({"name": "work", "arguments": {"ms": push_ms}}),
-        )
-        .await?;
+async fn push_lifecycle(rpc: &mut Rpc, tools: Tools, push_ms: u64) -> Result<Option<u64>, String> {
+    let created = rpc.call("tools/call", tools.work(push_ms)).await?;
     let id = task_id(&created)?;
     // The stream gets a connection of its own, closed when this lifecycle ends.
     let listen = rpc.request(
@@ -461,16 +515,17 @@ fn sse_messages(buffer: &mut String, chunk: &[u8]) -> Vec<Value> {
 
 /// One push lifecycle in an MCP 2025-11-25 session (opened first, once per client): the
 /// time from the tool's finishing to its `completed` status read on the standalone stream.
-async fn session_push_lifecycle(rpc: &mut Rpc, push_ms: u64) -> Result<Option<u64>, String> {
+async fn session_push_lifecycle(
+    rpc: &mut Rpc,
+    tools: Tools,
+    push_ms: u64,
+) -> Result<Option<u64>, String> {
     if rpc.session.is_none() {
         rpc.open_session().await?;
     }
-    let created = rpc
-        .call(
-            "tools/call",
-            json!({"name": "work", "arguments": {"ms": push_ms}, "task": {}}),
-        )
-        .await?;
+    let mut params = tools.work(push_ms);
+    params["task"] = json!({});
+    let created = rpc.call("tools/call", params).await?;
     let id = task_id(&created)?;
     let statuses = &mut rpc
         .session
@@ -515,13 +570,8 @@ fn next(rng: &mut u64) -> u64 {
 }
 
 /// A deadline-promoted call of `ms`: whether it was promoted.
-async fn deadline_call(rpc: &mut Rpc, ms: u64) -> Result<bool, String> {
-    let reply = rpc
-        .call(
-            "tools/call",
-            json!({"name": "maybe", "arguments": {"ms": ms}}),
-        )
-        .await?;
+async fn deadline_call(rpc: &mut Rpc, tools: Tools, ms: u64) -> Result<bool, String> {
+    let reply = rpc.call("tools/call", tools.maybe(ms)).await?;
     match reply.get("resultType").and_then(Value::as_str) {
         Some("task") => {
             poll_until(rpc, &task_id(&reply)?, "completed").await?;
@@ -553,27 +603,21 @@ async fn operation(
 ) -> Result<Outcome, String> {
     match plan.workload {
         Workload::Call => {
-            rpc.call("tools/call", json!({"name": "echo", "arguments": {}}))
-                .await?;
+            rpc.call("tools/call", plan.tools.echo()).await?;
         }
         Workload::LifecyclePoll => {
-            let created = rpc
-                .call(
-                    "tools/call",
-                    json!({"name": "work", "arguments": {"ms": 0}}),
-                )
-                .await?;
+            let created = rpc.call("tools/call", plan.tools.work(0)).await?;
             poll_until(rpc, &task_id(&created)?, "completed").await?;
         }
         Workload::LifecyclePush => {
             return Ok(Outcome {
-                push_us: push_lifecycle(rpc, plan.push_ms).await?,
+                push_us: push_lifecycle(rpc, plan.tools, plan.push_ms).await?,
                 promoted: None,
             });
         }
         Workload::LifecyclePushSession => {
             return Ok(Outcome {
-                push_us: session_push_lifecycle(rpc, plan.push_ms).await?,
+                push_us: session_push_lifecycle(rpc, plan.tools, plan.push_ms).await?,
                 promoted: None,
             });
         }
@@ -585,9 +629,8 @@ async fn operation(
             }
         }
         Workload::Update => {
-            let created = rpc
-                .call("tools/call", json!({"name": "ask", "arguments": {}}))
-                .await?;
+            let (ask, answer) = plan.tools.ask();
+            let created = rpc.call("tools/call", ask).await?;
             let id = task_id(&created)?;
             let task = poll_until(rpc, &id, "input_required").await?;
             let requests = task
@@ -597,12 +640,7 @@ async fn operation(
                 .ok_or_else(|| format!("no inputRequests: {task}"))?;
             let answers: serde_json::Map<String, Value> = requests
                 .keys()
-                .map(|k| {
-                    (
-                        k.clone(),
-                        json!({"action": "accept", "content": {"name": "bench"}}),
-                    )
-                })
+                .map(|k| (k.clone(), json!({"action": "accept", "content": answer})))
                 .collect();
             rpc.call(
                 "tasks/update",
@@ -616,7 +654,7 @@ async fn operation(
             let ms = min + next(rng) % (max - min).saturating_add(1);
             return Ok(Outcome {
                 push_us: None,
-                promoted: Some(deadline_call(rpc, ms).await?),
+                promoted: Some(deadline_call(rpc, plan.tools, ms).await?),
             });
         }
     }
@@ -624,19 +662,19 @@ async fn operation(
 }
 
 /// Creates the working tasks the `get` workload reads (64 at a time).
-async fn create_live(url: &str, count: usize) -> Result<Vec<String>, String> {
+async fn create_live(url: &str, tools: Tools, count: usize) -> Result<Vec<String>, String> {
     let mut clients = (0..64)
         .map(|_| Rpc::new(url))
         .collect::<Result<Vec<_>, _>>()?;
     let mut ids = Vec::with_capacity(count);
     while ids.len() < count {
         let wanted = (count - ids.len()).min(clients.len());
-        let created = futures::future::join_all(clients.iter_mut().take(wanted).map(|rpc| {
-            rpc.call(
-                "tools/call",
-                json!({"name": "work", "arguments": {"ms": 3_600_000}}),
-            )
-        }))
+        let created = futures::future::join_all(
+            clients
+                .iter_mut()
+                .take(wanted)
+                .map(|rpc| rpc.call("tools/call", tools.work(3_600_000))),
+        )
         .await;
         for c in created {
             ids.push(task_id(&c?)?);
@@ -659,7 +697,7 @@ pub async fn run(plan: Plan) -> Result<Value, String> {
         return Err("no URL to load".into());
     }
     let live = Arc::new(if plan.workload == Workload::Get {
-        create_live(&plan.urls[0], plan.live_tasks.max(1)).await?
+        create_live(&plan.urls[0], plan.tools, plan.live_tasks.max(1)).await?
     } else {
         Vec::new()
     });

@@ -5,7 +5,7 @@
 //! mcp-bench serve ours [--store URL] [--deadline-ms D]   our server (mcp-tasks-server)
 //! mcp-bench serve rmcp                                   rmcp 3.x with the same tools
 //! mcp-bench serve echo                                   axum answering one fixed body
-//! mcp-bench load --url URL --workload W --concurrency C --seconds S
+//! mcp-bench load --url URL --workload W --concurrency C --seconds S [--tools bench|demo]
 //!                [--work-min-ms A --work-max-ms B]       (the deadline workload's work)
 //! mcp-bench memory --tasks N                             memory store bytes per finished task
 //! ```
@@ -79,6 +79,9 @@ enum Command {
         url: Vec<String>,
         #[arg(long, value_enum)]
         workload: load::Workload,
+        /// Whose tools to call: `bench` (`mcp-bench serve`) or `demo` (the demo server).
+        #[arg(long, value_enum, default_value = "bench")]
+        tools: load::Tools,
         #[arg(long, default_value_t = 50)]
         concurrency: usize,
         #[arg(long, default_value_t = 10.0)]
@@ -152,6 +155,7 @@ fn main() -> std::process::ExitCode {
             Command::Load {
                 url,
                 workload,
+                tools,
                 concurrency,
                 seconds,
                 live_tasks,
@@ -166,6 +170,7 @@ fn main() -> std::process::ExitCode {
                 }
                 let report = load::run(load::Plan {
                     urls: url,
+                    tools,
                     workload,
                     concurrency,
                     seconds,
