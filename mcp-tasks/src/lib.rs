@@ -58,6 +58,8 @@ mod operations;
 mod operator;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod recent;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;

@@ -183,6 +183,7 @@ registry!($;
     cancel_moves_to_cancelled,
     concurrent_terminal_writes_have_one_winner,
     concurrent_terminal_writes_across_handles_have_one_winner,
+    changes_through_two_handles_build_on_each_other,
     nothing_leaves_a_terminal_state,
     request_cancel_raises_flag_once,
     request_cancel_on_terminal_task_is_noop,

@@ -284,3 +284,79 @@ pub async fn request_cancel_on_terminal_task_is_noop<F: StoreFactory>(factory: &
         .expect("request");
     assert_eq!(r, done);
 }
+
+/// Rules 5 and 6 across handles: each change builds on the other handle's last one. A
+/// handle that wrote a task last and changes it again after another handle did never
+/// writes over the other's change, never acts on what it wrote before (a request the
+/// other answered, a task the other finished), and loses a terminal race it came late to.
+pub async fn changes_through_two_handles_build_on_each_other<F: StoreFactory>(factory: &F) {
+    let (a, env) = open(factory, "two_handles_build_on", roomy()).await;
+    let b = another(factory, &env).await;
+    let owner = alice();
+    let task = a.create(new_task(&owner)).await.expect("create on a");
+    a.set_status_message(&owner, &task.id, Some("from a".into()))
+        .await
+        .expect("status on a");
+    let asked = b
+        .request_input(&owner, &task.id, question())
+        .await
+        .expect("input on b");
+    let after = a
+        .set_status_message(&owner, &task.id, Some("again from a".into()))
+        .await
+        .expect("status on a again");
+    assert_eq!(
+        after.status,
+        TaskStatus::InputRequired,
+        "a kept b's question"
+    );
+    assert_eq!(after.input_requests, asked.input_requests);
+    assert_eq!(after.revision, asked.revision + 1);
+    assert_eq!(after.status_message.as_deref(), Some("again from a"));
+
+    // b cancels; a, which wrote the task last, comes late to the finish.
+    assert!(
+        b.cancel(&owner, &task.id, None)
+            .await
+            .expect("cancel on b")
+            .won
+    );
+    let late = a
+        .complete(&owner, &task.id, Default::default())
+        .await
+        .expect("complete on a");
+    assert!(!late.won, "the cancel on b came first");
+    assert_eq!(late.record.status, TaskStatus::Cancelled);
+    let seen = a.get(&owner, &task.id).await.expect("get on a");
+    assert_eq!(seen.status, TaskStatus::Cancelled);
+    assert_eq!(seen, b.get(&owner, &task.id).await.expect("get on b"));
+
+    // A refusal is the stored record's: b finishes, a (which created the task) is
+    // refused its input request as on any finished task.
+    let other = a
+        .create(new_task(&owner))
+        .await
+        .expect("second create on a");
+    assert!(
+        b.complete(&owner, &other.id, Default::default())
+            .await
+            .expect("complete on b")
+            .won
+    );
+    let refused = a.request_input(&owner, &other.id, question()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::Terminal {
+                status: TaskStatus::Completed
+            })
+        ),
+        "{refused:?}"
+    );
+}
+
+fn question() -> std::collections::BTreeMap<String, serde_json::Value> {
+    json_map(serde_json::json!({"q": {"x": 1}}))
+        .into_iter()
+        .collect()
+}

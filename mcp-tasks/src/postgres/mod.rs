@@ -154,6 +154,8 @@ struct Inner {
     /// Group commit (`batch.rs`): the creates, the changes and the reads of this
     /// handle's callers, gathered into one statement per batch.
     batches: Batches,
+    /// The unfinished records this handle wrote last (`recent.rs`).
+    recent: crate::recent::Recent,
 }
 
 /// The batchers of one handle, each with its own share of the pool.
@@ -323,6 +325,7 @@ impl PostgresStore {
                 notifier,
                 creates,
                 batches,
+                recent: Default::default(),
             }),
         })
     }

@@ -57,6 +57,7 @@ impl Backend for RedisStore {
         let mut refused = None;
         for _ in 0..CREATE_ATTEMPTS {
             let Some(limit) = inner.create(&record, wires(announce, &(), &record)).await? else {
+                inner.recent.keep(&record);
                 return Ok(record);
             };
             refused = Some(limit);
@@ -91,6 +92,28 @@ impl Backend for RedisStore {
         F: FnMut(&mut TaskRecord, Millis, &Limits) -> Result<R, StoreError> + Send + 'static,
     {
         let inner = &*self.inner;
+        // The record this handle wrote last, when it has it: the change goes straight to
+        // the compare-and-set; a change it refuses, leaves alone or loses runs again from
+        // a read (`recent.rs`).
+        let now = inner.clock.now_ms();
+        if let Some(mut rec) = inner.recent.take(owner, id, now) {
+            let (revision, was_live) = (rec.revision, !rec.is_terminal());
+            let was_queued = rec.queued_tool().is_some();
+            let before = Facets::of(&rec);
+            if let Ok(value) = f(&mut rec, now, &inner.limits)
+                && rec.revision != revision
+            {
+                let finished = was_live && rec.is_terminal();
+                let events = wires(announce, &value, &rec);
+                if inner
+                    .commit(revision, &rec, finished, was_queued, &before, events)
+                    .await?
+                {
+                    inner.recent.keep(&rec);
+                    return Ok((value, rec));
+                }
+            }
+        }
         for attempt in 0..MAX_ATTEMPTS {
             let now = inner.clock.now_ms();
             let mut rec = inner.load(owner, id, now).await?;
@@ -108,6 +131,7 @@ impl Backend for RedisStore {
                 .commit(revision, &rec, finished, was_queued, &before, events)
                 .await?
             {
+                inner.recent.keep(&rec);
                 return Ok((value, rec));
             }
             backoff(attempt).await;

@@ -229,6 +229,8 @@ struct Inner {
     safety_slack: Option<Duration>,
     shared: Arc<Shared>,
     pump: JoinHandle<()>,
+    /// The unfinished records this handle wrote last (`recent.rs`).
+    recent: crate::recent::Recent,
 }
 
 impl std::fmt::Debug for Inner {
@@ -328,6 +330,7 @@ impl RedisStore {
                 safety_slack: options.safety_slack,
                 shared,
                 pump,
+                recent: Default::default(),
             }),
         })
     }
