@@ -7,8 +7,10 @@
 //!   a reload, and the short ones turn `completed` in place;
 //! - the status filter leaves only the rows of that status;
 //! - a task's detail view shows its arguments;
-//! - the cancel controls (the detail view's, then a row's) cancel long tasks: their owner
-//!   reads them `cancelled` through MCP, and their rows say `data-status="cancelled"`;
+//! - the cancel controls (the detail view's, then a row's) ask first (a first click arms
+//!   them and cancels nothing), then cancel long tasks: their owner reads them
+//!   `cancelled` through MCP, and their rows say `data-status="cancelled"`;
+//! - the activity chart counts the tool error (`failing_job`) beside completed;
 //! - a status message holding HTML (`slow_compute`'s label is its status message) shows
 //!   as text, and its `onerror` never runs;
 //! - a screenshot of the page is saved as `console.png` in the target's tmp folder;
@@ -221,6 +223,15 @@ async fn console_in_a_browser() {
     // A tool error's task ends as its owner reads it; the row says the same.
     let ended = owner_sees(&a.url, ALICE, &failing, |s| s != "working").await;
     row_status_is(&page, &failing, &ended).await;
+    // And the chart counts it as a tool error, beside completed.
+    page.wait_for(
+        "the tool error counted in the chart",
+        SHOWN,
+        "const e = document.getElementById('tool-errors'); return e !== null && e.dataset.count === '1';",
+        json!([]),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     for id in &others {
         row_status_is(&page, id, "completed").await;
     }
@@ -280,15 +291,26 @@ async fn console_in_a_browser() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    // A cancel asks first: one click arms the button and cancels nothing.
+    page.click("#detail [data-action=\"cancel\"]")
+        .await
+        .expect("arm the detail view's cancel");
+    let armed = page
+        .script(
+            "return document.getElementById('detail-cancel').dataset.armed === 'true';",
+            json!([]),
+        )
+        .await
+        .expect("script");
+    assert_eq!(armed, json!(true), "the first click asks");
+    owner_sees(&a.url, ALICE, &alice_long, |s| s == "working").await;
     page.click("#detail [data-action=\"cancel\"]")
         .await
         .expect("cancel from the detail view");
-    // And bob's from its row.
-    page.click(&format!(
-        "#rows tr[data-task-id=\"{bob_long}\"] [data-action=\"cancel\"]"
-    ))
-    .await
-    .expect("cancel from the row");
+    // And bob's from its row, also in two clicks.
+    let row_cancel = format!("#rows tr[data-task-id=\"{bob_long}\"] [data-action=\"cancel\"]");
+    page.click(&row_cancel).await.expect("arm the row's cancel");
+    page.click(&row_cancel).await.expect("cancel from the row");
     for (id, owner, url) in [(&alice_long, ALICE, &a.url), (&bob_long, BOB, &b.url)] {
         owner_sees(url, owner, id, |s| s == "cancelled").await;
         row_status_is(&page, id, "cancelled").await;

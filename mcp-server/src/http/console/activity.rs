@@ -1,6 +1,7 @@
 //! `GET /console/api/activity`: the numbers of the console's charts, over the last
 //! [`WINDOW_MINUTES`] minutes (the current minute the last): tasks that finished in each
-//! minute by how they ended, and how long the finished ones ran, by tool (50th, 90th and
+//! minute by how they ended (and, among the completed, those whose result is a tool
+//! error, `isError: true`: the `error.type` `tool_error` of the task metrics), and how long the finished ones ran, by tool (50th, 90th and
 //! 99th percentiles, nearest rank).
 //!
 //! Made from the tasks *created* in the window, walked newest first with
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use mcp_tasks::{Millis, OperatorFilter, TaskRecord};
+use mcp_tasks::{Millis, OperatorFilter, Outcome, TaskRecord};
 use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::Serialize;
 
@@ -46,9 +47,12 @@ pub(super) struct Activity {
 
 /// The tasks that finished in one minute.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct Minute {
     start: Millis,
     completed: u64,
+    /// Of the `completed`, those whose result says `isError: true`.
+    tool_errors: u64,
     failed: u64,
     cancelled: u64,
 }
@@ -111,6 +115,7 @@ fn summarize(tasks: &[TaskRecord], from: Millis, to: Millis, truncated: bool) ->
         .map(|i| Minute {
             start: from + MINUTE_MS * i as Millis,
             completed: 0,
+            tool_errors: 0,
             failed: 0,
             cancelled: 0,
         })
@@ -132,7 +137,10 @@ fn summarize(tasks: &[TaskRecord], from: Millis, to: Millis, truncated: bool) ->
             .min(WINDOW_MINUTES - 1);
         let minute = &mut minutes[index];
         match task.status {
-            TaskStatus::Completed => minute.completed += 1,
+            TaskStatus::Completed => {
+                minute.completed += 1;
+                minute.tool_errors += u64::from(is_tool_error(task));
+            }
             TaskStatus::Failed => minute.failed += 1,
             TaskStatus::Cancelled => minute.cancelled += 1,
             TaskStatus::Working | TaskStatus::InputRequired => {}
@@ -158,6 +166,12 @@ fn summarize(tasks: &[TaskRecord], from: Millis, to: Millis, truncated: bool) ->
         durations,
         truncated,
     }
+}
+
+/// Whether the task's result is a tool error (`isError: true`).
+fn is_tool_error(task: &TaskRecord) -> bool {
+    matches!(&task.outcome, Some(Outcome::Result(result))
+        if result.get("isError") == Some(&serde_json::Value::Bool(true)))
 }
 
 /// The `p`th percentile of `sorted` (not empty), nearest rank.
@@ -225,10 +239,28 @@ mod tests {
             task(Some("slow"), TaskStatus::Working, from, from + 500),
             task(None, TaskStatus::Completed, from, from + 2 * MINUTE_MS),
         ];
+        let mut tasks = tasks.to_vec();
+        tasks[1].outcome = Some(Outcome::Result(
+            serde_json::json!({"content": [], "isError": true})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ));
+        tasks[0].outcome = Some(Outcome::Result(
+            serde_json::json!({"content": [], "isError": false})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ));
         let a = summarize(&tasks, from, now, false);
         assert_eq!(a.minutes.len(), WINDOW_MINUTES);
         assert_eq!(a.minutes[0].start, from);
         assert_eq!((a.minutes[0].completed, a.minutes[0].failed), (2, 0));
+        assert_eq!(
+            a.minutes[0].tool_errors, 1,
+            "one of the two completed is a tool error"
+        );
+        assert_eq!(a.minutes[2].tool_errors, 0);
         assert_eq!(a.minutes[1].cancelled, 1);
         assert_eq!(a.minutes[2].completed, 1);
         assert_eq!(a.minutes[14].failed, 1);

@@ -363,6 +363,27 @@
     }
   }
 
+  // A cancel asks first: the first click arms the button (it says so), a second one
+  // within ARM_MS cancels; left alone, the button goes back.
+  const ARM_MS = 5000;
+  function confirmed(button) {
+    if (button.dataset.armed === 'true') {
+      disarm(button);
+      return true;
+    }
+    button.dataset.label = button.textContent;
+    button.dataset.armed = 'true';
+    button.textContent = 'Click again to cancel';
+    setTimeout(() => disarm(button), ARM_MS);
+    return false;
+  }
+
+  function disarm(button) {
+    if (button.dataset.armed !== 'true') return;
+    delete button.dataset.armed;
+    button.textContent = button.dataset.label || 'Cancel';
+  }
+
   async function cancelTask(id) {
     try {
       const task = await postJson('/tasks/' + encodeURIComponent(id) + '/cancel');
@@ -414,7 +435,8 @@
         const h = (n / max) * plotH;
         y -= h;
         const bar = svg('rect', { x, y, width: slot * 0.7, height: h, class: 'bar status-' + status });
-        bar.append(svg('title', {}, clock(m.start) + ': ' + n + ' ' + status));
+        const extra = status === 'completed' && m.toolErrors ? ' (' + m.toolErrors + ' tool error)' : '';
+        bar.append(svg('title', {}, clock(m.start) + ': ' + n + ' ' + status + extra));
         chart.append(bar);
       }
       if (i % 3 === 0 || i === minutes.length - 1) {
@@ -428,6 +450,12 @@
       item.append(document.createTextNode(status));
       legend.append(item);
     }
+    // Tool errors (isError results) end `completed`: counted apart, beside it.
+    const toolErrors = minutes.reduce((sum, m) => sum + (m.toolErrors || 0), 0);
+    const errors = el('li', 'tool-errors', 'tool error (among completed): ' + toolErrors);
+    errors.id = 'tool-errors';
+    errors.dataset.count = String(toolErrors);
+    legend.append(errors);
     box.replaceChildren(chart, legend);
   }
 
@@ -466,6 +494,17 @@
       legend.append(item);
     });
     box.replaceChildren(chart, legend);
+  }
+
+  // A task that finishes changes the charts: they are read again soon, at most once
+  // per ACTIVITY_SOON_MS however many finish.
+  const ACTIVITY_SOON_MS = 2000;
+  function activitySoon() {
+    if (state.activityTimer) return;
+    state.activityTimer = setTimeout(() => {
+      state.activityTimer = null;
+      loadActivity();
+    }, ACTIVITY_SOON_MS);
   }
 
   async function loadActivity() {
@@ -511,6 +550,7 @@
       if (!task || typeof task.id !== 'string') return;
       upsert(task);
       countsSoon();
+      if (terminal(task.status)) activitySoon();
       if (state.detailId === task.id && !$('detail').hidden) openDetail(task.id, false);
     });
     events.addEventListener('resync', () => {
@@ -555,13 +595,13 @@
       if (!button || !tr) return;
       const id = tr.dataset.taskId;
       if (button.dataset.action === 'open') openDetail(id, true);
-      if (button.dataset.action === 'cancel') {
+      if (button.dataset.action === 'cancel' && confirmed(button)) {
         button.disabled = true;
         cancelTask(id);
       }
     });
     $('detail-cancel').addEventListener('click', () => {
-      if (state.detailId) {
+      if (state.detailId && confirmed($('detail-cancel'))) {
         $('detail-cancel').disabled = true;
         cancelTask(state.detailId);
       }
