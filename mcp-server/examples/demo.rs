@@ -59,7 +59,14 @@
 //!
 //! # Telemetry
 //!
-//! Logs go to stderr (`RUST_LOG`, default `info`). With `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! Logs go to stderr (`RUST_LOG`, default `info`): at `info`, one line a task when it ends
+//! (`task finished` with its id, status, tool, `duration_ms`, `error` if it failed), the
+//! audit trail's cancels, answers, refusals and operator acts, and rare events; each
+//! request's or poll's lines (a creation's audit included) are DEBUG. `--audit-log PATH`
+//! appends the whole audit trail but the successful reads to a file, whatever `RUST_LOG`
+//! says.
+//!
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT`
 //! set, the request and task spans go over OTLP/HTTP too (the standard `OTEL_*`
 //! variables; see `mcp_tasks_server::telemetry`); the service is `mcp-tasks-demo` unless
 //! `OTEL_SERVICE_NAME` says otherwise. `--metrics ADDR` serves the metrics in the
@@ -71,6 +78,7 @@
 //!
 //! ```text
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 demo --http 127.0.0.1:8000
+//! demo --http 127.0.0.1:8000 --audit-log /var/log/mcp-tasks/audit.log
 //! ```
 //!
 //! # Who may call
@@ -177,6 +185,10 @@ struct Args {
     /// `authenticated` (callers with credentials, and stdio), `everyone` or `nobody`.
     #[arg(long, default_value = "authenticated")]
     trace_parents: telemetry::TraceParents,
+    /// Append the audit trail (tasks created, answered, cancelled; refusals; operator
+    /// acts) to this file, whatever RUST_LOG says. Created readable by this user only.
+    #[arg(long, value_name = "PATH")]
+    audit_log: Option<std::path::PathBuf>,
     /// A caller allowed in, as `NAME:TOKEN` (send `Authorization: Bearer TOKEN`); repeat for
     /// more. With none, every HTTP caller is one anonymous principal.
     #[arg(long = "bearer", value_parser = BearerTokens::parse_pair)]
@@ -389,6 +401,7 @@ async fn main() -> std::process::ExitCode {
         prometheus: args.metrics.is_some(),
         live_tasks_every: Duration::from_millis(args.live_tasks_every_ms),
         trace_parents: args.trace_parents,
+        audit_file: args.audit_log.clone(),
     }) {
         Ok(t) => t,
         Err(e) => {

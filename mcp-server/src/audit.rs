@@ -1,15 +1,25 @@
 //! The audit trail: one structured `tracing` event per task operation, on the target
-//! `mcp_tasks_server::audit`, with the principal (owner), the task id, the operation and its
-//! outcome. Route that target wherever audit logs belong.
+//! [`TARGET`] (`mcp_tasks_server::audit`), with the principal (owner), the task id, the
+//! operation and its outcome. Route that target wherever audit logs belong.
 //!
-//! What changes a task (creation, `tasks/update`, `tasks/cancel`) and every refusal are
-//! INFO; a read that succeeds (`tasks/get`, `tasks/result`, `tasks/list`) is DEBUG: a
-//! polling client reads many times a second, and reads are counted and traced by
-//! `telemetry` instead. `RUST_LOG=mcp_tasks_server::audit=debug` shows them too.
+//! Levels, so that stderr at the default `info` grows by one line a task (its `task
+//! finished`, see `telemetry`'s "Logs"), not by one per request:
 //!
-//! What an operator does to another principal's task through the console
-//! ([`crate::console`]) is INFO too, with the operator as `actor` and the task's owner as
-//! `principal`.
+//! - INFO: what is not routine: `tasks/update` (who answered), `tasks/cancel` (who
+//!   cancelled), every refusal (`outcome="refused"`, reads included), and what an operator
+//!   does through the console ([`crate::console`]), with the operator as `actor` and the
+//!   task's owner as `principal`.
+//! - DEBUG: a task's creation that succeeds (`op="tools/call: create task"`: once per
+//!   task, and counted by `telemetry` too).
+//! - DEBUG, on the target [`READS_TARGET`] (`mcp_tasks_server::audit::read`): a read
+//!   that succeeds (`tasks/get`, `tasks/result`, `tasks/list`): a polling client reads
+//!   many times a second, and reads are counted and traced by `telemetry` instead.
+//!
+//! `RUST_LOG=info,mcp_tasks_server::audit=debug` shows them all on stderr. To keep the
+//! trail without that volume on stderr, give it a file of its own: the telemetry's
+//! `TelemetryConfig::audit_file` (the demo's `--audit-log PATH`) appends every event of
+//! [`TARGET`], creations included, whatever `RUST_LOG` says; only the successful reads of
+//! [`READS_TARGET`] stay out of it.
 //!
 //! The principal of an unauthenticated MCP 2025-11-25 session's task is the session
 //! itself, `session:<id>`, and that id is the session's only credential: this trail, the
@@ -34,7 +44,11 @@ pub(crate) const CREATE_TASK: &str = "tools/call: create task";
 /// The tracing target of audit events.
 pub const TARGET: &str = "mcp_tasks_server::audit";
 
-/// The operations that only read: audited at DEBUG when they succeed.
+/// The tracing target of the reads that succeed (DEBUG): beneath [`TARGET`], so a filter
+/// on the trail covers them, but kept out of the audit file.
+pub const READS_TARGET: &str = "mcp_tasks_server::audit::read";
+
+/// The operations that only read: audited at DEBUG on [`READS_TARGET`] when they succeed.
 const READS: &[&str] = &["tasks/get", "tasks/result", "tasks/list"];
 
 /// How logs, spans and the console show `owner`: as it is, but for the owner of an
@@ -61,6 +75,10 @@ pub(crate) fn record<T>(
     let owner = principal(key, owner);
     match outcome {
         Ok(_) if READS.contains(&op) => {
+            tracing::debug!(target: READS_TARGET, principal = %owner, task_id, op, outcome = "ok")
+        }
+        // Once per task: the task's `task finished` line says it at INFO.
+        Ok(_) if op == CREATE_TASK => {
             tracing::debug!(target: TARGET, principal = %owner, task_id, op, outcome = "ok")
         }
         Ok(_) => tracing::info!(target: TARGET, principal = %owner, task_id, op, outcome = "ok"),
@@ -205,15 +223,42 @@ mod tests {
     }
 
     #[test]
-    fn reads_that_succeed_are_not_logged_at_info() {
+    fn routine_successes_are_not_logged_at_info() {
         assert_eq!(at_info("tasks/get", &Ok(())), "");
         assert_eq!(at_info("tasks/list", &Ok(())), "");
+        assert_eq!(at_info(CREATE_TASK, &Ok(())), "");
         assert!(at_info("tasks/cancel", &Ok(())).contains("op=\"tasks/cancel\""));
-        assert!(at_info("tools/call: create task", &Ok(())).contains("outcome=\"ok\""));
+        assert!(at_info("tasks/update", &Ok(())).contains("op=\"tasks/update\""));
         let refused = Err(ErrorObject::new(
             error_codes::INVALID_PARAMS,
             "no such task",
         ));
         assert!(at_info("tasks/get", &refused).contains("outcome=\"refused\""));
+        assert!(at_info(CREATE_TASK, &refused).contains("outcome=\"refused\""));
+    }
+
+    #[test]
+    fn creations_are_debug_on_the_trail_and_reads_beneath_it() {
+        let at_debug = |op: &str| {
+            let buffer = crate::test_log::LogBuffer::default();
+            let writer = buffer.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::DEBUG)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                record(&key(), op, &Owner::new("alice"), "t1", &Ok::<(), _>(()))
+            });
+            buffer.text()
+        };
+        let created = at_debug(CREATE_TASK);
+        assert!(
+            created.contains(&format!("DEBUG {TARGET}: ")) && created.contains("outcome=\"ok\""),
+            "{created}"
+        );
+        let read = at_debug("tasks/get");
+        assert!(read.contains(&format!("DEBUG {READS_TARGET}: ")), "{read}");
+        assert!(READS_TARGET.starts_with(TARGET));
     }
 }

@@ -130,7 +130,7 @@ fn launch(
         principal,
         scopes: job.scopes.clone(),
     });
-    tracing::info!(task_id = %record.id, tool = tool.name(), attempt = record.attempt(), "claimed a task");
+    tracing::debug!(task_id = %record.id, tool = tool.name(), attempt = record.attempt(), "claimed a task");
     runtime.run_leased(
         record.key(),
         tool.clone(),

@@ -6,7 +6,7 @@
 //! among the runtime's unwritten ones, until it lands, the task is gone, or shutdown gives
 //! it up.
 
-use mcp_tasks::{StoreError, TaskEvent, TaskKey, Transition};
+use mcp_tasks::{StoreError, TaskEvent, TaskKey, TaskRecord, Transition};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
@@ -15,6 +15,24 @@ use super::config::{CANCELLED_MESSAGE, ROUND_ENDED_MESSAGE, SHUTDOWN_MESSAGE};
 use super::inner::Inner;
 use crate::context::ToolError;
 use crate::retry::while_transient;
+use crate::telemetry::TASK_LOG_TARGET;
+
+/// The one INFO line of a task (see `telemetry`'s "Logs"): this process moved `record`
+/// to its terminal status. Short, for it is written once per task: the target
+/// [`TASK_LOG_TARGET`], the id, the status, the tool, the time since creation and what
+/// went wrong, if anything.
+fn log_finished(record: &TaskRecord) {
+    let error = crate::telemetry::error_type(record);
+    tracing::info!(
+        target: TASK_LOG_TARGET,
+        task_id = %record.id,
+        status = %record.status.as_str(),
+        tool = record.origin.tool.as_deref().map(tracing::field::display),
+        duration_ms = record.last_updated_at.saturating_sub(record.created_at),
+        error = error.as_deref().map(tracing::field::display),
+        "task finished"
+    );
+}
 
 /// The terminal write a finished tool calls for.
 #[derive(Debug)]
@@ -61,7 +79,7 @@ impl Inner {
             Ok(t) => {
                 // Whoever watches the task hears of it now, not when the feed brings it back.
                 self.watchers.deliver_early(TaskEvent::changed(&t.record));
-                tracing::info!(task_id = %key.id, status = t.record.status.as_str(), "task finished");
+                log_finished(&t.record);
                 after = Some(t);
             }
             Err(StoreError::NotFound) => {

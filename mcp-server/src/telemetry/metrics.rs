@@ -71,7 +71,7 @@ impl Instruments {
             created: tasks("mcp.task.created", "Tasks created, by tool."),
             finished: tasks(
                 "mcp.task.finished",
-                "Tasks that reached a terminal status here, by tool and status.",
+                "Tasks that reached a terminal status here, by tool, status and error type.",
             ),
             task_duration: seconds(
                 "mcp.task.duration",
@@ -147,8 +147,22 @@ impl Instruments {
         self.created.add(1, &[tool(tool_name)]);
     }
 
-    pub(super) fn finished(&self, tool_name: &str, status: &'static str, lived: Duration) {
-        let attributes = [tool(tool_name), KeyValue::new("mcp.task.status", status)];
+    /// A task this process moved to the terminal `status` after it `lived`; `error`:
+    /// its `error.type` when it did not succeed (`tool_error`, a JSON-RPC code,
+    /// `worker_lost`).
+    pub(super) fn finished(
+        &self,
+        tool_name: &str,
+        status: &'static str,
+        error: Option<&str>,
+        lived: Duration,
+    ) {
+        let mut attributes = Vec::with_capacity(3);
+        attributes.push(tool(tool_name));
+        attributes.push(KeyValue::new("mcp.task.status", status));
+        if let Some(error) = error {
+            attributes.push(KeyValue::new("error.type", error.to_owned()));
+        }
         self.finished.add(1, &attributes);
         self.task_duration.record(lived.as_secs_f64(), &attributes);
     }

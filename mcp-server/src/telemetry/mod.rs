@@ -69,9 +69,12 @@
 //!   `gen_ai.tool.name`.
 //! - `mcp.task.finished` ({task}, counter) (Prometheus `mcp_task_finished_total`): tasks
 //!   this process moved to a terminal status (a run's outcome, or its sweep failing a task
-//!   as worker lost), by `gen_ai.tool.name` and `mcp.task.status`.
+//!   as worker lost), by `gen_ai.tool.name`, `mcp.task.status` and, for a task that did
+//!   not succeed, `error.type`: `tool_error` for a result with `isError` (status
+//!   `completed`: the tool ran and said it failed), the JSON-RPC code of a `failed` task,
+//!   `worker_lost` for the sweep's. A task that succeeded has no `error.type`.
 //! - `mcp.task.duration` (s, histogram) (Prometheus `mcp_task_duration_seconds`): from
-//!   creation to that terminal status, by tool and status.
+//!   creation to that terminal status, by the same attributes.
 //! - `mcp.task.queue.duration` (s, histogram) (Prometheus
 //!   `mcp_task_queue_duration_seconds`): how long a task waited for the worker that claimed
 //!   it (first runs), by tool.
@@ -104,6 +107,25 @@
 //!   PostgreSQL (O(tasks)); tasks past their TTL count until the sweep deletes them. On a
 //!   shared store every node reports the same totals (aggregate with `max`). A store
 //!   without the operator's counts has no such gauge (said once at DEBUG).
+//!
+//! # Logs
+//!
+//! What the server writes as log lines (stderr, by `RUST_LOG`; [`init`] sets that up)
+//! grows with its tasks, not with its requests:
+//!
+//! - **INFO**: one line per task, when this process moves it to its terminal status, on
+//!   the target [`TASK_LOG_TARGET`] (`mcp_tasks_server::task`): `task finished`, its
+//!   `task_id`, `status`, `tool`, `duration_ms` (from creation) and, when it did not
+//!   succeed, `error` (as `error.type` above: `tool_error`, a JSON-RPC code), about 160
+//!   bytes with the timestamp; the audit trail's acts that are not routine (a cancel, an
+//!   answer, a refusal, an operator's act: see [`audit`](crate::audit)); and what is
+//!   rare (start, shutdown, a store outage and its end, a task the sweep failed).
+//! - **DEBUG**: what each request or poll does: the audit of a task's creation and of
+//!   the reads that succeed, a run that found its task finished already, a worker's claim.
+//! - **WARN**, **ERROR**: what an operator should look at.
+//!
+//! The audit trail, creations included, can go to a file of its own whatever `RUST_LOG`
+//! says for stderr ([`TelemetryConfig::audit_file`]).
 
 // Without `otel`, what the links above name (`init`, `Prometheus`...) is not built.
 #![cfg_attr(not(feature = "otel"), allow(rustdoc::broken_intra_doc_links))]
@@ -132,6 +154,10 @@ pub use spans::{TraceParents, TraceParentsError};
 
 /// The tracing target of the spans this module makes.
 pub const TARGET: &str = "mcp_tasks_server::telemetry";
+
+/// The tracing target of the one INFO line a task writes when this process moves it to
+/// its terminal status (`task finished`, see the module docs' "Logs").
+pub const TASK_LOG_TARGET: &str = "mcp_tasks_server::task";
 
 /// The longest span name or string attribute this module exports, in bytes.
 pub const MAX_ATTRIBUTE_BYTES: usize = 256;
@@ -424,21 +450,14 @@ impl TaskRun {
     }
 
     /// The run wrote its outcome (`written`: the terminal write, `None` when it did
-    /// not land): the task's status, an error for a failed task (`error.type`: the
-    /// JSON-RPC code) or a result with `isError` (`tool_error`); counted as finished
-    /// when this write moved the task.
+    /// not land): the task's status and its [`error_type`] on the span; counted as
+    /// finished (with that `error.type`) when this write moved the task.
     pub(crate) fn finished(self, written: Option<&mcp_tasks::Transition>) {
         let Some(t) = written else {
             return self.ended("unwritten", Some("unwritten"), None);
         };
         let record = &t.record;
-        let error = match &record.outcome {
-            Some(mcp_tasks::Outcome::Error(e)) => Some(e.code.to_string()),
-            Some(mcp_tasks::Outcome::Result(r)) => (r.get("isError")
-                == Some(&serde_json::Value::Bool(true)))
-            .then(|| "tool_error".to_owned()),
-            None => None,
-        };
+        let error = error_type(record);
         let moved = t.won.then_some(record);
         self.ended(record.status.as_str(), error.as_deref(), moved);
     }
@@ -457,11 +476,24 @@ impl TaskRun {
             if let (true, Some(m)) = (self.metered, metrics::get()) {
                 m.stopped(&self.tool);
                 if let Some(record) = moved {
-                    m.finished(&self.tool, record.status.as_str(), lived(record));
+                    m.finished(&self.tool, record.status.as_str(), error, lived(record));
                 }
             }
         }
         let _ = (status, error, moved, self);
+    }
+}
+
+/// What a task's terminal record says went wrong, as `error.type`: the JSON-RPC code of
+/// a failed task, `tool_error` for a result with `isError: true`; `None` when it
+/// succeeded (or is not terminal).
+pub(crate) fn error_type(record: &mcp_tasks::TaskRecord) -> Option<String> {
+    match &record.outcome {
+        Some(mcp_tasks::Outcome::Error(e)) => Some(e.code.to_string()),
+        Some(mcp_tasks::Outcome::Result(r)) => (r.get("isError")
+            == Some(&serde_json::Value::Bool(true)))
+        .then(|| "tool_error".to_owned()),
+        None => None,
     }
 }
 
@@ -483,7 +515,12 @@ pub(crate) fn worker_lost(record: &mcp_tasks::TaskRecord) {
             spans::task_done(&span, record.status.as_str(), Some("worker_lost"));
         }
         if let Some(m) = metrics::get() {
-            m.finished(tool, record.status.as_str(), lived(record));
+            m.finished(
+                tool,
+                record.status.as_str(),
+                Some("worker_lost"),
+                lived(record),
+            );
         }
     }
     let _ = record;

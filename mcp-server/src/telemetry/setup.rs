@@ -1,13 +1,18 @@
-//! [`init`]: the process's `tracing` subscriber (logs to stderr) and, when the standard
-//! OpenTelemetry variables configure it, the OTLP trace export.
+//! [`init`]: the process's `tracing` subscriber (logs to stderr, and the audit trail to
+//! its own file when asked) and, when the standard OpenTelemetry variables configure it,
+//! the OTLP trace export.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use mcp_tasks_protocol::otel::{self, Signal};
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::metrics::{ManualReader, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
 
@@ -27,6 +32,14 @@ pub enum TelemetryError {
     /// A global `tracing` subscriber was set already.
     #[error("a tracing subscriber is set already: {0}")]
     Subscriber(String),
+    /// The audit file ([`TelemetryConfig::audit_file`]) cannot be opened for appending.
+    #[error("the audit file {}: {source}", path.display())]
+    AuditFile {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be opened.
+        source: std::io::Error,
+    },
 }
 
 /// What [`init`] sets up besides what the `OTEL_*` variables say.
@@ -49,6 +62,13 @@ pub struct TelemetryConfig {
     /// [`TraceParents::Authenticated`]: an HTTP caller without credentials gets a trace of
     /// its own, linked to the context it sent).
     pub trace_parents: TraceParents,
+    /// A file to append the whole audit trail to, one line an event (the timestamp and
+    /// the event's fields, no colour codes): every event of the target
+    /// [`audit::TARGET`](crate::audit::TARGET), at any level, creations included, whatever
+    /// `RUST_LOG` says for stderr; not the successful reads of
+    /// [`audit::READS_TARGET`](crate::audit::READS_TARGET). Created readable and writable
+    /// by its owner only (on Unix) when it does not exist. `None`: no file.
+    pub audit_file: Option<PathBuf>,
 }
 
 /// The telemetry of the process, as [`init`] set it up. Dropping it flushes and stops
@@ -87,8 +107,9 @@ impl Drop for Telemetry {
 }
 
 /// Sets the process's global `tracing` subscriber: logs to stderr filtered by
-/// `RUST_LOG` (else `default_filter`), without colour codes unless stderr is a terminal;
-/// and, when the standard variables configure OTLP (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+/// `RUST_LOG` (else `default_filter`), without colour codes unless stderr is a terminal
+/// (see the module docs' "Logs" for what each level holds); the audit trail to
+/// [`TelemetryConfig::audit_file`] when set; and, when the standard variables configure OTLP (`OTEL_EXPORTER_OTLP_ENDPOINT` or
 /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), this crate's spans exported over OTLP/HTTP.
 ///
 /// The exporter and SDK read the rest of the standard configuration themselves:
@@ -99,6 +120,7 @@ impl Drop for Telemetry {
 pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
     let logs = otel::log_layer(&config.default_log_filter, TARGET)
         .map_err(|e| TelemetryError::LogFilter(e.0))?;
+    let audit = config.audit_file.as_deref().map(audit_layer).transpose()?;
     let traces = otel::configured(Signal::Traces)
         .then(|| otel::tracer_provider(&config.service_name))
         .transpose()
@@ -121,6 +143,7 @@ pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
     Registry::default()
         .with(logs)
         .with(export)
+        .with(audit)
         .try_init()
         .map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
     if traces.is_some() {
@@ -132,6 +155,38 @@ pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
         metrics,
         prometheus,
     })
+}
+
+/// The layer that appends the audit trail to the file at `path` (see
+/// [`TelemetryConfig::audit_file`]).
+fn audit_layer<S>(path: &Path) -> Result<impl Layer<S> + Send + Sync + 'static, TelemetryError>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options
+        .open(path)
+        .map_err(|source| TelemetryError::AuditFile {
+            path: path.to_owned(),
+            source,
+        })?;
+    // Every line is the trail's, whatever its level: neither says anything there.
+    Ok(tracing_subscriber::fmt::layer()
+        .with_writer(Arc::new(file))
+        .with_ansi(false)
+        .with_level(false)
+        .with_target(false)
+        .with_filter(audit_events()))
+}
+
+/// What the audit file takes: the trail at every level, but the successful reads.
+fn audit_events() -> Targets {
+    Targets::new()
+        .with_target(crate::audit::TARGET, LevelFilter::TRACE)
+        .with_target(crate::audit::READS_TARGET, LevelFilter::OFF)
 }
 
 /// The meter provider: an OTLP exporter read every `OTEL_METRIC_EXPORT_INTERVAL` (when
@@ -158,7 +213,107 @@ fn meter_provider(
 
 #[cfg(test)]
 mod tests {
+    use mcp_tasks::Owner;
+    use mcp_tasks_protocol::error_codes;
+    use mcp_tasks_protocol::jsonrpc::ErrorObject;
+
     use super::*;
+    use crate::audit::{self, CREATE_TASK};
+    use crate::seal::SealKey;
+
+    /// A fresh path under the temp dir, removed on drop.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new() -> TempFile {
+            let salt = mcp_tasks::TaskId::random().expect("random");
+            TempFile(std::env::temp_dir().join(format!(
+                "mcp-audit-{}-{}.log",
+                std::process::id(),
+                &salt.as_str()[..12]
+            )))
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_audit_file_takes_the_whole_trail_but_successful_reads() {
+        let file = TempFile::new();
+        let layer = audit_layer(&file.0).expect("the audit file opens");
+        let key = SealKey::from_bytes([5; 32]);
+        let alice = Owner::new("alice");
+        let refused = Err::<(), _>(ErrorObject::new(
+            error_codes::INVALID_PARAMS,
+            "no such task",
+        ));
+        // Nothing but the file listens: stderr's filter has no say in it.
+        tracing::subscriber::with_default(Registry::default().with(layer), || {
+            audit::record(&key, CREATE_TASK, &alice, "created-1", &Ok::<(), _>(()));
+            audit::record(&key, "tasks/get", &alice, "read-2", &Ok::<(), _>(()));
+            audit::record(&key, "tasks/get", &alice, "refused-3", &refused);
+            audit::record(
+                &key,
+                "tasks/cancel",
+                &alice,
+                "cancelled-4",
+                &Ok::<(), _>(()),
+            );
+            audit::record_operator(
+                &key,
+                "console: cancel",
+                "admin",
+                &alice,
+                "operator-5",
+                &Ok("working"),
+            );
+            tracing::info!(task_id = "other-6", "not the trail");
+        });
+        let text = std::fs::read_to_string(&file.0).expect("the audit file reads");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        for (line, id) in lines
+            .iter()
+            .zip(["created-1", "refused-3", "cancelled-4", "operator-5"])
+        {
+            assert!(line.contains(&format!("task_id=\"{id}\"")), "{id}: {text}");
+            assert!(line.contains("principal=alice"), "{line}");
+            assert!(!line.contains("DEBUG") && !line.contains("INFO"), "{line}");
+        }
+        assert!(lines[0].contains("op=\"tools/call: create task\" outcome=\"ok\""));
+        assert!(
+            !text.contains("read-2") && !text.contains("other-6"),
+            "{text}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file.0)
+                .expect("metadata")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "{mode:o}: the owner's only");
+        }
+    }
+
+    #[test]
+    fn an_audit_file_that_cannot_be_opened_is_named() {
+        // A directory is no file to append to.
+        let dir = std::env::temp_dir();
+        let Err(e) = audit_layer::<Registry>(&dir) else {
+            panic!("a directory opened as the audit file");
+        };
+        assert!(matches!(&e, TelemetryError::AuditFile { path, .. } if *path == dir));
+        assert!(
+            e.to_string()
+                .starts_with(&format!("the audit file {}: ", dir.display())),
+            "{e}"
+        );
+    }
 
     #[test]
     fn trace_parents_read_their_names() {

@@ -83,6 +83,7 @@ mod stdio_eof_answers;
 mod store_outage;
 mod task_context;
 mod telemetry_bounds;
+mod telemetry_logs;
 mod telemetry_metrics;
 mod telemetry_otlp;
 mod third_party_backend;

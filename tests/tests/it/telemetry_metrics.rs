@@ -2,7 +2,8 @@
 //! the series exist with the right labels and counts.
 //!
 //! - one node (memory store): request durations by method, tool, protocol version and
-//!   error; tasks created, finished and their durations by tool and status; runs in
+//!   error; tasks created, finished and their durations by tool, status and error type
+//!   (`tool_error` for a result with `isError`, none for a plain completion); runs in
 //!   progress back at zero; store operations by backend, operation and error kind; the
 //!   store's tasks by status;
 //! - one node on SQLite: its store operations and tasks by status;
@@ -311,8 +312,27 @@ async fn metrics_count_requests_and_tasks() {
     );
     let finished = "mcp_task_finished_total";
     let done = |tool| [("gen_ai_tool_name", tool), ("mcp_task_status", "completed")];
+    // A completion is counted without an error type (the labels are matched exactly);
+    // a result with `isError` is completed too, with `error.type` `tool_error`.
     assert_eq!(value(&series, finished, &done("slow_compute")), 2.0);
-    assert_eq!(value(&series, finished, &done("failing_job")), 1.0);
+    let tool_error = [
+        ("error_type", "tool_error"),
+        ("gen_ai_tool_name", "failing_job"),
+        ("mcp_task_status", "completed"),
+    ];
+    assert_eq!(value(&series, finished, &tool_error), 1.0);
+    assert!(
+        series[finished]
+            .iter()
+            .filter(|(l, _)| l.get("gen_ai_tool_name").map(String::as_str) == Some("failing_job"))
+            .all(|(l, _)| l.get("error_type").map(String::as_str) == Some("tool_error")),
+        "a tool error is never a plain completion: {:#?}",
+        series[finished]
+    );
+    assert_eq!(
+        value(&series, "mcp_task_duration_seconds_count", &tool_error),
+        1.0
+    );
     assert_eq!(
         value(
             &series,
