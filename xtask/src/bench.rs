@@ -16,12 +16,23 @@
 //! as Markdown, optionally written as JSON (`--json`) and into README.md between
 //! `<!-- bench:begin -->` and `<!-- bench:end -->` (`--readme`).
 //!
+//! Beside them, in the same run: the demo as shipped on each store (`demo.rs`), and what
+//! PostgreSQL and Redis themselves sustain for a minimal task lifecycle (`limits.rs`).
+//! `--only demo` runs only those, with the bench-server rows they are compared with (see
+//! [`Options::only_demo`]).
+//!
 //! This file runs the benchmarks and gathers the report; `render.rs` renders and
-//! publishes it; `options.rs` is what was asked.
+//! publishes it (`render_demo.rs`: the demo's section); `options.rs` is what was asked;
+//! `scratch.rs` removes what the runs leave in the shared stores.
 
+mod demo;
+mod limits;
 mod options;
 mod render;
+mod render_demo;
+mod scratch;
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -68,13 +79,18 @@ impl Drop for Server {
 
 impl Bench {
     fn command(&self, cpu: Option<&str>) -> Command {
+        self.pinned(cpu, &self.binary)
+    }
+
+    /// `program`, on `cpu` when given.
+    fn pinned(&self, cpu: Option<&str>, program: impl AsRef<OsStr>) -> Command {
         match cpu {
             Some(cpu) => {
                 let mut c = Command::new("taskset");
-                c.args(["-c", cpu]).arg(&self.binary);
+                c.args(["-c", cpu]).arg(program);
                 c
             }
-            None => Command::new(&self.binary),
+            None => Command::new(program),
         }
     }
 
@@ -108,9 +124,29 @@ impl Bench {
         concurrency: usize,
         seconds: f64,
     ) -> Result<Value, String> {
+        self.load_with(url, workload, concurrency, seconds, "bench")
+    }
+
+    /// [`load`](Self::load) calling `tools`' tools (`bench`, or `demo`: the demo's).
+    fn load_with(
+        &self,
+        url: &str,
+        workload: &str,
+        concurrency: usize,
+        seconds: f64,
+        tools: &str,
+    ) -> Result<Value, String> {
         let output = self
             .command(self.pin.map(|p| p.1))
-            .args(["load", "--url", url, "--workload", workload])
+            .args([
+                "load",
+                "--url",
+                url,
+                "--workload",
+                workload,
+                "--tools",
+                tools,
+            ])
             .args(["--concurrency", &concurrency.to_string()])
             .args(["--seconds", &seconds.to_string()])
             .args(if workload == "deadline" {
@@ -251,10 +287,14 @@ fn build(root: &Path, cargo: &str) -> Result<PathBuf, String> {
     if !status.success() {
         return Err("building mcp-bench failed".into());
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+    Ok(target_dir(root).join("release/mcp-bench"))
+}
+
+/// Cargo's target directory.
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    Ok(target.join("release/mcp-bench"))
+        .unwrap_or_else(|| root.join("target"))
 }
 
 /// The criterion store benchmarks; medians in ns by (operation, size).
@@ -267,9 +307,7 @@ fn store_benches(root: &Path, cargo: &str) -> Result<Value, String> {
     if !status.success() {
         return Err("store benchmarks failed".into());
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = target_dir(root);
     let mut out = serde_json::Map::new();
     for op in ["get", "create", "complete", "resolve"] {
         let mut sizes = serde_json::Map::new();
@@ -299,7 +337,8 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
             serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         return publish(root, &report, options);
     }
-    let store = if options.skip_store {
+    let only_demo = options.only_demo;
+    let store = if options.skip_store || only_demo {
         None
     } else {
         Some(store_benches(root, cargo)?)
@@ -308,21 +347,29 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         binary: build(root, cargo)?,
         pin: pinning(),
     };
+    // Built before anything is measured; without it, the demo rows are skipped (said so).
+    let demo_binary = demo::build(root, cargo);
     match bench.pin {
         Some((s, l)) => eprintln!("bench: server on CPU {s}, load generator on CPU {l}"),
         None => {
             eprintln!("bench: NOT pinned (fewer than 2 CPUs or no taskset): figures are noisier")
         }
     }
-    let rows = bench.workload_rows(options)?;
-    let long = bench.long_rows(options)?;
-    let stores = bench.store_rows(options)?;
-    // Scale-out: API nodes in front, workers behind, on PostgreSQL.
-    let cluster = match &options.postgres {
-        Some(url) => Some(bench.cluster_row(url, options.seconds, options.runs)?),
-        None => None,
+    let rows = bench.workload_rows(options, only_demo)?;
+    let long = if only_demo {
+        Vec::new()
+    } else {
+        bench.long_rows(options)?
     };
-    let memory = {
+    let stores = bench.store_rows(options, !only_demo)?;
+    // Scale-out: API nodes in front, workers behind, on PostgreSQL.
+    let cluster = match (&options.postgres, only_demo) {
+        (Some(url), false) => Some(bench.cluster_row(url, options.seconds, options.runs)?),
+        _ => None,
+    };
+    let memory = if only_demo {
+        Value::Null
+    } else {
         let output = bench
             .command(None)
             .args(["memory", "--tasks", "1000000"])
@@ -330,6 +377,19 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         serde_json::from_slice::<Value>(&output.stdout).map_err(|e| format!("memory run: {e}"))?
     };
+    // The demo as shipped, and the stores' own limits.
+    let mut skipped = Vec::new();
+    let demo = match &demo_binary {
+        Ok(binary) => demo::rows(&bench, binary, options, &mut skipped)?,
+        Err(why) => {
+            skipped.push(format!("the demo rows: {why}"));
+            Vec::new()
+        }
+    };
+    let store_limits = limits::measure(&bench, options, &mut skipped);
+    for what in &skipped {
+        eprintln!("bench: SKIPPED {what}");
+    }
     let report = json!({
         "date": date(),
         "commit": commit(root),
@@ -343,18 +403,31 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         "cluster": cluster,
         "memory": memory,
         "store_benches": store,
+        "only": only_demo.then_some("demo"),
+        "demo": demo,
+        "store_limits": store_limits,
+        "skipped": skipped,
     });
     publish(root, &report, options)
 }
 
 impl Bench {
-    /// Every workload on each of its targets, at each concurrency.
-    fn workload_rows(&self, options: &Options) -> Result<Vec<Value>, String> {
+    /// Every workload on each of its targets, at each concurrency; with `only_demo`, only
+    /// the rows the demo rows are compared with, at their clients.
+    fn workload_rows(&self, options: &Options, only_demo: bool) -> Result<Vec<Value>, String> {
         let bench = self;
         let mut rows = Vec::new();
+        let concurrency = if only_demo {
+            vec![demo::CLIENTS]
+        } else {
+            options.concurrency.clone()
+        };
         for (workload, targets) in WORKLOADS {
-            for &c in &options.concurrency {
-                for target in TARGETS.iter().filter(|t| targets.contains(t)) {
+            for &c in &concurrency {
+                for target in TARGETS
+                    .iter()
+                    .filter(|t| targets.contains(t) && (!only_demo || demo::compared(t, workload)))
+                {
                     if workload == "deadline" {
                         let deadline = DEADLINE_MS.to_string();
                         let extra = ["--deadline-ms", deadline.as_str()];
@@ -396,8 +469,8 @@ impl Bench {
         Ok(long)
     }
 
-    /// Our lifecycles on the durable stores.
-    fn store_rows(&self, options: &Options) -> Result<Vec<Value>, String> {
+    /// Our lifecycles on the durable stores (on a Redis Cluster too with `cluster`).
+    fn store_rows(&self, options: &Options, cluster: bool) -> Result<Vec<Value>, String> {
         let bench = self;
         let mut stores = Vec::new();
         let sqlite = std::env::temp_dir().join(format!("mcp-bench-{}.db", std::process::id()));
@@ -410,7 +483,7 @@ impl Bench {
             backends.push(("Redis", url.clone(), Some("mcp-bench")));
         }
         // Kept until the rows are measured: a cluster started here stops when dropped.
-        let redis_cluster = redis_cluster();
+        let redis_cluster = if cluster { redis_cluster() } else { None };
         if let Some((url, _)) = &redis_cluster {
             backends.push(("Redis Cluster (3 nodes)", url.clone(), Some("mcp-bench")));
         }
@@ -429,7 +502,7 @@ impl Bench {
             )?;
             row["store"] = json!(name);
             stores.push(row);
-            for suffix in ["", "-wal", "-shm"] {
+            for suffix in ["", "-wal", "-shm", ".lock"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", sqlite.display()));
             }
         }

@@ -21,9 +21,12 @@
 //!   plus the suite's checks). `MCP_TEST_FAIL_ON_PURPOSE=1` makes one test fail, to see
 //!   that.
 //! - `bench [--seconds S] [--concurrency 1,50] [--runs N] [--long-seconds S] [--json PATH]
-//!   [--readme] [--skip-store]`: our server beside rmcp and the raw loopback limit, each
-//!   in a fresh pinned process (see `bench.rs`), and the store benchmarks; a Markdown
-//!   report, optionally JSON and the README's performance section.
+//!   [--readme] [--skip-store] [--only demo]`: our server beside rmcp and the raw loopback
+//!   limit, each in a fresh pinned process (see `bench.rs`); beside them the demo as
+//!   shipped on each store and the stores' own limits (`pgbench`, `redis-benchmark`); then
+//!   the store benchmarks; a Markdown report, optionally JSON and the README's performance
+//!   section. `--only demo`: the demo rows, the rows they are compared with and the
+//!   store limits only.
 //! - `fuzz --seconds N`: the fuzz targets (frames, classification, messages, SSE,
 //!   cursors), N seconds each; `test` runs them for 2 seconds each.
 //! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
@@ -42,6 +45,7 @@ use mcp_tasks_protocol::schema::{Revision, generate};
 mod bench;
 mod cluster;
 mod conformance;
+mod leftovers;
 mod services;
 mod standalone;
 mod suite;
@@ -101,6 +105,10 @@ enum Cmd {
         /// earlier `--json` file; give the options that run used.
         #[arg(long)]
         report_from: Option<PathBuf>,
+        /// `demo`: only the demo as shipped, the bench-server rows it is compared with
+        /// and the stores' own limits (no criterion, long run, cluster or memory rows).
+        #[arg(long, value_parser = ["demo"])]
+        only: Option<String>,
     },
     /// Run the fuzz targets (tests/tests/fuzz.rs) for longer than `cargo xtask test` does.
     Fuzz {
@@ -137,6 +145,7 @@ fn main() -> ExitCode {
             readme,
             skip_store,
             report_from,
+            only,
         } => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             // Only a run that measures needs to know which services answer.
@@ -157,6 +166,7 @@ fn main() -> ExitCode {
                 postgres: services.next().flatten(),
                 redis: services.next().flatten(),
                 report_from,
+                only_demo: only.as_deref() == Some("demo"),
             };
             bench::run(&workspace_root(), &cargo, &options)
         }
@@ -242,11 +252,18 @@ fn test(rest: &[String]) -> Result<(), String> {
     let _ = std::fs::create_dir_all(workspace_root().join("target"));
     std::fs::write(&skip_log, "")
         .map_err(|e| format!("cannot write {}: {e}", skip_log.display()))?;
+    let before = leftovers::snapshot();
     let (tests, ignored) = cargo_test(rest, &skip_log)?;
     // Every phase runs whatever an earlier one did: a failing test must not hide the
     // conformance figures.
     let mut phases = vec![tests];
     phases.extend(conformance_phases(rest));
+    phases.push(Phase {
+        name: "leftovers".into(),
+        passed: 0,
+        failed: 0,
+        outcome: leftovers::check(&before, &leftovers::snapshot()),
+    });
     summarize(&phases, ignored, &skipped_tests(&skip_log))
 }
 

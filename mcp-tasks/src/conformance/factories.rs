@@ -270,11 +270,20 @@ impl Drop for RedisFactory {
         for prefix in created {
             for node in &self.nodes {
                 // Best effort: a server that went away keeps the keys (they carry expiries).
-                let _ = crate::redis::blocking::delete_prefix(
-                    node,
-                    &prefix,
-                    std::time::Duration::from_secs(5),
-                );
+                // A blocking read is interrupted (EINTR) when a signal comes, e.g. the
+                // SIGCHLD of a test's child process just killed: again, a few times
+                // (deleting a prefix twice is harmless).
+                for _ in 0..5 {
+                    let deleted = crate::redis::blocking::delete_prefix(
+                        node,
+                        &prefix,
+                        std::time::Duration::from_secs(5),
+                    );
+                    if deleted.is_ok() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
             }
         }
     }

@@ -17,4 +17,9 @@ pub struct Options {
     pub redis: Option<String>,
     /// Only rewrite the report (and README) from this earlier `--json` file.
     pub report_from: Option<PathBuf>,
+    /// `--only demo`: only the demo rows, the bench-server rows they are compared with
+    /// (at the demo rows' 50 clients, ours on the durable stores without the Redis
+    /// Cluster) and the stores' own limits; no criterion store benchmarks, long run,
+    /// scale-out row or memory figures.
+    pub only_demo: bool,
 }
