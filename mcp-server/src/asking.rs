@@ -5,7 +5,8 @@
 //! `tasks/get` (within the client's `pollInterval`, bounded) until it ends or needs
 //! input, then fetches the answer with `tasks/result`. Stopping the asker (the tool's
 //! task cancelled, or answered elsewhere) cancels the client's task with `tasks/cancel`
-//! when the client declared `tasks.cancel`.
+//! when the client declared `tasks.cancel`: at once when its id is known, else as soon as
+//! the reply naming it comes (waited for in the background, [`LATE_REPLY_WAIT`] at most).
 //!
 //! A leaf: imports nothing of the server (`context.rs` and `v2025/input.rs` use it).
 
@@ -75,9 +76,33 @@ pub(crate) async fn ask_as_task(
 ) -> Result<Box<RawValue>, PeerError> {
     params.insert("task".to_owned(), Value::Object(JsonObject::new()));
     let raw = serde_json::value::to_raw_value(&params)?;
+    // Owned, so that a stop while the request is on its way can leave it running.
+    let mut request = Box::pin({
+        let (peer, method) = (peer.clone(), method.to_owned());
+        async move { peer.request_raw(&method, Some(&raw)).await }
+    });
     let reply = tokio::select! {
-        _ = stop.cancelled() => return Err(stopped()),
-        reply = peer.request_raw(method, Some(&raw)) => reply?,
+        _ = stop.cancelled() => {
+            // The client may have made its task already (it starts the work before it
+            // answers): its id comes with the reply, and then the task is cancelled.
+            if hosts.cancel {
+                let via = cancel_via.unwrap_or(peer).clone();
+                tokio::spawn(async move {
+                    let Ok(Ok(reply)) = tokio::time::timeout(LATE_REPLY_WAIT, request).await
+                    else {
+                        return;
+                    };
+                    if let Ok(created) = serde_json::from_str::<CreateTaskResult>(reply.get()) {
+                        let id = created.task.task_id;
+                        if let Err(e) = via.request::<v2025::CancelTask>(&TaskIdParams::new(&id)).await {
+                            tracing::debug!(task_id = %id, error = %e, "cancelling the client's task failed");
+                        }
+                    }
+                });
+            }
+            return Err(stopped());
+        }
+        reply = &mut request => reply?,
     };
     let reply: Value = serde_json::from_str(reply.get())?;
     if reply.get("task").is_none() {
@@ -119,6 +144,10 @@ pub(crate) async fn ask_as_task(
     }
     Ok(serde_json::value::to_raw_value(&answer)?)
 }
+
+/// How long a stopped asker still waits for the client's reply to its request, to cancel
+/// the task the client may have made of it.
+const LATE_REPLY_WAIT: Duration = Duration::from_secs(60);
 
 fn stopped() -> PeerError {
     PeerError::Transport("cancelled".to_owned())
