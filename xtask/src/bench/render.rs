@@ -27,7 +27,13 @@ pub(super) fn publish(root: &Path, report: &Value, options: &Options) -> Result<
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if options.readme {
-        write_readme(root, &markdown)?;
+        // A run of the demo rows only rewrites their own section, not the full report.
+        let section = if options.only_demo {
+            "bench-demo"
+        } else {
+            "bench"
+        };
+        write_readme(root, section, &markdown)?;
     }
     Ok(())
 }
@@ -338,15 +344,17 @@ pub(super) fn us(v: &Value) -> String {
     }
 }
 
-fn write_readme(root: &Path, markdown: &str) -> Result<(), String> {
-    const BEGIN: &str = "<!-- bench:begin -->";
-    const END: &str = "<!-- bench:end -->";
+/// Writes `markdown` into README.md between `<!-- {section}:begin -->` and
+/// `<!-- {section}:end -->`.
+fn write_readme(root: &Path, section: &str, markdown: &str) -> Result<(), String> {
+    let begin = format!("<!-- {section}:begin -->");
+    let end = format!("<!-- {section}:end -->");
     let path = root.join("README.md");
     let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
-        return Err(format!("README.md has no {BEGIN} ... {END} section"));
+    let (Some(b), Some(e)) = (text.find(&begin), text.find(&end)) else {
+        return Err(format!("README.md has no {begin} ... {end} section"));
     };
-    let updated = format!("{}{BEGIN}\n{markdown}{}", &text[..b], &text[e..]);
+    let updated = format!("{}{begin}\n{markdown}{}", &text[..b], &text[e..]);
     std::fs::write(&path, updated).map_err(|e| e.to_string())
 }
 
