@@ -10,6 +10,7 @@ use std::future::Future;
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 use crate::session::SessionStore;
@@ -132,6 +133,33 @@ impl IntoIterator for Events {
 ///     order, never every task. [`operator_read_task`](Self::operator_read_task): any
 ///     owner's visible task. [`operator_count_tasks`](Self::operator_count_tasks): the
 ///     stored tasks by status and tool.
+/// 13. **Task logs** (optional: [`LOGS`](Self::LOGS) is `false` by default; then the
+///     operations never fill [`TaskRecord::log_append`] and the two log methods answer
+///     [`StoreError::Unsupported`]). A backend with `LOGS = true` keeps, per task, an
+///     ordered log ([`crate::log`]) with a counter of the next `seq` (from 0), and
+///     deletes it with the task (sweep, or any removal of the record). Then:
+///     - [`insert_task`](Self::insert_task), [`update_task`](Self::update_task) and
+///       [`claim_task`](Self::claim_task) take the drafts in the record's
+///       [`log_append`](TaskRecord::log_append) (leaving it empty in the record they
+///       return) and write them as the entries `next, next + 1, ...` at `now`, in the
+///       same atomic write as the record; a write that does not happen (an error, the
+///       revision unchanged, a lost compare-and-set whose rerun makes them again)
+///       writes none;
+///     - [`append_log_entries`](Self::append_log_entries) appends drafts to the log of
+///       the owner's visible, unfinished task ([`StoreError::NotFound`],
+///       [`StoreError::Terminal`] otherwise) without changing the record (its revision
+///       stays), atomically with respect to every write of that task on any handle (no
+///       `seq` given twice, none skipped), publishes
+///       [`TaskEvent::Logged`](crate::TaskEvent::Logged) once durable, and returns the
+///       `seq` of the last entry;
+///     - after every append, the oldest entries are dropped while the log holds more
+///       than [`Limits::max_log_entries`] entries or more than [`Limits::max_log_bytes`]
+///       bytes ([`LogEntry::size`](crate::LogEntry::size) summed); the newest is never
+///       dropped;
+///     - [`read_log_entries`](Self::read_log_entries) reads the owner's visible task's
+///       entries with `seq > after` (from the earliest kept when `after` is `None`),
+///       oldest first, at most `limit` (at least 1), with the earliest `seq` kept and the
+///       next `seq` ([`LogPage`](crate::LogPage)).
 ///
 /// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
 /// be in scope at once.
@@ -148,6 +176,11 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     /// it (by the OpenTelemetry `db.system.name` values where one exists); `"other"` by
     /// default.
     const NAME: &'static str = "other";
+
+    /// Whether the backend keeps task logs (contract rule 13). `false` by default: the
+    /// operations then write no log entry, and `tasks/stream` is refused by a server on
+    /// this store.
+    const LOGS: bool = false;
 
     /// The limits and defaults this handle enforces.
     fn limits(&self) -> &Limits;
@@ -233,6 +266,35 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     fn operator_count_tasks(&self) -> impl Future<Output = Result<TaskCounts, StoreError>> + Send {
         std::future::ready(Err(StoreError::Unsupported {
             operation: "operator counts",
+        }))
+    }
+
+    /// Appends `drafts` to the log of the owner's visible, unfinished task (contract rule
+    /// 13). Unsupported by default.
+    fn append_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        drafts: Vec<LogDraft>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        let _ = (owner, id, drafts);
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "task logs",
+        }))
+    }
+
+    /// At most `limit` entries of the owner's task's log after `after` (contract rule 13).
+    /// Unsupported by default.
+    fn read_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> impl Future<Output = Result<LogPage, StoreError>> + Send {
+        let _ = (owner, id, after, limit);
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "task logs",
         }))
     }
 

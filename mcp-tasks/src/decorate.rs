@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::event::EventStream;
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
@@ -76,6 +77,10 @@ pub enum Operation {
     OperatorGet,
     /// [`TaskStore::operator_counts`].
     OperatorCounts,
+    /// [`TaskStore::append_log`].
+    AppendLog,
+    /// [`TaskStore::read_log`].
+    ReadLog,
 }
 
 impl Operation {
@@ -104,6 +109,8 @@ impl Operation {
             Operation::OperatorList => "operator_list",
             Operation::OperatorGet => "operator_get",
             Operation::OperatorCounts => "operator_counts",
+            Operation::AppendLog => "append_log",
+            Operation::ReadLog => "read_log",
         }
     }
 }
@@ -390,6 +397,31 @@ impl<L: StoreLayer> TaskStore for Decorated<L> {
     async fn operator_counts(&self) -> Result<TaskCounts, StoreError> {
         let call = self.inner.operator_counts();
         self.layer.around(Operation::OperatorCounts, call).await
+    }
+
+    fn keeps_logs(&self) -> bool {
+        self.inner.keeps_logs()
+    }
+
+    async fn append_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        entries: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let call = self.inner.append_log(owner, id, entries);
+        self.layer.around(Operation::AppendLog, call).await
+    }
+
+    async fn read_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let call = self.inner.read_log(owner, id, after, limit);
+        self.layer.around(Operation::ReadLog, call).await
     }
 
     fn events(&self) -> EventStream {

@@ -48,6 +48,14 @@ pub enum StoreError {
     /// another filter).
     #[error("invalid cursor")]
     InvalidCursor,
+    /// A tool's log entry type is not one of its own: it needs a vendor prefix (a `.` or
+    /// `/` inside, e.g. `com.example.build.log`), and the spec's prefixes
+    /// (`io.modelcontextprotocol`, `mcp.dev/`) are not a tool's ([`log::check_draft`](crate::log::check_draft)).
+    #[error("log entry type {kind:?} needs a vendor prefix of its own (e.g. com.example.progress)")]
+    InvalidLogType {
+        /// The type refused (at most 200 characters of it).
+        kind: String,
+    },
     /// The store does not implement this operation (a store written before it existed,
     /// e.g. one without the operator's view of rule 22).
     #[error("the task store does not support {operation}")]
@@ -82,7 +90,8 @@ impl StoreError {
 
     /// The error's kind, one short stable name per variant (`not_found`,
     /// `limit_exceeded`, `input_key_reused`, `terminal`, `lease_held`, `lease_lost`,
-    /// `not_queued`, `invalid_cursor`, `unsupported`, `unavailable`, `backend`): a label
+    /// `not_queued`, `invalid_cursor`, `invalid_log_type`, `unsupported`, `unavailable`,
+    /// `backend`): a label
     /// with a bounded set of values, for metrics (`error.type`) and logs.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -94,6 +103,7 @@ impl StoreError {
             StoreError::LeaseLost => "lease_lost",
             StoreError::NotQueued => "not_queued",
             StoreError::InvalidCursor => "invalid_cursor",
+            StoreError::InvalidLogType { .. } => "invalid_log_type",
             StoreError::Unsupported { .. } => "unsupported",
             StoreError::Unavailable(_) => "unavailable",
             StoreError::Backend(_) => "backend",
@@ -250,6 +260,9 @@ impl From<&StoreError> for ErrorObject {
             ),
             StoreError::InvalidCursor => {
                 ErrorObject::new(error_codes::INVALID_PARAMS, "Invalid cursor")
+            }
+            StoreError::InvalidLogType { .. } => {
+                ErrorObject::new(error_codes::INVALID_PARAMS, e.to_string())
             }
             StoreError::Terminal { status } => ErrorObject::new(
                 error_codes::INVALID_PARAMS,

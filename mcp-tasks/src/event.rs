@@ -36,6 +36,15 @@ pub enum TaskEvent {
         /// The task.
         key: TaskKey,
     },
+    /// Entries were appended to the task's log by
+    /// [`append_log`](crate::TaskStore::append_log) (the entries a change of the record
+    /// writes come with its [`Changed`](TaskEvent::Changed) event instead).
+    Logged {
+        /// The task.
+        key: TaskKey,
+        /// The `seq` of the last entry appended.
+        seq: u64,
+    },
 }
 
 impl TaskEvent {
@@ -54,7 +63,8 @@ impl TaskEvent {
         match self {
             TaskEvent::Changed { key, .. }
             | TaskEvent::InputResponded { key, .. }
-            | TaskEvent::CancelRequested { key } => key,
+            | TaskEvent::CancelRequested { key }
+            | TaskEvent::Logged { key, .. } => key,
         }
     }
 }

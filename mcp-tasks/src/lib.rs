@@ -53,6 +53,7 @@ mod decorate;
 mod error;
 mod event;
 mod limits;
+pub mod log;
 mod memory;
 mod operations;
 mod operator;
@@ -75,6 +76,7 @@ pub use decorate::{Decorated, Operation, StoreLayer};
 pub use error::{BackendError, STORE_UNAVAILABLE_MESSAGE, StoreError};
 pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};
 pub use limits::{Limit, Limits};
+pub use log::{Actor, LogDraft, LogEntry, LogPage, LogScope, TaskLog};
 pub use memory::MemoryStore;
 pub use operator::{OperatorFilter, OperatorPage, TaskCounts};
 #[cfg(feature = "postgres")]

@@ -19,6 +19,13 @@ pub struct Limits {
     pub default_ttl_ms: Option<u64>,
     /// The poll interval suggested when none is given.
     pub default_poll_interval_ms: u64,
+    /// Entries one task's log keeps ([`log`](crate::log)); the oldest go first.
+    pub max_log_entries: usize,
+    /// Bytes one task's log keeps ([`LogEntry::size`](crate::LogEntry::size) summed); the
+    /// oldest entries go first, the newest is always kept.
+    pub max_log_bytes: usize,
+    /// The largest entry a tool may append ([`LogEntry::size`](crate::LogEntry::size)).
+    pub max_log_entry_bytes: usize,
 }
 
 impl Default for Limits {
@@ -31,6 +38,9 @@ impl Default for Limits {
             max_ttl_ms: Some(24 * 60 * 60 * 1000),
             default_ttl_ms: Some(60 * 60 * 1000),
             default_poll_interval_ms: 1_000,
+            max_log_entries: 1_000,
+            max_log_bytes: 1024 * 1024,
+            max_log_entry_bytes: 64 * 1024,
         }
     }
 }
@@ -62,6 +72,9 @@ pub enum Limit {
     /// [`SessionStore::open_session`](crate::SessionStore::open_session): open MCP
     /// 2025-11-25 sessions.
     Sessions,
+    /// [`Limits::max_log_entry_bytes`]: the size of one entry a tool appends to its
+    /// task's log.
+    LogEntryBytes,
 }
 
 impl std::fmt::Display for Limit {
@@ -72,6 +85,7 @@ impl std::fmt::Display for Limit {
             Limit::InputRequestsPerTask => "outstanding input requests per task",
             Limit::ResultBytes => "result size in bytes",
             Limit::Sessions => "open sessions",
+            Limit::LogEntryBytes => "log entry size in bytes",
         })
     }
 }

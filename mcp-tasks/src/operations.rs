@@ -13,9 +13,10 @@ use crate::backend::{Backend, Events};
 use crate::cursor;
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
+use crate::log::{self, Actor, LogDraft, LogPage, LogScope, kinds};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
-    Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
+    Lease, NewTask, Outcome, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
     Transition,
 };
 use crate::rules::{self, Finish};
@@ -49,6 +50,79 @@ impl<T: Clone> Arg<T> {
     }
 }
 
+/// Who writes the log entries of one operation (contract rule 23), read from the caller's
+/// [`LogScope`] before the operation starts (a backend may run it on another task), or
+/// nothing when the backend keeps no logs.
+#[derive(Clone)]
+struct Note(Option<(Option<std::sync::Arc<str>>, Actor)>);
+
+impl Note {
+    /// The writer of an operation whose actor, outside any scope, is `actor`.
+    fn of<B: Backend>(actor: Actor) -> Note {
+        if !B::LOGS {
+            return Note(None);
+        }
+        let scope = LogScope::current();
+        Note(Some((scope.node, scope.actor.unwrap_or(actor))))
+    }
+
+    /// Adds an entry of `kind` to what the write of `rec` appends to its log.
+    fn add(
+        &self,
+        rec: &mut TaskRecord,
+        kind: &str,
+        payload: impl FnOnce(&TaskRecord) -> JsonObject,
+    ) {
+        if let Some((node, actor)) = &self.0 {
+            let payload = payload(rec);
+            rec.log_append.push(LogDraft {
+                kind: kind.to_owned(),
+                payload,
+                node: node.clone(),
+                actor: *actor,
+            });
+        }
+    }
+
+    /// Adds an entry when the change happened: the revision moved past `before`.
+    fn add_if_changed(
+        &self,
+        rec: &mut TaskRecord,
+        before: u64,
+        kind: &str,
+        payload: impl FnOnce(&TaskRecord) -> JsonObject,
+    ) {
+        if rec.revision != before {
+            self.add(rec, kind, payload);
+        }
+    }
+}
+
+/// The entry of a terminal write: the status, its message, and what the outcome says
+/// about failure (`isError` of a tool's error, `error` of a failed task).
+fn terminal_payload(rec: &TaskRecord) -> JsonObject {
+    let mut payload = log::status_payload(rec);
+    match &rec.outcome {
+        Some(Outcome::Result(result)) if result.get("isError") == Some(&Value::Bool(true)) => {
+            payload.insert("isError".into(), Value::Bool(true));
+        }
+        Some(Outcome::Error(error)) => {
+            if let Ok(error) = serde_json::to_value(error) {
+                payload.insert("error".into(), error);
+            }
+        }
+        _ => {}
+    }
+    payload
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
 /// Announces the record's new state.
 fn changed<R>(_: &R, rec: &TaskRecord) -> Events {
     Events::one(TaskEvent::changed(rec))
@@ -68,11 +142,18 @@ async fn finish<B: Backend>(
 ) -> Result<Transition, StoreError> {
     rules::check_finish(&finish, store.limits())?;
     let mut finish = Arg::new::<B>(finish);
+    let note = Note::of::<B>(Actor::Worker);
     let (won, record) = store
         .update_task(
             owner,
             id,
-            move |rec, now, _| Ok(rules::finish(rec, finish.take()?, now)),
+            move |rec, now, _| {
+                let won = rules::finish(rec, finish.take()?, now);
+                if won {
+                    note.add(rec, kinds::STATUS, terminal_payload);
+                }
+                Ok(won)
+            },
             |won, rec| {
                 if *won {
                     Events::one(TaskEvent::changed(rec))
@@ -89,8 +170,13 @@ async fn finish<B: Backend>(
 impl<B: Backend> TaskStore for B {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
         let id = TaskId::random().map_err(StoreError::backend)?;
+        let note = Note::of::<B>(Actor::Owner);
         self.insert_task(
-            move |limits, now| rules::new_record(id, new, limits, now),
+            move |limits, now| {
+                let mut rec = rules::new_record(id, new, limits, now);
+                note.add(&mut rec, kinds::STATUS, log::status_payload);
+                rec
+            },
             changed,
         )
         .await
@@ -104,8 +190,13 @@ impl<B: Backend> TaskStore for B {
     ) -> Result<TaskRecord, StoreError> {
         let id = TaskId::random().map_err(StoreError::backend)?;
         let holder = holder.to_owned();
+        let note = Note::of::<B>(Actor::Owner);
         self.insert_task(
-            move |limits, now| rules::new_leased_record(id, new, limits, now, &holder, ttl_ms),
+            move |limits, now| {
+                let mut rec = rules::new_leased_record(id, new, limits, now, &holder, ttl_ms);
+                note.add(&mut rec, kinds::STATUS, log::status_payload);
+                rec
+            },
             changed,
         )
         .await
@@ -132,11 +223,17 @@ impl<B: Backend> TaskStore for B {
         message: Option<String>,
     ) -> Result<TaskRecord, StoreError> {
         let mut message = Arg::new::<B>(message);
+        let note = Note::of::<B>(Actor::Worker);
         let ((), record) = self
             .update_task(
                 owner,
                 id,
-                move |rec, now, _| rules::set_status_message(rec, message.take()?, now),
+                move |rec, now, _| {
+                    let before = rec.revision;
+                    rules::set_status_message(rec, message.take()?, now)?;
+                    note.add_if_changed(rec, before, kinds::STATUS, log::status_payload);
+                    Ok(())
+                },
                 changed,
             )
             .await?;
@@ -150,11 +247,27 @@ impl<B: Backend> TaskStore for B {
         requests: BTreeMap<String, Value>,
     ) -> Result<TaskRecord, StoreError> {
         let mut requests = Arg::new::<B>(requests);
+        let note = Note::of::<B>(Actor::Worker);
         let ((), record) = self
             .update_task(
                 owner,
                 id,
-                move |rec, now, limits| rules::request_input(rec, requests.take()?, limits, now),
+                move |rec, now, limits| {
+                    let (before, requests) = (rec.revision, requests.take()?);
+                    let keys: Vec<String> = requests.keys().cloned().collect();
+                    rules::request_input(rec, requests, limits, now)?;
+                    note.add_if_changed(rec, before, kinds::INPUT, |rec| {
+                        let asked: JsonObject = keys
+                            .iter()
+                            .filter_map(|k| Some((k.clone(), rec.input_requests.get(k)?.clone())))
+                            .collect();
+                        object(serde_json::json!({
+                            "status": rec.status.as_str(),
+                            "inputRequests": asked,
+                        }))
+                    });
+                    Ok(())
+                },
                 // Only a change is announced (no requests: no change).
                 changed,
             )
@@ -169,11 +282,23 @@ impl<B: Backend> TaskStore for B {
         responses: BTreeMap<String, Value>,
     ) -> Result<Resolved, StoreError> {
         let mut responses = Arg::new::<B>(responses);
+        let note = Note::of::<B>(Actor::Owner);
         let (accepted, record) = self
             .update_task(
                 owner,
                 id,
-                move |rec, now, _| Ok(rules::resolve_input(rec, responses.take()?, now)),
+                move |rec, now, _| {
+                    let accepted = rules::resolve_input(rec, responses.take()?, now);
+                    if !accepted.is_empty() {
+                        note.add(rec, kinds::ANSWER, |rec| {
+                            object(serde_json::json!({
+                                "keys": accepted,
+                                "status": rec.status.as_str(),
+                            }))
+                        });
+                    }
+                    Ok(accepted)
+                },
                 // Only a change is announced: no answer accepted, nothing to say.
                 |accepted: &Vec<String>, rec| {
                     Events::two(
@@ -235,11 +360,23 @@ impl<B: Backend> TaskStore for B {
     }
 
     async fn request_cancel(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
+        let note = Note::of::<B>(Actor::Owner);
         let (_, record) = self
             .update_task(
                 owner,
                 id,
-                |rec, now, _| Ok(rules::request_cancel(rec, now)),
+                move |rec, now, _| {
+                    let before = rec.revision;
+                    let asked = rules::request_cancel(rec, now);
+                    note.add_if_changed(rec, before, kinds::CANCEL, |rec| {
+                        if rec.is_terminal() {
+                            log::status_payload(rec)
+                        } else {
+                            JsonObject::new()
+                        }
+                    });
+                    Ok(asked)
+                },
                 // A queued task is cancelled at once (rule 21): its waiters hear it.
                 |_, rec| {
                     let asked = TaskEvent::CancelRequested { key: rec.key() };
@@ -319,10 +456,17 @@ impl<B: Backend> TaskStore for B {
             return Ok(None);
         }
         let holder = holder.to_owned();
+        let note = Note::of::<B>(Actor::Worker);
         let claimed = self
             .claim_task(
                 tools,
-                move |rec, now, _| rules::claim_job(rec, &holder, ttl_ms, now),
+                move |rec, now, _| {
+                    rules::claim_job(rec, &holder, ttl_ms, now)?;
+                    note.add(rec, kinds::CLAIM, |rec| {
+                        object(serde_json::json!({ "attempt": rec.attempt(), "holder": holder }))
+                    });
+                    Ok(())
+                },
                 // A run after the first changed the status message: say so.
                 |_, rec| {
                     if rec.attempt() > 1 {
@@ -343,6 +487,7 @@ impl<B: Backend> TaskStore for B {
         lost: ErrorObject,
     ) -> Result<Recovery, StoreError> {
         let mut lost = Arg::new::<B>(lost);
+        let note = Note::of::<B>(Actor::Server);
         let (recovery, _) = self
             .update_task(
                 owner,
@@ -351,7 +496,17 @@ impl<B: Backend> TaskStore for B {
                     if !rules::lease_lapsed(rec, now) {
                         return Ok(Recovery::NotLapsed);
                     }
-                    Ok(rules::recover_lapsed(rec, lost.take()?, now))
+                    let recovery = rules::recover_lapsed(rec, lost.take()?, now);
+                    match recovery {
+                        Recovery::NotLapsed => {}
+                        Recovery::Requeued { attempt } => note.add(rec, kinds::REQUEUE, |_| {
+                            object(serde_json::json!({ "attempt": attempt }))
+                        }),
+                        Recovery::Failed | Recovery::Cancelled => {
+                            note.add(rec, kinds::STATUS, terminal_payload)
+                        }
+                    }
+                    Ok(recovery)
                 },
                 changed,
             )
@@ -379,6 +534,42 @@ impl<B: Backend> TaskStore for B {
 
     async fn operator_counts(&self) -> Result<TaskCounts, StoreError> {
         self.operator_count_tasks().await
+    }
+
+    fn keeps_logs(&self) -> bool {
+        B::LOGS
+    }
+
+    async fn append_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        entries: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        if !B::LOGS {
+            return Err(StoreError::Unsupported {
+                operation: "task logs",
+            });
+        }
+        if entries.is_empty() {
+            // Nothing to append: the last entry there is.
+            let page = self.read_log_entries(owner, id, None, 1).await?;
+            return Ok(page.next.saturating_sub(1));
+        }
+        for entry in &entries {
+            log::check_draft(entry, self.limits())?;
+        }
+        self.append_log_entries(owner, id, entries).await
+    }
+
+    async fn read_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        self.read_log_entries(owner, id, after, limit.max(1)).await
     }
 
     fn events(&self) -> EventStream {

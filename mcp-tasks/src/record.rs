@@ -252,6 +252,12 @@ pub struct TaskRecord {
     /// (another node, a restart, a second at-least-once run) continues that call's trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_context: Option<TraceContext>,
+    /// Entries the write of this record appends to the task's log, in the same atomic
+    /// write ([`Backend`](crate::Backend) rule 13): filled by the operations, taken and
+    /// cleared by the backend. Never stored in the record, always empty in a record read
+    /// from a store.
+    #[serde(skip)]
+    pub log_append: Vec<crate::log::LogDraft>,
 }
 
 impl TaskRecord {

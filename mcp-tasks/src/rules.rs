@@ -42,6 +42,7 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
         revision: 1,
         job: new.job.map(std::sync::Arc::new),
         trace_context: new.trace_context,
+        log_append: Vec::new(),
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::error::StoreError;
 use crate::event::EventStream;
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
@@ -103,6 +104,24 @@ use crate::record::{
 ///     are one grouped pass over the stored tasks in the SQL stores (O(tasks)). A store
 ///     that does not implement them (the default of the three methods, for stores
 ///     written before them) answers [`StoreError::Unsupported`].
+/// 23. **Task logs** ([`crate::log`]; optional: a store that keeps none says so with
+///     [`keeps_logs`](Self::keeps_logs) `false`, the default, and its
+///     [`append_log`](Self::append_log) and [`read_log`](Self::read_log) answer
+///     [`StoreError::Unsupported`]). A store that keeps them keeps per task an ordered
+///     log whose entries are numbered from 0 without gaps, also when many handles append
+///     at once. Every change of state writes its entry ([`log::kinds`](crate::log::kinds))
+///     in the same atomic write as the change: created (`status` `working`, seq 0),
+///     status message, input asked, answers accepted, cancel asked, claimed, lost run
+///     requeued, finished (the terminal write's entry is the task's last). `append_log`
+///     adds a tool's entries to an unfinished task ([`StoreError::Terminal`] after) and
+///     wakes readers ([`TaskEvent::Logged`](crate::TaskEvent::Logged)); its types are
+///     checked ([`log::check_draft`](crate::log::check_draft)). Each entry carries the
+///     store's time and the node and actor of the writer's [`LogScope`](crate::LogScope).
+///     Retention: at most [`Limits::max_log_entries`](crate::Limits::max_log_entries)
+///     entries and [`Limits::max_log_bytes`](crate::Limits::max_log_bytes) bytes per
+///     task, the oldest dropped first, the newest always kept; `read_log` says which is
+///     the earliest kept. The log is owner-scoped like the task (rule 4) and goes with it
+///     (rule 12).
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
@@ -278,6 +297,41 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn operator_counts(&self) -> Result<TaskCounts, StoreError> {
         Err(StoreError::Unsupported {
             operation: "operator counts",
+        })
+    }
+
+    /// Whether this store keeps task logs (rule 23). `false` by default.
+    fn keeps_logs(&self) -> bool {
+        false
+    }
+
+    /// Appends a tool's `entries` to the log of the owner's unfinished task and returns
+    /// the `seq` of the last (rule 23). Unsupported by default.
+    async fn append_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        entries: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let _ = (owner, id, entries);
+        Err(StoreError::Unsupported {
+            operation: "task logs",
+        })
+    }
+
+    /// At most `limit` entries of the owner's task's log after `after` (from the earliest
+    /// kept when `None`), with the earliest kept and the next `seq` (rule 23).
+    /// Unsupported by default.
+    async fn read_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let _ = (owner, id, after, limit);
+        Err(StoreError::Unsupported {
+            operation: "task logs",
         })
     }
 

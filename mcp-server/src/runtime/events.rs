@@ -46,6 +46,8 @@ impl Inner {
                 }
                 // Otherwise changed and unfinished, or running somewhere: nothing to claim.
                 Ok(TaskEvent::Changed { .. }) => {}
+                // A tool's log entries: only the task's watches (its streams) care.
+                Ok(TaskEvent::Logged { .. }) => {}
                 Err(EventError::Lagged(n)) => {
                     self.queue_changed.notify_one();
                     tracing::warn!(

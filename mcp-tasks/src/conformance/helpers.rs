@@ -41,6 +41,9 @@ pub(crate) fn roomy() -> Limits {
         max_ttl_ms: Some(24 * 60 * 60 * 1000),
         default_ttl_ms: Some(60 * 60 * 1000),
         default_poll_interval_ms: 1_000,
+        max_log_entries: 1_000,
+        max_log_bytes: 1024 * 1024,
+        max_log_entry_bytes: 64 * 1024,
     }
 }
 

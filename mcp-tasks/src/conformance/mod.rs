@@ -83,6 +83,7 @@ mod leases;
 mod lifecycle;
 mod limits;
 mod listing;
+mod logs;
 pub mod model;
 mod operator;
 mod outage;
@@ -107,6 +108,7 @@ pub use leases::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use listing::*;
+pub use logs::*;
 pub use operator::*;
 pub use outage::{Outage, TcpProxy, outage_errors_are_transient_and_lose_nothing};
 pub use payloads::*;
@@ -233,6 +235,15 @@ registry!($;
     operator_get_reads_the_whole_record,
     operator_counts_by_status_and_tool,
     operator_list_walks_long_indexes,
+    // task logs
+    log_records_every_change_of_state,
+    log_appends_from_two_handles_number_without_gaps,
+    log_reads_pages_after_a_cursor,
+    log_retention_drops_the_oldest_first,
+    log_is_owner_scoped_and_goes_with_the_task,
+    log_append_refusals_write_nothing,
+    log_appends_wake_the_other_handle,
+    log_names_node_actor_claims_and_lost_runs,
     // limits
     live_tasks_per_owner_limit,
     live_tasks_total_limit,

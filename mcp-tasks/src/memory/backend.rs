@@ -6,15 +6,17 @@ use std::collections::HashSet;
 use super::MemoryStore;
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
-use crate::event::EventStream;
+use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
-use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 
 impl Backend for MemoryStore {
     /// The shard lock serializes the writes to a task: each closure runs once.
     const RERUNS_UPDATES: bool = false;
     const NAME: &'static str = "memory";
+    const LOGS: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -29,8 +31,10 @@ impl Backend for MemoryStore {
         M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
     {
         let inner = &*self.inner;
-        let record = make(&inner.limits, inner.clock.now_ms());
-        inner.insert(&record)?;
+        let now = inner.clock.now_ms();
+        let mut record = make(&inner.limits, now);
+        let drafts = std::mem::take(&mut record.log_append);
+        inner.insert(&record, drafts, now)?;
         for event in announce(&(), &record) {
             inner.publish(event);
         }
@@ -118,6 +122,35 @@ impl Backend for MemoryStore {
 
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         Ok(self.inner.operator_counts())
+    }
+
+    async fn append_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        drafts: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let inner = &*self.inner;
+        let seq = inner.append_log(owner, id, inner.clock.now_ms(), drafts)?;
+        inner.publish(TaskEvent::Logged {
+            key: TaskKey {
+                owner: owner.clone(),
+                id: id.clone(),
+            },
+            seq,
+        });
+        Ok(seq)
+    }
+
+    async fn read_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let inner = &*self.inner;
+        inner.read_log(owner, id, inner.clock.now_ms(), after, limit)
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

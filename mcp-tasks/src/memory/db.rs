@@ -20,6 +20,7 @@ use crate::cursor;
 use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, TaskEvent};
 use crate::limits::{Limit, Limits};
+use crate::log::{LogDraft, LogPage, TaskLog};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Outcome, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
@@ -56,22 +57,31 @@ pub(super) struct Stored {
     /// The record; its `outcome` is `None` while `result` holds it.
     record: TaskRecord,
     result: Option<Box<str>>,
+    /// The task's log (contract rule 23); boxed, so a task costs a pointer for it.
+    log: Box<TaskLog>,
 }
 
 impl Stored {
-    fn new(record: TaskRecord) -> Box<Stored> {
+    /// Keeps `record`, its log starting with the entries `drafts`, written at `now`.
+    fn new(record: TaskRecord, drafts: Vec<LogDraft>, now: Millis, limits: &Limits) -> Box<Stored> {
+        let mut log = Box::<TaskLog>::default();
+        log.append(drafts, now, limits);
         let mut stored = Box::new(Stored {
             record,
             result: None,
+            log,
         });
         stored.compact();
         stored
     }
 
     /// Runs `f` on the whole record, in place; returns its value and a copy of the
-    /// record after. The result is compact again afterwards, whatever `f` returned.
+    /// record after. The result is compact again afterwards, whatever `f` returned. The
+    /// log entries `f` leaves in the record are appended when it succeeded.
     fn update<R>(
         &mut self,
+        now: Millis,
+        limits: &Limits,
         f: impl FnOnce(&mut TaskRecord) -> Result<R, StoreError>,
     ) -> Result<(R, TaskRecord), StoreError> {
         if let Some(text) = &self.result {
@@ -80,6 +90,10 @@ impl Stored {
             self.result = None;
         }
         let out = f(&mut self.record);
+        let drafts = std::mem::take(&mut self.record.log_append);
+        if out.is_ok() && !drafts.is_empty() {
+            self.log.append(drafts, now, limits);
+        }
         // Compact before copying: the copy then takes the result map itself, not a deep
         // copy of it.
         let result = self.compact();
@@ -236,7 +250,12 @@ impl Inner {
 
     /// Stores a new record within the owner's and the total live limits, with its
     /// index entries.
-    pub(super) fn insert(&self, record: &TaskRecord) -> Result<(), StoreError> {
+    pub(super) fn insert(
+        &self,
+        record: &TaskRecord,
+        drafts: Vec<LogDraft>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
         let id = Id::of_new(record)?;
         let pos = Pos::of(record, id);
         // Lock order: owner shard, then task shard.
@@ -260,7 +279,8 @@ impl Inner {
         }
         requeue(&self.queue, None, record.queued_tool(), pos, record);
         lock(&self.operator).insert(pos, &Facets::of(record));
-        shard.tasks.insert(id, Stored::new(record.clone()));
+        let stored = Stored::new(record.clone(), drafts, now, &self.limits);
+        shard.tasks.insert(id, stored);
         Ok(())
     }
 
@@ -304,7 +324,7 @@ impl Inner {
             let (was_terminal, revision) = (stored.record.is_terminal(), stored.record.revision);
             let queued = stored.record.queued_tool().map(str::to_owned);
             let facets = Facets::of(&stored.record);
-            let (value, record) = stored.update(f)?;
+            let (value, record) = stored.update(now, &self.limits, f)?;
             let pos = Pos::of(&record, id);
             requeue(
                 &self.queue,
@@ -327,6 +347,51 @@ impl Inner {
             self.release_live(owner);
         }
         Ok((value, record, changed))
+    }
+
+    /// Appends `drafts` to the log of the owner's unfinished task unexpired at `now`;
+    /// returns the `seq` of the last.
+    pub(super) fn append_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+        drafts: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let id = Id::of(id).ok_or(StoreError::NotFound)?;
+        let mut shard = self.task_shard(&id);
+        match shard.tasks.get_mut(&id) {
+            Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => {
+                if s.record.is_terminal() {
+                    return Err(StoreError::Terminal {
+                        status: s.record.status,
+                    });
+                }
+                s.log
+                    .append(drafts, now, &self.limits)
+                    .ok_or_else(|| StoreError::backend("nothing to append"))
+            }
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// At most `limit` entries of the log of the owner's task unexpired at `now`, after
+    /// `after`.
+    pub(super) fn read_log(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let id = Id::of(id).ok_or(StoreError::NotFound)?;
+        match self.task_shard(&id).tasks.get(&id) {
+            Some(s) if &s.record.owner == owner && !s.record.is_expired(now) => {
+                Ok(s.log.read(after, limit))
+            }
+            _ => Err(StoreError::NotFound),
+        }
     }
 
     /// The owner's task unexpired at `now`.

@@ -32,6 +32,8 @@ enum Kind {
     Changed,
     InputResponded,
     CancelRequested,
+    /// Entries were appended to a task's log: `seq` says up to which.
+    Logged,
     /// Too large to send as it is: every listener tells its subscribers to re-read.
     Resync,
     /// A resource changed (the session store's rule 9): `uri` says which.
@@ -61,6 +63,9 @@ struct Payload {
     /// The resource of a `resource_updated` notification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     uri: Option<String>,
+    /// The last log entry of a `logged` notification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
 }
 
 /// The feeds a listener fills: task events, and announced resource URIs.
@@ -91,6 +96,7 @@ pub(crate) fn payload(event: &TaskEvent, from: &str) -> String {
         keys: None,
         queued: None,
         uri: None,
+        seq: None,
     };
     match event {
         TaskEvent::Changed {
@@ -109,6 +115,10 @@ pub(crate) fn payload(event: &TaskEvent, from: &str) -> String {
             p.keys = Some(keys.clone());
         }
         TaskEvent::CancelRequested { .. } => p.kind = Kind::CancelRequested,
+        TaskEvent::Logged { seq, .. } => {
+            p.kind = Kind::Logged;
+            p.seq = Some(*seq);
+        }
     }
     match serde_json::to_string(&p) {
         Ok(json) if json.len() <= MAX_PAYLOAD => json,
@@ -129,6 +139,7 @@ pub(crate) fn resource_payload(uri: &str, from: &str) -> Option<String> {
         keys: None,
         queued: None,
         uri: Some(uri.to_owned()),
+        seq: None,
     };
     serde_json::to_string(&p)
         .ok()
@@ -177,6 +188,10 @@ fn feed_item(p: Payload) -> Option<FeedItem> {
         },
         (Kind::InputResponded, _, _, Some(keys)) => TaskEvent::InputResponded { key, keys },
         (Kind::CancelRequested, ..) => TaskEvent::CancelRequested { key },
+        (Kind::Logged, ..) => match p.seq {
+            Some(seq) => TaskEvent::Logged { key, seq },
+            None => return Some(FeedItem::Resync),
+        },
         _ => return Some(FeedItem::Resync),
     };
     Some(FeedItem::Event(event))

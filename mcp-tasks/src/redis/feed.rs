@@ -36,6 +36,8 @@ pub(crate) enum Kind {
     Changed,
     InputResponded,
     CancelRequested,
+    /// Entries were appended to a task's log (`log` says up to which).
+    Logged,
 }
 
 /// The JSON payload published on the deployment's channel.
@@ -58,16 +60,20 @@ pub(crate) struct Wire {
     pub node: String,
     #[serde(default)]
     pub seq: u64,
+    /// The last log entry of a `logged` payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<u64>,
 }
 
 impl Wire {
     /// The payload of `event`, a change of `rec` (whose status and revision it carries
     /// whatever the kind).
     pub(crate) fn new(event: TaskEvent, rec: &TaskRecord) -> Wire {
-        let (kind, keys) = match event {
-            TaskEvent::Changed { .. } => (Kind::Changed, Vec::new()),
-            TaskEvent::InputResponded { keys, .. } => (Kind::InputResponded, keys),
-            TaskEvent::CancelRequested { .. } => (Kind::CancelRequested, Vec::new()),
+        let (kind, keys, log) = match event {
+            TaskEvent::Changed { .. } => (Kind::Changed, Vec::new(), None),
+            TaskEvent::InputResponded { keys, .. } => (Kind::InputResponded, keys, None),
+            TaskEvent::CancelRequested { .. } => (Kind::CancelRequested, Vec::new(), None),
+            TaskEvent::Logged { seq, .. } => (Kind::Logged, Vec::new(), Some(seq)),
         };
         Wire {
             kind,
@@ -79,6 +85,7 @@ impl Wire {
             keys,
             node: String::new(),
             seq: 0,
+            log,
         }
     }
 
@@ -99,6 +106,10 @@ impl Wire {
                 keys: self.keys,
             },
             Kind::CancelRequested => TaskEvent::CancelRequested { key },
+            Kind::Logged => TaskEvent::Logged {
+                key,
+                seq: self.log.unwrap_or(0),
+            },
         }
     }
 }
