@@ -17,7 +17,7 @@ use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Extensions, RpcModule};
 use mcp_tasks_protocol::engine::parse_params;
 use mcp_tasks_protocol::method::Request;
-use mcp_tasks_protocol::tasks::{CallToolWithTasks, CancelTask, GetTask, UpdateTask};
+use mcp_tasks_protocol::tasks::{CallToolWithTasks, CancelTask, GetTask, StreamTask, UpdateTask};
 use mcp_tasks_protocol::v2025;
 use mcp_tasks_protocol::v2026::{
     CallTool, Complete, Discover, GetPrompt, ListPrompts, ListResourceTemplates, ListResources,
@@ -186,7 +186,9 @@ impl Table<'_> {
             .register_async_method(method, move |params, state, ext| {
                 let (served, session, stateless) =
                     (served.clone(), session.clone(), stateless.clone());
-                async move {
+                // The task log entries a request writes name this node.
+                let scope = state.runtime.log_scope(None);
+                scope.run(async move {
                     if let Needs::Feature(feature) = needs {
                         state.catalog.offers(feature, method)?;
                     }
@@ -209,7 +211,7 @@ impl Table<'_> {
                         (None, _, Some(run)) => run(Stateless { state, ext }, &params).await,
                         (None, _, None) => Err(not_in_2026(method).into()),
                     }
-                }
+                })
             });
         registered
             .map(drop)
@@ -344,6 +346,11 @@ fn tasks(t: &mut Table<'_>) -> Result<(), ServerError> {
             in_session::tasks_list(&c.state, &c.session, p.and_then(|p| p.cursor).as_deref()).await
         }),
         None,
+    )?;
+    t.add(
+        Tasks,
+        None,
+        on_2026::<StreamTask, _, _, _>(|c, p| stateless::stream(c.state, p, c.ext)),
     )?;
     t.add(
         Nothing,

@@ -75,7 +75,7 @@ pub(crate) enum ServerError {
     MethodNotFound(String),
     /// One `subscriptions/listen` stream more than a principal may hold.
     #[error(
-        "Too many subscriptions: the limit is {0} open subscriptions/listen streams per principal"
+        "Too many subscriptions: the limit is {0} open subscriptions/listen and tasks/stream streams per principal"
     )]
     TooManySubscriptions(usize),
     /// The server failed; the message is sent as it is.

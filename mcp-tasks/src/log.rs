@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::limits::{Limit, Limits};
-use crate::record::{Millis, TaskRecord};
+use crate::record::{Millis, Outcome, TaskRecord};
 
 /// The prefix of every entry type this crate writes: a reverse-DNS style prefix of our
 /// own, as SEP-2694 asks of implementation-defined types (unprefixed types are reserved
@@ -320,6 +320,24 @@ pub(crate) fn status_payload(rec: &TaskRecord) -> JsonObject {
     payload.insert("status".into(), Value::String(rec.status.as_str().into()));
     if let Some(message) = &rec.status_message {
         payload.insert("statusMessage".into(), Value::String(message.clone()));
+    }
+    payload
+}
+
+/// The entry of a terminal write: the status, its message, and what the outcome says
+/// about failure (`isError` of a tool's error, `error` of a failed task).
+pub(crate) fn terminal_payload(rec: &TaskRecord) -> JsonObject {
+    let mut payload = status_payload(rec);
+    match &rec.outcome {
+        Some(Outcome::Result(result)) if result.get("isError") == Some(&Value::Bool(true)) => {
+            payload.insert("isError".into(), Value::Bool(true));
+        }
+        Some(Outcome::Error(error)) => {
+            if let Ok(error) = serde_json::to_value(error) {
+                payload.insert("error".into(), error);
+            }
+        }
+        _ => {}
     }
     payload
 }

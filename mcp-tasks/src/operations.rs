@@ -16,7 +16,7 @@ use crate::event::{EventStream, TaskEvent};
 use crate::log::{self, Actor, LogDraft, LogPage, LogScope, kinds};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
-    Lease, NewTask, Outcome, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
+    Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
     Transition,
 };
 use crate::rules::{self, Finish};
@@ -98,24 +98,6 @@ impl Note {
     }
 }
 
-/// The entry of a terminal write: the status, its message, and what the outcome says
-/// about failure (`isError` of a tool's error, `error` of a failed task).
-fn terminal_payload(rec: &TaskRecord) -> JsonObject {
-    let mut payload = log::status_payload(rec);
-    match &rec.outcome {
-        Some(Outcome::Result(result)) if result.get("isError") == Some(&Value::Bool(true)) => {
-            payload.insert("isError".into(), Value::Bool(true));
-        }
-        Some(Outcome::Error(error)) => {
-            if let Ok(error) = serde_json::to_value(error) {
-                payload.insert("error".into(), error);
-            }
-        }
-        _ => {}
-    }
-    payload
-}
-
 fn object(value: Value) -> JsonObject {
     match value {
         Value::Object(map) => map,
@@ -150,7 +132,7 @@ async fn finish<B: Backend>(
             move |rec, now, _| {
                 let won = rules::finish(rec, finish.take()?, now);
                 if won {
-                    note.add(rec, kinds::STATUS, terminal_payload);
+                    note.add(rec, kinds::STATUS, log::terminal_payload);
                 }
                 Ok(won)
             },
@@ -503,7 +485,7 @@ impl<B: Backend> TaskStore for B {
                             object(serde_json::json!({ "attempt": attempt }))
                         }),
                         Recovery::Failed | Recovery::Cancelled => {
-                            note.add(rec, kinds::STATUS, terminal_payload)
+                            note.add(rec, kinds::STATUS, log::terminal_payload)
                         }
                     }
                     Ok(recovery)

@@ -121,7 +121,8 @@ use crate::record::{
 ///     entries and [`Limits::max_log_bytes`](crate::Limits::max_log_bytes) bytes per
 ///     task, the oldest dropped first, the newest always kept; `read_log` says which is
 ///     the earliest kept. The log is owner-scoped like the task (rule 4) and goes with it
-///     (rule 12).
+///     (rule 12). A task a store held before it kept logs (a store upgraded in place) has
+///     no creation entry: its log starts at 0 with its first change after the upgrade.
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).

@@ -17,6 +17,24 @@ pub struct TasksExtensionCapability {
 }
 
 impl TasksExtensionCapability {
+    /// The member a server that serves task event streams (`tasks/stream`, draft
+    /// SEP-2694) sets in the extension's settings, as `"eventStreams": {}`: the draft
+    /// names the sub-capability but not its shape; an empty object, as MCP's other flags.
+    pub const EVENT_STREAMS: &'static str = "eventStreams";
+
+    /// Adds this extension to server capabilities, saying that the server serves task
+    /// event streams ([`EVENT_STREAMS`](Self::EVENT_STREAMS)).
+    pub fn declare_on_server_with_event_streams(
+        mut caps: crate::v2026::ServerCapabilities,
+    ) -> crate::v2026::ServerCapabilities {
+        let mut settings = JsonObject::new();
+        settings.insert(Self::EVENT_STREAMS.to_owned(), json!({}));
+        caps.extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION.to_owned(), settings);
+        caps
+    }
+
     /// The `(key, value)` pair to put in a `capabilities.extensions` map:
     /// `("io.modelcontextprotocol/tasks", {})`.
     pub fn entry() -> (String, Value) {
@@ -65,6 +83,13 @@ pub fn client_declares_tasks(caps: &crate::v2026::ClientCapabilities) -> bool {
 /// Whether typed 2026-07-28 server capabilities declare the tasks extension.
 pub fn server_declares_tasks(caps: &crate::v2026::ServerCapabilities) -> bool {
     caps.extension(TASKS_EXTENSION).is_some()
+}
+
+/// Whether server capabilities say that the server serves task event streams
+/// (`tasks/stream`): the tasks extension's `eventStreams` member.
+pub fn server_offers_event_streams(caps: &crate::v2026::ServerCapabilities) -> bool {
+    caps.extension(TASKS_EXTENSION)
+        .is_some_and(|settings| settings.contains_key(TasksExtensionCapability::EVENT_STREAMS))
 }
 
 /// Whether a request's `_meta` declares the tasks extension in its

@@ -24,7 +24,7 @@ crate::const_tag!(
 
 /// Schema transform: lists `resultType` as required. Our types always write it, but read
 /// a missing one as `"complete"`, which makes the derived schema call it optional.
-fn require_result_type(schema: &mut schemars::Schema) {
+pub(super) fn require_result_type(schema: &mut schemars::Schema) {
     if let Some(obj) = schema.as_object_mut() {
         let required = obj
             .entry("required")

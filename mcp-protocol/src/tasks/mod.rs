@@ -11,13 +11,14 @@
 mod call;
 mod capability;
 mod messages;
+mod stream;
 mod task;
 
 pub use call::{CallToolReply, CallToolWithTasks};
 pub use capability::{
     TasksExtensionCapability, capabilities_value_declare_tasks, client_declares_tasks,
     extensions_declare_tasks, missing_capability_error, missing_capability_error_data,
-    request_meta_declares_tasks, server_declares_tasks,
+    request_meta_declares_tasks, server_declares_tasks, server_offers_event_streams,
 };
 pub use messages::{
     CancelTask, CancelTaskRequest, CancelTaskRequestParams, CancelTaskResult,
@@ -26,6 +27,11 @@ pub use messages::{
     TaskStatusChanged, TaskStatusNotification, TaskStatusNotificationParams,
     TaskSubscriptionAcknowledgedNotifications, TaskSubscriptionNotifications, UpdateTask,
     UpdateTaskRequest, UpdateTaskRequestParams, UpdateTaskResult, UpdateTaskResultResponse,
+};
+pub use stream::{
+    EVENT_META_PREFIX, EVENTS_GONE, EVENTS_GONE_REASON, EventsGoneData, StreamTask,
+    StreamTaskRequest, StreamTaskRequestParams, StreamTaskResult, StreamTaskResultResponse,
+    TaskEvent, TaskEventNotification, TaskEventNotificationParams,
 };
 pub(crate) use task::RequiredNullableInt;
 pub use task::{
@@ -47,6 +53,10 @@ pub mod methods {
     pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// A task's state, pushed on a `subscriptions/listen` stream.
     pub const NOTIFICATIONS_TASKS: &str = "notifications/tasks";
+    /// Start or resume the stream of a task's events (draft SEP-2694).
+    pub const TASKS_STREAM: &str = "tasks/stream";
+    /// One event of a streamed task (draft SEP-2694).
+    pub const NOTIFICATIONS_TASKS_EVENT: &str = "notifications/tasks/event";
 }
 
 /// Registers every top-level type of the extension with `g`.
@@ -71,6 +81,11 @@ pub(crate) fn register_schemas(g: &mut schemars::SchemaGenerator) {
     g.subschema_for::<TaskSubscriptionNotifications>();
     g.subschema_for::<TaskSubscriptionAcknowledgedNotifications>();
     g.subschema_for::<TasksExtensionCapability>();
+    // Task event streams (draft SEP-2694), served beside the extension.
+    g.subschema_for::<StreamTaskRequest>();
+    g.subschema_for::<StreamTaskResult>();
+    g.subschema_for::<TaskEventNotification>();
+    g.subschema_for::<EventsGoneData>();
     // Core types the extension's messages refer to.
     g.subschema_for::<crate::v2026::InputRequests>();
     g.subschema_for::<crate::v2026::InputResponses>();

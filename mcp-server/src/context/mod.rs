@@ -444,6 +444,58 @@ impl ToolContext {
         Ok(())
     }
 
+    /// Appends text output of the tool to its task's event log ([`mcp_tasks::log::kinds::TEXT`],
+    /// payload `{"text"}`): what `tasks/stream` readers see as it is written (a build
+    /// log, a progress tail). Returns the event's `seq`; `None` in a synchronous call or
+    /// on a store that keeps no task logs (the text then goes nowhere). A text past the
+    /// store's [`max_log_entry_bytes`](mcp_tasks::Limits::max_log_entry_bytes) is refused
+    /// with -32602, and nothing is written.
+    pub async fn emit_text(&self, text: impl Into<String>) -> Result<Option<u64>, ToolError> {
+        self.emit_draft(mcp_tasks::LogDraft::text(text)).await
+    }
+
+    /// Appends an event of the tool's own `kind` with `payload` to its task's event log,
+    /// as [`emit_text`](Self::emit_text) does. `kind` needs a vendor prefix of the tool's
+    /// own (`com.example.build.stage`; unprefixed types and the spec's prefixes are
+    /// refused with -32602), and the event is bounded in size like a text.
+    pub async fn emit(
+        &self,
+        kind: impl Into<String>,
+        payload: mcp_tasks_protocol::JsonObject,
+    ) -> Result<Option<u64>, ToolError> {
+        self.emit_draft(mcp_tasks::LogDraft::new(kind, payload))
+            .await
+    }
+
+    async fn emit_draft(&self, draft: mcp_tasks::LogDraft) -> Result<Option<u64>, ToolError> {
+        let task = match &self.inner.mode {
+            Mode::Task(task) => task.clone(),
+            Mode::Rounds {
+                promotion: Some(promotion),
+                ..
+            } => match &*promotion.phase().await {
+                Phase::Task(task) => task.clone(),
+                Phase::Call { .. } | Phase::Ending => return Ok(None),
+            },
+            Mode::Rounds { .. } | Mode::Direct { .. } => return Ok(None),
+        };
+        let TaskBinding { store, key, .. } = &task;
+        if !store.keeps_logs() {
+            return Ok(None);
+        }
+        let seq = while_transient(&self.inner.cancel, "appending to a task's log", || {
+            store.append_log(&key.owner, &key.id, vec![draft.clone()])
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::LimitExceeded { .. } | StoreError::InvalidLogType { .. } => {
+                ToolError::rpc(error_codes::INVALID_PARAMS, e.to_string())
+            }
+            other => store_error(other),
+        })?;
+        Ok(Some(seq))
+    }
+
     /// The input requests this round could not answer (synchronous calls).
     pub(crate) fn wanted(&self) -> BTreeMap<String, Value> {
         match &self.inner.mode {

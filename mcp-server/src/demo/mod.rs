@@ -4,7 +4,8 @@
 //! | tool | policy | behaviour |
 //! |---|---|---|
 //! | `greet` | synchronous | "Hello, {name}!" |
-//! | `slow_compute` | optional (a task when `seconds > 0`); at least once, 3 runs | sleeps `seconds`, then reports |
+//! | `slow_compute` | optional (a task when `seconds > 0`); at least once, 3 runs | sleeps `seconds` (a progress event each whole second), then reports |
+//! | `build_log` | required | writes `steps` lines of text output as task events (`tasks/stream`), one every `interval_ms`, then reports |
 //! | `failing_job` | required | after about 1 s, a result with `isError: true` |
 //! | `protocol_error_job` | optional | fails with a JSON-RPC error |
 //! | `confirm_delete` | optional | asks for confirmation (elicitation), then answers |
@@ -39,6 +40,14 @@ use crate::tool::{TaskPolicy, ToolDef, ToolDefError};
 use mcp_tasks::Delivery;
 use questions::{answer_bool, answer_str, ask_name, form};
 
+/// The JSON object `value` is (an empty one for anything else).
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
 /// A tool result of one text block.
 pub(crate) fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
@@ -60,6 +69,20 @@ pub struct SlowComputeArgs {
     #[serde(default)]
     pub label: Option<String>,
 }
+
+/// Arguments of `build_log`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BuildLogArgs {
+    /// How many lines of output to write (at most 1,000; 8 when absent).
+    #[serde(default)]
+    pub steps: Option<u32>,
+    /// Milliseconds between two lines (at most 10,000; 250 when absent).
+    #[serde(default)]
+    pub interval_ms: Option<u64>,
+}
+
+/// The type of `slow_compute`'s progress events: `{"done", "total", "label"}` (seconds).
+pub const PROGRESS_EVENT: &str = "rs.mcp-tasks.demo.progress";
 
 /// Arguments of `maybe_slow`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -106,15 +129,39 @@ pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
                 n => format!(" (attempt {n})"),
             };
             let _ = ctx.status(format!("{label}: working for {seconds} s{run}")).await;
-            tokio::select! {
-                _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
-                _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+            // A progress event after each whole second (none for a run under a second).
+            let mut done = 0.0;
+            while done < seconds {
+                let step = (seconds - done).min(1.0);
+                tokio::select! {
+                    _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+                    _ = tokio::time::sleep(Duration::from_secs_f64(step)) => {}
+                }
+                done += step;
+                if step == 1.0 {
+                    let progress = json!({ "done": done, "total": seconds, "label": label });
+                    ctx.emit(PROGRESS_EVENT, object(progress)).await?;
+                }
             }
             Ok(text(format!("{label}: done after {seconds} s{run}")))
         })?
         .description("Sleeps `seconds`, then reports. Runs as a task when the client allows and seconds > 0; delivered at least once (a run whose worker is lost runs again elsewhere, 3 runs at most).")
         .delivery(Delivery::AtLeastOnce { max_attempts: 3 })
         .select_task(|args| args.get("seconds").and_then(Value::as_f64).is_some_and(|s| s > 0.0)),
+        ToolDef::new("build_log", TaskPolicy::Required, |ctx: ToolContext, args: BuildLogArgs| async move {
+            let steps = args.steps.unwrap_or(8).min(1_000);
+            let interval = Duration::from_millis(args.interval_ms.unwrap_or(250).min(10_000));
+            let _ = ctx.status(format!("building: {steps} steps")).await;
+            for step in 1..=steps {
+                tokio::select! {
+                    _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+                    _ = tokio::time::sleep(interval) => {}
+                }
+                ctx.emit_text(format!("[{step}/{steps}] Compiling demo-unit-{step} ... ok")).await?;
+            }
+            Ok(text(format!("build finished: {steps} steps, 0 errors")))
+        })?
+        .description("Always a task: writes `steps` lines of build output as task events (read them live with tasks/stream), one every `interval_ms`, then reports."),
         ToolDef::new("maybe_slow", TaskPolicy::After(MAYBE_SLOW_DEADLINE), |ctx: ToolContext, args: MaybeSlowArgs| async move {
             let seconds = args.seconds.clamp(0.0, 3600.0);
             let _ = ctx.status(format!("working for {seconds} s")).await;

@@ -14,6 +14,7 @@ use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::http::ParamsHead;
 use mcp_tasks_protocol::jsonrpc::RequestId;
 use mcp_tasks_protocol::method::Request;
+use mcp_tasks_protocol::tasks::StreamTask;
 use mcp_tasks_protocol::v2025;
 use mcp_tasks_protocol::v2026::SubscriptionsListen;
 use serde_json::value::RawValue;
@@ -284,13 +285,17 @@ async fn serve_request(
         &read.revision,
         Some(Revision::Stateless(declared)) if declared.wants_notifications
     );
-    let listen = req.method == SubscriptionsListen::METHOD;
+    // The long-lived streams: pushed notifications until the request ends.
+    let listen = req.method == SubscriptionsListen::METHOD || req.method == StreamTask::METHOD;
     if listen && !accepts.sse {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             Some(req.id),
             error_codes::INVALID_REQUEST,
-            "subscriptions/listen replies with an event stream: Accept must allow text/event-stream",
+            format!(
+                "{} replies with an event stream: Accept must allow text/event-stream",
+                req.method
+            ),
         );
     }
     let opens = open.is_none() && req.method == v2025::Initialize::METHOD;

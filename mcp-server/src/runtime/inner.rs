@@ -45,6 +45,8 @@ pub(super) struct Inner {
     pub(super) queue_changed: Notify,
     /// Who watches which tasks (`watch.rs`): the store's events routed to them.
     pub(super) watchers: Arc<Watchers>,
+    /// The node id, as task log entries name it (`mcp_tasks::LogScope`).
+    pub(super) log_node: Arc<str>,
 }
 
 impl Inner {
@@ -52,7 +54,6 @@ impl Inner {
     pub(super) fn new(store: Arc<dyn TaskStore>, config: RuntimeConfig) -> Inner {
         Inner {
             store,
-            config,
             running: Mutex::default(),
             stopping: CancellationToken::new(),
             abandon: CancellationToken::new(),
@@ -60,6 +61,8 @@ impl Inner {
             tasks: TaskTracker::new(),
             queue_changed: Notify::new(),
             watchers: Arc::default(),
+            log_node: Arc::from(config.node_id.as_str()),
+            config,
         }
     }
 

@@ -177,6 +177,15 @@ impl TaskRuntime {
         &self.inner.config
     }
 
+    /// The scope of the task log entries this node writes for `actor` (`None`: as each
+    /// operation implies), naming this node.
+    pub(crate) fn log_scope(&self, actor: Option<mcp_tasks::Actor>) -> mcp_tasks::LogScope {
+        mcp_tasks::LogScope {
+            node: Some(Arc::clone(&self.inner.log_node)),
+            actor,
+        }
+    }
+
     pub(crate) fn stopping(&self) -> &CancellationToken {
         &self.inner.stopping
     }
@@ -302,7 +311,8 @@ impl TaskRuntime {
             },
         );
         let runtime = self.clone();
-        self.inner.tasks.spawn(async move {
+        let scope = self.log_scope(None);
+        self.inner.tasks.spawn(scope.run(async move {
             let span =
                 tracing::info_span!(parent: observed.span(), "task", task_id = %key.id, tool = observed.tool());
             let run = tracing::Instrument::instrument(runtime.run(&key, work, &cancel), span);
@@ -323,7 +333,7 @@ impl TaskRuntime {
                 }
             }
             drop(slot);
-        });
+        }));
     }
 
     async fn run(

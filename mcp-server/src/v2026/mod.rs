@@ -9,6 +9,7 @@ mod deadline;
 pub(crate) mod features;
 mod listen;
 mod rounds;
+mod stream;
 
 use jsonrpsee::Extensions;
 use mcp_tasks::{Owner, StoreError, TaskId, WireRevision};
@@ -36,6 +37,7 @@ use crate::tool::{TaskPolicy, ToolDef};
 use crate::views;
 
 pub(crate) use listen::listen;
+pub(crate) use stream::stream;
 
 fn require_tasks(caller: &Caller) -> Result<(), ServerError> {
     if caller.declares_tasks {
@@ -76,7 +78,12 @@ pub(crate) fn discover(state: &State) -> Result<DiscoverResult, ServerError> {
         completions: catalog.has_completions().then(Default::default),
         ..Default::default()
     };
-    let capabilities = tasks::TasksExtensionCapability::declare_on_server(capabilities);
+    // Task event streams (draft SEP-2694) need a store that keeps task logs.
+    let capabilities = if state.store.keeps_logs() {
+        tasks::TasksExtensionCapability::declare_on_server_with_event_streams(capabilities)
+    } else {
+        tasks::TasksExtensionCapability::declare_on_server(capabilities)
+    };
     let mut result = DiscoverResult::new(capabilities);
     result.supported_versions = SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect();
     result.instructions = state.instructions.clone();

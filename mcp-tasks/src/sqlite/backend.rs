@@ -4,18 +4,21 @@
 use rusqlite::TransactionBehavior;
 
 use super::schema::backend;
-use super::{SqliteStore, db, operator};
+use super::{SqliteStore, db, log, operator};
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
-use crate::event::EventStream;
+use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
-use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 
 impl Backend for SqliteStore {
     /// SQLite's write lock serializes the writes: each closure runs once.
     const RERUNS_UPDATES: bool = false;
     const NAME: &'static str = "sqlite";
+    /// Each write's entries go in its transaction (schema version 4).
+    const LOGS: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -33,8 +36,10 @@ impl Backend for SqliteStore {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
-            let record = make(&inner.limits, inner.clock.now_ms());
-            db::insert(&tx, &record, &inner.limits)?;
+            let now = inner.clock.now_ms();
+            let mut record = make(&inner.limits, now);
+            let drafts = std::mem::take(&mut record.log_append);
+            db::insert(&tx, &record, drafts, now, &inner.limits)?;
             tx.commit().map_err(backend)?;
             for event in announce(&(), &record) {
                 inner.publish(event);
@@ -63,12 +68,15 @@ impl Backend for SqliteStore {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
             let now = inner.clock.now_ms();
-            let mut rec = db::load(&tx, &owner, &id, now)?.ok_or(StoreError::NotFound)?;
+            let (mut rec, log) = db::load(&tx, &owner, &id, now)?.ok_or(StoreError::NotFound)?;
             let (revision, was_live) = (rec.revision, !rec.is_terminal());
             // On error the transaction is dropped: rolled back, nothing changed.
             let value = f(&mut rec, now, &inner.limits)?;
+            // Taken whether or not the record changed: no change, no entries.
+            let drafts = std::mem::take(&mut rec.log_append);
             if rec.revision != revision {
-                db::save(&tx, &rec)?;
+                let log = log::append(&tx, &rec.id, log, drafts, now, &inner.limits)?;
+                db::save(&tx, &rec, log)?;
                 if was_live && rec.is_terminal() {
                     db::release_live(&tx, owner.as_str(), 1)?;
                 }
@@ -103,11 +111,13 @@ impl Backend for SqliteStore {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
             let now = inner.clock.now_ms();
-            let Some(mut rec) = db::next_queued(&tx, &tools, now)? else {
+            let Some((mut rec, log)) = db::next_queued(&tx, &tools, now)? else {
                 return Ok(None);
             };
             let value = f(&mut rec, now, &inner.limits)?;
-            db::save(&tx, &rec)?;
+            let drafts = std::mem::take(&mut rec.log_append);
+            let log = log::append(&tx, &rec.id, log, drafts, now, &inner.limits)?;
+            db::save(&tx, &rec, log)?;
             tx.commit().map_err(backend)?;
             for event in announce(&value, &rec) {
                 inner.publish(event);
@@ -120,7 +130,9 @@ impl Backend for SqliteStore {
     async fn read_task(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, StoreError> {
         let (owner, id) = (owner.clone(), id.clone());
         self.run(move |conn, inner| {
-            db::load(conn, &owner, &id, inner.clock.now_ms())?.ok_or(StoreError::NotFound)
+            db::load(conn, &owner, &id, inner.clock.now_ms())?
+                .map(|(rec, _)| rec)
+                .ok_or(StoreError::NotFound)
         })
         .await
     }
@@ -157,6 +169,44 @@ impl Backend for SqliteStore {
 
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         self.run(|conn, _| operator::counts(conn)).await
+    }
+
+    /// Publishes on the blocking thread right after the commit, as `update_task` does.
+    async fn append_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        drafts: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let key = TaskKey {
+            owner: owner.clone(),
+            id: id.clone(),
+        };
+        self.run(move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let now = inner.clock.now_ms();
+            let seq = log::append_to_task(&tx, &key.owner, &key.id, drafts, now, &inner.limits)?;
+            tx.commit().map_err(backend)?;
+            inner.publish(TaskEvent::Logged { key, seq });
+            Ok(seq)
+        })
+        .await
+    }
+
+    async fn read_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let (owner, id) = (owner.clone(), id.clone());
+        self.run(move |conn, inner| {
+            log::read(conn, &owner, &id, inner.clock.now_ms(), after, limit)
+        })
+        .await
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::log::{self, LogState};
 use super::schema::backend;
 use crate::cursor;
 use crate::error::StoreError;
 use crate::limits::{Limit, Limits};
+use crate::log::LogDraft;
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
 
@@ -31,32 +33,39 @@ fn count(n: i64) -> usize {
     usize::try_from(n).unwrap_or(0)
 }
 
-/// The owner's task `id` unless it is unknown, another owner's or expired at `now`.
+/// The owner's task `id` unless it is unknown, another owner's or expired at `now`, with
+/// its log's state (read with the record: a write that appends needs it, and it costs
+/// no statement of its own).
 pub(crate) fn load(
     conn: &Connection,
     owner: &Owner,
     id: &TaskId,
     now: Millis,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let json: Option<String> = conn
+) -> Result<Option<(TaskRecord, LogState)>, StoreError> {
+    let row: Option<(String, LogState)> = conn
         .prepare_cached(
-            "SELECT record FROM tasks
+            "SELECT record, log_first, log_next, log_bytes FROM tasks
              WHERE id = ?1 AND owner = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
         )
         .and_then(|mut st| {
-            st.query_row(params![id.as_str(), owner.as_str(), now], |row| row.get(0))
-                .optional()
+            st.query_row(params![id.as_str(), owner.as_str(), now], |row| {
+                Ok((row.get(0)?, LogState::read(row, 1)?))
+            })
+            .optional()
         })
         .map_err(backend)?;
-    json.as_deref().map(decode).transpose()
+    row.map(|(json, log)| Ok((decode(&json)?, log))).transpose()
 }
 
-/// Writes back a changed record.
-pub(crate) fn save(conn: &Connection, rec: &TaskRecord) -> Result<(), StoreError> {
+/// Writes back a changed record, and its log's state after the entries its write
+/// appended ([`log::append`]).
+pub(crate) fn save(conn: &Connection, rec: &TaskRecord, log: LogState) -> Result<(), StoreError> {
     let live = !rec.is_terminal();
     let json = encode(rec)?;
+    let (first, next, bytes) = log.columns();
     conn.prepare_cached(
-        "UPDATE tasks SET live = ?2, lease_expires_at = ?3, record = ?4, queued_tool = ?5
+        "UPDATE tasks SET live = ?2, lease_expires_at = ?3, record = ?4, queued_tool = ?5,
+                          log_first = ?6, log_next = ?7, log_bytes = ?8
          WHERE id = ?1",
     )
     .and_then(|mut st| {
@@ -65,17 +74,23 @@ pub(crate) fn save(conn: &Connection, rec: &TaskRecord) -> Result<(), StoreError
             live,
             lease_column(rec),
             json,
-            rec.queued_tool()
+            rec.queued_tool(),
+            first,
+            next,
+            bytes
         ])
     })
     .map_err(backend)?;
     Ok(())
 }
 
-/// Inserts a new (unfinished) record if the live-task limits allow it.
+/// Inserts a new (unfinished) record if the live-task limits allow it, its log starting
+/// with `drafts` written at `now`.
 pub(crate) fn insert(
     conn: &Connection,
     rec: &TaskRecord,
+    drafts: Vec<LogDraft>,
+    now: Millis,
     limits: &Limits,
 ) -> Result<(), StoreError> {
     let owner = rec.owner.as_str();
@@ -101,10 +116,14 @@ pub(crate) fn insert(
         });
     }
     let json = encode(rec)?;
+    // The entries before the row: the row is then written once, with the log's state.
+    let log = log::append(conn, &rec.id, LogState::default(), drafts, now, limits)?;
+    let (first, next, bytes) = log.columns();
     conn.prepare_cached(
         "INSERT INTO tasks
-           (id, owner, created_at, expires_at, live, lease_expires_at, record, queued_tool)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
+           (id, owner, created_at, expires_at, live, lease_expires_at, record, queued_tool,
+            log_first, log_next, log_bytes)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
     .and_then(|mut st| {
         st.execute(params![
@@ -114,7 +133,10 @@ pub(crate) fn insert(
             rec.expires_at(),
             lease_column(rec),
             json,
-            rec.queued_tool()
+            rec.queued_tool(),
+            first,
+            next,
+            bytes
         ])
     })
     .map_err(backend)?;
@@ -131,25 +153,30 @@ pub(crate) fn insert(
 }
 
 /// The oldest task waiting for a worker among `tools`, unexpired at `now` (one indexed
-/// lookup per tool).
+/// lookup per tool), with its log's state.
 pub(crate) fn next_queued(
     conn: &Connection,
     tools: &[String],
     now: Millis,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let mut oldest: Option<(Millis, String, String)> = None;
+) -> Result<Option<(TaskRecord, LogState)>, StoreError> {
+    let mut oldest: Option<(Millis, String, String, LogState)> = None;
     let mut st = conn
         .prepare_cached(
-            "SELECT created_at, id, record FROM tasks
+            "SELECT created_at, id, record, log_first, log_next, log_bytes FROM tasks
              WHERE queued_tool = ?1 AND (expires_at IS NULL OR expires_at > ?2)
              ORDER BY created_at, id
              LIMIT 1",
         )
         .map_err(backend)?;
     for tool in tools {
-        let row: Option<(Millis, String, String)> = st
+        let row: Option<(Millis, String, String, LogState)> = st
             .query_row(params![tool, now], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    LogState::read(row, 3)?,
+                ))
             })
             .optional()
             .map_err(backend)?;
@@ -161,7 +188,9 @@ pub(crate) fn next_queued(
             oldest = Some(row);
         }
     }
-    oldest.map(|(_, _, json)| decode(&json)).transpose()
+    oldest
+        .map(|(_, _, json, log)| Ok((decode(&json)?, log)))
+        .transpose()
 }
 
 /// `n` of `owner`'s unfinished tasks finished or were purged.
@@ -218,7 +247,8 @@ pub(crate) fn list(
     Ok(TaskPage { tasks, next_cursor })
 }
 
-/// Deletes tasks expired at `now`, fixes the live counts, and finds lapsed leases.
+/// Deletes tasks expired at `now` (their logs with them: the schema's trigger), fixes the
+/// live counts, and finds lapsed leases.
 pub(crate) fn sweep(conn: &Connection, now: Millis) -> Result<SweepReport, StoreError> {
     let mut report = SweepReport::default();
     let purged: Vec<(String, String, bool)> = {
@@ -263,21 +293,27 @@ pub(crate) fn sweep(conn: &Connection, now: Millis) -> Result<SweepReport, Store
     Ok(report)
 }
 
-/// Every unfinished task not expired at `now`, oldest first.
-pub(crate) fn unfinished(conn: &Connection, now: Millis) -> Result<Vec<TaskRecord>, StoreError> {
+/// Every unfinished task not expired at `now`, oldest first, with its log's state.
+pub(crate) fn unfinished(
+    conn: &Connection,
+    now: Millis,
+) -> Result<Vec<(TaskRecord, LogState)>, StoreError> {
     let mut st = conn
         .prepare_cached(
-            "SELECT record FROM tasks
+            "SELECT record, log_first, log_next, log_bytes FROM tasks
              WHERE live = 1 AND (expires_at IS NULL OR expires_at > ?1)
              ORDER BY created_at, id",
         )
         .map_err(backend)?;
     let rows = st
-        .query_map([now], |row| row.get::<_, String>(0))
+        .query_map([now], |row| {
+            Ok((row.get::<_, String>(0)?, LogState::read(row, 1)?))
+        })
         .map_err(backend)?;
     let mut tasks = Vec::new();
-    for json in rows {
-        tasks.push(decode(&json.map_err(backend)?)?);
+    for row in rows {
+        let (json, log) = row.map_err(backend)?;
+        tasks.push((decode(&json)?, log));
     }
     Ok(tasks)
 }

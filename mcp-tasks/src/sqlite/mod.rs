@@ -3,6 +3,7 @@
 mod backend;
 mod claim;
 mod db;
+mod log;
 mod operator;
 mod schema;
 
@@ -10,6 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
+use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::broadcast;
@@ -18,6 +20,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, TaskEvent};
 use crate::limits::Limits;
+use crate::log::{Actor, LogDraft, LogScope, kinds};
 use crate::record::{Owner, Recovery};
 use crate::rules;
 use schema::backend;
@@ -48,6 +51,8 @@ pub struct Recovered {
 ///   events are published in process only: every handle opened on the same file *in this
 ///   process* shares one feed ([`events`](crate::TaskStore::events)). A handle in another process
 ///   sees the data, not the events; whoever waits there must poll.
+/// - **Task logs** (rule 23) are rows beside the tasks, written in the transaction of the
+///   write they record, and removed with their task.
 /// - Each operation runs on Tokio's blocking pool, so the store needs a Tokio runtime.
 /// - The schema is created on first open; a file written by a newer schema version than
 ///   [`SqliteStore::SCHEMA_VERSION`] is refused with [`StoreError::Backend`].
@@ -184,7 +189,8 @@ impl SqliteStore {
     /// with `lost` (first terminal write, as [`fail`](crate::TaskStore::fail) would).
     /// Tasks waiting for a worker ([`TaskRecord::queued_tool`](crate::TaskRecord::queued_tool))
     /// are left to the restarted node's worker loop. One transaction; each change is
-    /// announced.
+    /// announced and written in the task's log, as [`recover_lapsed`](crate::TaskStore::recover_lapsed)
+    /// writes a lost run's.
     ///
     /// A server that is the only one using this file calls it once at start, before it
     /// serves anything: every task still unfinished then was left by a process that is gone
@@ -199,6 +205,8 @@ impl SqliteStore {
     /// first, so a second server process on the same file is refused here instead.
     pub async fn recover_unfinished(&self, lost: ErrorObject) -> Result<Recovered, StoreError> {
         self.claim()?;
+        // Read here: the closure runs on another thread, outside the caller's scope.
+        let scope = LogScope::current();
         self.run(move |conn, inner| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -206,18 +214,38 @@ impl SqliteStore {
             let now = inner.clock.now_ms();
             let mut recovered = Recovered::default();
             let mut events = Vec::new();
-            for mut rec in db::unfinished(&tx, now)? {
+            for (mut rec, log) in db::unfinished(&tx, now)? {
                 if rec.queued_tool().is_some() {
                     continue;
                 }
-                let counter = match rules::recover_lost(&mut rec, lost.clone(), now) {
+                let recovery = rules::recover_lost(&mut rec, lost.clone(), now);
+                let (counter, kind, payload) = match recovery {
                     Recovery::NotLapsed => continue,
-                    Recovery::Requeued { .. } => &mut recovered.requeued,
-                    Recovery::Cancelled => &mut recovered.cancelled,
-                    Recovery::Failed => &mut recovered.failed,
+                    Recovery::Requeued { attempt } => (
+                        &mut recovered.requeued,
+                        kinds::REQUEUE,
+                        JsonObject::from_iter([("attempt".to_owned(), attempt.into())]),
+                    ),
+                    Recovery::Cancelled => (
+                        &mut recovered.cancelled,
+                        kinds::STATUS,
+                        crate::log::terminal_payload(&rec),
+                    ),
+                    Recovery::Failed => (
+                        &mut recovered.failed,
+                        kinds::STATUS,
+                        crate::log::terminal_payload(&rec),
+                    ),
                 };
                 *counter += 1;
-                db::save(&tx, &rec)?;
+                let entry = LogDraft {
+                    kind: kind.to_owned(),
+                    payload,
+                    node: scope.node.clone(),
+                    actor: scope.actor.unwrap_or(Actor::Server),
+                };
+                let log = log::append(&tx, &rec.id, log, vec![entry], now, &inner.limits)?;
+                db::save(&tx, &rec, log)?;
                 if rec.is_terminal() {
                     db::release_live(&tx, rec.owner.as_str(), 1)?;
                 }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,6 +72,35 @@ CREATE INDEX IF NOT EXISTS tasks_by_tool ON tasks (tool, created_at, id)
     WHERE tool IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_by_holder ON tasks (lease_holder, created_at, id)
     WHERE lease_holder IS NOT NULL;
+";
+
+/// Version 4: task logs (contract rule 23). `task_log` holds each task's entries by
+/// (task, seq); a rowid table, as an entry's payload may run to
+/// [`Limits::max_log_entry_bytes`](crate::Limits::max_log_entry_bytes), too large for
+/// `WITHOUT ROWID`. The task's row keeps the earliest `seq` kept, the next `seq` and the
+/// bytes kept, so a write knows what retention drops without reading the log, and a
+/// read knows the bounds without counting it. Tasks of earlier versions start an empty
+/// log at 0 (added with constant defaults: nothing is rewritten). The trigger takes the
+/// log with its task, whichever statement removes the row.
+const SCHEMA_V4: &str = "
+ALTER TABLE tasks ADD COLUMN log_first INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN log_next INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS task_log (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    node TEXT,
+    actor TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TRIGGER IF NOT EXISTS task_log_goes_with_its_task AFTER DELETE ON tasks
+BEGIN
+    DELETE FROM task_log WHERE task_id = old.id;
+END;
 ";
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
@@ -207,6 +236,9 @@ fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> 
         }
         if version < 3 {
             tx.execute_batch(SCHEMA_V3).map_err(backend)?;
+        }
+        if version < 4 {
+            tx.execute_batch(SCHEMA_V4).map_err(backend)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -266,6 +266,14 @@ fn list_and_sweep_queries_use_their_indexes() {
          ORDER BY lease_expires_at, id",
     );
     assert!(lapsed.contains("tasks_by_lease"), "{lapsed}");
+    let log = plan(
+        "SELECT seq, type, payload, at, node, actor FROM task_log
+         WHERE task_id = 'x' AND seq >= 3 ORDER BY seq LIMIT 10",
+    );
+    assert!(log.contains("sqlite_autoindex_task_log_1"), "{log}");
+    assert!(!log.contains("TEMP B-TREE"), "{log}");
+    let trim = plan("DELETE FROM task_log WHERE task_id = 'x' AND seq < 3");
+    assert!(trim.contains("sqlite_autoindex_task_log_1"), "{trim}");
 }
 
 /// Crash recovery: every unfinished, unexpired task fails (with an event and the live
@@ -342,6 +350,26 @@ async fn recover_unfinished_fails_or_requeues_only_unfinished_live_tasks() {
             cancelled: 0
         }
     );
+    // Each recovery is in its task's log, by the server.
+    let last_entry = |id: crate::TaskId| {
+        let reopened = reopened.clone();
+        let owner = owner.clone();
+        async move {
+            let page = reopened
+                .read_log(&owner, &id, None, 100)
+                .await
+                .expect("log");
+            page.entries.last().cloned().expect("an entry")
+        }
+    };
+    let requeued = last_entry(again.id.clone()).await;
+    assert_eq!(requeued.kind, crate::log::kinds::REQUEUE);
+    assert_eq!(requeued.payload["attempt"], 1);
+    assert_eq!(requeued.actor, crate::Actor::Server);
+    let failed = last_entry(working.id.clone()).await;
+    assert_eq!(failed.kind, crate::log::kinds::STATUS);
+    assert_eq!(failed.payload["status"], "failed");
+    assert_eq!(failed.payload["error"]["message"], "worker lost");
     let rerun = reopened.get(&owner, &again.id).await.expect("get");
     assert_eq!(rerun.status, TaskStatus::Working);
     assert_eq!(rerun.queued_tool(), Some("t"), "waits for a worker again");
@@ -455,7 +483,12 @@ async fn version_1_files_load_after_the_queue_migration() {
     {
         let conn = rusqlite::Connection::open(&db.0).expect("raw open");
         conn.execute_batch(
-            "DROP INDEX tasks_queued;
+            "DROP TRIGGER task_log_goes_with_its_task;
+             DROP TABLE task_log;
+             ALTER TABLE tasks DROP COLUMN log_first;
+             ALTER TABLE tasks DROP COLUMN log_next;
+             ALTER TABLE tasks DROP COLUMN log_bytes;
+             DROP INDEX tasks_queued;
              DROP INDEX tasks_by_created;
              DROP INDEX tasks_by_status;
              DROP INDEX tasks_by_tool;
@@ -506,4 +539,105 @@ async fn version_1_files_load_after_the_queue_migration() {
             .expect("complete")
             .won
     );
+}
+
+fn log_rows(db: &TempDb) -> i64 {
+    rusqlite::Connection::open(&db.0)
+        .expect("raw open")
+        .query_row("SELECT count(*) FROM task_log", [], |row| row.get(0))
+        .expect("count")
+}
+
+/// The sweep takes an expired task's log rows with it, and a trimmed log keeps only the
+/// rows it reports.
+#[tokio::test]
+async fn log_rows_go_with_retention_and_the_sweep() {
+    let db = TempDb::new("log_rows");
+    let clock = ManualClock::default();
+    let limits = Limits {
+        max_log_entries: 3,
+        ..Limits::default()
+    };
+    let store = db.open(limits, &clock);
+    let owner = Owner::new("o");
+    let task = store
+        .create(new_task(&owner, Some(1_000)))
+        .await
+        .expect("create");
+    let drafts = (0..5)
+        .map(|i| {
+            crate::LogDraft::new(
+                "com.example.n",
+                json!({ "i": i }).as_object().cloned().expect("an object"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        store
+            .append_log(&owner, &task.id, drafts)
+            .await
+            .expect("append"),
+        5
+    );
+    let page = store
+        .read_log(&owner, &task.id, None, 10)
+        .await
+        .expect("read");
+    assert_eq!((page.earliest, page.next), (3, 6));
+    assert_eq!(log_rows(&db), 3);
+    clock.advance(1_000);
+    assert_eq!(store.sweep().await.expect("sweep").purged, 1);
+    assert_eq!(log_rows(&db), 0);
+}
+
+/// A file of schema version 3 (no logs) upgrades in place: its tasks start an empty log
+/// at 0 and keep the entries of every write after.
+#[tokio::test]
+async fn version_3_files_start_their_tasks_logs_empty() {
+    let db = TempDb::new("v3-upgrade");
+    let clock = ManualClock::default();
+    let owner = Owner::new("o");
+    let task = {
+        let store = db.open(Limits::default(), &clock);
+        store.create(new_task(&owner, None)).await.expect("create")
+    };
+    {
+        let conn = rusqlite::Connection::open(&db.0).expect("raw open");
+        conn.execute_batch(
+            "DROP TRIGGER task_log_goes_with_its_task;
+             DROP TABLE task_log;
+             ALTER TABLE tasks DROP COLUMN log_first;
+             ALTER TABLE tasks DROP COLUMN log_next;
+             ALTER TABLE tasks DROP COLUMN log_bytes;
+             PRAGMA user_version = 3;",
+        )
+        .expect("back to version 3");
+    }
+    let store = db.open(Limits::default(), &clock);
+    let page = store
+        .read_log(&owner, &task.id, None, 10)
+        .await
+        .expect("read");
+    assert!(page.entries.is_empty());
+    assert_eq!((page.earliest, page.next), (0, 0));
+    store
+        .set_status_message(&owner, &task.id, Some("on".into()))
+        .await
+        .expect("message");
+    let seq = store
+        .append_log(&owner, &task.id, vec![crate::LogDraft::text("hi")])
+        .await
+        .expect("append");
+    assert_eq!(seq, 1);
+    let page = store
+        .read_log(&owner, &task.id, None, 10)
+        .await
+        .expect("read");
+    assert_eq!(page.entries[0].payload["statusMessage"], "on");
+    assert_eq!((page.earliest, page.next), (0, 2));
+    let version: i64 = rusqlite::Connection::open(&db.0)
+        .expect("raw open")
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .expect("version");
+    assert_eq!(version, SqliteStore::SCHEMA_VERSION);
 }

@@ -82,6 +82,7 @@ mod status_push_2025;
 mod stdio_eof_answers;
 mod store_outage;
 mod task_context;
+mod task_streams;
 mod telemetry_bounds;
 mod telemetry_logs;
 mod telemetry_metrics;

@@ -11,7 +11,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use mcp_tasks::{OperatorFilter, Owner, TaskCounts, TaskId};
+use mcp_tasks::{Actor, LogScope, OperatorFilter, Owner, TaskCounts, TaskId};
 use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -169,7 +169,14 @@ async fn cancel(
     const OP: &str = "console: cancel";
     let task_id = path_id(params)?;
     let record = console.store.operator_get(&task_id).await?;
-    let outcome = console.store.request_cancel(&record.owner, &task_id).await;
+    // The timeline names the operator as who asked (the task's log).
+    let scope = LogScope {
+        node: None,
+        actor: Some(Actor::Operator),
+    };
+    let outcome = scope
+        .run(console.store.request_cancel(&record.owner, &task_id))
+        .await;
     let audited = match &outcome {
         Ok(after) => Ok(after.status.as_str()),
         Err(e) => Err(e.to_string()),
