@@ -18,6 +18,15 @@
 //! as a task of the client gets its task at once, and the question is asked at the
 //! terminal all the same, its answer the task's result.
 //!
+//! A task's events (`tasks/stream`, draft SEP-2694) are shown on stderr as they arrive,
+//! above the status line, when the server advertises event streams and the call became
+//! a task (and for `--resume`, from the earliest event the server still keeps): a tool's
+//! text output as its lines, any other event of the tool as its type and JSON payload;
+//! the status changes stay on the status line. `--no-events` never shows them;
+//! `--events` shows them also when the server does not advertise them (and says so when
+//! it has none); of the two, the last given wins. The stream resumes by itself after a
+//! dropped connection, nothing shown twice.
+//!
 //! The status line is drawn in place (a spinner) only when stderr is a terminal;
 //! otherwise each change of status is one plain line, and the log lines (`RUST_LOG`) are
 //! not coloured: no escape codes in a log file. Under
@@ -166,6 +175,13 @@ struct Args {
     /// Print the task's reference (JSON, one line) and exit, leaving the task running.
     #[arg(long)]
     detach: bool,
+    /// Show the task's events (`tasks/stream`) on stderr as they arrive, even when the
+    /// server does not advertise event streams. The default shows them when it does.
+    #[arg(long, overrides_with = "no_events")]
+    events: bool,
+    /// Do not show the task's events.
+    #[arg(long, overrides_with = "events")]
+    no_events: bool,
     /// Speak MCP 2025-11-25 and host the server's task-based elicitation requests as
     /// tasks of this client (`capabilities.tasks`, kept in memory); each is still asked
     /// at the terminal.
@@ -184,6 +200,8 @@ struct Args {
 }
 #[path = "mcp-call/console.rs"]
 mod console;
+#[path = "mcp-call/events.rs"]
+mod events;
 #[path = "mcp-call/follow.rs"]
 mod follow;
 #[path = "mcp-call/login.rs"]
@@ -192,7 +210,8 @@ mod login;
 mod questions;
 
 use console::{clear_line, server_log};
-use follow::{follow, render};
+use events::show_events;
+use follow::{Shown, follow, render};
 use login::{LoginSteps, default_token_file, login_report, progress, show_login};
 use questions::Terminal;
 
@@ -499,7 +518,16 @@ async fn run(args: Args) -> Result<Outcome, String> {
         println!("{}", reference.to_json());
         return Ok(Outcome::Done);
     }
-    match follow(handle).await {
+    // The events, when the server streams them (or `--events` says to try).
+    let offered = client.server().is_some_and(|s| s.offers_event_streams());
+    let shown = (!args.no_events && (args.events || offered)).then(|| {
+        Shown::start(show_events(
+            client.clone(),
+            handle.id().to_owned(),
+            args.events,
+        ))
+    });
+    match follow(handle, shown).await {
         Some(Ok(result)) => Ok(report(&result)),
         Some(Err(e)) => Err(e.to_string()),
         None => Ok(Outcome::Interrupted),

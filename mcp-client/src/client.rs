@@ -21,6 +21,7 @@ use crate::auth::Authorizer;
 use crate::config::{ClientConfig, Revision};
 use crate::driver::TaskHandle;
 use crate::error::ClientError;
+use crate::events::TaskEvents;
 use crate::handler::{ClientHandler, answer};
 use crate::reference::{Endpoint, TaskRef, ToolCall, is_2025_family};
 use crate::session::{HttpParts, ServerInfo, Session};
@@ -28,7 +29,7 @@ use crate::transport::{self, TransportGuard};
 use crate::v2025;
 
 /// An MCP client. Cheap to clone; the connection closes when the last clone (and the last
-/// [`TaskHandle`]) is dropped.
+/// [`TaskHandle`] and [`TaskEvents`]) is dropped.
 #[derive(Debug, Clone)]
 pub struct McpClient {
     session: Arc<Session>,
@@ -409,6 +410,13 @@ impl McpClient {
     /// keeps the call that made the task).
     pub fn resume_task(&self, task_id: impl Into<String>) -> TaskHandle {
         TaskHandle::new(Arc::clone(&self.session), task_id.into(), None, None)
+    }
+
+    /// The events of task `task_id` after `after` (exclusive; `None`: from the earliest
+    /// the server still keeps), as a stream that resumes by itself and ends once the
+    /// task ended (see [`TaskEvents`]). Reading them does not follow nor own the task.
+    pub fn task_events(&self, task_id: impl Into<String>, after: Option<u64>) -> TaskEvents {
+        TaskEvents::new(Arc::clone(&self.session), task_id.into(), after)
     }
 
     /// Answers every request of an MRTR round through the handler.

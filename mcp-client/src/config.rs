@@ -100,6 +100,13 @@ pub struct DriverConfig {
     /// flight, and handed to the task's handle as soon as that response routes it; a task
     /// still unknown after this is answered by the client's handler. At most a day.
     pub unknown_task_hold: Duration,
+    /// How many times in a row a task's event stream ([`TaskEvents`](crate::TaskEvents))
+    /// is asked again (`tasks/stream` with `after`) without bringing a new event: after a
+    /// dropped connection, a server that ended the stream before the task did, or a
+    /// refusal that says to retry. The waits between attempts double from
+    /// [`min_poll`](DriverConfig::min_poll) up to [`max_poll`](DriverConfig::max_poll);
+    /// past the bound the last error ends the stream.
+    pub stream_retries: u32,
 }
 
 impl Default for DriverConfig {
@@ -112,6 +119,7 @@ impl Default for DriverConfig {
             stuck_after_polls: 30,
             max_wait: Duration::from_secs(24 * 60 * 60),
             unknown_task_hold: Duration::from_secs(5),
+            stream_retries: 10,
         }
     }
 }
@@ -126,12 +134,20 @@ impl DriverConfig {
             .map(Duration::from_millis)
             .unwrap_or(self.default_poll);
         let bounded = suggested.clamp(self.min_poll, self.max_poll);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .subsec_nanos();
-        let jitter = 0.8 + f64::from(nanos % 400) / 1000.0;
-        bounded.mul_f64(jitter)
+        bounded.mul_f64(jitter())
+    }
+
+    /// The wait before the `attempt`th attempt in a row (from 1) to read a stream again:
+    /// [`min_poll`](DriverConfig::min_poll) doubled each attempt, at most
+    /// [`max_poll`](DriverConfig::max_poll), with ±20% jitter.
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
+        let doubled = self
+            .min_poll
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+        let bounded = doubled
+            .min(self.max_poll)
+            .max(self.min_poll.min(self.max_poll));
+        bounded.mul_f64(jitter())
     }
 
     /// How long a task with this TTL (ms; `ttlMs` or 2025-11-25 `ttl`, `None` for no
@@ -143,6 +159,15 @@ impl DriverConfig {
             .unwrap_or(self.max_wait)
             .min(self.max_wait)
     }
+}
+
+/// A factor in [0.8, 1.2), so that many clients do not wait in lockstep.
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    0.8 + f64::from(nanos % 400) / 1000.0
 }
 
 #[cfg(test)]
@@ -177,5 +202,22 @@ mod tests {
         }
         let p = config.poll_interval(Some(500));
         assert!(within(p, Duration::from_millis(500)), "{p:?}");
+    }
+
+    #[test]
+    fn stream_backoff_doubles_within_the_poll_bounds() {
+        let config = DriverConfig::default();
+        let within =
+            |p: Duration, around: Duration| p >= around.mul_f64(0.8) && p <= around.mul_f64(1.2);
+        assert!(within(config.backoff(0), config.min_poll));
+        assert!(within(config.backoff(1), config.min_poll));
+        assert!(within(config.backoff(2), config.min_poll * 2));
+        assert!(within(config.backoff(4), config.min_poll * 8));
+        for attempt in [8, 30, u32::MAX] {
+            assert!(
+                within(config.backoff(attempt), config.max_poll),
+                "{attempt}"
+            );
+        }
     }
 }

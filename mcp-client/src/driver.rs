@@ -6,9 +6,9 @@
 //! `route_2025` (2025-11-25: the server's requests about the task routed to its handler;
 //! the wait is `v2025.rs`'s).
 //!
-//! Invariant: imports `session`, `v2025`, `status`, `handler`, `reference`, `error`;
-//! never `client.rs` or `updates.rs`. An input request is answered at most once per key,
-//! and at most `max_input_rounds` rounds.
+//! Invariant: imports `session`, `events`, `v2025`, `status`, `handler`, `reference`,
+//! `error`; never `client.rs` or `updates.rs`. An input request is answered at most once
+//! per key, and at most `max_input_rounds` rounds.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,7 @@ use mcp_tasks_protocol::v2026::CallToolResult;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::error::ClientError;
+use crate::events::TaskEvents;
 use crate::handler::ClientHandler;
 use crate::reference::{TaskRef, ToolCall};
 use crate::session::Session;
@@ -225,6 +226,21 @@ impl TaskHandle {
     /// displays; [`into_updates`](TaskHandle::into_updates) gives every change in order.
     pub fn updates(&self) -> watch::Receiver<Option<TaskStatusView>> {
         self.latest.subscribe()
+    }
+
+    /// The task's events (`tasks/stream`, draft SEP-2694), from the earliest the server
+    /// still keeps: a stream that resumes by itself after a dropped connection and ends
+    /// once the task ended and its last event was yielded (see [`TaskEvents`]). It reads
+    /// the task alongside this handle (which still waits, answers input and cancels):
+    /// dropping it leaves the task alone.
+    pub fn events(&self) -> TaskEvents {
+        TaskEvents::new(Arc::clone(&self.session), self.id.clone(), None)
+    }
+
+    /// [`events`](TaskHandle::events) after event `seq` (exclusive): the cursor a
+    /// reader kept ([`TaskEvents::cursor`]).
+    pub fn events_after(&self, seq: u64) -> TaskEvents {
+        TaskEvents::new(Arc::clone(&self.session), self.id.clone(), Some(seq))
     }
 
     /// The input request keys answered so far.

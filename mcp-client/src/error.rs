@@ -60,6 +60,24 @@ pub enum ClientError {
         /// The bound.
         limit: u32,
     },
+    /// The task's events the stream was to resume from are no longer kept by the server
+    /// (`events_gone`, draft SEP-2694): read on from `earliest_seq` (a new stream with
+    /// `after = earliest_seq - 1`, or without a cursor), knowing that the events
+    /// before it are lost.
+    #[error(
+        "task {task_id}: the events asked for are no longer kept (the earliest kept is {earliest_seq})"
+    )]
+    EventsGone {
+        /// The task.
+        task_id: String,
+        /// The earliest event the server still keeps.
+        earliest_seq: u64,
+    },
+    /// The server does not serve task event streams (`tasks/stream`): it does not
+    /// advertise `eventStreams` in the tasks extension's capability, the session speaks
+    /// MCP 2025-11-25, or the server answered -32601; the text says which.
+    #[error("the server does not serve task event streams: {0}")]
+    EventStreamsUnsupported(String),
     /// A [`TaskRef`](crate::TaskRef) that cannot be followed by this client: another
     /// revision than the session's, or no endpoint to connect to.
     #[error("task reference: {0}")]

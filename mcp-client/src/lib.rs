@@ -46,6 +46,14 @@
 //!   answered by the client's handler (logged).
 //! - [`TaskHandle::into_updates`]: the task's [`TaskUpdates`], a `futures::Stream` of
 //!   [`TaskUpdate`]s (status changes, input requests, the result) that owns the handle.
+//! - [`TaskHandle::events`] (or [`McpClient::task_events`] by id, after a cursor): the
+//!   task's events (`tasks/stream`, draft SEP-2694, on a 2026-07-28 server that
+//!   advertises `eventStreams`) as [`TaskEvents`], a `futures::Stream` of [`TaskEvent`]s
+//!   (`seq`, type, payload, time, node, actor) in order without gaps, resumed by itself
+//!   after a dropped connection or a stream the server ended early (`after` = the last
+//!   `seq` yielded, bounded backoff), ending once the task ended;
+//!   [`ClientError::EventsGone`] (with the earliest event kept) and
+//!   [`ClientError::EventStreamsUnsupported`] typed.
 //! - [`TaskHandle::detach`]: leaves the task running and hands back its [`TaskRef`]
 //!   (endpoint, task id, revision, the call that made it; serde), which another process
 //!   follows with [`McpClient::connect_to`] or [`McpClient::resume`]:
@@ -116,6 +124,7 @@ mod client;
 mod config;
 mod driver;
 mod error;
+mod events;
 mod handler;
 mod hosted;
 mod reference;
@@ -131,6 +140,7 @@ pub use client::{McpClient, Started};
 pub use config::{ClientConfig, DriverConfig, Revision};
 pub use driver::{TaskHandle, status_of};
 pub use error::{ClientError, rpc_code};
+pub use events::{TaskEvent, TaskEvents};
 pub use handler::{ClientHandler, DeclineAll};
 pub use reference::{Endpoint, TaskRef, ToolCall};
 pub use session::ServerInfo;

@@ -1,7 +1,7 @@
 //! [`Session`]: one connection to a server and what the client and its task handles share
 //! over it — the engine's [`Peer`], the handler, the configuration, what negotiation
-//! learned, the push channel of `notifications/tasks` — and the request helpers (timeout,
-//! `_meta`, results read as a given shape).
+//! learned, the push channels of `notifications/tasks` and `notifications/tasks/event`
+//! — and the request helpers (timeout, `_meta`, results read as a given shape).
 //!
 //! Below `client.rs`, `driver.rs` and `v2025.rs`; imports none of them.
 
@@ -13,7 +13,9 @@ use mcp_tasks_protocol::engine::{
 };
 use mcp_tasks_protocol::meta::{PROTOCOL_VERSION_2026_07_28, TASKS_EXTENSION};
 use mcp_tasks_protocol::method::Request;
-use mcp_tasks_protocol::tasks::{self, DetailedTask, TaskStatusNotificationParams};
+use mcp_tasks_protocol::tasks::{
+    self, DetailedTask, TaskEventNotificationParams, TaskStatusNotificationParams,
+};
 use mcp_tasks_protocol::v2025;
 use mcp_tasks_protocol::v2026::{ClientCapabilities, DiscoverResult, RequestMeta};
 use serde::Serialize;
@@ -46,7 +48,21 @@ impl ServerInfo {
             ServerInfo::V2025(i) => i.capabilities.supports_task_tool_calls(),
         }
     }
+
+    /// Whether the server serves task event streams (`tasks/stream`, draft SEP-2694):
+    /// `eventStreams` in the tasks extension's capability of `server/discover`. Never
+    /// in a 2025-11-25 session.
+    pub fn offers_event_streams(&self) -> bool {
+        match self {
+            ServerInfo::V2026(d) => tasks::server_offers_event_streams(&d.capabilities),
+            ServerInfo::V2025(_) => false,
+        }
+    }
 }
+
+/// How many task events the session holds for readers that have not taken them yet; a
+/// reader that falls further behind reads the rest again from the server.
+const TASK_EVENTS_BUFFER: usize = 1024;
 
 /// The HTTP side of a connection: the headers state, the failed exchanges and the login.
 pub(crate) type HttpParts = (
@@ -68,6 +84,9 @@ pub(crate) struct Session {
     pub(crate) pushed: broadcast::Sender<DetailedTask>,
     /// `notifications/tasks/status` (MCP 2025-11-25) pushed by the server.
     pub(crate) pushed_2025: broadcast::Sender<v2025::Task>,
+    /// `notifications/tasks/event` (the events of every `tasks/stream` in flight), for
+    /// the event streams to pick up theirs.
+    pub(crate) task_events: broadcast::Sender<TaskEventNotificationParams>,
     /// Where the server is, for task references.
     endpoint: Option<Endpoint>,
     /// The HTTP headers state, for transports that have one.
@@ -163,6 +182,25 @@ async fn push_task_2025(pushed: broadcast::Sender<v2025::Task>, n: InboundNotifi
     }
 }
 
+/// Passes the event of a `notifications/tasks/event` on to the event streams. Handled
+/// before the engine reads the next frame: an event sent before its stream's response is
+/// in the channel when the response is.
+async fn push_event(
+    events: broadcast::Sender<TaskEventNotificationParams>,
+    n: InboundNotification,
+) {
+    let params = n
+        .params
+        .as_deref()
+        .map(|p| serde_json::from_str::<TaskEventNotificationParams>(p.get()));
+    match params {
+        Some(Ok(p)) => {
+            let _ = events.send(p);
+        }
+        _ => tracing::debug!("malformed notifications/tasks/event; ignored"),
+    }
+}
+
 /// What to do with a 2025-11-25 task that asks for input past the bound: cancel it.
 fn cancel_past_bound(peer: &Peer) -> Box<dyn Fn(&str) + Send + Sync> {
     let peer = peer.clone();
@@ -209,6 +247,7 @@ impl Session {
     ) -> Result<Session, ClientError> {
         let (pushed, _) = broadcast::channel(256);
         let (pushed_2025, _) = broadcast::channel(256);
+        let (task_events, _) = broadcast::channel(TASK_EVENTS_BUFFER);
         let hosted = hosted_tasks(&config, handler.as_ref())?;
         let routes = Arc::new(Routes::new(
             handler,
@@ -223,6 +262,10 @@ impl Session {
             .on_notification(v2025::methods::NOTIFICATIONS_TASKS_STATUS, {
                 let pushed = pushed_2025.clone();
                 move |n| push_task_2025(pushed.clone(), n)
+            })
+            .on_notification(tasks::methods::NOTIFICATIONS_TASKS_EVENT, {
+                let events = task_events.clone();
+                move |n| push_event(events.clone(), n)
             })
             .build();
         let (peer, _session) = endpoint.serve(conn);
@@ -244,6 +287,7 @@ impl Session {
             server: Mutex::new(None),
             pushed,
             pushed_2025,
+            task_events,
             endpoint: reached_at,
             http,
             auth_failure,
@@ -288,6 +332,14 @@ impl Session {
     /// Whether the session speaks MCP 2025-11-25.
     pub(crate) fn is_2025(&self) -> bool {
         matches!(*lock(&self.server), Some(ServerInfo::V2025(_)))
+    }
+
+    /// Whether the server serves task event streams (see
+    /// [`ServerInfo::offers_event_streams`]).
+    pub(crate) fn offers_event_streams(&self) -> bool {
+        lock(&self.server)
+            .as_ref()
+            .is_some_and(ServerInfo::offers_event_streams)
     }
 
     /// Whether the server offers the tasks extension (2025-11-25: task tool calls).

@@ -1,6 +1,7 @@
-//! mcp-call's stderr, which the status line, the questions and the server's log lines
-//! share: whether it is a terminal, how the status line is erased, and the server's
-//! lines held back while a question waits for its answer.
+//! mcp-call's stderr, which the status line, the questions, the server's log lines and
+//! the task's events share: whether it is a terminal, how the status line is erased,
+//! and the server's lines and the events held back while a question waits for its
+//! answer.
 //!
 //! Invariant: nothing is written over a question waiting for its answer ([`PROMPTING`]),
 //! and no escape code is written when stderr is not a terminal.
@@ -26,7 +27,8 @@ pub(crate) fn clear_line() -> &'static str {
     if on_terminal() { "\r\x1b[2K" } else { "" }
 }
 
-/// The server's log lines (`--stdio`) that arrived while a question waited.
+/// The server's log lines (`--stdio`) and the task's event lines that arrived while a
+/// question waited, in the order they came.
 static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
@@ -43,6 +45,12 @@ pub(crate) fn server_log(line: &str) {
     }
     print_held();
     eprintln!("{}{line}", clear_line());
+}
+
+/// Prints a line of the task's events as [`server_log`] prints the server's lines:
+/// above the status line, or held back while a question waits for its answer.
+pub(crate) fn task_event(line: &str) {
+    server_log(line);
 }
 
 /// Prints the log lines held back while a question waited.

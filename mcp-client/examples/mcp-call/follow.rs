@@ -1,9 +1,12 @@
 //! Following a task at the terminal until it ends or Ctrl-C cancels it ([`follow`]): its
 //! status line (redrawn with a spinner on a terminal, one plain line per change
-//! elsewhere), and the tool's result as printed ([`render`]).
+//! elsewhere), its events above it when they are shown, and the tool's result as printed
+//! ([`render`]).
 //!
 //! Invariant: the status line is not redrawn while a question waits for its answer; a
-//! first Ctrl-C cancels the task and waits for its end, a second stops waiting.
+//! first Ctrl-C cancels the task and waits for its end, a second stops waiting; the
+//! events still on their way when the task ended are shown before the result, waited
+//! for at most [`EVENTS_DRAIN`].
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -12,6 +15,31 @@ use mcp_tasks_client::{ClientError, TaskHandle, TaskStatusView};
 use mcp_tasks_protocol::v2026::CallToolResult;
 
 use super::console::{PROMPTING, clear_line, on_terminal};
+
+/// How long the events still on their way are waited for once the task ended.
+const EVENTS_DRAIN: Duration = Duration::from_secs(5);
+
+/// The task showing the events ([`show_events`](super::events::show_events)), stopped
+/// when dropped.
+pub(crate) struct Shown(tokio::task::JoinHandle<()>);
+
+impl Shown {
+    /// Shows the events `showing` prints, on a task of its own.
+    pub(crate) fn start(showing: impl std::future::Future<Output = ()> + Send + 'static) -> Shown {
+        Shown(tokio::spawn(showing))
+    }
+
+    /// Lets the events of a task that ended come out (bounded), then stops.
+    async fn finish(mut self) {
+        let _ = tokio::time::timeout(EVENTS_DRAIN, &mut self.0).await;
+    }
+}
+
+impl Drop for Shown {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// A tool's result as mcp-call prints it: its text content, `tool error: ` first when
 /// the result is an error.
@@ -49,9 +77,13 @@ fn status_line(id: &str, task: Option<&TaskStatusView>) -> String {
 }
 
 /// Follows `handle` until it ends or Ctrl-C cancels it: on a terminal one status line
-/// redrawn with a spinner, elsewhere a plain line for each change. `None` after Ctrl-C:
-/// the task was cancelled (or a second Ctrl-C gave up waiting for that).
-pub(crate) async fn follow(handle: TaskHandle) -> Option<Result<CallToolResult, ClientError>> {
+/// redrawn with a spinner, elsewhere a plain line for each change; the events `shown`
+/// prints come above it. `None` after Ctrl-C: the task was cancelled (or a second Ctrl-C
+/// gave up waiting for that).
+pub(crate) async fn follow(
+    handle: TaskHandle,
+    shown: Option<Shown>,
+) -> Option<Result<CallToolResult, ClientError>> {
     let mut updates = handle.updates();
     let spinner = async {
         let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -80,10 +112,15 @@ pub(crate) async fn follow(handle: TaskHandle) -> Option<Result<CallToolResult, 
         _ = tokio::signal::ctrl_c() => {}
         r = handle.wait() => {
             eprint!("{}", clear_line());
+            if let Some(shown) = shown {
+                shown.finish().await;
+            }
             return Some(r);
         }
         _ = spinner => unreachable!("the spinner never ends"),
     }
+    // The events stop here: what the cancellation says, the lines below say.
+    drop(shown);
     eprintln!(
         "{}Cancelling {} (Ctrl-C again to stop waiting)...",
         clear_line(),

@@ -26,6 +26,7 @@ mod client_oauth_hardening;
 mod client_rmcp;
 mod client_store_outage;
 mod client_task_api;
+mod client_task_events;
 mod conformance_fixture;
 mod console_api;
 mod console_browser;

@@ -319,3 +319,53 @@ async fn serves_as_a_dyn_task_store() {
     assert!(done.won);
     assert!(store.get(&Owner::new("mallory"), &task.id).await.is_err());
 }
+
+/// A backend that keeps no task logs says so in one place (`Backend::LOGS`, false by
+/// default): a server on it does not advertise task event streams and answers
+/// `tasks/stream` with -32601, while its tasks work as ever.
+#[tokio::test]
+async fn a_server_on_a_store_without_logs_offers_no_event_streams() {
+    use mcp_tests::server_harness::{TestServer, demo_tools, meta, request};
+    use serde_json::json;
+
+    let env = Env::new("no_logs", Limits::default());
+    let store: Arc<dyn TaskStore> = Arc::new(MapFactory::default().open(&env).await.expect("open"));
+    assert!(!store.keeps_logs());
+    let mut builder = mcp_tasks_server::Server::builder("mcp-tests", "0").store(store);
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    let s = TestServer::start_server(builder.build(), Default::default()).await;
+    let discovered = s
+        .rpc("server/discover", json!({ "_meta": meta(true) }))
+        .await;
+    let tasks = &discovered.result()["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"];
+    assert!(tasks.is_object(), "{:?}", discovered.result());
+    assert!(tasks.get("eventStreams").is_none(), "{tasks}");
+    let id = s
+        .create_task("slow_compute", json!({ "seconds": 0.05 }))
+        .await;
+    let reply = s
+        .post(
+            &request(
+                7,
+                "tasks/stream",
+                json!({ "taskId": id, "_meta": meta(true) }),
+            ),
+            &[],
+        )
+        .await;
+    let refused = if reply.body.is_null() {
+        reply
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+            .find(|f| f.get("id").is_some())
+            .expect("a response")
+    } else {
+        reply.body.clone()
+    };
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    assert_eq!(s.poll_terminal(&id).await["status"], "completed");
+}
