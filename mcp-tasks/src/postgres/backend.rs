@@ -1,9 +1,15 @@
 //! [`Backend`] for [`PostgresStore`]: a create goes out in a batch of creates
-//! (`create_tasks`), a change is a read then a compare-and-set on the row's revision,
-//! each in a batch of its kind (`save_tasks`; see `batch.rs`), a claim one transaction
-//! (`FOR UPDATE SKIP LOCKED`); each publishes its events to this handle's feed right
-//! after the commit and hands them to the notifier (`notify.rs`), which tells the other
-//! handles; each operation a spawned task.
+//! (`create_logged_tasks`), a change is a read then a compare-and-set on the row's
+//! revision, each in a batch of its kind (`save_logged_tasks`; see `batch.rs`), a claim
+//! one transaction (`FOR UPDATE SKIP LOCKED`); each publishes its events to this
+//! handle's feed right after the commit and hands them to the notifier (`notify.rs`),
+//! which tells the other handles; each operation a spawned task.
+//!
+//! Task logs (contract rule 13, schema version 9): the entries a write appends
+//! ([`TaskRecord::log_append`]) travel in the row the write sends and are numbered from
+//! the row's `log_next` in the same statement as its compare-and-set, so a write that
+//! loses appends nothing; a tool's entries are one statement (`append_log`) that takes
+//! the row's lock to number them.
 
 use std::sync::Arc;
 
@@ -11,10 +17,11 @@ use super::schema::{self, backend, pg};
 use super::{PostgresStore, db, operator};
 use crate::backend::{Announce, Backend};
 use crate::error::{BackendError, StoreError};
-use crate::event::EventStream;
+use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
-use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
+use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 
 /// How often a write reads again after losing its compare-and-set.
 const MAX_ATTEMPTS: u32 = 100;
@@ -29,6 +36,8 @@ impl Backend for PostgresStore {
     /// Writes are compare-and-set on the row's revision: one that lost reads again.
     const RERUNS_UPDATES: bool = true;
     const NAME: &'static str = "postgresql";
+    /// Logs in `task_log` (schema version 9), written with the record they belong to.
+    const LOGS: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -47,14 +56,15 @@ impl Backend for PostgresStore {
     {
         let inner = Arc::clone(&self.inner);
         self.spawn(async move {
-            let record = make(&inner.limits, inner.clock.now_ms());
+            let now = inner.clock.now_ms();
+            let mut record = make(&inner.limits, now);
+            let log = db::LogRows::of(std::mem::take(&mut record.log_append), now)?;
             let events: Vec<_> = announce(&(), &record).into_iter().collect();
-            let start = inner.next_shard();
+            let row = db::NewRow::of(&record, log, inner.next_shard())?;
             let limits = &inner.limits;
             let mut pause = BUSY_PAUSE;
             for _ in 0..BUSY_ATTEMPTS {
-                let row = db::NewRow::of(&record, start)?;
-                let (owner, max) = match inner.batches.create.call(row).await? {
+                let (owner, max) = match inner.batches.create.call(row.clone()).await? {
                     db::Created::Stored => {
                         inner.recent.keep(&record);
                         inner.publish(events);
@@ -106,8 +116,9 @@ impl Backend for PostgresStore {
                 if let Ok(value) = f(&mut rec, now, &inner.limits)
                     && rec.revision != revision
                 {
+                    let log = db::LogRows::of(std::mem::take(&mut rec.log_append), now)?;
                     let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-                    let row = db::SavedRow::of(&rec, revision, was_live)?;
+                    let row = db::SavedRow::of(&rec, revision, was_live, log)?;
                     if inner.batches.save.call(row).await? {
                         inner.recent.keep(&rec);
                         inner.publish(events);
@@ -130,11 +141,14 @@ impl Backend for PostgresStore {
                     .ok_or(StoreError::NotFound)?;
                 let (revision, was_live) = (rec.revision, !rec.is_terminal());
                 let value = f(&mut rec, now, &inner.limits)?;
+                let drafts = std::mem::take(&mut rec.log_append);
                 if rec.revision == revision {
+                    // Unchanged: nothing is written, its entries neither.
                     return Ok((value, rec));
                 }
+                let log = db::LogRows::of(drafts, now)?;
                 let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-                let row = db::SavedRow::of(&rec, revision, was_live)?;
+                let row = db::SavedRow::of(&rec, revision, was_live, log)?;
                 if inner.batches.save.call(row).await? {
                     inner.recent.keep(&rec);
                     inner.publish(events);
@@ -173,9 +187,13 @@ impl Backend for PostgresStore {
             };
             let (revision, was_live) = (rec.revision, !rec.is_terminal());
             let value = f(&mut rec, now, &inner.limits)?;
+            let log = db::LogRows::of(std::mem::take(&mut rec.log_append), now)?;
             let events: Vec<_> = announce(&value, &rec).into_iter().collect();
-            // The row is locked: the revision read is the row's.
-            if !db::save(&tx, &rec, revision, was_live).await? {
+            // The row is locked: the revision read is the row's. The claim's write is
+            // a batch of one, in this transaction.
+            let row = db::SavedRow::of(&rec, revision, was_live, log)?;
+            let saved = db::save_batch(&tx, std::slice::from_ref(&row), &inner.limits).await?;
+            if saved.first() != Some(&true) {
                 return Err(backend("a claimed task changed under its row lock"));
             }
             tx.commit().await.map_err(pg)?;
@@ -232,7 +250,49 @@ impl Backend for PostgresStore {
         operator::counts(&client).await
     }
 
-    /// One statement (`sweep_expired`): its locks last that statement only.
+    /// One statement (`append_log`) on a pooled connection, announced once committed.
+    async fn append_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        drafts: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let (owner, id, inner) = (owner.clone(), id.clone(), Arc::clone(&self.inner));
+        self.spawn(async move {
+            let log = db::LogRows::of(drafts, inner.clock.now_ms())?;
+            let client = inner.pool.get().await.map_err(backend)?;
+            match db::append_log(&client, &owner, &id, &log, &inner.limits).await? {
+                db::Appended::Last(seq) => {
+                    inner.publish(vec![TaskEvent::Logged {
+                        key: TaskKey { owner, id },
+                        seq,
+                    }]);
+                    Ok(seq)
+                }
+                db::Appended::Finished(status) => Err(StoreError::Terminal { status }),
+                db::Appended::Missing => Err(StoreError::NotFound),
+            }
+        })
+        .await
+    }
+
+    /// One statement: the task's counters and the page together.
+    async fn read_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        let now = self.inner.clock.now_ms();
+        db::read_log(&client, owner, id, now, after, limit)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    /// One statement (`sweep_expired`): its locks last that statement only. A task's log
+    /// goes with its row (`ON DELETE CASCADE`).
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {
         let inner = Arc::clone(&self.inner);
         self.spawn(async move {

@@ -5,10 +5,16 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use std::sync::Arc;
+
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_protocol::tasks::TaskStatus;
+
 use super::schema::{backend, pg};
 use crate::cursor;
 use crate::error::StoreError;
 use crate::limits::{Limit, Limits};
+use crate::log::{Actor, LogDraft, LogEntry, LogPage};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
 
@@ -58,48 +64,9 @@ async fn execute<C: GenericClient>(
     c.execute(&st, params).await.map_err(pg)
 }
 
-/// What the write functions' notification parameters get: nothing. The functions of
-/// schema version 4 still take payloads to `pg_notify` in the transaction; this build
-/// notifies after the commit instead (`notify.rs`).
-const NO_CHANNEL: &str = "";
-const NO_PAYLOADS: &[String] = &[];
-
 /// A limit as the SQL functions take it (`usize::MAX` and beyond: `i64::MAX`).
 fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Writes a changed record if its row's revision is still `was` (`false` otherwise:
-/// another write came first, read again), giving back its live count units when it just
-/// finished (`was_live`). One statement (`save_task`, schema version 4).
-pub(crate) async fn save<C: GenericClient>(
-    c: &C,
-    rec: &TaskRecord,
-    was: u64,
-    was_live: bool,
-) -> Result<bool, StoreError> {
-    let json = encode(rec)?;
-    let rows = query(
-        c,
-        "SELECT save_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        &[
-            &rec.id.as_str(),
-            &revision(was),
-            &revision(rec.revision),
-            &!rec.is_terminal(),
-            &lease_column(rec),
-            &json,
-            &rec.queued_tool(),
-            &(was_live && rec.is_terminal()),
-            &NO_CHANNEL,
-            &NO_PAYLOADS,
-        ],
-    )
-    .await?;
-    rows.first()
-        .ok_or_else(|| backend("save_task returned nothing"))?
-        .try_get(0)
-        .map_err(backend)
 }
 
 fn revision(r: u64) -> i64 {
@@ -270,7 +237,8 @@ pub(crate) async fn live_counts<C: GenericClient>(
     Ok((count(owner_live), count(total)))
 }
 
-/// A new task as `create_tasks` (schema version 6) stores it.
+/// A new task as `create_logged_tasks` (schema version 9) stores it.
+#[derive(Clone)]
 pub(crate) struct NewRow {
     id: String,
     owner: Vec<u8>,
@@ -282,10 +250,14 @@ pub(crate) struct NewRow {
     revision: i64,
     /// The count shard to try first.
     pub(crate) start: i32,
+    /// The first entries of its log.
+    log: LogRows,
 }
 
 impl NewRow {
-    pub(crate) fn of(rec: &TaskRecord, start: i32) -> Result<NewRow, StoreError> {
+    /// The row of `rec` (whose [`log_append`](TaskRecord::log_append) the caller took
+    /// into `log`).
+    pub(crate) fn of(rec: &TaskRecord, log: LogRows, start: i32) -> Result<NewRow, StoreError> {
         Ok(NewRow {
             id: rec.id.as_str().to_owned(),
             owner: rec.owner.as_str().as_bytes().to_vec(),
@@ -296,6 +268,7 @@ impl NewRow {
             queued: rec.queued_tool().map(str::to_owned),
             revision: revision(rec.revision),
             start,
+            log,
         })
     }
 }
@@ -313,8 +286,9 @@ pub(crate) enum Created {
     TotalShardsMissing,
 }
 
-/// Stores and counts `rows` in one statement (`create_tasks`, schema version 6); each
-/// row's outcome in its place, a refusal by a limit as its error. The first row's
+/// Stores and counts `rows`, with the first entries of their logs, in one statement
+/// (`create_logged_tasks`, schema version 9; `create_tasks` of version 6 with the log);
+/// each row's outcome in its place, a refusal by a limit as its error. The first row's
 /// `start` is the batch's.
 pub(crate) async fn create_batch<C: GenericClient>(
     c: &C,
@@ -331,9 +305,11 @@ pub(crate) async fn create_batch<C: GenericClient>(
     let queued: Vec<Option<&str>> = rows.iter().map(|r| r.queued.as_deref()).collect();
     let revisions: Vec<i64> = rows.iter().map(|r| r.revision).collect();
     let start = rows.first().map_or(0, |r| r.start);
+    let log = FlatLog::of(rows.iter().map(|r| &r.log));
     let found = query(
         c,
-        "SELECT create_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        "SELECT create_logged_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
         &[
             &ids,
             &owners,
@@ -346,12 +322,25 @@ pub(crate) async fn create_batch<C: GenericClient>(
             &limit(limits.max_live_tasks_per_owner),
             &limit(limits.max_live_tasks_total),
             &start,
+            &log.n,
+            &log.bytes,
+            &log.at,
+            &log.rows,
+            &log.offsets,
+            &log.kinds,
+            &log.payloads,
+            &log.nodes,
+            &log.actors,
+            &log.sizes,
+            &limit(limits.max_log_entries),
+            &limit(limits.max_log_bytes),
+            &log.passes(limits),
         ],
     )
     .await?;
     let outcomes: Vec<i16> = found
         .first()
-        .ok_or_else(|| backend("create_tasks returned nothing"))?
+        .ok_or_else(|| backend("create_logged_tasks returned nothing"))?
         .try_get(0)
         .map_err(backend)?;
     let outcome = |code| match code {
@@ -367,13 +356,16 @@ pub(crate) async fn create_batch<C: GenericClient>(
         3 => Ok(Created::Busy),
         4 => Ok(Created::OwnerShardsMissing),
         5 => Ok(Created::TotalShardsMissing),
-        other => Err(backend(format!("create_tasks: unknown outcome {other}"))),
+        other => Err(backend(format!(
+            "create_logged_tasks: unknown outcome {other}"
+        ))),
     };
     Ok(outcomes.into_iter().map(outcome).collect())
 }
 
-/// A changed task as `save_tasks` (schema version 6) writes it: only if its row's
-/// revision is still `was`, giving back its live count units when it just finished.
+/// A changed task as `save_logged_tasks` (schema version 9) writes it: only if its row's
+/// revision is still `was`, giving back its live count units when it just finished, with
+/// the entries the change appends to its log.
 pub(crate) struct SavedRow {
     id: String,
     was: i64,
@@ -383,10 +375,18 @@ pub(crate) struct SavedRow {
     record: String,
     queued: Option<String>,
     release: bool,
+    log: LogRows,
 }
 
 impl SavedRow {
-    pub(crate) fn of(rec: &TaskRecord, was: u64, was_live: bool) -> Result<SavedRow, StoreError> {
+    /// The row of `rec` changed from revision `was` (whose
+    /// [`log_append`](TaskRecord::log_append) the caller took into `log`).
+    pub(crate) fn of(
+        rec: &TaskRecord,
+        was: u64,
+        was_live: bool,
+        log: LogRows,
+    ) -> Result<SavedRow, StoreError> {
         Ok(SavedRow {
             id: rec.id.as_str().to_owned(),
             was: revision(was),
@@ -396,15 +396,18 @@ impl SavedRow {
             record: encode(rec)?,
             queued: rec.queued_tool().map(str::to_owned),
             release: was_live && rec.is_terminal(),
+            log,
         })
     }
 }
 
-/// Writes `rows` in one statement (`save_tasks`): for each, whether it was written
-/// (`false`: another write came first, read again).
+/// Writes `rows` and their log entries in one statement (`save_logged_tasks`): for
+/// each, whether it was written (`false`: another write came first, read again; its
+/// entries were not written either).
 pub(crate) async fn save_batch<C: GenericClient>(
     c: &C,
     rows: &[SavedRow],
+    limits: &Limits,
 ) -> Result<Vec<bool>, StoreError> {
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
     let was: Vec<i64> = rows.iter().map(|r| r.was).collect();
@@ -414,17 +417,38 @@ pub(crate) async fn save_batch<C: GenericClient>(
     let records: Vec<&str> = rows.iter().map(|r| r.record.as_str()).collect();
     let queued: Vec<Option<&str>> = rows.iter().map(|r| r.queued.as_deref()).collect();
     let release: Vec<bool> = rows.iter().map(|r| r.release).collect();
+    let log = FlatLog::of(rows.iter().map(|r| &r.log));
     let found = query(
         c,
-        "SELECT save_tasks($1, $2, $3, $4, $5, $6, $7, $8)",
+        "SELECT save_logged_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                  $14, $15, $16, $17, $18, $19, $20)",
         &[
-            &ids, &was, &revisions, &live, &leases, &records, &queued, &release,
+            &ids,
+            &was,
+            &revisions,
+            &live,
+            &leases,
+            &records,
+            &queued,
+            &release,
+            &log.n,
+            &log.bytes,
+            &log.at,
+            &log.rows,
+            &log.offsets,
+            &log.kinds,
+            &log.payloads,
+            &log.nodes,
+            &log.actors,
+            &log.sizes,
+            &limit(limits.max_log_entries),
+            &limit(limits.max_log_bytes),
         ],
     )
     .await?;
     let saved: Vec<bool> = found
         .first()
-        .ok_or_else(|| backend("save_tasks returned nothing"))?
+        .ok_or_else(|| backend("save_logged_tasks returned nothing"))?
         .try_get(0)
         .map_err(backend)?;
     Ok(saved)
@@ -467,4 +491,269 @@ pub(crate) async fn load_batch<C: GenericClient>(
         *slot = Some(rec);
     }
     Ok(found)
+}
+
+/// The entries one write of a task appends to its log (contract rule 13), encoded for
+/// the SQL functions: each payload as compact JSON text, each size
+/// ([`LogDraft::size`]: the type's bytes and the payload's as that text) computed here.
+#[derive(Clone, Default)]
+pub(crate) struct LogRows {
+    at: Millis,
+    entries: Vec<LogRow>,
+    bytes: i64,
+}
+
+#[derive(Clone)]
+struct LogRow {
+    kind: String,
+    payload: String,
+    node: Option<Arc<str>>,
+    actor: &'static str,
+    size: i64,
+}
+
+impl LogRows {
+    /// `drafts`, written at `at`.
+    pub(crate) fn of(drafts: Vec<LogDraft>, at: Millis) -> Result<LogRows, StoreError> {
+        let mut bytes = 0i64;
+        let entries = drafts
+            .into_iter()
+            .map(|d| {
+                let payload = serde_json::to_string(&d.payload).map_err(backend)?;
+                // `LogDraft::size`, without writing the payload out a second time.
+                let size = i64::try_from(d.kind.len() + payload.len()).unwrap_or(i64::MAX);
+                bytes = bytes.saturating_add(size);
+                Ok(LogRow {
+                    kind: d.kind,
+                    payload,
+                    node: d.node,
+                    actor: d.actor.as_str(),
+                    size,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(LogRows { at, entries, bytes })
+    }
+
+    fn len(&self) -> i64 {
+        i64::try_from(self.entries.len()).unwrap_or(i64::MAX)
+    }
+}
+
+/// The log entries of a batch's rows as the SQL functions take them: per row the count,
+/// the bytes and the time; per entry (flat, in row order) its row (from 1), its offset in
+/// the row's entries, and its columns.
+struct FlatLog<'a> {
+    n: Vec<i64>,
+    bytes: Vec<i64>,
+    at: Vec<Millis>,
+    rows: Vec<i32>,
+    offsets: Vec<i64>,
+    kinds: Vec<&'a str>,
+    payloads: Vec<&'a str>,
+    nodes: Vec<Option<&'a str>>,
+    actors: Vec<&'static str>,
+    sizes: Vec<i64>,
+}
+
+impl<'a> FlatLog<'a> {
+    /// Whether a row's entries alone pass a retention limit (then a new log is trimmed
+    /// as soon as it is written).
+    fn passes(&self, limits: &Limits) -> bool {
+        let (entries, bytes) = (limit(limits.max_log_entries), limit(limits.max_log_bytes));
+        self.n
+            .iter()
+            .zip(&self.bytes)
+            .any(|(&n, &b)| n > entries || b > bytes)
+    }
+
+    fn of(logs: impl ExactSizeIterator<Item = &'a LogRows>) -> FlatLog<'a> {
+        let count = logs.len();
+        let mut flat = FlatLog {
+            n: Vec::with_capacity(count),
+            bytes: Vec::with_capacity(count),
+            at: Vec::with_capacity(count),
+            rows: Vec::with_capacity(count),
+            offsets: Vec::with_capacity(count),
+            kinds: Vec::with_capacity(count),
+            payloads: Vec::with_capacity(count),
+            nodes: Vec::with_capacity(count),
+            actors: Vec::with_capacity(count),
+            sizes: Vec::with_capacity(count),
+        };
+        for (row, log) in (1..).zip(logs) {
+            flat.n.push(log.len());
+            flat.bytes.push(log.bytes);
+            flat.at.push(log.at);
+            for (offset, e) in (0..).zip(&log.entries) {
+                flat.rows.push(row);
+                flat.offsets.push(offset);
+                flat.kinds.push(&e.kind);
+                flat.payloads.push(&e.payload);
+                flat.nodes.push(e.node.as_deref());
+                flat.actors.push(e.actor);
+                flat.sizes.push(e.size);
+            }
+        }
+        flat
+    }
+}
+
+/// What [`append_log`] did.
+pub(crate) enum Appended {
+    /// The entries are in the log; the seq of the last.
+    Last(u64),
+    /// The task is finished: nothing was written.
+    Finished(TaskStatus),
+    /// No such task of the owner's, unexpired: nothing was written.
+    Missing,
+}
+
+/// Appends `log` to the log of `owner`'s unfinished task unexpired at `log.at`, in one
+/// statement (`append_log`): the task's row lock numbers them, retention follows.
+pub(crate) async fn append_log<C: GenericClient>(
+    c: &C,
+    owner: &Owner,
+    id: &TaskId,
+    log: &LogRows,
+    limits: &Limits,
+) -> Result<Appended, StoreError> {
+    let kinds: Vec<&str> = log.entries.iter().map(|e| e.kind.as_str()).collect();
+    let payloads: Vec<&str> = log.entries.iter().map(|e| e.payload.as_str()).collect();
+    let nodes: Vec<Option<&str>> = log.entries.iter().map(|e| e.node.as_deref()).collect();
+    let actors: Vec<&str> = log.entries.iter().map(|e| e.actor).collect();
+    let sizes: Vec<i64> = log.entries.iter().map(|e| e.size).collect();
+    let rows = query(
+        c,
+        "SELECT last, status FROM append_log($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        &[
+            &id.as_str(),
+            &owner.as_str().as_bytes(),
+            &log.at,
+            &log.bytes,
+            &kinds,
+            &payloads,
+            &nodes,
+            &actors,
+            &sizes,
+            &limit(limits.max_log_entries),
+            &limit(limits.max_log_bytes),
+        ],
+    )
+    .await?;
+    let row = rows
+        .first()
+        .ok_or_else(|| backend("append_log returned nothing"))?;
+    let last: Option<i64> = row.try_get(0).map_err(backend)?;
+    let status: Option<&str> = row.try_get(1).map_err(backend)?;
+    Ok(match (last, status) {
+        (Some(last), _) => Appended::Last(u64::try_from(last).unwrap_or(0)),
+        (None, None) => Appended::Missing,
+        (None, Some(status)) => match TaskStatus::ALL.into_iter().find(|s| s.as_str() == status) {
+            Some(status) if status.is_terminal() => Appended::Finished(status),
+            // Unfinished, yet not visible to the write: made after the statement began,
+            // which a caller that knows its id cannot see happen.
+            Some(_) => Appended::Missing,
+            None => return Err(backend(format!("corrupt task status {status:?}"))),
+        },
+    })
+}
+
+/// At most `limit` entries of the log of `owner`'s task unexpired at `now`, from seq
+/// `after + 1` (from the earliest kept when `None`), in one statement; `None` when there
+/// is no such task.
+pub(crate) async fn read_log<C: GenericClient>(
+    c: &C,
+    owner: &Owner,
+    id: &TaskId,
+    now: Millis,
+    after: Option<u64>,
+    limit: usize,
+) -> Result<Option<LogPage>, StoreError> {
+    let from = after.map_or(0, |a| revision(a.saturating_add(1)));
+    let fetch = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+    let rows = query(
+        c,
+        "SELECT t.log_first, t.log_next, l.seq, l.type, l.payload, l.at, l.node, l.actor
+           FROM tasks t
+           LEFT JOIN LATERAL (
+                SELECT e.seq, e.type, e.payload, e.at, e.node, e.actor FROM task_log e
+                 WHERE e.task_id = t.id AND e.seq >= greatest(t.log_first, $4)
+                 ORDER BY e.seq LIMIT $5) l ON TRUE
+          WHERE t.id = $1 AND t.owner = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)
+          ORDER BY l.seq",
+        &[
+            &id.as_str(),
+            &owner.as_str().as_bytes(),
+            &now,
+            &from,
+            &fetch,
+        ],
+    )
+    .await?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let seq = |n: i64| u64::try_from(n).unwrap_or(0);
+    let earliest: i64 = first.try_get(0).map_err(backend)?;
+    let next: i64 = first.try_get(1).map_err(backend)?;
+    let mut entries = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let Some(at_seq) = row.try_get::<_, Option<i64>>(2).map_err(backend)? else {
+            continue;
+        };
+        let payload: &str = row.try_get(4).map_err(backend)?;
+        let payload: JsonObject = serde_json::from_str(payload)
+            .map_err(|e| backend(format!("corrupt log entry payload: {e}")))?;
+        let node: Option<&str> = row.try_get(6).map_err(backend)?;
+        let actor: &str = row.try_get(7).map_err(backend)?;
+        entries.push(LogEntry {
+            seq: seq(at_seq),
+            kind: row.try_get(3).map_err(backend)?,
+            payload,
+            at: row.try_get(5).map_err(backend)?,
+            node: node.map(Arc::from),
+            actor: actor_of(actor)?,
+        });
+    }
+    Ok(Some(LogPage {
+        entries,
+        earliest: seq(earliest.min(next)),
+        next: seq(next),
+    }))
+}
+
+fn actor_of(name: &str) -> Result<Actor, StoreError> {
+    [Actor::Owner, Actor::Operator, Actor::Worker, Actor::Server]
+        .into_iter()
+        .find(|a| a.as_str() == name)
+        .ok_or_else(|| backend(format!("corrupt log entry actor {name:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_the_drafts_own() {
+        let payload = serde_json::json!({ "text": "héllo \u{0000} \"q\"", "n": [1, 2.5] });
+        let draft = LogDraft {
+            kind: "com.example.kit".into(),
+            payload: payload.as_object().cloned().expect("an object"),
+            node: Some("n1".into()),
+            actor: Actor::Operator,
+        };
+        let rows = LogRows::of(vec![draft.clone(), draft.clone()], 7).expect("encode");
+        assert_eq!(rows.entries[0].size, draft.size() as i64);
+        assert_eq!(rows.bytes, 2 * draft.size() as i64);
+        assert_eq!(
+            actor_of(rows.entries[0].actor).expect("actor"),
+            Actor::Operator
+        );
+        let none = LogRows::default();
+        let flat = FlatLog::of([&none, &rows].into_iter());
+        assert_eq!(flat.n, [0, 2]);
+        assert_eq!(flat.rows, [2, 2]);
+        assert_eq!(flat.offsets, [0, 1]);
+    }
 }

@@ -77,10 +77,10 @@ impl PostgresOptions {
 ///   transaction (`FOR UPDATE SKIP LOCKED`). No lock is held across a round trip to the
 ///   client.
 /// - **Group commit.** The reads, creates and changes that a handle's callers make at
-///   once go out together: one statement per batch (`create_tasks`, `save_tasks`, one
-///   `SELECT` of many rows), each batch its own transaction and commit, one batch of
-///   each kind in flight per handle; what arrives meanwhile waits for it and forms the
-///   next (`batch.rs`). Each request keeps its own outcome (stored, refused by a limit,
+///   once go out together: one statement per batch (`create_logged_tasks`,
+///   `save_logged_tasks`, one `SELECT` of many rows), each batch its own transaction and
+///   commit, one batch of each kind in flight per handle; what arrives meanwhile waits
+///   for it and forms the next (`batch.rs`). Each request keeps its own outcome (stored, refused by a limit,
 ///   lost its compare-and-set); a batch that fails as a whole fails each of its requests.
 ///   A batch's changes lock their task rows in id order and then the count shards in
 ///   (scope, shard) order, and creates never wait for a row, so batches cannot deadlock.
@@ -99,6 +99,17 @@ impl PostgresOptions {
 ///   `sweep_expired`, serialized by a transaction-scoped advisory lock) pass over locked
 ///   rows, tasks and shards alike, so none can deadlock, and a sweep holds what it locks
 ///   for that one statement.
+/// - **Task logs** (contract rule 23). Entries live in `task_log` (task id and seq the
+///   key, deleted with their task row by `ON DELETE CASCADE`); the task row counts for
+///   its log (`log_next`, `log_first`, `log_bytes`). The entries a change of state
+///   writes ride in its row of the batch and are inserted by the same statement as the
+///   record (`create_logged_tasks`, `save_logged_tasks`), numbered from `log_next` as
+///   the compare-and-set moves it: a write that loses writes none. A tool's entries are
+///   one statement (`append_log`) whose `UPDATE` of the counters takes the row's lock,
+///   so appends and writes from any handle number without gaps; then
+///   [`TaskEvent::Logged`]. Retention drops the oldest entries past
+///   [`Limits::max_log_entries`] or [`Limits::max_log_bytes`] (never the newest) in the
+///   same statement, only for a log whose counters passed them. A read is one statement.
 /// - **Events.** Each write's events are sent with `pg_notify` right after its commit,
 ///   by the handle's notifier: a connection of its own with `synchronous_commit` off
 ///   that sends the payloads of many writes in one statement (in the write's
@@ -171,14 +182,18 @@ impl Batches {
     fn start(pool: &Pool, limits: &Limits) -> Batches {
         let lanes = batch::LANES;
         let create_limits = limits.clone();
+        let save_limits = limits.clone();
         Batches {
             create: batch::Batcher::start(pool.clone(), lanes, move |client, rows| {
                 let limits = create_limits.clone();
                 async move { db::create_batch(&client, &rows, &limits).await }
             }),
-            save: batch::Batcher::start(pool.clone(), lanes, |client, rows| async move {
-                let saved = db::save_batch(&client, &rows).await?;
-                Ok(saved.into_iter().map(Ok).collect())
+            save: batch::Batcher::start(pool.clone(), lanes, move |client, rows| {
+                let limits = save_limits.clone();
+                async move {
+                    let saved = db::save_batch(&client, &rows, &limits).await?;
+                    Ok(saved.into_iter().map(Ok).collect())
+                }
             }),
             read: batch::Batcher::start(pool.clone(), lanes, |client, keys| async move {
                 let found = db::load_batch(&client, &keys).await?;

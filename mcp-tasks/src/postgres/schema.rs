@@ -117,6 +117,27 @@ const V7: &str = include_str!("migrations/0007_sweep.sql");
 /// lock, at the upgrade; rows of every earlier version get their values then.
 const V8: &str = include_str!("migrations/0008_operator.sql");
 
+/// Version 9: task logs (contract rule 13 of [`Backend`](crate::Backend)). `task_log`
+/// holds the entries, `(task_id, seq)` its key, removed with their task row by
+/// `ON DELETE CASCADE` (the sweep's, or any other removal); each entry's payload is its
+/// JSON text (not `jsonb`, which refuses `\u0000`), its `size` the one Rust computes
+/// ([`LogEntry::size`](crate::LogEntry::size)). The task row counts for its log:
+/// `log_next` (the next seq), `log_first` (the earliest kept) and `log_bytes` (the sizes
+/// kept), so numbering and retention read no entry in the common case.
+///
+/// A record's write and its entries are one statement: `create_logged_tasks` and
+/// `save_logged_tasks` are version 6's `create_tasks` and `save_tasks` with the entries
+/// of each row (flat arrays: the row, the offset in it, the columns), numbered from the
+/// row's `log_next` as the compare-and-set moves it, so an entry is written if and only
+/// if its record is. A tool's entries are one `append_log` statement: an `UPDATE` of the
+/// row's counters (its lock numbers concurrent appends and writes of the task without
+/// gaps) that refuses a finished, expired or another owner's task, then the `INSERT`.
+/// `trim_log` drops the oldest entries past the limits (never the newest), only for the
+/// tasks whose counters say they passed them. Version 6's functions stay (an instance
+/// of the previous build still running writes records without entries). The statements
+/// can run again over their own work (`IF NOT EXISTS`, `OR REPLACE`).
+const V9: &str = include_str!("migrations/0009_task_logs.sql");
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -150,10 +171,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 8,
         sql: V8,
     },
+    Migration {
+        version: 9,
+        sql: V9,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 8;
+pub(crate) const SCHEMA_VERSION: i32 = 9;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()
