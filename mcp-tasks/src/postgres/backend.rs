@@ -1,6 +1,6 @@
 //! [`Backend`] for [`PostgresStore`]: a create goes out in a batch of creates
-//! (`create_logged_tasks`), a change is a read then a compare-and-set on the row's
-//! revision, each in a batch of its kind (`save_logged_tasks`; see `batch.rs`), a claim
+//! (`create_tasks_v10`), a change is a read then a compare-and-set on the row's
+//! revision, each in a batch of its kind (`save_tasks_v10`; see `batch.rs`), a claim
 //! one transaction (`FOR UPDATE SKIP LOCKED`); each publishes its events to this
 //! handle's feed right after the commit and hands them to the notifier (`notify.rs`),
 //! which tells the other handles; each operation a spawned task.
@@ -43,7 +43,7 @@ impl Backend for PostgresStore {
         &self.inner.limits
     }
 
-    /// In a batch of creates (`create_tasks`): counted, stored and announced, or refused;
+    /// In a batch of creates (`create_tasks_v10`): counted, stored and announced, or refused;
     /// run again while the count shards with room are all held, or after making missing
     /// shard rows.
     async fn insert_task<M>(
@@ -91,7 +91,7 @@ impl Backend for PostgresStore {
         .await
     }
 
-    /// Read, change, then a write (in a batch, `save_tasks`) that lands only if the
+    /// Read, change, then a write (in a batch, `save_tasks_v10`) that lands only if the
     /// revision read is still the row's; otherwise again, up to 100 times
     /// (`MAX_ATTEMPTS`).
     async fn update_task<R, F>(

@@ -29,6 +29,48 @@ fn lease_column(rec: &TaskRecord) -> Option<Millis> {
         .map(|lease| lease.expires_at)
 }
 
+/// A text of the record as its column holds it: PostgreSQL's text refuses NUL, which
+/// is stored as a space (as version 8's columns, generated from the JSON, had it).
+fn text_column(text: &str) -> String {
+    text.replace('\0', " ")
+}
+
+/// The operator's columns of `rec` (schema version 10): `status`, `tool` and
+/// `lease_holder`, computed here rather than by the database from the JSON.
+#[derive(Clone)]
+struct Columns {
+    status: &'static str,
+    tool: Option<String>,
+    holder: Option<String>,
+}
+
+impl Columns {
+    fn of(rec: &TaskRecord) -> Columns {
+        Columns {
+            status: rec.status.as_str(),
+            tool: rec.origin.tool.as_deref().map(text_column),
+            holder: rec.lease.as_ref().map(|l| text_column(&l.holder)),
+        }
+    }
+}
+
+/// The columns of `rows` as the SQL functions take them: statuses, tools, holders.
+type ColumnArrays<'a> = (
+    Vec<&'static str>,
+    Vec<Option<&'a str>>,
+    Vec<Option<&'a str>>,
+);
+
+fn column_arrays<'a>(columns: impl Iterator<Item = &'a Columns>) -> ColumnArrays<'a> {
+    let mut arrays: ColumnArrays<'a> = (Vec::new(), Vec::new(), Vec::new());
+    for c in columns {
+        arrays.0.push(c.status);
+        arrays.1.push(c.tool.as_deref());
+        arrays.2.push(c.holder.as_deref());
+    }
+    arrays
+}
+
 fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
     serde_json::to_string(rec).map_err(backend)
 }
@@ -237,7 +279,7 @@ pub(crate) async fn live_counts<C: GenericClient>(
     Ok((count(owner_live), count(total)))
 }
 
-/// A new task as `create_logged_tasks` (schema version 9) stores it.
+/// A new task as `create_tasks_v10` (schema version 10) stores it.
 #[derive(Clone)]
 pub(crate) struct NewRow {
     id: String,
@@ -248,6 +290,7 @@ pub(crate) struct NewRow {
     record: String,
     queued: Option<String>,
     revision: i64,
+    columns: Columns,
     /// The count shard to try first.
     pub(crate) start: i32,
     /// The first entries of its log.
@@ -267,6 +310,7 @@ impl NewRow {
             record: encode(rec)?,
             queued: rec.queued_tool().map(str::to_owned),
             revision: revision(rec.revision),
+            columns: Columns::of(rec),
             start,
             log,
         })
@@ -287,7 +331,8 @@ pub(crate) enum Created {
 }
 
 /// Stores and counts `rows`, with the first entries of their logs, in one statement
-/// (`create_logged_tasks`, schema version 9; `create_tasks` of version 6 with the log);
+/// (`create_tasks_v10`, schema version 10: `create_tasks` of version 6 with the log and
+/// the operator's columns);
 /// each row's outcome in its place, a refusal by a limit as its error. The first row's
 /// `start` is the batch's.
 pub(crate) async fn create_batch<C: GenericClient>(
@@ -304,12 +349,14 @@ pub(crate) async fn create_batch<C: GenericClient>(
     let leases: Vec<Option<Millis>> = rows.iter().map(|r| r.lease).collect();
     let queued: Vec<Option<&str>> = rows.iter().map(|r| r.queued.as_deref()).collect();
     let revisions: Vec<i64> = rows.iter().map(|r| r.revision).collect();
+    let (status, tools, holders) = column_arrays(rows.iter().map(|r| &r.columns));
     let start = rows.first().map_or(0, |r| r.start);
     let log = FlatLog::of(rows.iter().map(|r| &r.log));
     let found = query(
         c,
-        "SELECT create_logged_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+        "SELECT create_tasks_v10($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                                 $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26,
+                                 $27)",
         &[
             &ids,
             &owners,
@@ -319,6 +366,9 @@ pub(crate) async fn create_batch<C: GenericClient>(
             &records,
             &queued,
             &revisions,
+            &status,
+            &tools,
+            &holders,
             &limit(limits.max_live_tasks_per_owner),
             &limit(limits.max_live_tasks_total),
             &start,
@@ -340,7 +390,7 @@ pub(crate) async fn create_batch<C: GenericClient>(
     .await?;
     let outcomes: Vec<i16> = found
         .first()
-        .ok_or_else(|| backend("create_logged_tasks returned nothing"))?
+        .ok_or_else(|| backend("create_tasks_v10 returned nothing"))?
         .try_get(0)
         .map_err(backend)?;
     let outcome = |code| match code {
@@ -357,13 +407,13 @@ pub(crate) async fn create_batch<C: GenericClient>(
         4 => Ok(Created::OwnerShardsMissing),
         5 => Ok(Created::TotalShardsMissing),
         other => Err(backend(format!(
-            "create_logged_tasks: unknown outcome {other}"
+            "create_tasks_v10: unknown outcome {other}"
         ))),
     };
     Ok(outcomes.into_iter().map(outcome).collect())
 }
 
-/// A changed task as `save_logged_tasks` (schema version 9) writes it: only if its row's
+/// A changed task as `save_tasks_v10` (schema version 10) writes it: only if its row's
 /// revision is still `was`, giving back its live count units when it just finished, with
 /// the entries the change appends to its log.
 pub(crate) struct SavedRow {
@@ -375,6 +425,7 @@ pub(crate) struct SavedRow {
     record: String,
     queued: Option<String>,
     release: bool,
+    columns: Columns,
     log: LogRows,
 }
 
@@ -396,12 +447,13 @@ impl SavedRow {
             record: encode(rec)?,
             queued: rec.queued_tool().map(str::to_owned),
             release: was_live && rec.is_terminal(),
+            columns: Columns::of(rec),
             log,
         })
     }
 }
 
-/// Writes `rows` and their log entries in one statement (`save_logged_tasks`): for
+/// Writes `rows` and their log entries in one statement (`save_tasks_v10`): for
 /// each, whether it was written (`false`: another write came first, read again; its
 /// entries were not written either).
 pub(crate) async fn save_batch<C: GenericClient>(
@@ -417,11 +469,12 @@ pub(crate) async fn save_batch<C: GenericClient>(
     let records: Vec<&str> = rows.iter().map(|r| r.record.as_str()).collect();
     let queued: Vec<Option<&str>> = rows.iter().map(|r| r.queued.as_deref()).collect();
     let release: Vec<bool> = rows.iter().map(|r| r.release).collect();
+    let (status, tools, holders) = column_arrays(rows.iter().map(|r| &r.columns));
     let log = FlatLog::of(rows.iter().map(|r| &r.log));
     let found = query(
         c,
-        "SELECT save_logged_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                  $14, $15, $16, $17, $18, $19, $20)",
+        "SELECT save_tasks_v10($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                               $15, $16, $17, $18, $19, $20, $21, $22, $23)",
         &[
             &ids,
             &was,
@@ -431,6 +484,9 @@ pub(crate) async fn save_batch<C: GenericClient>(
             &records,
             &queued,
             &release,
+            &status,
+            &tools,
+            &holders,
             &log.n,
             &log.bytes,
             &log.at,
@@ -448,7 +504,7 @@ pub(crate) async fn save_batch<C: GenericClient>(
     .await?;
     let saved: Vec<bool> = found
         .first()
-        .ok_or_else(|| backend("save_logged_tasks returned nothing"))?
+        .ok_or_else(|| backend("save_tasks_v10 returned nothing"))?
         .try_get(0)
         .map_err(backend)?;
     Ok(saved)
@@ -755,5 +811,22 @@ mod tests {
         assert_eq!(flat.n, [0, 2]);
         assert_eq!(flat.rows, [2, 2]);
         assert_eq!(flat.offsets, [0, 1]);
+    }
+
+    #[test]
+    fn columns_are_the_records_with_nul_as_space() {
+        let rec: TaskRecord = serde_json::from_value(serde_json::json!({
+            "id": "t1", "owner": "o", "status": "input_required", "status_message": null,
+            "created_at": 1, "last_updated_at": 1, "ttl_ms": null, "poll_interval_ms": null,
+            "origin": { "method": "tools/call", "tool": "a\u{0000}b", "revision": "2025-11-25" },
+            "outcome": null, "input_requests": {}, "input_responses": {},
+            "used_input_keys": [], "cancel_requested": false,
+            "lease": { "holder": "w\u{0000}", "expires_at": 9 }, "revision": 3
+        }))
+        .expect("a record");
+        let c = Columns::of(&rec);
+        assert_eq!(c.status, "input_required");
+        assert_eq!(c.tool.as_deref(), Some("a b"));
+        assert_eq!(c.holder.as_deref(), Some("w "));
     }
 }

@@ -77,8 +77,8 @@ impl PostgresOptions {
 ///   transaction (`FOR UPDATE SKIP LOCKED`). No lock is held across a round trip to the
 ///   client.
 /// - **Group commit.** The reads, creates and changes that a handle's callers make at
-///   once go out together: one statement per batch (`create_logged_tasks`,
-///   `save_logged_tasks`, one `SELECT` of many rows), each batch its own transaction and
+///   once go out together: one statement per batch (`create_tasks_v10`,
+///   `save_tasks_v10`, one `SELECT` of many rows), each batch its own transaction and
 ///   commit, one batch of each kind in flight per handle; what arrives meanwhile waits
 ///   for it and forms the next (`batch.rs`). Each request keeps its own outcome (stored, refused by a limit,
 ///   lost its compare-and-set); a batch that fails as a whole fails each of its requests.
@@ -103,7 +103,7 @@ impl PostgresOptions {
 ///   key, deleted with their task row by `ON DELETE CASCADE`); the task row counts for
 ///   its log (`log_next`, `log_first`, `log_bytes`). The entries a change of state
 ///   writes ride in its row of the batch and are inserted by the same statement as the
-///   record (`create_logged_tasks`, `save_logged_tasks`), numbered from `log_next` as
+///   record (`create_tasks_v10`, `save_tasks_v10`), numbered from `log_next` as
 ///   the compare-and-set moves it: a write that loses writes none. A tool's entries are
 ///   one statement (`append_log`) whose `UPDATE` of the counters takes the row's lock,
 ///   so appends and writes from any handle number without gaps; then

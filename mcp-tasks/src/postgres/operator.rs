@@ -1,7 +1,8 @@
 //! The operator's view (contract rule 22) in SQL: the listing walks one index in
 //! creation order backwards (the owner's, the lease holder's, the tool's, the status's or
 //! all tasks', as the planner picks for the filter); the counts are a grouped pass over
-//! the tasks (schema version 8).
+//! the tasks (schema version 8; the writers fill `status`, `tool` and `lease_holder`
+//! since version 10).
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
