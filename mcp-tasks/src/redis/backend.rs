@@ -5,15 +5,15 @@
 use std::collections::HashSet;
 
 use super::RedisStore;
-use super::db::{MAX_ATTEMPTS, backoff};
+use super::db::{Base, MAX_ATTEMPTS, backoff};
 use super::feed::Wire;
 use super::keys::parse_member;
-use super::operator::Facets;
 use super::place::{self, Room};
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::limits::{Limit, Limits};
+use crate::log::{LogDraft, LogPage};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
@@ -33,6 +33,8 @@ impl Backend for RedisStore {
     /// A write that lost its compare-and-set re-reads and runs its closure again.
     const RERUNS_UPDATES: bool = true;
     const NAME: &'static str = "redis";
+    /// A list per task beside its hash, written by the record's own scripts.
+    const LOGS: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -47,7 +49,9 @@ impl Backend for RedisStore {
         M: FnOnce(&Limits, Millis) -> TaskRecord + Send + 'static,
     {
         let inner = &*self.inner;
-        let mut record = make(&inner.limits, inner.clock.now_ms());
+        let now = inner.clock.now_ms();
+        let mut record = make(&inner.limits, now);
+        let drafts = std::mem::take(&mut record.log_append);
         let active = inner.active_shards();
         if inner.keys.shard_of(&record.id) >= active {
             // Only the first `active` shards hold a part of the limits.
@@ -56,7 +60,8 @@ impl Backend for RedisStore {
         }
         let mut refused = None;
         for _ in 0..CREATE_ATTEMPTS {
-            let Some(limit) = inner.create(&record, wires(announce, &(), &record)).await? else {
+            let events = wires(announce, &(), &record);
+            let Some(limit) = inner.create(&record, &drafts, now, events).await? else {
                 inner.recent.keep(&record);
                 return Ok(record);
             };
@@ -97,18 +102,12 @@ impl Backend for RedisStore {
         // a read (`recent.rs`).
         let now = inner.clock.now_ms();
         if let Some(mut rec) = inner.recent.take(owner, id, now) {
-            let (revision, was_live) = (rec.revision, !rec.is_terminal());
-            let was_queued = rec.queued_tool().is_some();
-            let before = Facets::of(&rec);
+            let base = Base::of(&rec);
             if let Ok(value) = f(&mut rec, now, &inner.limits)
-                && rec.revision != revision
+                && base.changed(&rec)
             {
-                let finished = was_live && rec.is_terminal();
                 let events = wires(announce, &value, &rec);
-                if inner
-                    .commit(revision, &rec, finished, was_queued, &before, events)
-                    .await?
-                {
+                if inner.commit(&base, &mut rec, now, events).await? {
                     inner.recent.keep(&rec);
                     return Ok((value, rec));
                 }
@@ -117,20 +116,16 @@ impl Backend for RedisStore {
         for attempt in 0..MAX_ATTEMPTS {
             let now = inner.clock.now_ms();
             let mut rec = inner.load(owner, id, now).await?;
-            let (revision, was_live) = (rec.revision, !rec.is_terminal());
-            let was_queued = rec.queued_tool().is_some();
-            let before = Facets::of(&rec);
+            let base = Base::of(&rec);
             // On error nothing was written.
             let value = f(&mut rec, now, &inner.limits)?;
-            if rec.revision == revision {
+            if !base.changed(&rec) {
+                // Nothing to write: nor any log entry (rule 13).
+                rec.log_append.clear();
                 return Ok((value, rec));
             }
-            let finished = was_live && rec.is_terminal();
             let events = wires(announce, &value, &rec);
-            if inner
-                .commit(revision, &rec, finished, was_queued, &before, events)
-                .await?
-            {
+            if inner.commit(&base, &mut rec, now, events).await? {
                 inner.recent.keep(&rec);
                 return Ok((value, rec));
             }
@@ -231,6 +226,36 @@ impl Backend for RedisStore {
 
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         self.inner.operator_counts().await
+    }
+
+    async fn append_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        drafts: Vec<LogDraft>,
+    ) -> Result<u64, StoreError> {
+        let inner = &*self.inner;
+        if drafts.is_empty() {
+            // Nothing to append: the last entry there is.
+            let page = self.read_log_entries(owner, id, None, 1).await?;
+            return Ok(page.next.saturating_sub(1));
+        }
+        inner
+            .append_log(owner, id, inner.clock.now_ms(), &drafts)
+            .await
+    }
+
+    async fn read_log_entries(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<LogPage, StoreError> {
+        let inner = &*self.inner;
+        inner
+            .read_log(owner, id, inner.clock.now_ms(), after, limit)
+            .await
     }
 
     async fn sweep_tasks(&self) -> Result<SweepReport, StoreError> {

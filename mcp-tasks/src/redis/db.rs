@@ -6,12 +6,14 @@ use std::time::Duration;
 use super::conn::Conn;
 use super::feed::Wire;
 use super::keys::{member, parse_member};
+use super::logs::LogBlock;
 use super::operator::{Facets, holder_arg, tool_arg};
 use super::place::quota;
 use super::{Inner, scripts, store_error};
 use crate::cursor;
 use crate::error::StoreError;
 use crate::limits::Limit;
+use crate::log::LogDraft;
 use crate::record::{Millis, Owner, TaskId, TaskPage, TaskRecord};
 
 /// How often a write re-reads and retries after losing a compare-and-set.
@@ -34,6 +36,35 @@ pub(super) async fn backoff(attempt: u32) {
     let cap = u64::from(attempt.min(20));
     let jitter = getrandom::u64().unwrap_or(0) % (cap * 500 + 1);
     tokio::time::sleep(Duration::from_micros(jitter)).await;
+}
+
+/// What a compare-and-set write is based on: the record as read, before the change.
+#[derive(Debug)]
+pub(super) struct Base {
+    /// The revision read.
+    revision: u64,
+    /// Whether the task was unfinished.
+    live: bool,
+    /// Whether it waited for a worker.
+    queued: bool,
+    /// Its place in the operator's view.
+    facets: Facets,
+}
+
+impl Base {
+    pub(super) fn of(rec: &TaskRecord) -> Base {
+        Base {
+            revision: rec.revision,
+            live: !rec.is_terminal(),
+            queued: rec.queued_tool().is_some(),
+            facets: Facets::of(rec),
+        }
+    }
+
+    /// Whether `rec` changed since (its revision moved).
+    pub(super) fn changed(&self, rec: &TaskRecord) -> bool {
+        rec.revision != self.revision
+    }
 }
 
 impl Inner {
@@ -80,19 +111,23 @@ impl Inner {
         }
     }
 
-    /// The compare-and-set write. `false`: the record changed (or vanished) since it was
-    /// read at `expected`; nothing was written.
+    /// The compare-and-set write of `rec`, changed from `base` at `now`, with the log
+    /// entries it carries (taken out of `rec`, whatever the outcome). `false`: the record
+    /// changed (or vanished) since it was read; nothing was written.
     pub(super) async fn commit(
         &self,
-        expected: u64,
-        rec: &TaskRecord,
-        finished: bool,
-        was_queued: bool,
-        before: &Facets,
+        base: &Base,
+        rec: &mut TaskRecord,
+        now: Millis,
         events: Vec<Wire>,
     ) -> Result<bool, StoreError> {
+        let drafts = std::mem::take(&mut rec.log_append);
+        let rec = &*rec;
+        let log = LogBlock::new(&self.limits, now, &drafts)?;
+        let (expected, before) = (base.revision, &base.facets);
+        let finished = base.live && rec.is_terminal();
         let queued = rec.queued_tool().is_some();
-        let queue_change = match (was_queued, queued) {
+        let queue_change = match (base.queued, queued) {
             (false, true) => format!("+{}", member(rec.created_at, &rec.id)),
             (true, false) => format!("-{}", member(rec.created_at, &rec.id)),
             _ => String::new(),
@@ -121,6 +156,7 @@ impl Inner {
             .key(keys.op_holder(shard, after.holder.as_deref().unwrap_or_default()))
             .key(keys.op_tool(shard, rec.origin.tool.as_deref().unwrap_or_default()))
             .key(keys.op_counts(shard))
+            .key(keys.log(&rec.id))
             .arg(expected)
             .arg(rec.revision)
             .arg(json)
@@ -135,6 +171,7 @@ impl Inner {
             .arg(before.holder_arg())
             .arg(after.holder_arg())
             .arg(tool_arg(rec));
+        log.push(&mut call);
         for payload in &payloads {
             call.arg(payload);
         }
@@ -156,13 +193,17 @@ impl Inner {
     }
 
     /// Inserts the new record `rec` in its shard if the shard's part of the live-task
-    /// limits allows it, publishing `events` in the same script; returns once their echo
-    /// came back. `Ok(Some(limit))`: the shard refused it for `limit`.
+    /// limits allows it, with its first log entries `drafts` written at `now`, publishing
+    /// `events` in the same script; returns once their echo came back.
+    /// `Ok(Some(limit))`: the shard refused it for `limit`.
     pub(super) async fn create(
         &self,
         rec: &TaskRecord,
+        drafts: &[LogDraft],
+        now: Millis,
         events: Vec<Wire>,
     ) -> Result<Option<Limit>, StoreError> {
+        let log = LogBlock::new(&self.limits, now, drafts)?;
         let safety = match (self.safety_slack, rec.ttl_ms) {
             (None, _) => "off".to_owned(),
             (Some(_), None) => "forever".to_owned(),
@@ -197,6 +238,7 @@ impl Inner {
             .key(keys.op_tool(shard, rec.origin.tool.as_deref().unwrap_or_default()))
             .key(keys.op_holder(shard, rec.lease.as_ref().map_or("", |l| l.holder.as_str())))
             .key(keys.op_counts(shard))
+            .key(keys.log(&rec.id))
             .arg(rec.owner.as_str())
             .arg(rec.id.as_str())
             .arg(encode(rec)?)
@@ -216,6 +258,7 @@ impl Inner {
             .arg(rec.status.as_str())
             .arg(tool_arg(rec))
             .arg(holder_arg(rec));
+        log.push(&mut call);
         for payload in &payloads {
             call.arg(payload);
         }

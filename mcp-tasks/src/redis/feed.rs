@@ -89,6 +89,25 @@ impl Wire {
         }
     }
 
+    /// The payload announcing entries appended to the log of `owner`'s task `id` by a
+    /// tool (no record changed: status and revision are placeholders its readers
+    /// ignore). The append script completes it with `"log": LAST`, since only it knows
+    /// the `seq` of the last entry.
+    pub(crate) fn logged(owner: &Owner, id: &TaskId) -> Wire {
+        Wire {
+            kind: Kind::Logged,
+            owner: owner.clone(),
+            id: id.clone(),
+            status: TaskStatus::Working,
+            revision: 0,
+            queued: false,
+            keys: Vec::new(),
+            node: String::new(),
+            seq: 0,
+            log: None,
+        }
+    }
+
     fn into_event(self) -> TaskEvent {
         let key = TaskKey {
             owner: self.owner,
@@ -355,5 +374,26 @@ async fn forward(shared: &Shared, pubsub: redis::aio::PubSub) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logged_payload_completed_by_the_append_script_reads_back() {
+        let (owner, id) = (Owner::new("alice"), TaskId::from_wire("abc"));
+        let json = serde_json::to_string(&Wire::logged(&owner, &id)).expect("serializes");
+        // What the script does: string.sub(payload, 1, -2) .. ',"log":' .. last .. '}'
+        let completed = format!("{},\"log\":7}}", &json[..json.len() - 1]);
+        let wire: Wire = serde_json::from_str(&completed).expect("reads back");
+        assert!(
+            matches!(
+                wire.into_event(),
+                TaskEvent::Logged { key, seq: 7 } if key.owner == owner && key.id == id
+            ),
+            "{completed}"
+        );
     }
 }

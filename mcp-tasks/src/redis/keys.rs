@@ -79,6 +79,12 @@ impl Keys {
         format!("{}:t:{}", self.shard_tag(self.shard_of(id)), id.as_str())
     }
 
+    /// A list per task, beside its hash (so in the same slot): the entries of the task's
+    /// log still kept, oldest first (`scripts.rs`, `LOG`).
+    pub(crate) fn log(&self, id: &TaskId) -> String {
+        format!("{}:l:{}", self.shard_tag(self.shard_of(id)), id.as_str())
+    }
+
     /// A sorted set per owner and shard, every score 0, members [`member`]: the listing
     /// order of the owner's tasks in that shard.
     pub(crate) fn owner_index(&self, shard: u16, owner: &Owner) -> String {
@@ -237,6 +243,7 @@ mod tests {
         assert!(Keys::new("a{b").is_err());
         let keys = Keys::new("kit:a*b").expect("valid");
         assert_eq!(keys.task(&TaskId::from_wire("x")), "{kit:a*b}:t:x");
+        assert_eq!(keys.log(&TaskId::from_wire("x")), "{kit:a*b}:l:x");
         assert_eq!(keys.pattern(), "{kit:a\\*b*");
         assert!(keys.owns("{kit:a*b}:t:x"));
         assert!(!keys.owns("{kit:a*bc}:t:x"));
@@ -246,6 +253,9 @@ mod tests {
         let task = sharded.task(&id);
         assert!(task.starts_with(&format!("{{kit:{}}}:t:", sharded.shard_of(&id))));
         assert!(sharded.owns(&task));
+        // The log is in the task's hash tag, so in its cluster slot.
+        let tag = |key: &str| key.split_once('}').map(|(tag, _)| tag.to_owned());
+        assert_eq!(tag(&sharded.log(&id)), tag(&task));
         assert!(sharded.owns("{kit:15}:live"));
     }
 

@@ -5,6 +5,7 @@ mod conn;
 mod db;
 mod feed;
 mod keys;
+mod logs;
 mod operator;
 mod place;
 mod scripts;
@@ -46,7 +47,13 @@ use keys::Keys;
 /// view (contract rule 22: `{s}:op:all`, `{s}:op:s:<status>`, `{s}:op:t:<tool>`,
 /// `{s}:op:h:<lease holder>`, ordered like the owner sets, and the counts `{s}:op:n`;
 /// tasks written before them enter them at their next write, see `operator.rs`).
-/// Sessions and the event channel are not sharded: they live under `{prefix}`. Listing
+/// Each task's log (contract rule 23) is a list `{s}:l:<id>` beside the task's hash, so in
+/// its slot: the entries kept, oldest first, as JSON; the hash also holds the log's next
+/// `seq` (`ln`), the entries' sizes summed (`lb`), and the owner, expiry and status the
+/// log's own scripts check (`own`, `exp`, `st`). The create and compare-and-set scripts
+/// append the entries of the change with the record and apply retention; a tool's
+/// append and a page's read are one script each; the purge deletes the list with the
+/// hash. Sessions and the event channel are not sharded: they live under `{prefix}`. Listing
 /// merges the owner's index of every shard (keyset order is preserved: each index is in
 /// order); a claim merges the queues of every shard; a sweep walks the shards one by one.
 ///
@@ -131,7 +138,8 @@ use keys::Keys;
 /// `NotFound` before any sweep, and [`sweep`](crate::TaskStore::sweep) deletes it with its
 /// index entries. As a safety net for deployments where no sweeper runs, the task key
 /// also gets a Redis expiry of `ttl + slack` ([`RedisOptions::safety_slack`], default one
-/// hour; `None` disables it), measured by the Redis server's own clock from the create;
+/// hour; `None` disables it), measured by the Redis server's own clock from the create
+/// (its log key gets the same instant);
 /// the index keys are given an expiry no earlier than that of any task they index (and
 /// none while a task without TTL exists). The slack is real time, independent of the
 /// store's clock, so the clock-based rules hold with a [`ManualClock`](crate::ManualClock)

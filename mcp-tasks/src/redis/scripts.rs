@@ -40,20 +40,94 @@ local function count(key, field, n, left)
 end
 "#;
 
+/// The Lua function of the task logs (contract rule 23) that every write appending to a
+/// log shares: pushing the entries of drafts, with retention.
+///
+/// A task's log is a list `{s}:l:<id>` beside its hash, in the same slot: one element
+/// per entry kept, oldest first, each the JSON [`LogEntry`](crate::LogEntry) with its
+/// size for retention first (`{"z":SIZE,"seq":..,"at":..,"type":..,...}`; readers ignore
+/// `z`). The task's hash holds the next `seq` (`ln`) and the sizes kept summed (`lb`),
+/// and, for the log's own scripts, the owner (`own`), the expiry (`exp`, `''`: never) and
+/// the status (`st`), so that they never decode the record (a record written before
+/// them is decoded once per call instead: see [`LOG_CHECK`]).
+const LOG: &str = r#"
+-- Pushes the entries of the drafts of the log block that starts at ARGV[at] (now, the
+-- retention limits in entries and bytes, the number of drafts, then each draft's size
+-- and JSON tail) onto the list `log`, numbered from `seq`, then drops the oldest entries
+-- while past the limits, `bytes` being the sizes kept before (never the newest). A new
+-- list gets the task key's expiry: `left` ms (-1: none; nil: the PTTL of `task`).
+-- Returns the next seq and the sizes kept: what the task's hash keeps as `ln`, `lb`.
+local function log_push(log, at, seq, bytes, left, task)
+  local n = tonumber(ARGV[at + 3])
+  if n == 0 then return seq, bytes end
+  local now = ARGV[at]
+  local len = 0
+  local batch = {}
+  for i = 1, n do
+    local size = ARGV[at + 2 + 2 * i]
+    batch[#batch + 1] = '{"z":' .. size .. ',"seq":' .. seq .. ',"at":' .. now .. ',' ..
+      ARGV[at + 3 + 2 * i]
+    bytes = bytes + tonumber(size)
+    seq = seq + 1
+    if #batch == 1000 or i == n then
+      len = redis.call('RPUSH', log, unpack(batch))
+      batch = {}
+    end
+  end
+  if len == n then
+    if not left then left = redis.call('PTTL', task) end
+    if left > 0 then redis.call('PEXPIRE', log, left) end
+  end
+  local max_n, max_b = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+  while len > 1 and (len > max_n or bytes > max_b) do
+    local dropped = redis.call('LPOP', log)
+    bytes = bytes - tonumber(string.match(dropped, '^{"z":(%d+),'))
+    len = len - 1
+  end
+  return seq, bytes
+end
+"#;
+
+/// The visibility check of the log's own scripts (append and read).
+const LOG_CHECK: &str = r#"
+-- Whether task `task` is `owner`'s and unexpired at `now` (milliseconds, a string):
+-- its status, next seq and sizes kept when it is; nil when not (gone, another owner's,
+-- expired).
+local function log_visible(task, owner, now)
+  local h = redis.call('HMGET', task, 'own', 'exp', 'st', 'ln', 'lb')
+  local own, exp, st = h[1], h[2], h[3]
+  if not own then
+    -- Written before the log's fields: the record says.
+    local json = redis.call('HGET', task, 'rec')
+    if not json then return nil end
+    local rec = cjson.decode(json)
+    own, st, exp = rec.owner, rec.status, ''
+    if type(rec.ttl_ms) == 'number' then
+      exp = string.format('%d', rec.created_at + rec.ttl_ms)
+    end
+  end
+  if own ~= owner then return nil end
+  if exp ~= '' and tonumber(now) >= tonumber(exp) then return nil end
+  return st, tonumber(h[4] or '0'), tonumber(h[5] or '0')
+end
+"#;
+
 /// Inserts a new task if the live-task limits allow it.
 ///
-/// KEYS: task, owner index, expiries, live, live per owner, leases, the tool's queue, and
-/// the operator index: all tasks, the status's, the tool's, the lease holder's, counts.
+/// KEYS: task, owner index, expiries, live, live per owner, leases, the tool's queue, the
+/// operator index: all tasks, the status's, the tool's, the lease holder's, counts; and
+/// the task's log.
 /// ARGV: owner, id, record JSON, revision, index member, expires_at (`''`: never), the
 /// shard's part of the per-owner limit, its part of the total limit, channel, safety net
 /// (`off`, `forever` or milliseconds until the task key expires), lease expiry (`''`: no
 /// lease), `1` if the task waits for a worker, status, `+TOOL` or `-` (none), `+HOLDER`
-/// or `-` (no lease), event payloads...
+/// or `-` (no lease), the log block (see [`LOG`]: now, limits, count, drafts), event
+/// payloads...
 ///
 /// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{OUTLIVE}{}",
+        "{OUTLIVE}{LOG}{}",
         r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then return -3 end
 local mine = tonumber(redis.call('HGET', KEYS[5], ARGV[1]) or '0')
@@ -61,7 +135,14 @@ if mine >= tonumber(ARGV[7]) then return -1 end
 if redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[8]) then return -2 end
 local existed = {}
 for i = 2, 5 do existed[i] = redis.call('EXISTS', KEYS[i]) end
-redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[4])
+-- A log left by an earlier task of this id (none in practice) is not this task's. The
+-- log expires with the task key.
+redis.call('DEL', KEYS[13])
+local log_left = -1
+if ARGV[10] ~= 'off' and ARGV[10] ~= 'forever' then log_left = tonumber(ARGV[10]) end
+local ln, lb = log_push(KEYS[13], 16, 0, 0, log_left)
+redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[4], 'own', ARGV[1], 'exp', ARGV[6],
+  'st', ARGV[13], 'ln', ln, 'lb', lb)
 redis.call('ZADD', KEYS[2], 0, ARGV[5])
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2]) end
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[1])
@@ -95,7 +176,7 @@ if ARGV[14] ~= '-' then
   count(KEYS[12], 't:' .. string.sub(ARGV[14], 2), 1, left)
 end
 if ARGV[15] ~= '-' then add(KEYS[11], ARGV[5], left) end
-for i = 16, #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
+for i = 20 + 2 * tonumber(ARGV[19]), #ARGV do redis.call('PUBLISH', ARGV[9], ARGV[i]) end
 return 1
 "#
     ))
@@ -103,23 +184,27 @@ return 1
 
 /// Writes back a changed record if its revision is still the one it was read at.
 ///
-/// KEYS: task, leases, live, live per owner, the tool's queue, and the operator index: all
+/// KEYS: task, leases, live, live per owner, the tool's queue, the operator index: all
 /// tasks, the status's before, the status's after, the lease holder's before, after, the
-/// tool's, counts.
+/// tool's, counts; and the task's log.
 /// ARGV: expected revision, new revision, record JSON, lease expiry (`''`: no live
 /// lease), `1` if this write finished the task, id, channel, the queue change (`+MEMBER`:
 /// it waits for a worker now, `-MEMBER`: no more, `''`: no change), index member, status
-/// before, after, `+HOLDER` or `-` before, after, `+TOOL` or `-`, event payloads...
+/// before, after, `+HOLDER` or `-` before, after, `+TOOL` or `-`, the log block (see
+/// [`LOG`]), event payloads...
 ///
 /// A task not in the operator index yet (written before it existed) is added to it whole.
 ///
 /// Returns 1, or 0 when the record changed (or vanished) since it was read.
 pub(crate) static COMMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{OUTLIVE}{}",
+        "{OUTLIVE}{LOG}{}",
         r#"
-if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[2])
+local h = redis.call('HMGET', KEYS[1], 'rev', 'ln', 'lb')
+if h[1] ~= ARGV[1] then return 0 end
+local left = redis.call('PTTL', KEYS[1])
+local ln, lb = log_push(KEYS[13], 15, tonumber(h[2] or '0'), tonumber(h[3] or '0'), left)
+redis.call('HSET', KEYS[1], 'rec', ARGV[3], 'rev', ARGV[2], 'st', ARGV[11], 'ln', ln, 'lb', lb)
 if ARGV[4] == '' then
   redis.call('ZREM', KEYS[2], ARGV[6])
 else
@@ -139,7 +224,6 @@ elseif string.sub(q, 1, 1) == '-' then
   redis.call('ZREM', KEYS[5], string.sub(q, 2))
 end
 local m = ARGV[9]
-local left = redis.call('PTTL', KEYS[1])
 if not redis.call('ZSCORE', KEYS[6], m) then
   -- Not indexed yet (written before the index existed): added whole.
   add(KEYS[6], m, left)
@@ -162,7 +246,7 @@ else
     if ARGV[13] ~= '-' then add(KEYS[10], m, left) end
   end
 end
-for i = 15, #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
+for i = 19 + 2 * tonumber(ARGV[18]), #ARGV do redis.call('PUBLISH', ARGV[7], ARGV[i]) end
 return 1
 "#
     ))
@@ -170,9 +254,9 @@ return 1
 
 /// Deletes an expired task with its index entries and live count.
 ///
-/// KEYS: task, expiries, leases, live, live per owner, owner index, and the operator
-/// index: all tasks, the status's, the tool's, the lease holder's, counts (when the record
-/// is gone, any key of the shard in each place: unused).
+/// KEYS: task, expiries, leases, live, live per owner, owner index, the operator index:
+/// all tasks, the status's, the tool's, the lease holder's, counts (when the record is
+/// gone, any key of the shard in each place: unused); and the task's log.
 /// ARGV: expected revision (`''`: the record is already gone, e.g. by the key-expiry
 /// safety net), id, index member (`''`: unknown), status, `+TOOL` or `-`, `+HOLDER` or
 /// `-`.
@@ -188,7 +272,7 @@ if ARGV[1] == '' then
 elseif redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
   return {0, ''}
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[12])
 if ARGV[3] ~= '' then
   redis.call('ZREM', KEYS[6], ARGV[3])
   -- Counted only if indexed (a task written before the index existed is not).
@@ -211,6 +295,66 @@ if owner then
 end
 if ARGV[1] == '' and removed == 0 and not owner then return {0, ''} end
 return {1, owner or ''}
+"#
+    ))
+});
+
+/// Appends a tool's entries to the log of the owner's visible, unfinished task, and
+/// publishes the `logged` event.
+///
+/// KEYS: task, its log.
+/// ARGV: owner, channel, the event payload (completed here with `"log": LAST`), the log
+/// block (see [`LOG`]).
+///
+/// Returns `{1, LAST}`, `{0, ''}` (no such task for the owner at now) or `{-1, STATUS}`
+/// (finished).
+pub(crate) static APPEND_LOG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{LOG}{LOG_CHECK}{}",
+        r#"
+local TERMINAL = {completed = true, failed = true, cancelled = true}
+local st, ln, lb = log_visible(KEYS[1], ARGV[1], ARGV[4])
+if not st then return {0, ''} end
+if TERMINAL[st] then return {-1, st} end
+local nxt, bytes = log_push(KEYS[2], 4, ln, lb, nil, KEYS[1])
+if nxt == ln then return {0, ''} end
+redis.call('HSET', KEYS[1], 'ln', nxt, 'lb', bytes)
+local last = string.format('%d', nxt - 1)
+local payload = ARGV[3]
+redis.call('PUBLISH', ARGV[2], string.sub(payload, 1, -2) .. ',"log":' .. last .. '}')
+return {1, last}
+"#
+    ))
+});
+
+/// Reads a page of the log of the owner's visible task.
+///
+/// KEYS: task, its log.
+/// ARGV: owner, now, the cursor (`''`: from the earliest kept), the most entries.
+///
+/// Returns `{1, NEXT, EARLIEST, {ENTRY...}}`, or `{0, 0, 0, {}}` when the owner has no
+/// such task at now.
+pub(crate) static READ_LOG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{LOG_CHECK}{}",
+        r#"
+local st, nxt = log_visible(KEYS[1], ARGV[1], ARGV[2])
+if not st then return {0, 0, 0, {}} end
+local len = redis.call('LLEN', KEYS[2])
+local earliest = nxt - len
+local from = earliest
+if ARGV[3] ~= '' then
+  local after = tonumber(ARGV[3]) + 1
+  if after > from then from = after end
+end
+local entries = {}
+if from < nxt then
+  local start = from - earliest
+  local stop = start + tonumber(ARGV[4]) - 1
+  if stop >= len then stop = len - 1 end
+  entries = redis.call('LRANGE', KEYS[2], start, stop)
+end
+return {1, nxt, earliest, entries}
 "#
     ))
 });

@@ -137,6 +137,8 @@ impl Inner {
                         .arg("-");
                 }
             }
+            // The task's log goes with it.
+            call.key(keys.log(id));
             let (purged, live_owner): (i64, String) = call
                 .invoke_async(&mut self.conn())
                 .await
