@@ -145,7 +145,8 @@ impl IntoIterator for Events {
 ///       same atomic write as the record; a write that does not happen (an error, the
 ///       revision unchanged, a lost compare-and-set whose rerun makes them again)
 ///       writes none;
-///     - [`append_log_entries`](Self::append_log_entries) appends drafts to the log of
+///     - [`append_log_entries`](Self::append_log_entries) appends drafts (never none:
+///       the operations answer an empty append themselves) to the log of
 ///       the owner's visible, unfinished task ([`StoreError::NotFound`],
 ///       [`StoreError::Terminal`] otherwise) without changing the record (its revision
 ///       stays), atomically with respect to every write of that task on any handle (no
