@@ -21,6 +21,26 @@ pub(crate) fn on_terminal() -> bool {
     *TERMINAL.get_or_init(|| std::io::stderr().is_terminal())
 }
 
+/// `text` from the server (a task event, a log line, a status message, a result) as it
+/// may reach a terminal: every control character but `keep` (and tab) written as a
+/// visible `\u{..}` escape, so no escape sequence of a server's choosing reaches the
+/// terminal (colours, titles, cursor moves, a cleared screen).
+pub(crate) fn visible(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\t' && !(keep_newlines && c == '\n');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// What erases the status line before something else is written on stderr: nothing when
 /// stderr is not a terminal (no status line is drawn there).
 pub(crate) fn clear_line() -> &'static str {
@@ -39,8 +59,9 @@ fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
 /// Prints a line of the server's stderr above the status line (the next tick redraws
 /// it), or holds it back while a question waits for its answer.
 pub(crate) fn server_log(line: &str) {
+    let line = visible(line, false);
     if PROMPTING.load(Ordering::SeqCst) {
-        held().push(line.to_owned());
+        held().push(line.into_owned());
         return;
     }
     print_held();

@@ -59,7 +59,8 @@ pub(crate) fn render(result: &CallToolResult) -> String {
     } else {
         ""
     };
-    format!("{prefix}{}", texts.join("\n"))
+    let text = texts.join("\n");
+    format!("{prefix}{}", super::console::visible(&text, true))
 }
 
 /// The status line of a task: its id, status and status message.
@@ -68,7 +69,7 @@ fn status_line(id: &str, task: Option<&TaskStatusView>) -> String {
         Some(task) => {
             let message = task
                 .status_message()
-                .map(|m| format!(" — {m}"))
+                .map(|m| format!(" — {}", super::console::visible(m, false)))
                 .unwrap_or_default();
             format!("{id} {}{message}", task.status().as_str())
         }

@@ -73,7 +73,7 @@ pub struct SlowComputeArgs {
 /// Arguments of `build_log`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BuildLogArgs {
-    /// How many lines of output to write (at most 1,000; 8 when absent).
+    /// How many lines of output to write (at most 10,000; 8 when absent).
     #[serde(default)]
     pub steps: Option<u32>,
     /// Milliseconds between two lines (at most 10,000; 250 when absent).
@@ -149,7 +149,7 @@ pub fn tools() -> Result<Vec<ToolDef>, ToolDefError> {
         .delivery(Delivery::AtLeastOnce { max_attempts: 3 })
         .select_task(|args| args.get("seconds").and_then(Value::as_f64).is_some_and(|s| s > 0.0)),
         ToolDef::new("build_log", TaskPolicy::Required, |ctx: ToolContext, args: BuildLogArgs| async move {
-            let steps = args.steps.unwrap_or(8).min(1_000);
+            let steps = args.steps.unwrap_or(8).min(10_000);
             let interval = Duration::from_millis(args.interval_ms.unwrap_or(250).min(10_000));
             let _ = ctx.status(format!("building: {steps} steps")).await;
             for step in 1..=steps {

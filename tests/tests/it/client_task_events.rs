@@ -440,3 +440,54 @@ async fn mcp_call_shows_a_tasks_events_on_stderr() {
         "{stderr}"
     );
 }
+
+/// A task's event text, status message and result are data: mcp-call writes the control
+/// characters a tool put in them as visible `\u{..}` escapes, so no escape sequence of
+/// the server's choosing (a title, a cleared screen, a bell) reaches the terminal.
+#[tokio::test]
+async fn mcp_call_shows_control_characters_as_escapes() {
+    use mcp_tasks_server::{CallToolResult, ContentBlock, TaskPolicy, ToolContext, ToolDef};
+
+    const HOSTILE: &str = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\u{9b}";
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let tool = ToolDef::new(
+        "hostile",
+        TaskPolicy::Required,
+        |ctx: ToolContext, _args: NoArgs| async move {
+            ctx.status(format!("status {HOSTILE}")).await?;
+            ctx.emit_text(format!("event {HOSTILE}")).await?;
+            // Time for the event to be shown before the result ends the run.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(CallToolResult::new(vec![ContentBlock::Text(
+                mcp_tasks_protocol::types::TextContent::new(format!("result {HOSTILE}\nline 2")),
+            )]))
+        },
+    )
+    .expect("tool");
+    let s =
+        TestServer::start_with(vec![tool], RuntimeConfig::default(), HttpConfig::default()).await;
+    let run = mcp_call(&s.url, "hostile", &["hostile", "{}"]).await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(
+            !text
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{name} carries a raw control character: {text:?}"
+        );
+    }
+    assert!(
+        stderr.contains("event \\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{1b}[31mred\\u{9b}"),
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("result \\u{1b}]0;pwned"), "{stdout}");
+    assert!(
+        stdout.contains("\nline 2"),
+        "newlines of a result stay: {stdout:?}"
+    );
+}

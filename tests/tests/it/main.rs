@@ -84,6 +84,7 @@ mod stdio_eof_answers;
 mod store_outage;
 mod task_context;
 mod task_streams;
+mod task_streams_cuts;
 mod task_streams_nodes;
 mod telemetry_bounds;
 mod telemetry_logs;

@@ -299,3 +299,66 @@ async fn a_tools_events_need_a_prefix_of_their_own_and_a_bounded_size() {
         );
     }
 }
+
+/// Another owner's task streams as an unknown one: the same error as `tasks/get`, and
+/// no event of it.
+#[tokio::test]
+async fn another_owners_task_is_not_streamed() {
+    use mcp_tasks_server::http::HttpConfig;
+    use mcp_tests::server_harness::{bearer_principal, call_params};
+
+    let s = TestServer::start_http(HttpConfig {
+        principal: Some(bearer_principal()),
+        ..HttpConfig::default()
+    })
+    .await;
+    let alice = [("authorization", "Bearer alice")];
+    let bob = [("authorization", "Bearer bob")];
+    let created = s
+        .post(
+            &request(
+                1,
+                "tools/call",
+                call_params("build_log", json!({ "steps": 3 }), true),
+            ),
+            &alice,
+        )
+        .await;
+    let id = created.result()["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let got = s
+        .post(&request(2, "tasks/get", task_params(&id, true)), &bob)
+        .await;
+    let reply = s.post(&stream_request(3, &id, None), &bob).await;
+    let refused = if reply.body.is_null() {
+        reply
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|f| f.get("id").is_some())
+            .expect("a response")
+    } else {
+        reply.body.clone()
+    };
+    assert!(
+        !reply.text.contains("notifications/tasks/event"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(refused["error"]["code"], got.error_code(), "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        got.error_message(),
+        "{refused}"
+    );
+    // Its owner streams it.
+    let mine = s.post(&stream_request(4, &id, None), &alice).await;
+    assert!(
+        mine.text.contains("notifications/tasks/event"),
+        "{}",
+        mine.text
+    );
+}
