@@ -74,7 +74,7 @@ pub enum ClientError {
         earliest_seq: u64,
     },
     /// The server does not serve task event streams (`tasks/stream`): it does not
-    /// advertise `eventStreams` in the tasks extension's capability, the session speaks
+    /// advertise task event streams (`rs.mcp-tasks/event-streams`), the session speaks
     /// MCP 2025-11-25, or the server answered -32601; the text says which.
     #[error("the server does not serve task event streams: {0}")]
     EventStreamsUnsupported(String),

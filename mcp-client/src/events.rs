@@ -369,7 +369,8 @@ impl Reader {
             let why = if self.session.is_2025() {
                 "an MCP 2025-11-25 session has none".to_owned()
             } else {
-                "server/discover does not advertise eventStreams in the tasks extension's capability".to_owned()
+                "server/discover does not advertise task event streams (rs.mcp-tasks/event-streams)"
+                    .to_owned()
             };
             return Err(ClientError::EventStreamsUnsupported(why));
         }

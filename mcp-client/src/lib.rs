@@ -48,7 +48,7 @@
 //!   [`TaskUpdate`]s (status changes, input requests, the result) that owns the handle.
 //! - [`TaskHandle::events`] (or [`McpClient::task_events`] by id, after a cursor): the
 //!   task's events (`tasks/stream`, draft SEP-2694, on a 2026-07-28 server that
-//!   advertises `eventStreams`) as [`TaskEvents`], a `futures::Stream` of [`TaskEvent`]s
+//!   advertises task event streams) as [`TaskEvents`], a `futures::Stream` of [`TaskEvent`]s
 //!   (`seq`, type, payload, time, node, actor) in order without gaps, resumed by itself
 //!   after a dropped connection or a stream the server ended early (`after` = the last
 //!   `seq` yielded, bounded backoff), ending once the task ended;

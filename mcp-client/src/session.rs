@@ -50,7 +50,7 @@ impl ServerInfo {
     }
 
     /// Whether the server serves task event streams (`tasks/stream`, draft SEP-2694):
-    /// `eventStreams` in the tasks extension's capability of `server/discover`. Never
+    /// `rs.mcp-tasks/event-streams` among the extensions of `server/discover`. Never
     /// in a 2025-11-25 session.
     pub fn offers_event_streams(&self) -> bool {
         match self {

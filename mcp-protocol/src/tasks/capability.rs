@@ -17,21 +17,22 @@ pub struct TasksExtensionCapability {
 }
 
 impl TasksExtensionCapability {
-    /// The member a server that serves task event streams (`tasks/stream`, draft
-    /// SEP-2694) sets in the extension's settings, as `"eventStreams": {}`: the draft
-    /// names the sub-capability but not its shape; an empty object, as MCP's other flags.
-    pub const EVENT_STREAMS: &'static str = "eventStreams";
+    /// The `capabilities.extensions` key of a server that serves task event streams
+    /// (`tasks/stream`, draft SEP-2694), with an empty object. The draft allows an
+    /// `eventStreams` member in the tasks extension's settings, but the extension's own
+    /// schema allows no member there, and the official ext-tasks library refuses a server
+    /// whose settings are not `{}`: so our own key, beside the extension's.
+    pub const EVENT_STREAMS: &'static str = "rs.mcp-tasks/event-streams";
 
-    /// Adds this extension to server capabilities, saying that the server serves task
-    /// event streams ([`EVENT_STREAMS`](Self::EVENT_STREAMS)).
+    /// Adds this extension to server capabilities, and [`EVENT_STREAMS`](Self::EVENT_STREAMS)
+    /// beside it: the server serves task event streams.
     pub fn declare_on_server_with_event_streams(
-        mut caps: crate::v2026::ServerCapabilities,
+        caps: crate::v2026::ServerCapabilities,
     ) -> crate::v2026::ServerCapabilities {
-        let mut settings = JsonObject::new();
-        settings.insert(Self::EVENT_STREAMS.to_owned(), json!({}));
+        let mut caps = Self::declare_on_server(caps);
         caps.extensions
             .get_or_insert_with(Default::default)
-            .insert(TASKS_EXTENSION.to_owned(), settings);
+            .insert(Self::EVENT_STREAMS.to_owned(), JsonObject::new());
         caps
     }
 
@@ -86,10 +87,12 @@ pub fn server_declares_tasks(caps: &crate::v2026::ServerCapabilities) -> bool {
 }
 
 /// Whether server capabilities say that the server serves task event streams
-/// (`tasks/stream`): the tasks extension's `eventStreams` member.
+/// (`tasks/stream`): [`TasksExtensionCapability::EVENT_STREAMS`] among its extensions.
 pub fn server_offers_event_streams(caps: &crate::v2026::ServerCapabilities) -> bool {
-    caps.extension(TASKS_EXTENSION)
-        .is_some_and(|settings| settings.contains_key(TasksExtensionCapability::EVENT_STREAMS))
+    caps.extension(TASKS_EXTENSION).is_some()
+        && caps
+            .extension(TasksExtensionCapability::EVENT_STREAMS)
+            .is_some()
 }
 
 /// Whether a request's `_meta` declares the tasks extension in its

@@ -6,7 +6,7 @@
 //! `after` (the last `seq` it processed). Events no longer kept are refused with
 //! [`EVENTS_GONE`] and [`EventsGoneData`].
 //!
-//! Where the draft is silent we chose, and say so on each item: the capability's shape
+//! Where the draft is silent we chose, and say so on each item: how support is advertised
 //! ([`TasksExtensionCapability::EVENT_STREAMS`](super::TasksExtensionCapability::EVENT_STREAMS)),
 //! the time, node and actor of an event (in `_meta` under [`EVENT_META_PREFIX`]).
 

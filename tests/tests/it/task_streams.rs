@@ -82,10 +82,15 @@ async fn a_stream_replays_follows_live_and_ends_after_the_terminal_event() {
         .rpc("server/discover", json!({ "_meta": meta(true) }))
         .await;
     assert_eq!(
-        discovered.result()["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]["eventStreams"],
+        discovered.result()["capabilities"]["extensions"]["rs.mcp-tasks/event-streams"],
         json!({}),
         "advertised: {:?}",
         discovered.result()
+    );
+    assert_eq!(
+        discovered.result()["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "the extension's own settings stay empty, as its schema and the ext-tasks library want"
     );
     let id = s
         .create_task("build_log", json!({ "steps": 5, "interval_ms": 150 }))

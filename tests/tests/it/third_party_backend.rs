@@ -341,7 +341,13 @@ async fn a_server_on_a_store_without_logs_offers_no_event_streams() {
         .await;
     let tasks = &discovered.result()["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"];
     assert!(tasks.is_object(), "{:?}", discovered.result());
-    assert!(tasks.get("eventStreams").is_none(), "{tasks}");
+    assert!(
+        discovered.result()["capabilities"]["extensions"]
+            .get("rs.mcp-tasks/event-streams")
+            .is_none(),
+        "{:?}",
+        discovered.result()
+    );
     let id = s
         .create_task("slow_compute", json!({ "seconds": 0.05 }))
         .await;
