@@ -2,6 +2,16 @@
 //! [`Backend`](crate::Backend)): a list per task beside its hash, in its slot, written by
 //! the same scripts as the record (see `LOG` in `scripts.rs`), and the two scripts of
 //! the log alone: a tool's append and a page's read, each one round trip.
+//!
+//! Layout: per task a list `{shard}:l:<id>` beside its hash (same hash tag, so the same
+//! cluster slot), each element the JSON entry led by its size (`{"z":SIZE,"seq":..}`).
+//! The task hash keeps the next `seq` (`ln`), the bytes kept (`lb`), and the owner,
+//! expiry and status the log scripts check (`own`, `exp`, `st`; a record from before
+//! them is decoded with `cjson`). The create and compare-and-set scripts append a
+//! change's entries with the record (a lost compare-and-set writes none; `seq` from
+//! `ln`, `at` the write's `now`) and drop the oldest past `max_log_entries` /
+//! `max_log_bytes`, never the newest. A tool's append checks, appends and `PUBLISH`es
+//! `logged`; the log key gets the task key's expiry and the purge deletes both.
 
 use mcp_tasks_protocol::JsonObject;
 use redis::ScriptInvocation;
