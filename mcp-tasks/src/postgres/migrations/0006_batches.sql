@@ -1,3 +1,9 @@
+-- Version 4's `create_task` and `save_task` are deliberately kept, not replaced:
+-- `create_tasks` supersedes `create_task` and `save_tasks` supersedes `save_task` as
+-- batched copies under new names, so nodes of the previous build keep writing through
+-- the old functions during a rolling upgrade (and version 6's claims still call
+-- `save_task`).
+
 CREATE FUNCTION take_units(p_scope BYTEA, p_max BIGINT, p_start INT, p_n INT,
                            OUT shards SMALLINT[], OUT busy BOOLEAN, OUT missing BOOLEAN)
 LANGUAGE plpgsql AS $$

@@ -1,3 +1,8 @@
+-- Version 6's `create_tasks` and `save_tasks` are deliberately kept and copied, not
+-- replaced: `create_logged_tasks` supersedes `create_tasks` and `save_logged_tasks`
+-- supersedes `save_tasks` under new names, so nodes of the previous build keep writing
+-- through the old functions (records without log entries) during a rolling upgrade.
+
 -- Written so that it can run again over its own work (a schema taken back to an older
 -- version by hand keeps the table and the columns): IF NOT EXISTS, OR REPLACE.
 ALTER TABLE tasks

@@ -1,3 +1,9 @@
+-- Version 9's `create_logged_tasks` and `save_logged_tasks` (and the writers of versions
+-- 6 and 4) are deliberately kept and copied, not replaced: `create_tasks_v10` supersedes
+-- `create_logged_tasks` and `save_tasks_v10` supersedes `save_logged_tasks` under new
+-- names, so nodes of the previous build keep writing through the old functions during a
+-- rolling upgrade (the triggers below give their rows the columns they do not set).
+
 -- Version 8's generated columns become ordinary ones: their stored values stay (DROP
 -- EXPRESSION rewrites nothing), and so do the indexes on them. From here on the writer
 -- computes them from the record it encodes. Written so that it can run again over its
