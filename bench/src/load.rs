@@ -36,6 +36,10 @@ pub enum Workload {
     /// A task with one input round trip: `tools/call ask`, `tasks/get` until
     /// input_required, `tasks/update` with the answer, `tasks/get` until completed.
     Update,
+    /// A task's event stream (ours only): `tools/call emit` (`STREAM_EVENTS` events, one
+    /// every `STREAM_INTERVAL_MS`), then `tasks/stream` on it until its result; each live
+    /// event's emit -> client latency is measured from the time it carries.
+    Stream,
     /// A deadline-promoted call (ours only): `tools/call maybe {ms}`, `ms` drawn uniformly
     /// from the plan's `work_ms`; a `complete` reply is a synchronous answer, a `task`
     /// reply is a promoted task, read with `tasks/get` until completed.
@@ -52,6 +56,7 @@ impl Workload {
             Workload::Get => "tasks/get",
             Workload::Update => "task with input (tasks/update)",
             Workload::Deadline => "deadline-promoted call",
+            Workload::Stream => "task event stream (tasks/stream)",
         }
     }
 }
@@ -513,6 +518,59 @@ fn sse_messages(buffer: &mut String, chunk: &[u8]) -> Vec<Value> {
     messages
 }
 
+/// The events of one `stream` lifecycle, and the wait before each.
+const STREAM_EVENTS: u32 = 20;
+const STREAM_INTERVAL_MS: u64 = 5;
+
+/// One event-stream lifecycle: `emit` as a task, then its `tasks/stream` read to the end.
+/// The latencies of the events emitted after the stream's response began (the earlier
+/// ones are replayed from the log, not pushed), and how many events came in all.
+async fn stream_lifecycle(rpc: &mut Rpc) -> Result<(Vec<u64>, u64), String> {
+    let emit = json!({"name": "emit", "arguments": {"count": STREAM_EVENTS, "interval_ms": STREAM_INTERVAL_MS}});
+    let created = rpc.call("tools/call", emit).await?;
+    let id = task_id(&created)?;
+    let request = rpc.request("tasks/stream", json!({"taskId": id}))?;
+    // The stream gets a connection of its own, closed when this lifecycle ends.
+    let mut stream_conn = connect(rpc.addr).await?;
+    let reply = stream_conn
+        .send_request(request)
+        .await
+        .map_err(|e| format!("tasks/stream: {e}"))?;
+    let opened = now_us();
+    let http_status = reply.status();
+    let mut body = reply.into_body();
+    let mut buffer = String::new();
+    let (mut latencies, mut events) = (Vec::new(), 0);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("tasks/stream: {e}"))?;
+        let received = now_us();
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        for message in sse_messages(&mut buffer, &chunk) {
+            if let Some(error) = message.get("error") {
+                return Err(format!("tasks/stream: {error}"));
+            }
+            if message.get("result").is_some() {
+                return Ok((latencies, events));
+            }
+            if message["method"] != "notifications/tasks/event" {
+                continue;
+            }
+            events += 1;
+            let at = message["params"]["payload"]["at_us"]
+                .as_u64()
+                .map(u128::from);
+            if let Some(at) = at.filter(|&at| at >= opened) {
+                latencies.push(u64::try_from(received.saturating_sub(at)).unwrap_or(u64::MAX));
+            }
+        }
+    }
+    Err(format!(
+        "tasks/stream: the stream ended before its result (HTTP {http_status}, left: {buffer:?})"
+    ))
+}
+
 /// One push lifecycle in an MCP 2025-11-25 session (opened first, once per client): the
 /// time from the tool's finishing to its `completed` status read on the standalone stream.
 async fn session_push_lifecycle(
@@ -553,10 +611,13 @@ async fn session_push_lifecycle(
 }
 
 /// What one operation was, beyond its latency.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Outcome {
-    /// Completion-to-client latency (push workload), when measured.
-    push_us: Option<u64>,
+    /// Completion-to-client latency (push workloads), when measured; the emit -> client
+    /// latency of each live event (stream workload).
+    push_us: Vec<u64>,
+    /// The events received (stream workload).
+    events: u64,
     /// Deadline workload: whether the call was promoted to a task.
     promoted: Option<bool>,
 }
@@ -588,6 +649,7 @@ struct Worker {
     synchronous_us: Vec<u64>,
     promoted_us: Vec<u64>,
     push_us: Vec<u64>,
+    events: u64,
     /// Completion time of each operation, in ms since the start.
     done_ms: Vec<u32>,
     errors: u64,
@@ -611,13 +673,23 @@ async fn operation(
         }
         Workload::LifecyclePush => {
             return Ok(Outcome {
-                push_us: push_lifecycle(rpc, plan.tools, plan.push_ms).await?,
-                promoted: None,
+                push_us: Vec::from_iter(push_lifecycle(rpc, plan.tools, plan.push_ms).await?),
+                ..Outcome::default()
             });
         }
         Workload::LifecyclePushSession => {
             return Ok(Outcome {
-                push_us: session_push_lifecycle(rpc, plan.tools, plan.push_ms).await?,
+                push_us: Vec::from_iter(
+                    session_push_lifecycle(rpc, plan.tools, plan.push_ms).await?,
+                ),
+                ..Outcome::default()
+            });
+        }
+        Workload::Stream => {
+            let (push_us, events) = stream_lifecycle(rpc).await?;
+            return Ok(Outcome {
+                push_us,
+                events,
                 promoted: None,
             });
         }
@@ -653,8 +725,8 @@ async fn operation(
             let (min, max) = plan.work_ms;
             let ms = min + next(rng) % (max - min).saturating_add(1);
             return Ok(Outcome {
-                push_us: None,
                 promoted: Some(deadline_call(rpc, plan.tools, ms).await?),
+                ..Outcome::default()
             });
         }
     }
@@ -730,6 +802,7 @@ fn spawn_workers(
                 synchronous_us: Vec::new(),
                 promoted_us: Vec::new(),
                 push_us: Vec::new(),
+                events: 0,
                 done_ms: Vec::new(),
                 errors: 0,
                 first_error: None,
@@ -745,6 +818,7 @@ fn spawn_workers(
                         w.latencies_us.push(us);
                         w.done_ms.push(started.elapsed().as_millis() as u32);
                         w.push_us.extend(outcome.push_us);
+                        w.events += outcome.events;
                         match outcome.promoted {
                             Some(true) => w.promoted_us.push(us),
                             Some(false) => w.synchronous_us.push(us),
@@ -770,7 +844,7 @@ fn spawn_workers(
 fn report(plan: &Plan, elapsed: f64, workers: Vec<Worker>) -> Value {
     let (mut latencies, mut push, mut done) = (Vec::new(), Vec::new(), Vec::new());
     let (mut synchronous, mut promoted) = (Vec::new(), Vec::new());
-    let (mut errors, mut first_error, mut requests) = (0, None, 0);
+    let (mut errors, mut first_error, mut requests, mut events) = (0, None, 0, 0);
     for w in workers {
         latencies.extend(w.latencies_us);
         synchronous.extend(w.synchronous_us);
@@ -779,6 +853,7 @@ fn report(plan: &Plan, elapsed: f64, workers: Vec<Worker>) -> Value {
         done.extend(w.done_ms);
         errors += w.errors;
         requests += w.requests;
+        events += w.events;
         first_error = first_error.or(w.first_error);
     }
     latencies.sort_unstable();
@@ -811,6 +886,8 @@ fn report(plan: &Plan, elapsed: f64, workers: Vec<Worker>) -> Value {
         "push_p50_us": percentile(&push, 0.50),
         "push_p99_us": percentile(&push, 0.99),
         "push_max_us": push.last().copied().unwrap_or(0),
+        "events": events,
+        "events_per_second": events as f64 / elapsed,
         "each_second": per_second,
         "synchronous": synchronous.len(),
         "synchronous_per_second": synchronous.len() as f64 / elapsed,

@@ -26,6 +26,16 @@ struct WorkArgs {
     ms: u64,
 }
 
+/// Arguments of `emit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct EmitArgs {
+    /// How many events the task emits.
+    count: u32,
+    /// The wait before each event, in milliseconds.
+    #[serde(default)]
+    interval_ms: u64,
+}
+
 fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult::new(vec![ContentBlock::Text(TextContent::new(t))])
 }
@@ -44,6 +54,21 @@ async fn sleep_then_done(ctx: ToolContext, ms: u64) -> Result<CallToolResult, To
             _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
             _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
         }
+    }
+    Ok(text(tools::done_now()))
+}
+
+/// Emits `count` events `rs.mcp-bench.tick` with `{"at_us": T}` (the time of the emit,
+/// µs since the epoch), one every `interval_ms`; then answers `{"done_at_us": T}`.
+async fn emit_ticks(ctx: ToolContext, args: EmitArgs) -> Result<CallToolResult, ToolError> {
+    for _ in 0..args.count {
+        tokio::select! {
+            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            _ = tokio::time::sleep(Duration::from_millis(args.interval_ms)) => {}
+        }
+        let mut payload = mcp_tasks_protocol::JsonObject::new();
+        payload.insert("at_us".into(), tools::now_us().into());
+        ctx.emit("rs.mcp-bench.tick", payload).await?;
     }
     Ok(text(tools::done_now()))
 }
@@ -97,6 +122,9 @@ fn build(
         },
     )
     .map_err(|e| e.to_string())?;
+    let emit = ToolDef::new("emit", TaskPolicy::Required, emit_ticks)
+        .map_err(|e| e.to_string())?
+        .description("Emits `count` timed events, one every `interval_ms`.");
     // Room for every load-generator connection: they all come as one anonymous principal,
     // and a push client has two requests in flight (its `subscriptions/listen` stream and
     // its next call).
@@ -110,6 +138,7 @@ fn build(
             .tool(work)
             .tool(ask)
             .tool(maybe)
+            .tool(emit)
             .build(),
     )
 }

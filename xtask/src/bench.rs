@@ -362,6 +362,11 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         bench.long_rows(options)?
     };
     let stores = bench.store_rows(options, !only_demo)?;
+    let streams = if only_demo {
+        Vec::new()
+    } else {
+        bench.stream_rows(options)?
+    };
     // Scale-out: API nodes in front, workers behind, on PostgreSQL.
     let cluster = match (&options.postgres, only_demo) {
         (Some(url), false) => Some(bench.cluster_row(url, options.seconds, options.runs)?),
@@ -400,6 +405,7 @@ pub fn run(root: &Path, cargo: &str, options: &Options) -> Result<(), String> {
         "rows": rows,
         "long": long,
         "stores": stores,
+        "streams": streams,
         "cluster": cluster,
         "memory": memory,
         "store_benches": store,
@@ -508,6 +514,34 @@ impl Bench {
         }
         drop(redis_cluster);
         Ok(stores)
+    }
+}
+
+impl Bench {
+    /// Task event streams (`tasks/stream`) at 50 clients, each following its own task's
+    /// events: on the memory store, PostgreSQL and Redis.
+    fn stream_rows(&self, options: &Options) -> Result<Vec<Value>, String> {
+        let mut backends = vec![("memory", None, None)];
+        if let Some(url) = &options.postgres {
+            backends.push(("PostgreSQL", Some(url.as_str()), Some("mcp_bench")));
+        }
+        if let Some(url) = &options.redis {
+            backends.push(("Redis", Some(url.as_str()), Some("mcp-bench")));
+        }
+        let mut rows = Vec::new();
+        for (name, url, namespace) in backends {
+            let mut extra = Vec::new();
+            if let Some(url) = url {
+                extra.extend(["--store", url]);
+            }
+            if let Some(ns) = namespace {
+                extra.extend(["--namespace", ns]);
+            }
+            let mut row = self.row("ours", &extra, "stream", 50, options.seconds, options.runs)?;
+            row["store"] = json!(name);
+            rows.push(row);
+        }
+        Ok(rows)
     }
 }
 

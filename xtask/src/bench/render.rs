@@ -82,6 +82,7 @@ fn markdown(report: &Value, options: &Options) -> String {
     deadline_table(&mut md, &rows);
     long_table(&mut md, report, options);
     stores_table(&mut md, report);
+    streams_table(&mut md, report);
     super::render_demo::demo_section(&mut md, report);
     if report["memory"].is_object() {
         memory_figures(&mut md, report);
@@ -251,6 +252,34 @@ fn stores_table(md: &mut String, report: &Value) {
             per_second(r),
             us(&r["p50_us"]),
             us(&r["p99_us"]),
+            r["errors"]
+        );
+    }
+}
+
+/// Task event streams: events per second and emit -> client latency per store.
+fn streams_table(md: &mut String, report: &Value) {
+    let Some(streams) = report["streams"].as_array().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "\nTask event streams (`tasks/stream`), 50 clients each following its own task, the tool emitting 20 events 5 ms apart; emit -> client from the time the tool put in each event to its arrival at the client:\n"
+    );
+    let _ = writeln!(
+        md,
+        "| store | events/s | emit -> client p50 | p99 | max | errors |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    for r in streams {
+        let _ = writeln!(
+            md,
+            "| {} | {:.0} | {} | {} | {} | {} |",
+            r["store"].as_str().unwrap_or(""),
+            r["events_per_second"].as_f64().unwrap_or(0.0),
+            us(&r["push_p50_us"]),
+            us(&r["push_p99_us"]),
+            us(&r["push_max_us"]),
             r["errors"]
         );
     }
