@@ -18,6 +18,7 @@
 //! [`redis_cluster`] a throwaway three-node Redis Cluster, each node behind a TCP proxy.
 //! [`programs`] starts the demo binary and `mcp-call` as children, and connects a client
 //! that logs in.
+//! [`task_stream`] opens and reads a task's event stream (`tasks/stream`) on the wire.
 
 #![warn(missing_docs)]
 
@@ -35,6 +36,7 @@ pub mod proxy;
 pub mod redis_cluster;
 pub mod schema_check;
 pub mod server_harness;
+pub mod task_stream;
 pub mod ts_sdk;
 
 use std::sync::Arc;

@@ -3,7 +3,8 @@
 //! talks MCP 2026-07-28 over HTTP to any of them. Every wait is bounded.
 //!
 //! Each [`Node`] is killed (SIGKILL) when dropped, so a failing test leaves no process
-//! behind.
+//! behind. A [`NodeStore`] is the shared store (PostgreSQL, Redis, a Redis Cluster) the
+//! processes of one test run on, in a namespace of their own.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -11,6 +12,8 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_tasks::Limits;
+use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -386,6 +389,98 @@ pub fn assert_store(node: &Node, url: &str, namespace: &str) {
         node.name,
         node.banner
     );
+}
+
+/// The shared store of one test's processes: the `--store` URLs and a fresh namespace of
+/// that test alone (a PostgreSQL schema, a Redis key prefix), kept while this lives.
+///
+/// Each constructor is `None` (after a `skipped: ...` line on stderr) when its service
+/// does not answer, by the conformance kit's rules: `MCP_TEST_POSTGRES_URL` /
+/// `MCP_TEST_REDIS_URL` (defaults on 127.0.0.1), `MCP_TEST_REDIS_CLUSTER_NODES` (no
+/// default), and `MCP_REQUIRE_SERVICES=1` turns a missing service into a failure.
+#[derive(Debug)]
+pub struct NodeStore {
+    /// The `--store` URLs: one (PostgreSQL, Redis), or a Redis Cluster's nodes, taken in
+    /// turn by [`store_for`].
+    pub urls: Vec<String>,
+    /// The `--namespace`: the schema or key prefix of this test.
+    pub namespace: String,
+    /// Keeps the namespace: dropping the factory drops the schema or deletes the prefix's
+    /// keys, also when the test panics.
+    _factory: Factory,
+}
+
+/// The conformance kit's factory that made a [`NodeStore`]'s namespace.
+#[derive(Debug)]
+#[expect(dead_code, reason = "held only to be dropped with the NodeStore")]
+enum Factory {
+    Postgres(PostgresFactory),
+    Redis(RedisFactory),
+}
+
+impl NodeStore {
+    /// A fresh schema named after `test` on the PostgreSQL database.
+    pub async fn postgres(test: &str) -> Option<NodeStore> {
+        let factory = PostgresFactory::from_env()?;
+        let env = Env::new(test, Limits::default());
+        // The factory makes the schema fresh now and drops it when dropped.
+        drop(factory.open(&env).await.expect("create the schema"));
+        let url = std::env::var(PostgresFactory::URL_ENV)
+            .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
+        Some(NodeStore {
+            urls: vec![url],
+            namespace: PostgresFactory::schema_for(&env.namespace),
+            _factory: Factory::Postgres(factory),
+        })
+    }
+
+    /// A fresh key prefix named after `test` on the standalone Redis.
+    pub async fn redis(test: &str) -> Option<NodeStore> {
+        let factory = RedisFactory::from_env()?;
+        Some(NodeStore::on_redis(factory, test, "connect").await)
+    }
+
+    /// A fresh key prefix named after `test` on the Redis Cluster, with every node's URL
+    /// (so that the processes connect through different nodes).
+    pub async fn redis_cluster(test: &str) -> Option<NodeStore> {
+        let factory = RedisFactory::cluster_from_env()?;
+        // Its open checks that the nodes are a cluster's.
+        Some(NodeStore::on_redis(factory, test, "connect to the cluster").await)
+    }
+
+    async fn on_redis(factory: RedisFactory, test: &str, what: &str) -> NodeStore {
+        let env = Env::new(test, Limits::default());
+        // The factory deletes the prefix's keys (on every node) when dropped.
+        drop(
+            factory
+                .open(&env)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}")),
+        );
+        NodeStore {
+            urls: factory.nodes().to_vec(),
+            namespace: RedisFactory::prefix(&env.namespace),
+            _factory: Factory::Redis(factory),
+        }
+    }
+
+    /// The `--store` URL of process `i` ([`store_for`]).
+    pub fn url(&self, i: usize) -> &str {
+        store_for(&self.urls, i)
+    }
+
+    /// The arguments of process `i` on this store: `--store` (its [`url`](Self::url)),
+    /// `--namespace` and `--lease-ms 3000`.
+    pub fn args(&self, i: usize) -> [&str; 6] {
+        [
+            "--store",
+            self.url(i),
+            "--namespace",
+            &self.namespace,
+            "--lease-ms",
+            "3000",
+        ]
+    }
 }
 
 /// The text of a `CallToolResult`'s first content block ("" when there is none).

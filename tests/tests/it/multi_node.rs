@@ -21,30 +21,17 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcp_tasks::Limits;
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
 use mcp_tasks_server::CANCELLED_MESSAGE;
-use mcp_tests::node_harness::{Cluster, Node, assert_store, result_text, slow, store_for};
+use mcp_tests::node_harness::{Cluster, Node, NodeStore, assert_store, result_text, slow};
 use mcp_tests::server_harness::{WAIT, accept};
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 
-/// Starts nodes A, B and C on `stores` (one URL, or a cluster's nodes: each process on
-/// another, see [`store_for`]) with `namespace`.
-async fn three_nodes(stores: &[String], namespace: &str) -> (Vec<Node>, Cluster) {
-    let args: Vec<[&str; 6]> = (0..3)
-        .map(|i| {
-            [
-                "--store",
-                store_for(stores, i),
-                "--namespace",
-                namespace,
-                "--lease-ms",
-                "3000",
-            ]
-        })
-        .collect();
+/// Starts nodes A, B and C on `store` (one URL, or a cluster's nodes: each process on
+/// another, see [`NodeStore::url`]).
+async fn three_nodes(store: &NodeStore) -> (Vec<Node>, Cluster) {
+    let args: Vec<[&str; 6]> = (0..3).map(|i| store.args(i)).collect();
     let (a, b, c) = tokio::join!(
         Node::start(Path::new(DEMO), "A", &args[0]),
         Node::start(Path::new(DEMO), "B", &args[1]),
@@ -54,7 +41,7 @@ async fn three_nodes(stores: &[String], namespace: &str) -> (Vec<Node>, Cluster)
     // Each process names its store and deployment; a cluster's nodes each connect
     // through their own.
     for (i, node) in nodes.iter().enumerate() {
-        assert_store(node, store_for(stores, i), namespace);
+        assert_store(node, store.url(i), &store.namespace);
     }
     let urls: Vec<String> = nodes.iter().map(|n| n.url.clone()).collect();
     let mut ports: Vec<&str> = urls.iter().map(String::as_str).collect();
@@ -201,8 +188,8 @@ async fn many_tasks(cluster: &Cluster) {
     );
 }
 
-async fn scenarios(stores: &[String], namespace: &str) {
-    let (nodes, cluster) = three_nodes(stores, namespace).await;
+async fn scenarios(store: &NodeStore) {
+    let (nodes, cluster) = three_nodes(store).await;
     durable_create(&cluster).await;
     input_across_nodes(&cluster).await;
     cancel_across_nodes(&cluster).await;
@@ -213,42 +200,22 @@ async fn scenarios(stores: &[String], namespace: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_share_tasks_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("multi_node", Limits::default());
-    // The factory makes the schema fresh now and drops it when dropped.
-    drop(factory.open(&env).await.expect("create the schema"));
-    let schema = PostgresFactory::schema_for(&env.namespace);
-    let url = std::env::var(PostgresFactory::URL_ENV)
-        .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    scenarios(&[url], &schema).await;
+    if let Some(store) = NodeStore::postgres("multi_node").await {
+        scenarios(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_share_tasks_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("multi_node", Limits::default());
-    // The factory deletes the prefix's keys when dropped.
-    drop(factory.open(&env).await.expect("connect"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    let url = std::env::var(RedisFactory::URL_VAR)
-        .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    scenarios(&[url], &prefix).await;
+    if let Some(store) = NodeStore::redis("multi_node").await {
+        scenarios(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_share_tasks_on_redis_cluster() {
-    let Some(factory) = RedisFactory::cluster_from_env() else {
-        return;
-    };
-    let env = Env::new("multi_node_cluster", Limits::default());
-    // Checks that the nodes are a cluster's; the keys of the prefix are deleted from every
-    // node when the factory is dropped.
-    drop(factory.open(&env).await.expect("connect to the cluster"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    // A, B and C each connect through another node's URL.
-    scenarios(factory.nodes(), &prefix).await;
+    if let Some(store) = NodeStore::redis_cluster("multi_node_cluster").await {
+        // A, B and C each connect through another node's URL.
+        scenarios(&store).await;
+    }
 }

@@ -16,9 +16,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::Limits;
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tests::node_harness::{Node, assert_store, result_text, slow, store_for};
+use mcp_tests::node_harness::{Node, NodeStore, assert_store, result_text, slow};
 use mcp_tests::proxy::RoundRobinProxy;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -124,24 +122,15 @@ fn tools_list() -> Value {
     json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {}})
 }
 
-/// Instances A and B on `stores` (one URL, or a cluster's nodes: each on another, see
-/// [`store_for`]) with `namespace`.
-async fn two_nodes(stores: &[String], namespace: &str) -> Vec<Node> {
+/// Instances A and B on `store` (one URL, or a cluster's nodes: each on another, see
+/// [`NodeStore::url`]).
+async fn two_nodes(store: &NodeStore) -> Vec<Node> {
     let alice = format!("alice:{ALICE}");
     let bob = format!("bob:{BOB}");
     let args = |i: usize| {
-        [
-            "--store",
-            store_for(stores, i),
-            "--namespace",
-            namespace,
-            "--lease-ms",
-            "3000",
-            "--bearer",
-            alice.as_str(),
-            "--bearer",
-            bob.as_str(),
-        ]
+        let mut args = store.args(i).to_vec();
+        args.extend(["--bearer", alice.as_str(), "--bearer", bob.as_str()]);
+        args
     };
     let (args_a, args_b) = (args(0), args(1));
     let (a, b) = tokio::join!(
@@ -149,16 +138,16 @@ async fn two_nodes(stores: &[String], namespace: &str) -> Vec<Node> {
         Node::start(Path::new(DEMO), "B", &args_b),
     );
     assert_ne!(a.url, b.url);
-    if stores.len() > 1 {
+    if store.urls.len() > 1 {
         // A cluster's nodes: each process says it connects through its own.
-        assert_store(&a, store_for(stores, 0), namespace);
-        assert_store(&b, store_for(stores, 1), namespace);
+        assert_store(&a, store.url(0), &store.namespace);
+        assert_store(&b, store.url(1), &store.namespace);
     }
     vec![a, b]
 }
 
-async fn scenario(stores: &[String], namespace: &str) {
-    let mut nodes = two_nodes(stores, namespace).await;
+async fn scenario(store: &NodeStore) {
+    let mut nodes = two_nodes(store).await;
     let urls: Vec<String> = nodes.iter().map(|n| n.url.clone()).collect();
     let proxy = RoundRobinProxy::start(urls.clone()).await;
     let lb = proxy.url.as_str();
@@ -294,39 +283,22 @@ async fn scenario(stores: &[String], namespace: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_survive_round_robin_and_a_dead_instance_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("shared_sessions", Limits::default());
-    drop(factory.open(&env).await.expect("create the schema"));
-    let schema = PostgresFactory::schema_for(&env.namespace);
-    let url = std::env::var(PostgresFactory::URL_ENV)
-        .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    scenario(&[url], &schema).await;
+    if let Some(store) = NodeStore::postgres("shared_sessions").await {
+        scenario(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_survive_round_robin_and_a_dead_instance_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("shared_sessions", Limits::default());
-    drop(factory.open(&env).await.expect("prefix"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    let url = std::env::var(RedisFactory::URL_VAR)
-        .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    scenario(&[url], &prefix).await;
+    if let Some(store) = NodeStore::redis("shared_sessions").await {
+        scenario(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_survive_round_robin_and_a_dead_instance_on_redis_cluster() {
-    let Some(factory) = RedisFactory::cluster_from_env() else {
-        return;
-    };
-    let env = Env::new("shared_sessions_cluster", Limits::default());
-    // Checks that the nodes are a cluster's; the prefix's keys go with the factory.
-    drop(factory.open(&env).await.expect("connect to the cluster"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    // A and B each connect through another node's URL.
-    scenario(factory.nodes(), &prefix).await;
+    if let Some(store) = NodeStore::redis_cluster("shared_sessions_cluster").await {
+        // A and B each connect through another node's URL.
+        scenario(&store).await;
+    }
 }

@@ -15,9 +15,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::Limits;
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tests::node_harness::Node;
+use mcp_tests::node_harness::{Node, NodeStore};
 use mcp_tests::proxy::RoundRobinProxy;
 use mcp_tests::ts_sdk::Sdk;
 use serde_json::Value;
@@ -28,43 +26,14 @@ const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 /// before, more of both (and status notifications) after.
 const KILL_AFTER: &str = "confirm_delete as a task, elicitation answered";
 
-/// The store URL and a namespace of its own for `test`, and the factory that made it
-/// (keep it until the test ends: dropping it drops the schema, also when the test fails),
-/// or `None` (skipped) when the service does not answer.
-async fn postgres(test: &str) -> Option<(String, String, PostgresFactory)> {
-    let factory = PostgresFactory::from_env()?;
-    let env = Env::new(test, Limits::default());
-    drop(factory.open(&env).await.expect("create the schema"));
-    let url = std::env::var(PostgresFactory::URL_ENV)
-        .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    Some((url, PostgresFactory::schema_for(&env.namespace), factory))
-}
-
-/// [`postgres`] on Redis: dropping the factory deletes the prefix's keys.
-async fn redis(test: &str) -> Option<(String, String, RedisFactory)> {
-    let factory = RedisFactory::from_env()?;
-    let env = Env::new(test, Limits::default());
-    drop(factory.open(&env).await.expect("prefix"));
-    let url = std::env::var(RedisFactory::URL_VAR)
-        .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    Some((url, RedisFactory::prefix(&env.namespace), factory))
-}
-
-/// Three demo processes on `store` / `namespace`, and the balancer in front of them.
-async fn cluster(store: &str, namespace: &str) -> (Vec<Node>, RoundRobinProxy) {
-    let args = [
-        "--store",
-        store,
-        "--namespace",
-        namespace,
-        "--lease-ms",
-        "3000",
-    ];
+/// Three demo processes on `store`, and the balancer in front of them.
+async fn cluster(store: &NodeStore) -> (Vec<Node>, RoundRobinProxy) {
+    let args: Vec<[&str; 6]> = (0..3).map(|i| store.args(i)).collect();
     let exe = Path::new(DEMO);
     let (a, b, c) = tokio::join!(
-        Node::start(exe, "A", &args),
-        Node::start(exe, "B", &args),
-        Node::start(exe, "C", &args),
+        Node::start(exe, "A", &args[0]),
+        Node::start(exe, "B", &args[1]),
+        Node::start(exe, "C", &args[2]),
     );
     let nodes = vec![a, b, c];
     let proxy = RoundRobinProxy::start(nodes.iter().map(|n| n.url.clone()).collect()).await;
@@ -78,9 +47,9 @@ fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("step {name:?} in {report}"))
 }
 
-async fn interop_through_the_balancer(store: &str, namespace: &str) {
+async fn interop_through_the_balancer(store: &NodeStore) {
     let Some(sdk) = Sdk::find() else { return };
-    let (nodes, proxy) = cluster(store, namespace).await;
+    let (nodes, proxy) = cluster(store).await;
     let report = sdk.run(&["--url", &proxy.url]).await;
     assert_eq!(report["transport"], "streamable-http");
     let init = &step(&report, "initialize")["details"];
@@ -93,9 +62,9 @@ async fn interop_through_the_balancer(store: &str, namespace: &str) {
     drop(nodes);
 }
 
-async fn an_instance_killed_mid_session(store: &str, namespace: &str) {
+async fn an_instance_killed_mid_session(store: &NodeStore) {
     let Some(sdk) = Sdk::find() else { return };
-    let (mut nodes, proxy) = cluster(store, namespace).await;
+    let (mut nodes, proxy) = cluster(store).await;
     let mut run = sdk.spawn(&["--pause-after", KILL_AFTER, "--url", &proxy.url]);
     assert_eq!(run.paused().await, KILL_AFTER);
     // The instance holding the client's standalone stream: the hardest one to lose.
@@ -134,28 +103,28 @@ async fn an_instance_killed_mid_session(store: &str, namespace: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_through_the_balancer_on_postgres() {
-    if let Some((url, schema, _factory)) = postgres("shared_sessions_ts_sdk").await {
-        interop_through_the_balancer(&url, &schema).await;
+    if let Some(store) = NodeStore::postgres("shared_sessions_ts_sdk").await {
+        interop_through_the_balancer(&store).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_through_the_balancer_on_redis() {
-    if let Some((url, prefix, _factory)) = redis("shared_sessions_ts_sdk").await {
-        interop_through_the_balancer(&url, &prefix).await;
+    if let Some(store) = NodeStore::redis("shared_sessions_ts_sdk").await {
+        interop_through_the_balancer(&store).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_session_outlives_a_killed_instance_on_postgres() {
-    if let Some((url, schema, _factory)) = postgres("shared_sessions_ts_sdk_kill").await {
-        an_instance_killed_mid_session(&url, &schema).await;
+    if let Some(store) = NodeStore::postgres("shared_sessions_ts_sdk_kill").await {
+        an_instance_killed_mid_session(&store).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_sdk_session_outlives_a_killed_instance_on_redis() {
-    if let Some((url, prefix, _factory)) = redis("shared_sessions_ts_sdk_kill").await {
-        an_instance_killed_mid_session(&url, &prefix).await;
+    if let Some(store) = NodeStore::redis("shared_sessions_ts_sdk_kill").await {
+        an_instance_killed_mid_session(&store).await;
     }
 }

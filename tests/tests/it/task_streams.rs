@@ -5,49 +5,21 @@
 //! cannot see; a tool's own events checked (prefix, size).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcp_tasks::{Limits, MemoryStore};
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_server::{
     CallToolResult, ContentBlock, RuntimeConfig, Server, TaskPolicy, ToolContext, ToolDef,
 };
-use mcp_tests::server_harness::{SseStream, TestServer, demo_tools, meta, request, task_params};
+use mcp_tests::server_harness::{Reply, TestServer, demo_tools, meta, request, task_params};
+use mcp_tests::task_stream::{EVENT_WAIT, read_to_end, seqs, stream_request};
 use serde_json::{Value, json};
 
-const EVENT_WAIT: Duration = Duration::from_secs(20);
-
-fn stream_request(id: i64, task_id: &str, after: Option<u64>) -> Value {
-    let mut params = json!({ "taskId": task_id, "_meta": meta(true) });
-    if let Some(after) = after {
-        params["after"] = json!(after);
-    }
-    request(id, "tasks/stream", params)
-}
-
-/// Every frame of the stream up to the response: the events' params, then the response.
-async fn read_to_end(stream: &mut SseStream) -> (Vec<Value>, Value) {
-    let mut events = Vec::new();
-    loop {
-        let frame = stream
-            .next_event(EVENT_WAIT)
-            .await
-            .expect("the stream goes on until its response")
-            .json();
-        if frame.get("id").is_some() {
-            return (events, frame);
-        }
-        assert_eq!(frame["method"], "notifications/tasks/event", "{frame}");
-        events.push(frame["params"].clone());
-    }
-}
-
-/// The response to a `tasks/stream` refused before any event: a JSON reply, or the one
-/// frame of an event stream.
-async fn refusal(s: &TestServer, message: &Value) -> Value {
-    let reply = s.post(message, &[]).await;
+/// The response to a `tasks/stream` answered before any event: the JSON reply, or the
+/// frame with an id of an event stream.
+fn response_of(reply: &Reply) -> Value {
     if !reply.body.is_null() {
-        return reply.body;
+        return reply.body.clone();
     }
     reply
         .text
@@ -58,11 +30,9 @@ async fn refusal(s: &TestServer, message: &Value) -> Value {
         .unwrap_or_else(|| panic!("no response in {:?}", reply.text))
 }
 
-fn seqs(events: &[Value]) -> Vec<u64> {
-    events
-        .iter()
-        .map(|e| e["seq"].as_u64().expect("seq"))
-        .collect()
+/// The response to a `tasks/stream` refused before any event.
+async fn refusal(s: &TestServer, message: &Value) -> Value {
+    response_of(&s.post(message, &[]).await)
 }
 
 fn server_with_limits(limits: Limits, tools: Vec<ToolDef>) -> Server {
@@ -337,17 +307,7 @@ async fn another_owners_task_is_not_streamed() {
         .post(&request(2, "tasks/get", task_params(&id, true)), &bob)
         .await;
     let reply = s.post(&stream_request(3, &id, None), &bob).await;
-    let refused = if reply.body.is_null() {
-        reply
-            .text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-            .find(|f| f.get("id").is_some())
-            .expect("a response")
-    } else {
-        reply.body.clone()
-    };
+    let refused = response_of(&reply);
     assert!(
         !reply.text.contains("notifications/tasks/event"),
         "{}",

@@ -12,13 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcp_tasks::Limits;
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory, TcpProxy};
+use mcp_tasks::conformance::TcpProxy;
 use mcp_tasks_client::{
     ClientConfig, DeclineAll, DriverConfig, McpClient, Revision, Started, TaskHandle,
 };
 use mcp_tasks_protocol::tasks::TaskStatus;
-use mcp_tests::node_harness::Node;
+use mcp_tests::node_harness::{Node, NodeStore};
 use mcp_tests::server_harness::TestServer;
 use serde_json::json;
 
@@ -135,71 +134,50 @@ async fn read_through_cuts(proxy: &TcpProxy, task: &TaskHandle) {
     assert!(resumes >= 1, "resumed after the cuts: {resumes}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_events_through_twenty_cuts_in_one_process() {
-    let s = TestServer::start().await;
-    let (proxy, proxied) = TcpProxy::in_front_of(&s.url).await.expect("proxy");
+/// Starts `build_log` (one line a millisecond: within the default retention, 1,000, of a
+/// reader cut for at most 200 ms) through a proxy in front of the server at `url`, and
+/// reads it through the proxy's cuts.
+async fn build_log_through_cuts(url: &str) {
+    let (proxy, proxied) = TcpProxy::in_front_of(url).await.expect("proxy");
     let client = McpClient::connect_http(&proxied, Arc::new(DeclineAll), config())
         .await
         .expect("connect");
-    // One line a millisecond: within the default retention (1,000) of a reader cut for
-    // at most 200 ms.
     let task = build_log(&client, 1).await;
     tokio::time::timeout(WAIT, read_through_cuts(&proxy, &task))
         .await
         .expect("in time");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_events_through_twenty_cuts_in_one_process() {
+    let s = TestServer::start().await;
+    build_log_through_cuts(&s.url).await;
+}
+
 /// An API node serving the stream through the proxy, a worker running the tool.
-async fn across_nodes(store: &str, namespace: &str) {
-    let common = [
-        "--store",
-        store,
-        "--namespace",
-        namespace,
-        "--lease-ms",
-        "3000",
-    ];
+async fn across_nodes(store: &NodeStore) {
+    let common = store.args(0);
     let mut api = common.to_vec();
     api.extend(["--role", "api"]);
     let (node, worker) = tokio::join!(
         Node::start(Path::new(DEMO), "A", &api),
         Node::start_worker(Path::new(DEMO), "W1", &common),
     );
-    let (proxy, proxied) = TcpProxy::in_front_of(&node.url).await.expect("proxy");
-    let client = McpClient::connect_http(&proxied, Arc::new(DeclineAll), config())
-        .await
-        .expect("connect");
-    let task = build_log(&client, 1).await;
-    tokio::time::timeout(WAIT, read_through_cuts(&proxy, &task))
-        .await
-        .expect("in time");
+    build_log_through_cuts(&node.url).await;
     // kill_on_drop: both processes end here, and on any panic above.
     drop((node, worker));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_events_through_twenty_cuts_across_nodes_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("streams_cuts", Limits::default());
-    drop(factory.open(&env).await.expect("create the schema"));
-    let schema = PostgresFactory::schema_for(&env.namespace);
-    let url = std::env::var(PostgresFactory::URL_ENV)
-        .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    across_nodes(&url, &schema).await;
+    if let Some(store) = NodeStore::postgres("streams_cuts").await {
+        across_nodes(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_events_through_twenty_cuts_across_nodes_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("streams_cuts", Limits::default());
-    drop(factory.open(&env).await.expect("connect"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    let url = std::env::var(RedisFactory::URL_VAR)
-        .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    across_nodes(&url, &prefix).await;
+    if let Some(store) = NodeStore::redis("streams_cuts").await {
+        across_nodes(&store).await;
+    }
 }

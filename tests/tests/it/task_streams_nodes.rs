@@ -8,81 +8,24 @@
 //! a failure).
 
 use std::path::Path;
-use std::time::Duration;
 
-use mcp_tasks::Limits;
-use mcp_tasks::conformance::{Env, PostgresFactory, RedisFactory, StoreFactory};
-use mcp_tests::node_harness::{Cluster, Node, store_for};
-use mcp_tests::server_harness::{SseStream, WAIT, meta, request, standard_headers};
+use mcp_tests::node_harness::{Cluster, Node, NodeStore};
+use mcp_tests::task_stream::{open, read_to_end, seqs};
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
-const EVENT_WAIT: Duration = Duration::from_secs(20);
 
-/// Opens `tasks/stream` for `task_id` after `after` on the node at `url`.
-async fn open(url: &str, task_id: &str, after: Option<u64>) -> SseStream {
-    let mut params = json!({ "taskId": task_id, "_meta": meta(true) });
-    if let Some(after) = after {
-        params["after"] = json!(after);
-    }
-    let message = request(1, "tasks/stream", params);
-    let mut builder = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("HTTP client")
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        // The stream outlives an ordinary request: read it with bounded waits.
-        .timeout(Duration::from_secs(3600))
-        .body(message.to_string());
-    for (name, value) in standard_headers(&message) {
-        builder = builder.header(name, value);
-    }
-    let response = tokio::time::timeout(WAIT, builder.send())
-        .await
-        .expect("stream opened in time")
-        .expect("HTTP request");
-    SseStream::from_response(response)
-}
-
-/// The events' params up to the response, and the response.
-async fn read_to_end(stream: &mut SseStream) -> (Vec<Value>, Value) {
-    let mut events = Vec::new();
-    loop {
-        let frame = stream
-            .next_event(EVENT_WAIT)
-            .await
-            .expect("the stream goes on until its response")
-            .json();
-        if frame.get("id").is_some() {
-            return (events, frame);
-        }
-        assert_eq!(frame["method"], "notifications/tasks/event", "{frame}");
-        events.push(frame["params"].clone());
-    }
-}
-
-async fn scenario(stores: &[String], namespace: &str) {
-    let args = |i: usize| {
-        [
-            "--store",
-            store_for(stores, i),
-            "--namespace",
-            namespace,
-            "--lease-ms",
-            "3000",
-        ]
+async fn scenario(store: &NodeStore) {
+    let api = |i: usize| {
+        let mut args = store.args(i).to_vec();
+        args.extend(["--role", "api"]);
+        args
     };
-    let (a_args, b_args, w_args) = (args(0), args(1), args(2));
-    let mut a = a_args.to_vec();
-    a.extend(["--role", "api"]);
-    let mut b = b_args.to_vec();
-    b.extend(["--role", "api"]);
+    let (a, b, w) = (api(0), api(1), store.args(2));
     let (node_a, node_b, worker) = tokio::join!(
         Node::start(Path::new(DEMO), "A", &a),
         Node::start(Path::new(DEMO), "B", &b),
-        Node::start_worker(Path::new(DEMO), "W1", &w_args),
+        Node::start_worker(Path::new(DEMO), "W1", &w),
     );
     let cluster = Cluster::new(vec![node_a.url.clone(), node_b.url.clone()]);
     let id = cluster
@@ -91,9 +34,8 @@ async fn scenario(stores: &[String], namespace: &str) {
     let mut stream = open(&node_b.url, &id, None).await;
     let (events, response) = read_to_end(&mut stream).await;
     assert_eq!(response["result"]["resultType"], "complete", "{response}");
-    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
     assert_eq!(
-        seqs,
+        seqs(&events),
         (0..events.len() as u64).collect::<Vec<_>>(),
         "{events:?}"
     );
@@ -130,39 +72,22 @@ async fn scenario(stores: &[String], namespace: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_run_on_a_worker_streams_through_an_api_node_on_postgres() {
-    let Some(factory) = PostgresFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("streams_nodes", Limits::default());
-    // The factory makes the schema now and drops it when dropped, also on a panic.
-    drop(factory.open(&env).await.expect("create the schema"));
-    let schema = PostgresFactory::schema_for(&env.namespace);
-    let url = std::env::var(PostgresFactory::URL_ENV)
-        .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
-    scenario(&[url], &schema).await;
+    if let Some(store) = NodeStore::postgres("streams_nodes").await {
+        scenario(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_run_on_a_worker_streams_through_an_api_node_on_redis() {
-    let Some(factory) = RedisFactory::from_env() else {
-        return;
-    };
-    let env = Env::new("streams_nodes", Limits::default());
-    // The factory deletes the prefix's keys when dropped.
-    drop(factory.open(&env).await.expect("connect"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    let url = std::env::var(RedisFactory::URL_VAR)
-        .unwrap_or_else(|_| RedisFactory::DEFAULT_URL.to_owned());
-    scenario(&[url], &prefix).await;
+    if let Some(store) = NodeStore::redis("streams_nodes").await {
+        scenario(&store).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_run_on_a_worker_streams_through_an_api_node_on_redis_cluster() {
-    let Some(factory) = RedisFactory::cluster_from_env() else {
-        return;
-    };
-    let env = Env::new("streams_nodes_cluster", Limits::default());
-    drop(factory.open(&env).await.expect("connect to the cluster"));
-    let prefix = RedisFactory::prefix(&env.namespace);
-    scenario(factory.nodes(), &prefix).await;
+    if let Some(store) = NodeStore::redis_cluster("streams_nodes_cluster").await {
+        // A, B and the worker each connect through another node's URL.
+        scenario(&store).await;
+    }
 }
