@@ -104,28 +104,34 @@
 //! # Operator console
 //!
 //! The operator console at `http://ADDR/console`: every principal's tasks, their counts
-//! and activity, live, and cancel. It is served behind HTTP Basic authentication when its
-//! credentials, `USER:PASSWORD`, are given in one of three ways:
+//! and activity, live, cancel and re-run. It is served behind HTTP Basic authentication
+//! when its credentials are given in one of three ways, each credential
+//! `[ROLE=]USER:PASSWORD` (the role `operator`, the default, may cancel and re-run;
+//! `viewer` may only read; any other role is refused at startup):
 //!
-//! - the environment variable `MCP_CONSOLE_CREDENTIALS` (read only when neither flag below
-//!   nor `--console-scope` is given, and only where the console can be served: not with
-//!   `--stdio` or `--role worker`);
-//! - `--console-file PATH`: the first line of that file that is not blank, the whitespace
-//!   around it trimmed (keep the file readable by the server's user only; the demo warns
-//!   when others can read it);
-//! - `--console USER:PASSWORD`: on the command line, where other users of the machine
-//!   can read it (`ps`); the demo warns on stderr.
+//! - the environment variable `MCP_CONSOLE_CREDENTIALS`, one credential per line (read
+//!   only when neither flag below nor `--console-scope` is given, and only where the
+//!   console can be served: not with `--stdio` or `--role worker`);
+//! - `--console-file PATH`: one credential per line of that file, the whitespace around
+//!   each trimmed, blank lines and lines starting with `#` skipped (keep the file
+//!   readable by the server's user only; the demo warns when others can read it);
+//! - `--console [ROLE=]USER:PASSWORD`: one credential on the command line, where other
+//!   users of the machine can read it (`ps`); the demo warns on stderr.
 //!
 //! Basic credentials travel in clear text: use it only on a loopback address or behind
 //! TLS (a proxy that terminates it). With `--oauth-issuer`, `--console-scope SCOPE` serves
-//! it instead to callers whose access token holds `SCOPE` (and every `--oauth-scope`).
+//! it instead to callers whose access token holds `SCOPE` (and every `--oauth-scope`), as
+//! operators; add `--console-read-scope SCOPE` to let in viewers, whose tokens hold that
+//! scope instead (the conventional pair: `console:write` and `console:read`).
 //! `--console`, `--console-file` and `--console-scope` cannot be combined; none applies to
 //! `--stdio` or `--role worker`.
 //!
 //! ```text
 //! MCP_CONSOLE_CREDENTIALS=admin:change-me demo --http 127.0.0.1:8000
+//! MCP_CONSOLE_CREDENTIALS=$'admin:change-me\nviewer=support:another' demo --http 127.0.0.1:8000
 //! demo --http 127.0.0.1:8000 --console-file /run/secrets/mcp-console
-//! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com --console-scope console
+//! demo --http 127.0.0.1:8000 --oauth-issuer https://auth.example.com \
+//!     --console-scope console:write --console-read-scope console:read
 //! ```
 
 use std::io::Write;
@@ -169,6 +175,11 @@ struct Args {
     /// third of it).
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(30..))]
     lease_ms: u64,
+    /// How often this instance writes its heartbeat to the store's node registry (and a
+    /// worker reads whether it is asked to drain), in milliseconds; it is listed lost
+    /// after three intervals without one.
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(10..))]
+    heartbeat_ms: u64,
     /// What this instance does with tasks: `all` (serve MCP and run the tasks it
     /// creates), `api` (serve MCP; tasks wait for a worker) or `worker` (run tasks only).
     #[arg(long, default_value = "all", conflicts_with = "stdio")]
@@ -219,25 +230,31 @@ struct Args {
     #[arg(long, requires = "oauth_issuer")]
     oauth_dpop_nonce: bool,
     /// Serve the operator console at `/console` behind HTTP Basic authentication with
-    /// these credentials, `USER:PASSWORD`. On the command line the password can be read
-    /// by other users (`ps`): prefer the environment variable MCP_CONSOLE_CREDENTIALS
-    /// (`USER:PASSWORD`, read when no console flag is given) or `--console-file`. Basic
-    /// auth sends them in clear text: only on a loopback address or behind TLS.
-    #[arg(long, value_name = "USER:PASSWORD", value_parser = ConsoleConfig::parse_basic, conflicts_with = "stdio")]
+    /// this credential, `[ROLE=]USER:PASSWORD` (ROLE: `operator`, the default, or
+    /// `viewer`, who may only read). On the command line the password can be read by
+    /// other users (`ps`): prefer the environment variable MCP_CONSOLE_CREDENTIALS (one
+    /// credential per line, read when no console flag is given) or `--console-file`.
+    /// Basic auth sends them in clear text: only on a loopback address or behind TLS.
+    #[arg(long, value_name = "[ROLE=]USER:PASSWORD", value_parser = ConsoleConfig::parse_basic, conflicts_with = "stdio")]
     console: Option<ConsoleConfig>,
     /// Serve the operator console as `--console` does, with the credentials read from
-    /// this file: its first line that is not blank, `USER:PASSWORD`, the whitespace
-    /// around it trimmed. Keep the file readable by the server's user only.
+    /// this file: one `[ROLE=]USER:PASSWORD` per line, the whitespace around it trimmed,
+    /// blank lines and lines starting with `#` skipped. Keep the file readable by the
+    /// server's user only.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["stdio", "console"])]
     console_file: Option<std::path::PathBuf>,
     /// Serve the operator console at `/console` to callers whose OAuth access token
-    /// holds this scope (with `--oauth-issuer`).
+    /// holds this scope (with `--oauth-issuer`), as operators (e.g. `console:write`).
     #[arg(long, value_name = "SCOPE", value_parser = console_scope, requires = "oauth_issuer", conflicts_with_all = ["console", "console_file"])]
     console_scope: Option<ConsoleConfig>,
+    /// With `--console-scope`: callers whose token holds this scope instead are let in
+    /// as viewers, who may only read (e.g. `console:read`).
+    #[arg(long, value_name = "SCOPE", requires = "console_scope")]
+    console_read_scope: Option<String>,
 }
 
-/// The environment variable the console's Basic credentials, `USER:PASSWORD`, may be
-/// given in (when no console flag is given).
+/// The environment variable the console's Basic credentials, `[ROLE=]USER:PASSWORD` one
+/// per line, may be given in (when no console flag is given).
 const CONSOLE_CREDENTIALS_ENV: &str = "MCP_CONSOLE_CREDENTIALS";
 
 /// The console's settings, from `--console`, `--console-file`, `--console-scope` or
@@ -257,9 +274,8 @@ fn console_config(args: &Args) -> Result<Option<ConsoleConfig>, String> {
         let shown = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the console credentials file {shown}: {e}"))?;
-        let config = ConsoleConfig::parse_basic_file(&text).map_err(|e| {
-            format!("the console credentials file {shown}: {e} (on its first line)")
-        })?;
+        let config = ConsoleConfig::parse_basic_list(&text)
+            .map_err(|e| format!("the console credentials file {shown}: {e}"))?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -275,14 +291,22 @@ fn console_config(args: &Args) -> Result<Option<ConsoleConfig>, String> {
         }
         return Ok(Some(config));
     }
-    if args.console_scope.is_some() {
-        return Ok(args.console_scope.clone());
+    if let Some(config) = &args.console_scope {
+        let Some(read) = &args.console_read_scope else {
+            return Ok(Some(config.clone()));
+        };
+        let ConsoleAccess::Scope { operator, .. } = &config.access else {
+            return Err("--console-read-scope needs --console-scope".to_owned());
+        };
+        return ConsoleConfig::scopes(read.as_str(), operator.as_str())
+            .map(Some)
+            .map_err(|e| format!("--console-read-scope: {e}"));
     }
     if args.stdio || args.role == mcp_tasks_server::Role::Worker {
         return Ok(None);
     }
     match std::env::var(CONSOLE_CREDENTIALS_ENV) {
-        Ok(pair) if !pair.is_empty() => ConsoleConfig::parse_basic(&pair)
+        Ok(pair) if !pair.is_empty() => ConsoleConfig::parse_basic_list(&pair)
             .map(Some)
             .map_err(|e| format!("{CONSOLE_CREDENTIALS_ENV}: {e}")),
         Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
@@ -462,6 +486,9 @@ async fn main() -> std::process::ExitCode {
         .store(store)
         .runtime(runtime)
         .role(args.role)
+        .node(mcp_tasks_server::NodeConfig {
+            heartbeat: Duration::from_millis(args.heartbeat_ms),
+        })
         .instructions("Demo tools for MCP tasks: slow_compute runs as a task; confirm_delete asks before it acts.");
     for tool in tools {
         builder = builder.tool(tool);
@@ -552,15 +579,30 @@ async fn main() -> std::process::ExitCode {
     );
     if let Some(console) = &http.console {
         let who = match &console.access {
-            ConsoleAccess::Basic { user, .. } => format!("HTTP Basic authentication as {user}"),
-            ConsoleAccess::Scope(scope) => format!("OAuth access tokens with scope {scope}"),
+            ConsoleAccess::Basic(users) => {
+                let names: Vec<String> = users
+                    .iter()
+                    .map(|u| format!("{} ({})", u.user, u.role))
+                    .collect();
+                format!("HTTP Basic authentication as {}", names.join(", "))
+            }
+            ConsoleAccess::Scope {
+                operator,
+                viewer: None,
+            } => format!("OAuth access tokens with scope {operator}"),
+            ConsoleAccess::Scope {
+                operator,
+                viewer: Some(viewer),
+            } => format!(
+                "OAuth access tokens with scope {operator} (operators) or {viewer} (viewers)"
+            ),
         };
         let _ = writeln!(
             out,
             "Operator console on {} ({who})",
             local_url(addr, CONSOLE_PATH)
         );
-        if matches!(console.access, ConsoleAccess::Basic { .. }) && !addr.ip().is_loopback() {
+        if matches!(console.access, ConsoleAccess::Basic(_)) && !addr.ip().is_loopback() {
             tracing::warn!(
                 "the console's Basic credentials travel in clear text: serve it on a \
                  loopback address or behind TLS"

@@ -95,6 +95,7 @@ pub(crate) fn new_task(
             related_tasks: caller.related_tasks,
             delivery: tool.delivery,
             attempts: 0,
+            rerun_of: None,
         }),
     }
 }
@@ -128,6 +129,24 @@ pub(crate) async fn start_task(
         related_tasks,
     };
     let new = new_task(state, owner, tool, args, ttl_ms, revision, job);
+    launch_task(state, tool, new, identity, announced).await
+}
+
+/// Hands the task `new` (made by [`new_task`]) of `tool` to the server's executor: this
+/// node runs it, or a worker node claims it; `identity` is the caller's, whose tool
+/// context the run gets. Durable when this returns; audited as created. What
+/// [`start_task`] and the console's re-run share.
+pub(crate) async fn launch_task(
+    state: &State,
+    tool: &ToolDef,
+    new: NewTask,
+    identity: Option<Identity>,
+    announced: Option<ReplyWritten>,
+) -> Result<TaskRecord, ServerError> {
+    if !state.runtime.is_accepting() {
+        return Err(ServerError::ShuttingDown);
+    }
+    let owner = new.owner.clone();
     let launch = Launch {
         runtime: state.runtime.clone(),
         new,
@@ -144,7 +163,13 @@ pub(crate) async fn start_task(
         .as_ref()
         .map(|r| r.id.as_str().to_owned())
         .unwrap_or_default();
-    audit::record(state.cursor_key(), audit::CREATE_TASK, owner, &id, &created);
+    audit::record(
+        state.cursor_key(),
+        audit::CREATE_TASK,
+        &owner,
+        &id,
+        &created,
+    );
     if created.is_ok() {
         crate::telemetry::task_created(tool.name());
     }

@@ -123,6 +123,7 @@ pub mod executor;
 mod features;
 pub mod http;
 mod limits;
+mod node;
 mod report;
 mod retry;
 mod revision;
@@ -153,6 +154,7 @@ pub use features::{
 /// The operator console (served by [`http`]).
 pub use http::console;
 pub use mcp_tasks::Delivery;
+pub use node::NodeConfig;
 pub use revision::{Caller, RequestDeclarations, RequestMetaLayer};
 pub use runtime::{
     CANCELLED_MESSAGE, LEASE_LAPSED_MESSAGE, ROUND_ENDED_MESSAGE, RuntimeConfig, SHUTDOWN_MESSAGE,
@@ -162,7 +164,7 @@ pub use server::{DEFAULT_MAX_SUBSCRIPTIONS, Server, ServerBuilder, ServerEndpoin
 /// What [`ToolContext::cancellation`] hands a tool: cancelled when the client cancels the
 /// task or the server shuts down.
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{TaskPolicy, TaskSelector, ToolDef, ToolDefError};
+pub use tool::{Rerun, TaskPolicy, TaskSelector, ToolDef, ToolDefError};
 pub use worker::WorkerConfig;
 
 /// The task store crate: [`MemoryStore`](mcp_tasks::MemoryStore), the SQLite, PostgreSQL

@@ -17,6 +17,7 @@ use crate::cache::{CacheHint, CacheHints, Cacheable};
 use crate::dispatch::methods;
 use crate::executor::{Executor, Role};
 use crate::features::{Catalog, PromptDef, ResourceDef, ResourceTemplateDef};
+use crate::node::NodeConfig;
 use crate::revision::RequestMetaLayer;
 use crate::runtime::{RuntimeConfig, TaskRuntime};
 use crate::session::subscriptions::SessionSubscriptions;
@@ -37,6 +38,7 @@ pub struct ServerBuilder {
     role: Role,
     executor: Option<Arc<dyn Executor>>,
     worker: WorkerConfig,
+    node: NodeConfig,
     poll_interval_ms: Option<u64>,
     promote_after: Option<std::time::Duration>,
     cursor_key: Option<crate::seal::SealKey>,
@@ -170,6 +172,13 @@ impl ServerBuilder {
         self
     }
 
+    /// How this node takes part in the store's node registry (its heartbeat interval;
+    /// default [`NodeConfig::default`]).
+    pub fn node(mut self, config: NodeConfig) -> Self {
+        self.node = config;
+        self
+    }
+
     /// The poll interval suggested to clients (default: the store's).
     pub fn poll_interval_ms(mut self, ms: u64) -> Self {
         self.poll_interval_ms = Some(ms);
@@ -196,10 +205,25 @@ impl ServerBuilder {
                 .unwrap_or_else(|| Arc::new(mcp_tasks::MemoryStore::default())),
         );
         let runtime = TaskRuntime::start(Arc::clone(&store), self.runtime);
+        let drain = Arc::new(crate::node::Drain::default());
+        crate::node::start(runtime.clone(), self.role, self.node, Arc::clone(&drain));
         if self.role.claims() {
-            crate::worker::start(runtime.clone(), &self.tools, self.worker);
+            crate::worker::start(
+                runtime.clone(),
+                &self.tools,
+                self.worker,
+                Arc::clone(&drain),
+            );
         }
-        let executor = self.executor.unwrap_or_else(|| self.role.executor());
+        let executor = match self.executor {
+            Some(executor) => executor,
+            // Drained, an `all` node queues what its API creates for the other workers.
+            None if self.role == Role::All => Arc::new(crate::node::DrainAware {
+                inner: self.role.executor(),
+                drain,
+            }),
+            None => self.role.executor(),
+        };
         Server {
             served: Arc::default(),
             state: Arc::new(State {
@@ -254,6 +278,7 @@ impl Server {
             role: Role::All,
             executor: None,
             worker: WorkerConfig::default(),
+            node: NodeConfig::default(),
             poll_interval_ms: None,
             promote_after: None,
             cursor_key: None,

@@ -41,6 +41,21 @@ pub enum TaskPolicy {
     After(Duration),
 }
 
+/// Whether the operator's console may re-run a finished task of a tool (a new task for
+/// the same owner, with the same arguments): [`ToolDef::rerun`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Rerun {
+    /// Any finished task may be re-run.
+    Allowed,
+    /// No task of the tool may be re-run (e.g. a tool whose effect must not repeat).
+    Never,
+    /// A finished task may be re-run unless it asked its caller for input (an
+    /// elicitation, a sampling request): the answers were the caller's, and a re-run
+    /// would put the questions to them again unasked. The default.
+    #[default]
+    UnlessAsked,
+}
+
 /// Decides, per call, whether an `Optional` tool runs as a task (e.g. only when the
 /// requested work is long). Called with the validated arguments.
 pub type TaskSelector = Arc<dyn Fn(&JsonObject) -> bool + Send + Sync>;
@@ -74,6 +89,8 @@ pub struct ToolDef {
     pub(crate) delivery: Delivery,
     /// A deadline-promoted call writes its task record when it starts, not at the deadline.
     pub(crate) record_up_front: bool,
+    /// Whether the console may re-run its finished tasks.
+    pub(crate) rerun: Rerun,
     /// Scopes a caller's credentials must grant to call it.
     scopes: Vec<String>,
     validator: Arc<jsonschema::Validator>,
@@ -155,6 +172,7 @@ impl ToolDef {
             param_headers,
             delivery: Delivery::AtMostOnce,
             record_up_front: false,
+            rerun: Rerun::UnlessAsked,
             scopes: Vec::new(),
             validator: Arc::new(validator),
             handler,
@@ -167,6 +185,14 @@ impl ToolDef {
     /// `max_attempts` runs in all ([`ToolContext::attempt`] says which run it is).
     pub fn delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
+        self
+    }
+
+    /// Whether the operator's console may re-run a finished task of this tool
+    /// (`POST /console/api/tasks/{id}/rerun`): [`Rerun::UnlessAsked`] (the default) unless
+    /// the task asked for input, [`Rerun::Allowed`] always, [`Rerun::Never`] never.
+    pub fn rerun(mut self, rerun: Rerun) -> Self {
+        self.rerun = rerun;
         self
     }
 
@@ -264,6 +290,11 @@ impl ToolDef {
     /// Whether calls of this tool run as tasks: never, when the client allows, or always.
     pub fn policy(&self) -> TaskPolicy {
         self.policy
+    }
+
+    /// Whether the console may re-run its finished tasks ([`rerun`](Self::rerun)).
+    pub fn rerun_policy(&self) -> Rerun {
+        self.rerun
     }
 
     /// Checks `args` against the input schema: `-32602` naming the first violations.

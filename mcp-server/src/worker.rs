@@ -2,7 +2,8 @@
 //! for a worker among the tools it has (`TaskStore::claim_next`), and runs it on the task
 //! runtime under its lease, with at most `max_tasks` at once. It looks for work when the
 //! store's events say a task may be waiting (the runtime's event pump), and at least
-//! every `poll` (events are wake-ups, and may be lost).
+//! every `poll` (events are wake-ups, and may be lost). Once the node is asked to drain
+//! (`node.rs`), it claims nothing more; the tasks it holds run on.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use mcp_tasks::TaskRecord;
 use tokio::sync::Semaphore;
 
 use crate::auth::Identity;
+use crate::node::Drain;
 use crate::retry::Backoff;
 use crate::runtime::TaskRuntime;
 use crate::tool::{TaskPolicy, ToolDef};
@@ -40,7 +42,15 @@ impl Default for WorkerConfig {
 }
 
 /// Starts the worker loop for `tools` (those that may run as tasks).
-pub(crate) fn start(runtime: TaskRuntime, tools: &IndexMap<String, ToolDef>, config: WorkerConfig) {
+///
+/// While `drain` says the node is asked to drain, the loops claim nothing (the tasks
+/// already claimed run on).
+pub(crate) fn start(
+    runtime: TaskRuntime,
+    tools: &IndexMap<String, ToolDef>,
+    config: WorkerConfig,
+    drain: Arc<Drain>,
+) {
     let tools: Arc<IndexMap<String, ToolDef>> = Arc::new(
         tools
             .iter()
@@ -56,6 +66,7 @@ pub(crate) fn start(runtime: TaskRuntime, tools: &IndexMap<String, ToolDef>, con
             Arc::clone(&tools),
             config.clone(),
             Arc::clone(&slots),
+            Arc::clone(&drain),
         ));
     }
 }
@@ -65,6 +76,7 @@ async fn run(
     tools: Arc<IndexMap<String, ToolDef>>,
     config: WorkerConfig,
     slots: Arc<Semaphore>,
+    drain: Arc<Drain>,
 ) {
     let names: Vec<String> = tools.keys().cloned().collect();
     let node = runtime.config().node_id.clone();
@@ -82,11 +94,27 @@ async fn run(
         if !runtime.is_accepting() {
             return;
         }
+        // Held while this claim runs: a drain seen meanwhile waits for it.
+        let Some(gate) = drain.claim_gate().await else {
+            // Draining: claim nothing more; the tasks held run on.
+            drop(slot);
+            tokio::select! {
+                _ = runtime.stopping().cancelled() => return,
+                _ = tokio::time::sleep(config.poll) => {}
+            }
+            continue;
+        };
         // Registered before looking, so a task queued in between still wakes us.
         let woken = runtime.queue_changed().notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        match runtime.store().claim_next(&names, &node, lease_ms).await {
+        // In the node's log scope, so the claim's log entry names this node.
+        let claimed = runtime
+            .log_scope(None)
+            .run(runtime.store().claim_next(&names, &node, lease_ms))
+            .await;
+        drop(gate);
+        match claimed {
             Ok(Some(record)) => {
                 backoff = Backoff::default();
                 launch(&runtime, &tools, record, slot);

@@ -11,6 +11,7 @@ use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 use crate::session::SessionStore;
@@ -161,6 +162,18 @@ impl IntoIterator for Events {
 ///       entries with `seq > after` (from the earliest kept when `after` is `None`),
 ///       oldest first, at most `limit` (at least 1), with the earliest `seq` kept and the
 ///       next `seq` ([`LogPage`](crate::LogPage)).
+/// 14. **Node registry** (optional: by default the three methods answer
+///     [`StoreError::Unsupported`]). One entry per node id, shared by every handle, at
+///     the backend's time `now`. [`beat_node`](Self::beat_node): atomically, when the
+///     beat is [`starting`](crate::NodeBeat::starting) or no entry exists, write
+///     `started_at = heartbeat_at = now` with no drain asked; else set `heartbeat_at = now`,
+///     the role and interval, keep `started_at` and the drain flag, and set `drained` to
+///     the beat's only when the drain flag is up; return the entry as written.
+///     [`drain_node`](Self::drain_node): atomically raise the flag of an existing entry
+///     not forgotten at `now` ([`NodeRecord::forget_at`](crate::NodeRecord::forget_at)),
+///     else [`StoreError::NotFound`]. [`list_node_entries`](Self::list_node_entries):
+///     remove the entries forgotten at `now` and return the rest by id. Every returned
+///     entry is [`NodeRecord::settled`](crate::NodeRecord::settled) at `now`.
 ///
 /// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
 /// be in scope at once.
@@ -296,6 +309,34 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
         let _ = (owner, id, after, limit);
         std::future::ready(Err(StoreError::Unsupported {
             operation: "task logs",
+        }))
+    }
+
+    /// Writes a node's heartbeat (contract rule 14). Unsupported by default.
+    fn beat_node(
+        &self,
+        beat: &NodeBeat,
+    ) -> impl Future<Output = Result<NodeRecord, StoreError>> + Send {
+        let _ = beat;
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "the node registry",
+        }))
+    }
+
+    /// Raises node `id`'s drain flag (contract rule 14). Unsupported by default.
+    fn drain_node(&self, id: &str) -> impl Future<Output = Result<NodeRecord, StoreError>> + Send {
+        let _ = id;
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "the node registry",
+        }))
+    }
+
+    /// Every node entry not forgotten, by id (contract rule 14). Unsupported by default.
+    fn list_node_entries(
+        &self,
+    ) -> impl Future<Output = Result<Vec<NodeRecord>, StoreError>> + Send {
+        std::future::ready(Err(StoreError::Unsupported {
+            operation: "the node registry",
         }))
     }
 

@@ -23,6 +23,7 @@ use serde_json::Value;
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
@@ -81,6 +82,12 @@ pub enum Operation {
     AppendLog,
     /// [`TaskStore::read_log`].
     ReadLog,
+    /// [`TaskStore::heartbeat_node`].
+    HeartbeatNode,
+    /// [`TaskStore::list_nodes`].
+    ListNodes,
+    /// [`TaskStore::request_drain`].
+    RequestDrain,
 }
 
 impl Operation {
@@ -111,6 +118,9 @@ impl Operation {
             Operation::OperatorCounts => "operator_counts",
             Operation::AppendLog => "append_log",
             Operation::ReadLog => "read_log",
+            Operation::HeartbeatNode => "heartbeat_node",
+            Operation::ListNodes => "list_nodes",
+            Operation::RequestDrain => "request_drain",
         }
     }
 }
@@ -422,6 +432,21 @@ impl<L: StoreLayer> TaskStore for Decorated<L> {
     ) -> Result<LogPage, StoreError> {
         let call = self.inner.read_log(owner, id, after, limit);
         self.layer.around(Operation::ReadLog, call).await
+    }
+
+    async fn heartbeat_node(&self, beat: &NodeBeat) -> Result<NodeRecord, StoreError> {
+        let call = self.inner.heartbeat_node(beat);
+        self.layer.around(Operation::HeartbeatNode, call).await
+    }
+
+    async fn list_nodes(&self) -> Result<Vec<NodeRecord>, StoreError> {
+        let call = self.inner.list_nodes();
+        self.layer.around(Operation::ListNodes, call).await
+    }
+
+    async fn request_drain(&self, id: &str) -> Result<NodeRecord, StoreError> {
+        let call = self.inner.request_drain(id);
+        self.layer.around(Operation::RequestDrain, call).await
     }
 
     fn events(&self) -> EventStream {

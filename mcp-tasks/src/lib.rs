@@ -55,6 +55,7 @@ mod event;
 mod limits;
 pub mod log;
 mod memory;
+pub mod node;
 mod operations;
 mod operator;
 #[cfg(feature = "postgres")]
@@ -78,6 +79,7 @@ pub use event::{EVENT_BUFFER, EventError, EventStream, FeedItem, TaskEvent};
 pub use limits::{Limit, Limits};
 pub use log::{Actor, LogDraft, LogEntry, LogPage, LogScope, TaskLog};
 pub use memory::MemoryStore;
+pub use node::{NodeBeat, NodeRecord, NodeState};
 pub use operator::{OperatorFilter, OperatorPage, TaskCounts};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

@@ -59,6 +59,12 @@ pub mod kinds {
     pub const REQUEUE: &str = "rs.mcp-tasks.requeue";
     /// Text output of the tool: `{"text"}` ([`LogDraft::text`](super::LogDraft::text)).
     pub const TEXT: &str = "rs.mcp-tasks.text";
+    /// The task re-runs another (the operator's console made it with the same tool,
+    /// arguments and owner): `{"rerunOf": id}`, written with its creation (seq 1, after
+    /// the `working` entry) when its job names the task it re-runs
+    /// ([`Job::rerun_of`](crate::Job::rerun_of)). The task it re-runs is finished, so its
+    /// own log never changes: the link back is found from the new task's record.
+    pub const RERUN: &str = "rs.mcp-tasks.rerun";
 }
 
 /// Who made an entry.

@@ -105,6 +105,19 @@ fn object(value: Value) -> JsonObject {
     }
 }
 
+/// A new task that re-runs another says so in its log, in its creation's write
+/// (`kinds::RERUN`).
+fn note_rerun(note: &Note, rec: &mut TaskRecord) {
+    let Some(of) = rec.job.as_ref().and_then(|j| j.rerun_of.clone()) else {
+        return;
+    };
+    note.add(rec, kinds::RERUN, |_| {
+        let mut payload = JsonObject::new();
+        payload.insert("rerunOf".into(), Value::String(of.as_str().to_owned()));
+        payload
+    });
+}
+
 /// Announces the record's new state.
 fn changed<R>(_: &R, rec: &TaskRecord) -> Events {
     Events::one(TaskEvent::changed(rec))
@@ -157,6 +170,7 @@ impl<B: Backend> TaskStore for B {
             move |limits, now| {
                 let mut rec = rules::new_record(id, new, limits, now);
                 note.add(&mut rec, kinds::STATUS, log::status_payload);
+                note_rerun(&note, &mut rec);
                 rec
             },
             changed,
@@ -177,6 +191,7 @@ impl<B: Backend> TaskStore for B {
             move |limits, now| {
                 let mut rec = rules::new_leased_record(id, new, limits, now, &holder, ttl_ms);
                 note.add(&mut rec, kinds::STATUS, log::status_payload);
+                note_rerun(&note, &mut rec);
                 rec
             },
             changed,
@@ -552,6 +567,21 @@ impl<B: Backend> TaskStore for B {
         limit: usize,
     ) -> Result<LogPage, StoreError> {
         self.read_log_entries(owner, id, after, limit.max(1)).await
+    }
+
+    async fn heartbeat_node(
+        &self,
+        beat: &crate::node::NodeBeat,
+    ) -> Result<crate::node::NodeRecord, StoreError> {
+        self.beat_node(beat).await
+    }
+
+    async fn list_nodes(&self) -> Result<Vec<crate::node::NodeRecord>, StoreError> {
+        self.list_node_entries().await
+    }
+
+    async fn request_drain(&self, id: &str) -> Result<crate::node::NodeRecord, StoreError> {
+        self.drain_node(id).await
     }
 
     fn events(&self) -> EventStream {

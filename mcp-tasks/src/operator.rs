@@ -26,6 +26,11 @@ pub struct OperatorFilter {
     /// Only tasks whose lease names this holder (the worker node running them, or the
     /// one whose lease lapsed and was not taken over). A finished task holds no lease.
     pub lease_holder: Option<String>,
+    /// Only tasks whose status message ([`TaskRecord::status_message`]) holds this text,
+    /// ignoring the case of ASCII letters (`A`-`Z` match `a`-`z`; every other character
+    /// must match exactly, so that every backend answers alike). A task without a status
+    /// message never matches; an empty text matches every task that has one.
+    pub text: Option<String>,
 }
 
 impl OperatorFilter {
@@ -43,6 +48,18 @@ impl OperatorFilter {
                 .lease_holder
                 .as_deref()
                 .is_none_or(|h| rec.lease.as_ref().is_some_and(|l| l.holder == h))
+            && self.text.as_deref().is_none_or(|t| {
+                rec.status_message
+                    .as_deref()
+                    .is_some_and(|m| contains_ignoring_ascii_case(m, t))
+            })
+    }
+
+    /// [`text`](Self::text) with its ASCII letters in lower case: what the SQL backends
+    /// look for in the status message, itself lowered the same way.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn lowered_text(&self) -> Option<String> {
+        self.text.as_deref().map(str::to_ascii_lowercase)
     }
 
     /// The cursor of the position before `(created_at, id)` in a newest-first listing
@@ -68,8 +85,22 @@ impl OperatorFilter {
         h.field(self.created_from.map(|at| at.to_string()).as_deref());
         h.field(self.created_before.map(|at| at.to_string()).as_deref());
         h.field(self.lease_holder.as_deref());
+        // Appended only when set, so that the cursors of filters without text (issued
+        // before the field existed, by an older node of a rolling upgrade) stay valid.
+        if let Some(text) = &self.text {
+            h.field(Some(text));
+        }
         h.0
     }
+}
+
+/// Whether `haystack` holds `needle`, ignoring the case of ASCII letters only.
+fn contains_ignoring_ascii_case(haystack: &str, needle: &str) -> bool {
+    let (haystack, needle) = (haystack.as_bytes(), needle.as_bytes());
+    needle.is_empty()
+        || haystack
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle))
 }
 
 /// 64-bit FNV-1a over length-prefixed fields (no two filters share an encoding).
@@ -222,5 +253,28 @@ mod tests {
             );
         }
         assert!(crate::cursor::decode(&c).is_err());
+        let searched = OperatorFilter {
+            text: Some("slow".into()),
+            ..OperatorFilter::default()
+        };
+        assert!(matches!(
+            searched.decode_cursor(&all.cursor(42, &id)),
+            Err(StoreError::InvalidCursor)
+        ));
+    }
+
+    #[test]
+    fn text_ignores_ascii_case_only() {
+        assert!(contains_ignoring_ascii_case(
+            "Copying FILE 3 of 7",
+            "file 3"
+        ));
+        assert!(contains_ignoring_ascii_case("x", ""));
+        assert!(contains_ignoring_ascii_case("50% done", "50%"));
+        assert!(!contains_ignoring_ascii_case("50 done", "50%"));
+        assert!(!contains_ignoring_ascii_case("a_b", "a%b"));
+        assert!(contains_ignoring_ascii_case("Étape 2", "Étape"));
+        assert!(!contains_ignoring_ascii_case("Étape 2", "étape"));
+        assert!(!contains_ignoring_ascii_case("ab", "abc"));
     }
 }

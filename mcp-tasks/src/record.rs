@@ -174,6 +174,11 @@ pub struct Job {
     /// How many runs have started (0 while it waits for its first worker).
     #[serde(default)]
     pub attempts: u32,
+    /// The task this one re-runs (the operator's console re-ran it with the same tool,
+    /// arguments and owner); its creation writes a
+    /// [`kinds::RERUN`](crate::log::kinds::RERUN) log entry naming it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<TaskId>,
 }
 
 impl Job {
@@ -187,6 +192,7 @@ impl Job {
             related_tasks: Vec::new(),
             delivery: Delivery::AtMostOnce,
             attempts: 0,
+            rerun_of: None,
         }
     }
 }

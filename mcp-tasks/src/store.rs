@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
@@ -123,6 +124,22 @@ use crate::record::{
 ///     the earliest kept. The log is owner-scoped like the task (rule 4) and goes with it
 ///     (rule 12). A task a store held before it kept logs (a store upgraded in place) has
 ///     no creation entry: its log starts at 0 with its first change after the upgrade.
+/// 24. **Node registry** ([`crate::node`]; optional: the default of the three methods,
+///     for stores written before it, answers [`StoreError::Unsupported`]). Not scoped by
+///     owner, for the servers sharing the store and their operator, never for a peer.
+///     `heartbeat_node` writes a node's entry at the store's time: a
+///     [`starting`](crate::NodeBeat::starting) beat, or one for an id without an entry,
+///     starts it afresh (`started_at` = `heartbeat_at` = now, no drain asked); a later
+///     beat moves `heartbeat_at` to now and keeps `started_at` and the drain request, and
+///     records [`drained`](crate::NodeBeat::drained) only while a drain is asked. It
+///     returns the entry, so the node reads whether it is asked to drain.
+///     `request_drain` raises the drain flag of a listed node ([`StoreError::NotFound`]
+///     for an id without an entry) and returns the entry. `list_nodes` returns every
+///     entry, by id, each with its [`NodeState`](crate::NodeState) at the store's time:
+///     lost once its heartbeat is [`LOST_AFTER_BEATS`](crate::node::LOST_AFTER_BEATS)
+///     of its intervals old, else drained, draining or active by the flags; an entry
+///     [`FORGET_AFTER_MS`](crate::node::FORGET_AFTER_MS) past lost is removed (and neither
+///     listed nor drained). Every handle sees a write at once (rule 2).
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
@@ -333,6 +350,31 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         let _ = (owner, id, after, limit);
         Err(StoreError::Unsupported {
             operation: "task logs",
+        })
+    }
+
+    /// Writes this node's heartbeat and returns its entry, whose drain flag says whether
+    /// it is asked to drain (rule 24). Unsupported by default.
+    async fn heartbeat_node(&self, beat: &NodeBeat) -> Result<NodeRecord, StoreError> {
+        let _ = beat;
+        Err(StoreError::Unsupported {
+            operation: "the node registry",
+        })
+    }
+
+    /// Every node of the registry, by id, with its state now (rule 24). Unsupported by
+    /// default.
+    async fn list_nodes(&self) -> Result<Vec<NodeRecord>, StoreError> {
+        Err(StoreError::Unsupported {
+            operation: "the node registry",
+        })
+    }
+
+    /// Asks node `id` to drain (rule 24). Unsupported by default.
+    async fn request_drain(&self, id: &str) -> Result<NodeRecord, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported {
+            operation: "the node registry",
         })
     }
 

@@ -137,6 +137,7 @@ async fn launch_demo(
         related_tasks: Vec::new(),
         delivery,
         attempts: 1,
+        rerun_of: None,
     });
     let record = runtime
         .store()

@@ -548,3 +548,88 @@ pub async fn log_names_node_actor_claims_and_lost_runs<F: StoreFactory>(factory:
     assert_eq!(entries[4].actor, Actor::Operator);
     assert_eq!(entries[4].node.as_deref(), Some("api-1"));
 }
+
+/// A task created to re-run another ([`Job::rerun_of`]) says so in its log, in its
+/// creation's write (`rs.mcp-tasks.rerun` `{"rerunOf"}`, seq 1, by the writer's actor),
+/// whether created queued or leased; the link stays in its record through a claim; the
+/// finished task it re-runs is left as it was.
+pub async fn log_links_a_rerun_to_its_origin<F: StoreFactory>(factory: &F) {
+    let (store, _env) = open(factory, "log_rerun_link", roomy()).await;
+    if !keeps_logs(&store, "log_links_a_rerun_to_its_origin").await {
+        return;
+    }
+    let owner = alice();
+    let tool = "kit_rerun_tool";
+    let job = |rerun_of: Option<TaskId>| {
+        let mut job = Job::new(json_map(json!({ "n": 7 })));
+        job.rerun_of = rerun_of;
+        job
+    };
+    let mut first = new_task(&owner);
+    first.origin.tool = Some(tool.into());
+    first.job = Some(job(None));
+    let first = store
+        .create_leased(first, "node-1", 60_000)
+        .await
+        .expect("create");
+    store
+        .fail(
+            &owner,
+            &first.id,
+            ErrorObject::new(-32603, "the first run failed"),
+        )
+        .await
+        .expect("fail");
+    let before = whole_log(&store, &first.id).await;
+    let operator = LogScope {
+        node: Some("api-1".into()),
+        actor: Some(Actor::Operator),
+    };
+    let mut queued = new_task(&owner);
+    queued.origin.tool = Some(tool.into());
+    queued.job = Some(job(Some(first.id.clone())));
+    let queued = operator
+        .clone()
+        .run(store.create(queued))
+        .await
+        .expect("create the re-run");
+    let mut leased = new_task(&owner);
+    leased.origin.tool = Some(tool.into());
+    leased.job = Some(job(Some(first.id.clone())));
+    let leased = operator
+        .run(store.create_leased(leased, "node-1", 60_000))
+        .await
+        .expect("create the leased re-run");
+    for task in [&queued, &leased] {
+        let entries = whole_log(&store, &task.id).await;
+        assert_eq!(
+            kinds_of(&entries),
+            [kinds::STATUS, kinds::RERUN],
+            "{entries:?}"
+        );
+        let link = &entries[1];
+        assert_eq!(link.seq, 1);
+        assert_eq!(link.payload["rerunOf"], first.id.as_str());
+        assert_eq!(link.actor, Actor::Operator);
+        assert_eq!(link.node.as_deref(), Some("api-1"));
+        assert_eq!(entries[0].payload["status"], "working");
+        let read = store.get(&owner, &task.id).await.expect("get");
+        let kept = read.job.as_ref().and_then(|j| j.rerun_of.clone());
+        assert_eq!(kept.as_ref(), Some(&first.id), "the record keeps the link");
+    }
+    let claimed = store
+        .claim_next(&[tool.to_owned()], "node-2", 60_000)
+        .await
+        .expect("claim")
+        .expect("the queued re-run waits");
+    assert_eq!(claimed.id, queued.id);
+    assert_eq!(
+        claimed.job.as_ref().and_then(|j| j.rerun_of.as_ref()),
+        Some(&first.id),
+        "a claim keeps the link"
+    );
+    // A task without the link writes no such entry; the first task is left as it was.
+    let plain = whole_log(&store, &first.id).await;
+    assert_eq!(plain, before, "the finished task's log never changes");
+    assert!(!kinds_of(&plain).contains(&kinds::RERUN), "{plain:?}");
+}

@@ -85,6 +85,7 @@ mod limits;
 mod listing;
 mod logs;
 pub mod model;
+mod nodes;
 mod operator;
 mod outage;
 mod payloads;
@@ -109,6 +110,7 @@ pub use lifecycle::*;
 pub use limits::*;
 pub use listing::*;
 pub use logs::*;
+pub use nodes::*;
 pub use operator::*;
 pub use outage::{Outage, TcpProxy, outage_errors_are_transient_and_lose_nothing};
 pub use payloads::*;
@@ -235,6 +237,7 @@ registry!($;
     operator_get_reads_the_whole_record,
     operator_counts_by_status_and_tool,
     operator_list_walks_long_indexes,
+    operator_list_filters_by_text,
     // task logs
     log_records_every_change_of_state,
     log_appends_from_two_handles_number_without_gaps,
@@ -244,6 +247,7 @@ registry!($;
     log_append_refusals_write_nothing,
     log_appends_wake_the_other_handle,
     log_names_node_actor_claims_and_lost_runs,
+    log_links_a_rerun_to_its_origin,
     // limits
     live_tasks_per_owner_limit,
     live_tasks_total_limit,
@@ -261,6 +265,10 @@ registry!($;
     session_limit_counts_every_handle,
     session_input_claims_have_one_holder,
     session_resource_announcements_reach_every_handle,
+    // the node registry
+    nodes_register_and_heartbeat_across_handles,
+    nodes_drain_is_asked_seen_and_acknowledged,
+    nodes_lost_then_forgotten,
 );
 
 /// How one behaviour went.

@@ -194,6 +194,7 @@ pub async fn operator_list_filters_combine<F: StoreFactory>(factory: &F) {
             created_from: Some(records[2].created_at),
             created_before: Some(records[20].created_at),
             lease_holder: Some("node-b".into()),
+            text: None,
         },
         OperatorFilter {
             owner: Some(alice()),
@@ -459,5 +460,126 @@ pub async fn operator_list_walks_long_indexes<F: StoreFactory>(factory: &F) {
         for page in [37, 500] {
             assert_eq!(all_pages(&store, filter, page).await, want, "{filter:?}");
         }
+    }
+}
+
+/// The text filter finds the tasks whose status message holds the text, ignoring the
+/// case of ASCII letters only; `%`, `_` and `\` are plain characters; a task without a
+/// status message never matches; the text combines with the other filters, pages
+/// without duplicates or gaps, and its cursors are bound to it.
+pub async fn operator_list_filters_by_text<F: StoreFactory>(factory: &F) {
+    let name = "operator_list_filters_by_text";
+    let (store, env) = open(factory, "operator_text", roomy()).await;
+    let messages = [
+        Some("Copying file 3 of 7"),
+        Some("COPYING FILE 4 OF 7"),
+        Some("copy done: 50% of the batch"),
+        Some("50 of the batch"),
+        Some("waiting on a_b"),
+        Some("waiting on axb"),
+        Some("path C:\\tmp\\x"),
+        Some("Étape 2 : copie"),
+        Some("étape 3 : copie"),
+        Some("<b>bold</b> 'quoted' \"twice\""),
+        None,
+        Some(""),
+    ];
+    let mut ids = Vec::new();
+    for round in 0..3u32 {
+        for (i, message) in messages.iter().enumerate() {
+            env.clock.advance(1);
+            let owner = if (i + round as usize).is_multiple_of(2) {
+                alice()
+            } else {
+                mallory()
+            };
+            let tool = if round == 1 { "slow" } else { "fast" };
+            let task = store.create(task_of(&owner, tool)).await.expect("create");
+            if let Some(message) = message {
+                store
+                    .set_status_message(&owner, &task.id, Some((*message).to_owned()))
+                    .await
+                    .expect("set status message");
+            }
+            if round == 2 && i.is_multiple_of(3) {
+                store.cancel(&owner, &task.id, None).await.expect("cancel");
+            }
+            ids.push((owner, task.id));
+        }
+    }
+    let mut records = Vec::new();
+    for (owner, id) in &ids {
+        records.push(store.get(owner, id).await.expect("get"));
+    }
+    let text = |t: &str| OperatorFilter {
+        text: Some(t.to_owned()),
+        ..Default::default()
+    };
+    let cases: [(OperatorFilter, usize); 12] = [
+        (text("copying FILE"), 6),
+        (text("copy"), 9),
+        (text("50%"), 3),
+        (text("a_b"), 3),
+        (text("C:\\TMP\\"), 3),
+        (text("Étape"), 3),
+        (text("étape"), 3),
+        (text("<b>bold</b> 'QUOTED' \"twice\""), 3),
+        (text("no such text"), 0),
+        (
+            OperatorFilter {
+                owner: Some(alice()),
+                tool: Some("slow".into()),
+                ..text("of 7")
+            },
+            1,
+        ),
+        (
+            OperatorFilter {
+                status: Some(TaskStatus::Cancelled),
+                ..text("7")
+            },
+            1,
+        ),
+        (
+            OperatorFilter {
+                status: Some(TaskStatus::Working),
+                created_from: Some(records[12].created_at),
+                ..text("waiting on ")
+            },
+            4,
+        ),
+    ];
+    for (filter, count) in &cases {
+        let Some(_) = supported(name, store.operator_list(filter, None, 1).await) else {
+            return;
+        };
+        let want = expected(&records, filter);
+        assert_eq!(want.len(), *count, "the kit's own count for {filter:?}");
+        for page in [1, 2, 100] {
+            assert_eq!(all_pages(&store, filter, page).await, want, "{filter:?}");
+        }
+    }
+    // An empty text matches every task that has a status message, even an empty one.
+    let any = text("");
+    assert_eq!(
+        all_pages(&store, &any, 7).await,
+        expected(&records, &any),
+        "empty text"
+    );
+    assert_eq!(expected(&records, &any).len(), records.len() - 3);
+    // A cursor of a text listing is refused by another text and by no text.
+    let first = store
+        .operator_list(&text("copy"), None, 1)
+        .await
+        .expect("list");
+    let cursor = first.next_cursor.expect("more than one page");
+    for other in [text("cop"), OperatorFilter::default()] {
+        assert!(
+            matches!(
+                store.operator_list(&other, Some(&cursor), 10).await,
+                Err(StoreError::InvalidCursor)
+            ),
+            "{other:?}"
+        );
     }
 }

@@ -9,6 +9,7 @@ use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 
@@ -122,6 +123,18 @@ impl Backend for MemoryStore {
 
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         Ok(self.inner.operator_counts())
+    }
+
+    async fn beat_node(&self, beat: &NodeBeat) -> Result<NodeRecord, StoreError> {
+        Ok(self.inner.nodes.beat(beat, self.inner.clock.now_ms()))
+    }
+
+    async fn drain_node(&self, id: &str) -> Result<NodeRecord, StoreError> {
+        self.inner.nodes.drain(id, self.inner.clock.now_ms())
+    }
+
+    async fn list_node_entries(&self) -> Result<Vec<NodeRecord>, StoreError> {
+        Ok(self.inner.nodes.list(self.inner.clock.now_ms()))
     }
 
     async fn append_log_entries(

@@ -46,6 +46,8 @@ pub(super) struct Inner {
     pub(super) events: broadcast::Sender<TaskEvent>,
     /// MCP 2025-11-25 session records.
     pub(super) sessions: crate::session::LocalSessions,
+    /// The node registry (contract rule 24).
+    pub(super) nodes: super::nodes::Nodes,
 }
 
 /// A record as the memory store keeps it. A completed task's result is kept as compact
@@ -202,6 +204,7 @@ impl Inner {
             clock,
             events,
             sessions: Default::default(),
+            nodes: Default::default(),
         }
     }
 

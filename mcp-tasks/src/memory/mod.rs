@@ -6,6 +6,7 @@
 mod backend;
 mod db;
 mod key;
+mod nodes;
 mod ops;
 
 use std::sync::Arc;

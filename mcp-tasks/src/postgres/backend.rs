@@ -14,12 +14,13 @@
 use std::sync::Arc;
 
 use super::schema::{self, backend, pg};
-use super::{PostgresStore, db, operator};
+use super::{PostgresStore, db, nodes, operator};
 use crate::backend::{Announce, Backend};
 use crate::error::{BackendError, StoreError};
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 
@@ -248,6 +249,21 @@ impl Backend for PostgresStore {
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         let client = self.inner.pool.get().await.map_err(backend)?;
         operator::counts(&client).await
+    }
+
+    async fn beat_node(&self, beat: &NodeBeat) -> Result<NodeRecord, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        nodes::beat(&client, beat, self.inner.clock.now_ms()).await
+    }
+
+    async fn drain_node(&self, id: &str) -> Result<NodeRecord, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        nodes::drain(&client, id, self.inner.clock.now_ms()).await
+    }
+
+    async fn list_node_entries(&self) -> Result<Vec<NodeRecord>, StoreError> {
+        let client = self.inner.pool.get().await.map_err(backend)?;
+        nodes::list(&client, self.inner.clock.now_ms()).await
     }
 
     /// One statement (`append_log`) on a pooled connection, announced once committed.

@@ -22,6 +22,7 @@ mod backend;
 mod batch;
 mod db;
 mod listen;
+mod nodes;
 mod notify;
 mod operator;
 mod schema;

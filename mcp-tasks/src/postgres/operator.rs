@@ -17,7 +17,7 @@ fn decode(json: &str) -> Result<TaskRecord, StoreError> {
 }
 
 /// Appends the condition `text` to `sql`, its parameters `$A` and `$B` numbered after
-/// the `bound` parameters already there. (At most 2^7 statements, each prepared once per
+/// the `bound` parameters already there. (At most 2^8 statements, each prepared once per
 /// connection.)
 fn cond(sql: &mut String, bound: usize, text: &str) {
     sql.push_str(
@@ -26,6 +26,11 @@ fn cond(sql: &mut String, bound: usize, text: &str) {
             .replace("$B", &format!("${}", bound + 2)),
     );
 }
+
+/// The condition of [`OperatorFilter::text`] (its ASCII-lowered text is `$A`).
+const TEXT_CONDITION: &str = " AND strpos(translate(\
+     replace(record, E'\\\\u0000', E'\\\\u0020')::json ->> 'status_message', \
+     'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), $A) > 0";
 
 /// One page of `filter`'s tasks visible at `now` before `before`, newest first.
 pub(crate) async fn list<C: GenericClient>(
@@ -71,6 +76,15 @@ pub(crate) async fn list<C: GenericClient>(
     if let Some(h) = &filter.lease_holder {
         cond(&mut sql, params.len(), " AND lease_holder = $A");
         params.push(h);
+    }
+    // The text in the status message, ASCII case ignored as `OperatorFilter::matches`
+    // does (`translate`, not `lower`, whose folding depends on the database's locale);
+    // `strpos`, not `LIKE`, so `%` and `_` are plain characters. The record read as
+    // the generated columns read it (a NUL, which text cannot hold, as a space).
+    let text = filter.lowered_text();
+    if let Some(t) = &text {
+        cond(&mut sql, params.len(), TEXT_CONDITION);
+        params.push(t);
     }
     sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT $2");
     let st = c.prepare_cached(&sql).await.map_err(pg)?;

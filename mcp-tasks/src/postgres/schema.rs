@@ -156,6 +156,11 @@ const V9: &str = include_str!("migrations/0009_task_logs.sql");
 /// again over their own work.
 const V10: &str = include_str!("migrations/0010_written_columns.sql");
 
+/// Version 11: the node registry (contract rule 24), the table `nodes`, one row per node
+/// id written by its heartbeats (`nodes.rs`). Nothing else changes: older builds never
+/// read it.
+const V11: &str = include_str!("migrations/0011_nodes.sql");
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -197,10 +202,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 10,
         sql: V10,
     },
+    Migration {
+        version: 11,
+        sql: V11,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 10;
+pub(crate) const SCHEMA_VERSION: i32 = 11;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()

@@ -14,6 +14,7 @@ use crate::error::StoreError;
 use crate::event::EventStream;
 use crate::limits::{Limit, Limits};
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskPage, TaskRecord};
 
@@ -226,6 +227,18 @@ impl Backend for RedisStore {
 
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         self.inner.operator_counts().await
+    }
+
+    async fn beat_node(&self, beat: &NodeBeat) -> Result<NodeRecord, StoreError> {
+        self.inner.beat_node(beat).await
+    }
+
+    async fn drain_node(&self, id: &str) -> Result<NodeRecord, StoreError> {
+        self.inner.drain_node(id).await
+    }
+
+    async fn list_node_entries(&self) -> Result<Vec<NodeRecord>, StoreError> {
+        self.inner.list_nodes().await
     }
 
     async fn append_log_entries(

@@ -156,6 +156,17 @@ impl Keys {
         format!("{}:sessions", self.tag)
     }
 
+    /// The node registry's set of node ids (contract rule 24), beside the sessions in
+    /// the deployment's own tag, so its scripts touch one slot.
+    pub(crate) fn nodes(&self) -> String {
+        format!("{}:nodes", self.tag)
+    }
+
+    /// A hash per node of the registry, under the same tag as [`nodes`](Self::nodes).
+    pub(crate) fn node(&self, id: &str) -> String {
+        format!("{}:node:{id}", self.tag)
+    }
+
     /// The pub/sub channel of the deployment's events.
     pub(crate) fn channel(&self) -> String {
         format!("{}:events", self.tag)

@@ -6,6 +6,7 @@ mod db;
 mod feed;
 mod keys;
 mod logs;
+mod nodes;
 mod operator;
 mod place;
 mod scripts;

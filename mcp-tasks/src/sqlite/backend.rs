@@ -4,12 +4,13 @@
 use rusqlite::TransactionBehavior;
 
 use super::schema::backend;
-use super::{SqliteStore, db, log, operator};
+use super::{SqliteStore, db, log, nodes, operator};
 use crate::backend::{Announce, Backend};
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
 use crate::limits::Limits;
 use crate::log::{LogDraft, LogPage};
+use crate::node::{NodeBeat, NodeRecord};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{Millis, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 
@@ -169,6 +170,23 @@ impl Backend for SqliteStore {
 
     async fn operator_count_tasks(&self) -> Result<TaskCounts, StoreError> {
         self.run(|conn, _| operator::counts(conn)).await
+    }
+
+    async fn beat_node(&self, beat: &NodeBeat) -> Result<NodeRecord, StoreError> {
+        let beat = beat.clone();
+        self.run(move |conn, inner| nodes::beat(conn, &beat, inner.clock.now_ms()))
+            .await
+    }
+
+    async fn drain_node(&self, id: &str) -> Result<NodeRecord, StoreError> {
+        let id = id.to_owned();
+        self.run(move |conn, inner| nodes::drain(conn, &id, inner.clock.now_ms()))
+            .await
+    }
+
+    async fn list_node_entries(&self) -> Result<Vec<NodeRecord>, StoreError> {
+        self.run(|conn, inner| nodes::list(conn, inner.clock.now_ms()))
+            .await
     }
 
     /// Publishes on the blocking thread right after the commit, as `update_task` does.

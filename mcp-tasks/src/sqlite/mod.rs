@@ -4,6 +4,7 @@ mod backend;
 mod claim;
 mod db;
 mod log;
+mod nodes;
 mod operator;
 mod schema;
 

@@ -61,6 +61,17 @@ pub(crate) fn list(
             params.push(value);
         }
     }
+    // The text in the status message, ASCII case ignored as `OperatorFilter::matches`
+    // does (SQLite's `lower` lowers ASCII letters only); `instr`, not `LIKE`, so `%`
+    // and `_` are plain characters.
+    let text = filter.lowered_text();
+    if let Some(text) = &text {
+        sql.push_str(&format!(
+            " AND instr(lower(json_extract(record, '$.status_message')), ?{}) > 0",
+            params.len() + 1
+        ));
+        params.push(text);
+    }
     sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?2");
     let mut st = conn.prepare_cached(&sql).map_err(backend)?;
     let rows = st

@@ -1,13 +1,16 @@
 //! The console's access layer, in front of every `/console` path (the page, the API,
 //! paths that do not exist): `Host`/`Origin` (the MCP endpoint's check; the console's own
 //! origin, that of the `Host` it is served as, passes too), no access token
-//! in the URL, the [`ConsoleAccess`] credential, then the CSRF header on state-changing
-//! requests. Then the security headers every console response carries, refusals
-//! included. Every refusal is recorded on the audit trail (`trail.rs`), never with the
-//! credential that was tried.
+//! in the URL, the [`ConsoleAccess`] credential and the [`ConsoleRole`] it gives, then
+//! on state-changing requests (every method but `GET`, `HEAD` and `OPTIONS`) the CSRF
+//! header and the operator role: a viewer's `POST` is 403 here, whatever its route, so a
+//! route added later is covered without a line of its own. Then the security headers
+//! every console response carries, refusals included. Every refusal is recorded on the
+//! audit trail (`trail.rs`), never with the credential that was tried.
 //!
-//! **Invariant.** Nothing of the console runs before the caller is known as an operator;
-//! credentials are read from the `Authorization` header only, never from the URL.
+//! **Invariant.** Nothing of the console runs before the caller is known with its role,
+//! and nothing that changes state runs for a viewer; credentials are read from the
+//! `Authorization` header only, never from the URL.
 
 use std::sync::Arc;
 
@@ -20,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, json_error};
 use super::trail::{self, Attempt, Reason};
-use super::{CSRF_HEADER, Console, ConsoleAccess};
+use super::{CSRF_HEADER, Console, ConsoleAccess, ConsoleRole, ConsoleUser};
 use crate::auth::{Challenge, Refusal};
 
 /// The `Content-Security-Policy` of every console response: the page's own scripts,
@@ -33,7 +36,8 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src
 pub(crate) const BASIC_CHALLENGE: &str = "Basic realm=\"mcp-tasks console\", charset=\"UTF-8\"";
 
 /// Who is using the console: the Basic user name, or the OAuth principal. Put into the
-/// request's extensions by [`guard`]; the audit trail names it.
+/// request's extensions by [`guard`], with their [`ConsoleRole`] beside it; the audit
+/// trail names it.
 #[derive(Debug, Clone)]
 pub(super) struct Operator(pub(super) String);
 
@@ -69,17 +73,19 @@ pub(super) async fn guard(
         );
         return refuse(response, Reason::CredentialsInUrl, None);
     }
-    let operator = match &console.access {
-        ConsoleAccess::Basic { user, password } => {
-            match basic_user(request.headers(), user, password) {
-                Ok(user) => user,
-                Err(reason) => return refuse(basic_refusal(), reason, None),
-            }
-        }
-        ConsoleAccess::Scope(scope) => {
+    let (operator, role) = match &console.access {
+        ConsoleAccess::Basic(users) => match basic_user(request.headers(), users) {
+            Ok(user) => user,
+            Err(reason) => return refuse(basic_refusal(), reason, None),
+        },
+        ConsoleAccess::Scope { operator, viewer } => {
+            let scopes = Scopes {
+                operator,
+                viewer: viewer.as_deref(),
+            };
             match scoped(
                 &console,
-                scope,
+                scopes,
                 request.method(),
                 request.uri(),
                 request.headers(),
@@ -94,15 +100,50 @@ pub(super) async fn guard(
             }
         }
     };
-    if changes_state(request.method()) && !has_csrf_header(request.headers()) {
-        let response = ApiError::Forbidden(format!(
-            "state-changing console requests need the header {CSRF_HEADER}: 1"
-        ))
-        .into_response();
-        return refuse(response, Reason::NoCsrfHeader, None);
+    if changes_state(request.method()) {
+        if !has_csrf_header(request.headers()) {
+            let response = ApiError::Forbidden(format!(
+                "state-changing console requests need the header {CSRF_HEADER}: 1"
+            ))
+            .into_response();
+            return refuse(response, Reason::NoCsrfHeader, None);
+        }
+        if !role.may_change_state() {
+            let response = read_only_refusal(&console, &operator, role);
+            return refuse(response, Reason::ReadOnlyRole, None);
+        }
     }
     request.extensions_mut().insert(Operator(operator));
+    request.extensions_mut().insert(role);
     next.run(request).await
+}
+
+/// The message of a state-changing request refused for the caller's role.
+fn read_only_message(operator: &str, role: ConsoleRole) -> String {
+    format!(
+        "{operator} is a console {role}: a {role} may read only; cancelling, re-running \
+         and every other change needs the operator role"
+    )
+}
+
+/// 403 for a state-changing request of a `role` that may not change state. Under OAuth
+/// it is `insufficient_scope` naming the operators' scope (RFC 6750 section 3.1), so a
+/// client knows which token to ask for.
+fn read_only_refusal(console: &Console, operator: &str, role: ConsoleRole) -> Response {
+    let message = read_only_message(operator, role);
+    match (&console.access, &console.http.principal) {
+        (
+            ConsoleAccess::Scope {
+                operator: scope, ..
+            },
+            Some(hook),
+        ) => {
+            let mut refusal = hook.insufficient_scope(std::slice::from_ref(scope), &message);
+            refusal.message = message;
+            refusal_response(&refusal)
+        }
+        _ => ApiError::Forbidden(message).into_response(),
+    }
 }
 
 /// The security headers, on every console response.
@@ -151,11 +192,12 @@ fn has_csrf_header(headers: &HeaderMap) -> bool {
     matches!((values.next(), values.next()), (Some(v), None) if v.as_bytes() == b"1")
 }
 
-/// The user of `Authorization: Basic ...` when its credentials are `user` and
-/// `password`; otherwise [`Reason::NoCredentials`] (no `Authorization` header) or
-/// [`Reason::BadCredentials`] (wrong ones, another scheme, two headers, bad base64).
-/// Both parts are compared in constant time, through their SHA-256 digests.
-fn basic_user(headers: &HeaderMap, user: &str, password: &str) -> Result<String, Reason> {
+/// The user of `Authorization: Basic ...`, with their role, when its credentials are
+/// those of one of `users`; otherwise [`Reason::NoCredentials`] (no `Authorization`
+/// header) or [`Reason::BadCredentials`] (wrong ones, another scheme, two headers, bad
+/// base64). Both parts are compared in constant time, through their SHA-256 digests,
+/// with every user's (no early exit: the time does not tell which name exists).
+fn basic_user(headers: &HeaderMap, users: &[ConsoleUser]) -> Result<(String, ConsoleRole), Reason> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let value = match (values.next(), values.next()) {
         (None, _) => return Err(Reason::NoCredentials),
@@ -173,13 +215,15 @@ fn basic_user(headers: &HeaderMap, user: &str, password: &str) -> Result<String,
         .map_err(|_| bad)?;
     let colon = decoded.iter().position(|b| *b == b':').ok_or(bad)?;
     let (given_user, given_password) = (&decoded[..colon], &decoded[colon + 1..]);
-    let same_user = same_secret(given_user, user.as_bytes());
-    let same_password = same_secret(given_password, password.as_bytes());
-    if same_user & same_password {
-        Ok(user.to_owned())
-    } else {
-        Err(bad)
+    let mut found = None;
+    for user in users {
+        let same_user = same_secret(given_user, user.user.as_bytes());
+        let same_password = same_secret(given_password, user.password.as_bytes());
+        if same_user & same_password {
+            found = Some((user.user.clone(), user.role));
+        }
     }
+    found.ok_or(bad)
 }
 
 /// `a == b`, in a time that depends on neither: their SHA-256 digests compared whole.
@@ -205,16 +249,42 @@ fn basic_refusal() -> Response {
     response
 }
 
-/// The principal of a caller the server's authenticator accepts and whose identity
-/// holds `scope`; else 401 (no or a bad token, or no authenticator) or 403
-/// `insufficient_scope`.
+/// The scopes of [`ConsoleAccess::Scope`], borrowed.
+#[derive(Debug, Clone, Copy)]
+struct Scopes<'a> {
+    operator: &'a str,
+    viewer: Option<&'a str>,
+}
+
+impl Scopes<'_> {
+    /// The scope a token needs at least: the viewers', else the operators'.
+    fn least(&self) -> &str {
+        self.viewer.unwrap_or(self.operator)
+    }
+
+    /// The role a token holding `held` gets (`missing` says which of the scopes it
+    /// lacks), if any: the operators' scope first.
+    fn role(&self, lacks: impl Fn(&str) -> bool) -> Option<ConsoleRole> {
+        if !lacks(self.operator) {
+            Some(ConsoleRole::Operator)
+        } else if self.viewer.is_some_and(|v| !lacks(v)) {
+            Some(ConsoleRole::Viewer)
+        } else {
+            None
+        }
+    }
+}
+
+/// The principal of a caller the server's authenticator accepts, with the role its
+/// scopes give; else 401 (no or a bad token, or no authenticator) or 403
+/// `insufficient_scope` (neither scope).
 async fn scoped(
     console: &Console,
-    scope: &str,
+    scopes: Scopes<'_>,
     method: &Method,
     uri: &axum::http::Uri,
     headers: &HeaderMap,
-) -> Result<String, Refusal> {
+) -> Result<(String, ConsoleRole), Refusal> {
     let Some(hook) = &console.http.principal else {
         let mut refusal = Refusal::unauthorized(Challenge::new());
         refusal.message = "the console requires an OAuth scope, and this server has no \
@@ -223,19 +293,28 @@ async fn scoped(
         return Err(refusal);
     };
     let identity = hook.authenticate_request(method, uri, headers).await?;
+    let least = scopes.least();
     let Some(identity) = identity else {
         let challenge = Challenge::new()
             .resource_metadata(hook.protected_resource().map(|p| p.metadata_url.clone()))
-            .scope(&[scope.to_owned()]);
+            .scope(&[least.to_owned()]);
         let mut refusal = Refusal::unauthorized(challenge);
         refusal.message = "the console needs an access token".into();
         return Err(refusal);
     };
-    let needed = [scope.to_owned()];
-    if identity.missing(&needed).is_empty() {
-        Ok(identity.principal)
-    } else {
-        Err(hook.insufficient_scope(&needed, &format!("the console requires scope {scope}")))
+    let lacks = |scope: &str| !identity.missing(&[scope.to_owned()]).is_empty();
+    match scopes.role(lacks) {
+        Some(role) => Ok((identity.principal, role)),
+        None => {
+            let message = match scopes.viewer {
+                Some(viewer) => format!(
+                    "the console requires scope {viewer} (to read) or {} (to change)",
+                    scopes.operator
+                ),
+                None => format!("the console requires scope {}", scopes.operator),
+            };
+            Err(hook.insufficient_scope(&[least.to_owned()], &message))
+        }
     }
 }
 
@@ -274,9 +353,25 @@ mod tests {
         h
     }
 
+    fn users() -> Vec<ConsoleUser> {
+        vec![
+            ConsoleUser {
+                user: "admin".into(),
+                password: "pa:ss".into(),
+                role: ConsoleRole::Operator,
+            },
+            ConsoleUser {
+                user: "support".into(),
+                password: "other".into(),
+                role: ConsoleRole::Viewer,
+            },
+        ]
+    }
+
     #[test]
     fn basic_credentials_must_match_exactly() {
-        let ok = |h: &HeaderMap| basic_user(h, "admin", "pa:ss");
+        let users = users();
+        let ok = |h: &HeaderMap| basic_user(h, &users[..1]).map(|(user, _)| user);
         assert_eq!(ok(&basic("admin:pa:ss")).as_deref(), Ok("admin"));
         for bad in [
             "admin:pa",
@@ -303,6 +398,61 @@ mod tests {
             HeaderValue::from_static("Basic eA=="),
         );
         assert_eq!(ok(&two), Err(Reason::BadCredentials));
+    }
+
+    #[test]
+    fn each_basic_user_has_their_role() {
+        let users = users();
+        let role = |credentials: &str| basic_user(&basic(credentials), &users);
+        assert_eq!(
+            role("admin:pa:ss"),
+            Ok(("admin".to_owned(), ConsoleRole::Operator))
+        );
+        assert_eq!(
+            role("support:other"),
+            Ok(("support".to_owned(), ConsoleRole::Viewer))
+        );
+        // One user's name with another's password is no one.
+        assert_eq!(role("support:pa:ss"), Err(Reason::BadCredentials));
+        assert_eq!(role("admin:other"), Err(Reason::BadCredentials));
+    }
+
+    #[test]
+    fn scopes_give_the_strongest_role_held() {
+        let both = Scopes {
+            operator: "console:write",
+            viewer: Some("console:read"),
+        };
+        let holding = |held: &'static [&'static str]| move |s: &str| !held.contains(&s);
+        assert_eq!(
+            both.role(holding(&["console:read", "console:write"])),
+            Some(ConsoleRole::Operator)
+        );
+        assert_eq!(
+            both.role(holding(&["console:write"])),
+            Some(ConsoleRole::Operator)
+        );
+        assert_eq!(
+            both.role(holding(&["console:read"])),
+            Some(ConsoleRole::Viewer)
+        );
+        assert_eq!(both.role(holding(&["mcp"])), None);
+        assert_eq!(both.least(), "console:read");
+        let operators_only = Scopes {
+            operator: "console",
+            viewer: None,
+        };
+        assert_eq!(operators_only.role(holding(&["console:read"])), None);
+        assert_eq!(operators_only.least(), "console");
+    }
+
+    #[test]
+    fn a_viewer_is_told_why() {
+        let said = read_only_message("support", ConsoleRole::Viewer);
+        assert!(
+            said.contains("support is a console viewer") && said.contains("operator role"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `GET /console/api/activity`: the numbers of the console's charts, over the last
-//! [`WINDOW_MINUTES`] minutes (the current minute the last): tasks that finished in each
+//! [`WINDOW_MINUTES`] minutes (the current minute the last): tasks created in each minute
+//! (`created`), tasks that finished in each
 //! minute by how they ended (and, among the completed, those whose result is a tool
-//! error, `isError: true`: the `error.type` `tool_error` of the task metrics), and how long the finished ones ran, by tool (50th, 90th and
-//! 99th percentiles, nearest rank).
+//! error, `isError: true`: the `error.type` `tool_error` of the task metrics), and how long the finished ones ran, by tool: their time to
+//! terminal, `lastUpdatedAt - createdAt` (50th, 90th and 99th percentiles, nearest rank).
 //!
 //! Made from the tasks *created* in the window, walked newest first with
 //! `operator_list`, [`MAX_TASKS`] at most (`truncated` then says so): bounded work
@@ -45,11 +46,13 @@ pub(super) struct Activity {
     truncated: bool,
 }
 
-/// The tasks that finished in one minute.
+/// The tasks created, and those that finished, in one minute.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Minute {
     start: Millis,
+    /// Tasks created in the minute (whatever they did since).
+    created: u64,
     completed: u64,
     /// Of the `completed`, those whose result says `isError: true`.
     tool_errors: u64,
@@ -114,6 +117,7 @@ fn summarize(tasks: &[TaskRecord], from: Millis, to: Millis, truncated: bool) ->
     let mut minutes: Vec<Minute> = (0..WINDOW_MINUTES)
         .map(|i| Minute {
             start: from + MINUTE_MS * i as Millis,
+            created: 0,
             completed: 0,
             tool_errors: 0,
             failed: 0,
@@ -122,19 +126,18 @@ fn summarize(tasks: &[TaskRecord], from: Millis, to: Millis, truncated: bool) ->
         .collect();
     let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     for task in tasks {
+        if let Some(index) = minute_of(task.created_at, from, to) {
+            minutes[index].created += 1;
+        }
         let Some(ran) = duration_ms(task) else {
             continue;
         };
         if let Some(tool) = task.origin.tool.as_deref() {
             runs.entry(tool).or_default().push(ran);
         }
-        let at = task.last_updated_at;
-        if at < from || at > to {
+        let Some(index) = minute_of(task.last_updated_at, from, to) else {
             continue;
-        }
-        let index = usize::try_from((at - from) / MINUTE_MS)
-            .unwrap_or(0)
-            .min(WINDOW_MINUTES - 1);
+        };
         let minute = &mut minutes[index];
         match task.status {
             TaskStatus::Completed => {
@@ -166,6 +169,18 @@ fn summarize(tasks: &[TaskRecord], from: Millis, to: Millis, truncated: bool) ->
         durations,
         truncated,
     }
+}
+
+/// The index of the window's minute (from `from` to `to`) that `at` falls in.
+fn minute_of(at: Millis, from: Millis, to: Millis) -> Option<usize> {
+    if at < from || at > to {
+        return None;
+    }
+    Some(
+        usize::try_from((at - from) / MINUTE_MS)
+            .unwrap_or(0)
+            .min(WINDOW_MINUTES - 1),
+    )
 }
 
 /// Whether the task's result is a tool error (`isError: true`).
@@ -270,6 +285,9 @@ mod tests {
             .map(|m| m.completed + m.failed + m.cancelled)
             .sum();
         assert_eq!(total, 5);
+        let created: Vec<u64> = a.minutes.iter().map(|m| m.created).collect();
+        assert_eq!(&created[..3], &[5, 1, 0], "by the minute of createdAt");
+        assert_eq!(created.iter().sum::<u64>(), 6, "running tasks count too");
         assert_eq!(a.durations.len(), 2);
         let slow = &a.durations[1];
         assert_eq!((slow.tool.as_str(), slow.count), ("slow", 3));

@@ -11,7 +11,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use mcp_tasks::{Actor, LogScope, OperatorFilter, Owner, TaskCounts, TaskId};
+use mcp_tasks::{Actor, LogScope, OperatorFilter, TaskCounts, TaskId};
 use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::access::Operator;
 use super::error::ApiError;
 use super::views::{MAX_LIMIT, TaskDetail, TaskSummary};
-use super::{Console, activity, events, trail};
+use super::{Console, activity, events, filter, rerun, trail};
 
 /// A page's default length.
 pub(super) const DEFAULT_LIMIT: usize = 50;
@@ -66,14 +66,7 @@ fn list_query(pairs: Vec<(String, String)>) -> Result<ListQuery, ApiError> {
         if value.is_empty() {
             continue;
         }
-        let f = &mut query.filter;
         match name.as_str() {
-            "status" => f.status = Some(status(&value)?),
-            "tool" => f.tool = Some(value),
-            "owner" => f.owner = Some(Owner::new(value)),
-            "node" => f.lease_holder = Some(value),
-            "createdFrom" => f.created_from = Some(millis(&name, &value)?),
-            "createdBefore" => f.created_before = Some(millis(&name, &value)?),
             "cursor" => query.cursor = Some(value),
             "limit" => {
                 query.limit = value
@@ -86,7 +79,12 @@ fn list_query(pairs: Vec<(String, String)>) -> Result<ListQuery, ApiError> {
                         ))
                     })?;
             }
-            other => return Err(bad(format!("unknown parameter {other}"))),
+            // The filter's parameters (`filter.rs`, shared with bulk cancel).
+            other => {
+                if !filter::apply(&mut query.filter, other, value)? {
+                    return Err(bad(format!("unknown parameter {other}")));
+                }
+            }
         }
     }
     Ok(query)
@@ -105,12 +103,6 @@ pub(super) fn status(name: &str) -> Result<TaskStatus, ApiError> {
             let names: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
             bad(format!("status must be one of {}", names.join(", ")))
         })
-}
-
-fn millis(name: &str, value: &str) -> Result<i64, ApiError> {
-    value
-        .parse::<i64>()
-        .map_err(|_| bad(format!("{name} must be milliseconds since the Unix epoch")))
 }
 
 /// `GET /console/api/tasks` (audited at DEBUG).
@@ -138,7 +130,7 @@ async fn list(
 
 /// The `{id}` of a task's path. (Read by name: the route mounting the console adds a
 /// parameter of its own.)
-fn path_id(params: Vec<(String, String)>) -> Result<TaskId, ApiError> {
+pub(super) fn path_id(params: Vec<(String, String)>) -> Result<TaskId, ApiError> {
     params
         .into_iter()
         .find(|(name, _)| name == "id")
@@ -147,15 +139,17 @@ fn path_id(params: Vec<(String, String)>) -> Result<TaskId, ApiError> {
 }
 
 /// `GET /console/api/tasks/{id}`: the task in full (its arguments, questions, answers
-/// and result), audited at INFO with the operator as actor.
+/// and result, and whether it may be re-run: `rerun.rs`), audited at INFO with the
+/// operator as actor.
 async fn one(
     State(console): State<Arc<Console>>,
     Extension(Operator(operator)): Extension<Operator>,
     Path(params): Path<Vec<(String, String)>>,
-) -> Result<Json<TaskDetail>, ApiError> {
+) -> Result<Json<rerun::WithRerun>, ApiError> {
     let record = console.store.operator_get(&path_id(params)?).await?;
     trail::read(&console.seal, &operator, &record);
-    Ok(Json(TaskDetail::of(&record, &console.seal)))
+    let detail = TaskDetail::of(&record, &console.seal);
+    Ok(Json(rerun::view(&console, &record, detail).await?))
 }
 
 /// `POST /console/api/tasks/{id}/cancel`: the owner's `tasks/cancel` (its worker is
@@ -215,6 +209,7 @@ fn counts_json(counts: &TaskCounts) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_tasks::Owner;
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()
@@ -231,6 +226,7 @@ mod tests {
             ("node", "n1"),
             ("createdFrom", "10"),
             ("createdBefore", "20"),
+            ("text", "50%"),
             ("cursor", "c"),
             ("limit", "500"),
             ("ignored-when-empty", ""),
@@ -244,6 +240,7 @@ mod tests {
             (q.filter.created_from, q.filter.created_before),
             (Some(10), Some(20))
         );
+        assert_eq!(q.filter.text.as_deref(), Some("50%"));
         assert_eq!((q.cursor.as_deref(), q.limit), (Some("c"), 500));
         assert_eq!(list_query(Vec::new()).expect("empty").limit, DEFAULT_LIMIT);
         for bad in [
@@ -254,6 +251,7 @@ mod tests {
             &[("createdFrom", "yesterday")],
             &[("colour", "red")],
             &[("tool", "a"), ("tool", "b")],
+            &[("text", "a\u{7}b")],
         ] {
             assert!(
                 matches!(list_query(pairs(bad)), Err(ApiError::BadRequest(_))),

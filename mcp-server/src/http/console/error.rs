@@ -14,6 +14,14 @@ pub(super) enum ApiError {
     Forbidden(String),
     /// 404: no such task (or path).
     NotFound(&'static str),
+    /// 422: a well-formed request the console will not do as asked (e.g. a bulk cancel
+    /// matching more tasks than one request may cancel); the message says why.
+    Unprocessable(String),
+    /// 409: the request conflicts with the task as it stands (e.g. a re-run of a task
+    /// that is not finished, or whose tool does not allow it); the message says why.
+    Conflict(String),
+    /// 503 with a message: the server cannot do it now (e.g. it is shutting down).
+    NotNow(String),
     /// 429: past the event-stream limits ([`ConsoleConfig::max_streams`](super::ConsoleConfig::max_streams)
     /// and [`ConsoleConfig::max_streams_per_operator`](super::ConsoleConfig::max_streams_per_operator)).
     TooManyStreams(String),
@@ -49,6 +57,9 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, m),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m.to_owned()),
+            ApiError::Unprocessable(m) => (StatusCode::UNPROCESSABLE_ENTITY, m),
+            ApiError::Conflict(m) => (StatusCode::CONFLICT, m),
+            ApiError::NotNow(m) => (StatusCode::SERVICE_UNAVAILABLE, m),
             ApiError::TooManyStreams(m) => (StatusCode::TOO_MANY_REQUESTS, m),
             ApiError::Unsupported(operation) => (
                 StatusCode::NOT_IMPLEMENTED,

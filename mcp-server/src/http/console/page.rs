@@ -18,9 +18,18 @@ const INDEX_HTML: &str = include_str!("assets/index.html");
 const CONSOLE_JS: &str = include_str!("assets/console.js");
 /// Its style sheet.
 const CONSOLE_CSS: &str = include_str!("assets/console.css");
+/// The detail view's timeline (`timeline.js`).
+const TIMELINE_JS: &str = include_str!("assets/timeline.js");
+/// The detail view's re-run button and links (`rerun.js`).
+const RERUN_JS: &str = include_str!("assets/rerun.js");
+/// The Nodes section (`nodes.js`).
+const NODES_JS: &str = include_str!("assets/nodes.js");
+/// The list's filter in the page's URL, bulk cancel, and what a viewer is not offered
+/// (`filters.js`).
+const FILTERS_JS: &str = include_str!("assets/filters.js");
 
 /// The page's paths, each with its content type and body.
-const FILES: [(&str, &str, &str); 3] = [
+const FILES: [(&str, &str, &str); 7] = [
     ("/console", "text/html; charset=utf-8", INDEX_HTML),
     (
         "/console/assets/console.js",
@@ -31,6 +40,26 @@ const FILES: [(&str, &str, &str); 3] = [
         "/console/assets/console.css",
         "text/css; charset=utf-8",
         CONSOLE_CSS,
+    ),
+    (
+        "/console/assets/timeline.js",
+        "text/javascript; charset=utf-8",
+        TIMELINE_JS,
+    ),
+    (
+        "/console/assets/rerun.js",
+        "text/javascript; charset=utf-8",
+        RERUN_JS,
+    ),
+    (
+        "/console/assets/nodes.js",
+        "text/javascript; charset=utf-8",
+        NODES_JS,
+    ),
+    (
+        "/console/assets/filters.js",
+        "text/javascript; charset=utf-8",
+        FILTERS_JS,
     ),
 ];
 
@@ -120,6 +149,74 @@ mod tests {
                 "console.js uses {what}: {needle}"
             );
         }
+    }
+
+    #[test]
+    fn the_rerun_script_writes_text_only() {
+        for needle in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+        ] {
+            assert!(!RERUN_JS.contains(needle), "rerun.js uses {needle}");
+        }
+        // Its hooks in console.js, and where it draws in the page.
+        assert!(CONSOLE_JS.contains("document.addEventListener('console:open'"));
+        assert!(INDEX_HTML.contains("id=\"detail-rerun\""));
+        assert!(INDEX_HTML.contains("src=\"/console/assets/rerun.js\""));
+    }
+
+    #[test]
+    fn the_filters_script_writes_text_only() {
+        for needle in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+        ] {
+            assert!(!FILTERS_JS.contains(needle), "filters.js uses {needle}");
+        }
+        // It runs before console.js (it puts the URL's filter into the form first), and
+        // its hooks in console.js and in the page.
+        let (filters, console) = (
+            INDEX_HTML.find("src=\"/console/assets/filters.js\""),
+            INDEX_HTML.find("src=\"/console/assets/console.js\""),
+        );
+        assert!(filters.is_some() && filters < console, "filters.js first");
+        assert!(CONSOLE_JS.contains("new CustomEvent('console:filter'"));
+        for id in [
+            "filter-text",
+            "filter-from",
+            "filter-before",
+            "bulk-cancel",
+            "bulk-dialog",
+        ] {
+            assert!(INDEX_HTML.contains(&format!("id=\"{id}\"")), "{id}");
+        }
+    }
+
+    #[test]
+    fn the_timeline_writes_text_only() {
+        for needle in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+        ] {
+            assert!(!TIMELINE_JS.contains(needle), "timeline.js uses {needle}");
+        }
+        // Its hooks in console.js, and where it draws in the page.
+        assert!(CONSOLE_JS.contains("new CustomEvent('console:detail', { detail: task })"));
+        assert!(CONSOLE_JS.contains("new CustomEvent('console:detail-closed')"));
+        assert!(INDEX_HTML.contains("id=\"timeline-rows\""));
+        assert!(INDEX_HTML.contains("src=\"/console/assets/timeline.js\""));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - a list read or an event stream opened, DEBUG, `op="console: list"` or
 //!   `op="console: events"`, with the operator as `actor`;
 //! - every request the console refuses before it runs (400, 401, 403, 503 of the access
-//!   layer; 429 past the event-stream limits), INFO, `op="console: refused"`, with
+//!   layer, a viewer's state-changing request among them with `reason="read-only
+//!   role"`; 429 past the event-stream limits), INFO, `op="console: refused"`, with
 //!   `status`, the peer's `remote_ip` (when the server knows it: always under
 //!   [`serve`](crate::http::serve)), `method`, `path` (never the query string) and a
 //!   fixed `reason`, e.g. `reason="bad credentials"`; for the authenticator's refusals
@@ -57,6 +58,8 @@ pub(super) enum Reason {
     HostOrOrigin,
     /// A state-changing request without the CSRF header.
     NoCsrfHeader,
+    /// A state-changing request of a viewer (a role that may read only).
+    ReadOnlyRole,
     /// Past the event-stream limits.
     TooManyStreams,
 }
@@ -72,6 +75,7 @@ impl Reason {
             Reason::CredentialsInUrl => "credentials in the URL",
             Reason::HostOrOrigin => "host or origin not allowed",
             Reason::NoCsrfHeader => "no CSRF header",
+            Reason::ReadOnlyRole => "read-only role",
             Reason::TooManyStreams => "too many event streams",
         }
     }
@@ -146,6 +150,33 @@ pub(super) fn read(key: &SealKey, operator: &str, record: &TaskRecord) {
 /// Records that `operator` read a page of the task list.
 pub(super) fn listed(operator: &str, tasks: usize) {
     tracing::debug!(target: TARGET, actor = %operator, op = "console: list", outcome = "ok", tasks);
+}
+
+/// Records a bulk cancel of `operator` (`POST /console/api/tasks/cancel`), at INFO:
+/// whether it was a dry run, how many unfinished tasks `matched`, and `done`, the
+/// counts of tasks cancelled, already finished and failed (`None`: nothing was
+/// cancelled, a dry run or a refusal past the maximum). Each task cancelled is audited
+/// on its own line too.
+pub(super) fn bulk_cancel(
+    operator: &str,
+    dry_run: bool,
+    matched: usize,
+    done: Option<(usize, usize, usize)>,
+) {
+    let op = "console: bulk cancel";
+    match done {
+        Some((cancelled, already_terminal, failed)) => tracing::info!(
+            target: TARGET, actor = %operator, op, outcome = "ok", dry_run, matched,
+            cancelled, already_terminal, failed
+        ),
+        None if dry_run => {
+            tracing::info!(target: TARGET, actor = %operator, op, outcome = "ok", dry_run, matched)
+        }
+        None => tracing::info!(
+            target: TARGET, actor = %operator, op, outcome = "refused", dry_run, matched,
+            reason = "too many tasks match"
+        ),
+    }
 }
 
 /// Records that `operator` opened an event stream.
@@ -264,6 +295,32 @@ mod tests {
         let cut_path = attempt(&long, None).path;
         assert!(cut_path.len() <= MAX_PATH + '…'.len_utf8(), "{cut_path}");
         assert!(cut_path.ends_with('…'));
+    }
+
+    #[test]
+    fn a_bulk_cancel_is_one_line_with_its_counts() {
+        let line = written(false, || bulk_cancel("admin", false, 3, Some((2, 1, 0))));
+        for part in [
+            "op=\"console: bulk cancel\"",
+            "actor=admin",
+            "dry_run=false",
+            "matched=3",
+            "cancelled=2",
+            "already_terminal=1",
+            "failed=0",
+        ] {
+            assert!(line.contains(part), "{part} in {line}");
+        }
+        let refused = written(false, || bulk_cancel("admin", false, 10_001, None));
+        assert!(
+            refused.contains("outcome=\"refused\"") && refused.contains("too many"),
+            "{refused}"
+        );
+        let dry = written(false, || bulk_cancel("admin", true, 7, None));
+        assert!(
+            dry.contains("dry_run=true") && dry.contains("outcome=\"ok\""),
+            "{dry}"
+        );
     }
 
     #[test]

@@ -140,12 +140,21 @@
 
   // ---- the task table --------------------------------------------------------------
 
+  // ASCII letters lowered only, as the API compares the text (the same on every store).
+  function asciiLower(text) {
+    return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+  }
+
   function matches(task) {
     const f = state.filter;
     return (!f.status || task.status === f.status)
       && (!f.tool || task.tool === f.tool)
       && (!f.owner || task.owner === f.owner)
-      && (!f.node || task.node === f.node);
+      && (!f.node || task.node === f.node)
+      && (!f.text || (typeof task.statusMessage === 'string'
+        && asciiLower(task.statusMessage).includes(asciiLower(f.text))))
+      && (!f.createdFrom || task.createdAt >= Number(f.createdFrom))
+      && (!f.createdBefore || task.createdAt < Number(f.createdBefore));
   }
 
   function query() {
@@ -350,6 +359,8 @@
     cancel.disabled = Boolean(task.cancelRequested);
     const section = $('detail');
     section.hidden = false;
+    // For the page's other parts (timeline.js): the detail view shows this task now.
+    document.dispatchEvent(new CustomEvent('console:detail', { detail: task }));
   }
 
   async function openDetail(id, scroll) {
@@ -418,9 +429,10 @@
     const top = 10;
     const plotH = H - bottom - top;
     const slot = (W - left - 8) / Math.max(minutes.length, 1);
-    const max = Math.max(1, ...minutes.map((m) => (m.completed || 0) + (m.failed || 0) + (m.cancelled || 0)));
+    const max = Math.max(1, ...minutes.map((m) => Math.max(m.created || 0,
+      (m.completed || 0) + (m.failed || 0) + (m.cancelled || 0))));
     const chart = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'svg-chart', role: 'img' });
-    chart.append(svg('title', {}, 'Tasks finished per minute over the last 15 minutes, stacked by status'));
+    chart.append(svg('title', {}, 'Tasks created (line) and finished (bars, stacked by status) per minute over the last 15 minutes'));
     for (const tick of [0, Math.ceil(max / 2), max]) {
       const y = top + plotH - (tick / max) * plotH;
       chart.append(svg('line', { x1: left, x2: W - 4, y1: y, y2: y, class: 'grid' }));
@@ -443,7 +455,25 @@
         chart.append(svg('text', { x: x + slot * 0.35, y: H - 6, class: 'axis middle' }, clock(m.start)));
       }
     });
+    // Tasks created per minute: a line over the bars, a point per minute.
+    const created = minutes.map((m, i) => [left + i * slot + slot * 0.5, top + plotH - ((m.created || 0) / max) * plotH]);
+    const line = svg('path', {
+      d: created.map(([x, y], i) => (i ? 'L' : 'M') + x.toFixed(1) + ' ' + y.toFixed(1)).join(' '),
+      class: 'line created',
+      id: 'created-line',
+      'data-total': minutes.reduce((sum, m) => sum + (m.created || 0), 0),
+    });
+    if (minutes.length) chart.append(line);
+    minutes.forEach((m, i) => {
+      const point = svg('circle', { cx: created[i][0], cy: created[i][1], r: 3, class: 'point created' });
+      point.append(svg('title', {}, clock(m.start) + ': ' + (m.created || 0) + ' created'));
+      chart.append(point);
+    });
     const legend = el('ul', 'legend');
+    const createdItem = el('li');
+    createdItem.append(el('span', 'swatch created'));
+    createdItem.append(document.createTextNode('created'));
+    legend.append(createdItem);
     for (const status of FINISHED) {
       const item = el('li');
       item.append(el('span', 'swatch status-' + status));
@@ -561,13 +591,25 @@
 
   // ---- wiring ----------------------------------------------------------------------
 
+  // A datetime-local field as milliseconds since the epoch ('' when empty or invalid).
+  function fieldMillis(id) {
+    const value = $(id).value;
+    const ms = value ? new Date(value).getTime() : NaN;
+    return Number.isFinite(ms) ? String(ms) : '';
+  }
+
   function readFilters() {
     state.filter = {
       status: $('filter-status').value,
       tool: $('filter-tool').value.trim(),
       owner: $('filter-owner').value.trim(),
       node: $('filter-node').value.trim(),
+      text: $('filter-text').value.trim(),
+      createdFrom: fieldMillis('filter-from'),
+      createdBefore: fieldMillis('filter-before'),
     };
+    // For the page's other parts (filters.js: the page's URL, bulk cancel).
+    document.dispatchEvent(new CustomEvent('console:filter', { detail: Object.assign({}, state.filter) }));
   }
 
   function start() {
@@ -610,8 +652,15 @@
       $('detail').hidden = true;
       state.detailId = null;
       state.detail = null;
+      document.dispatchEvent(new CustomEvent('console:detail-closed'));
+    });
+    // The page's other parts (rerun.js) ask for a task's detail by its id.
+    document.addEventListener('console:open', (event) => {
+      if (event.detail && event.detail.id) openDetail(String(event.detail.id), true);
     });
     connect();
+    // The form may hold a filter already (filters.js put the page URL's into it).
+    readFilters();
     loadList(true);
     loadCounts();
     loadActivity();
