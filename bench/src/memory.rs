@@ -51,6 +51,7 @@ pub async fn run(tasks: usize) -> Result<Value, String> {
                 origin: origin.clone(),
                 status_message: None,
                 job: None,
+                idempotency: None,
             })
             .await
             .map_err(|e| e.to_string())?;

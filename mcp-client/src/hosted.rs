@@ -262,6 +262,7 @@ impl Hosted {
             },
             status_message: None,
             job: None,
+            idempotency: None,
         };
         let record = self.store.create(new).await.map_err(|e| store_error(&e))?;
         let id = record.id.clone();

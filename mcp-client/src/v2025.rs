@@ -114,6 +114,7 @@ pub(crate) async fn call_tool(
         name: name.to_owned(),
         arguments: Some(arguments),
         task: as_task.then(TaskMetadata::default),
+        idempotency_key: None,
         meta: None,
         extra: JsonObject::new(),
     };

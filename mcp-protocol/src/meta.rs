@@ -33,6 +33,12 @@ pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// Request `_meta` key (tasks extension draft, advisory): the ids of earlier tasks this
 /// request relates to.
 pub const RELATED_TASK_IDS: &str = "io.modelcontextprotocol/relatedTaskIds";
+/// Request `_meta` key of `tools/call` (both revisions; **our extension**, rs.mcp-tasks, not
+/// the spec's): the idempotency key, for SDKs that drop unknown params. The same as
+/// `params.idempotencyKey` ([`IDEMPOTENCY_KEY_MAX_BYTES`] at most); both present must be equal.
+pub const IDEMPOTENCY_KEY: &str = "idempotencyKey";
+/// The longest idempotency key, in bytes (UTF-8); an empty key is refused too.
+pub const IDEMPOTENCY_KEY_MAX_BYTES: usize = 255;
 /// 2025-11-25: optional interim text for the model on a `CreateTaskResult`.
 pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
 

@@ -1,14 +1,23 @@
 //! The `tools/call` core both revisions share: find and check the tool, and start its
 //! task (the error a tool's failure answers a request with is `errors::call_error`).
 //!
+//! Idempotency keys (issue 50; our extension, rs.mcp-tasks, not the spec's): a call that
+//! creates a task with `params.idempotencyKey` (or `_meta.idempotencyKey`) creates at most
+//! one per owner and key while that task is kept ([`idempotency_key`], [`idempotency`]);
+//! the store decides (rule 25), and a repeat gets the task the key names, as it is now,
+//! without running anything ([`keyed_refusal`]).
+//!
 //! **Invariant.** Knows no wire revision's shapes: the revision modules turn what this
 //! returns into their own views.
 
-use mcp_tasks::{Job, NewTask, Origin, Owner, TaskRecord, WireRevision};
+use mcp_tasks::{Idempotency, Job, NewTask, Origin, Owner, StoreError, TaskRecord, WireRevision};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::ReplyWritten;
+use mcp_tasks_protocol::meta::{IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX_BYTES};
 use mcp_tasks_protocol::method::Request;
 use mcp_tasks_protocol::v2026::CallTool;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::audit;
 use crate::auth::Identity;
@@ -50,6 +59,141 @@ pub(crate) struct Requester {
     /// Fired once the response announcing the task is written: the tool waits for it
     /// (MCP 2025-11-25, where a task's messages must not precede its `CreateTaskResult`).
     pub(crate) announced: Option<ReplyWritten>,
+    /// The call's idempotency key and fingerprint ([`idempotency`]), if it carried one.
+    pub(crate) idempotency: Option<Idempotency>,
+}
+
+/// The message of -32602 for a key sent again with another tool or other arguments.
+pub(crate) const IDEMPOTENCY_CONFLICT: &str = "idempotency key reused with different arguments";
+
+/// The idempotency key of a `tools/call` (our extension, rs.mcp-tasks, not the spec's),
+/// from `params.idempotencyKey` (`param`) or `_meta.idempotencyKey` (`meta`), checked:
+/// a string of 1 to 255 bytes, the same in both places when both are given; -32602
+/// otherwise. `None` when the call carries none.
+pub(crate) fn idempotency_key(
+    param: Option<String>,
+    meta: Option<&JsonObject>,
+) -> Result<Option<String>, ServerError> {
+    let in_meta = match meta.and_then(|m| m.get(IDEMPOTENCY_KEY)) {
+        None => None,
+        Some(Value::String(key)) => Some(key.clone()),
+        Some(_) => {
+            return Err(ServerError::InvalidParams(format!(
+                "Invalid params: _meta.{IDEMPOTENCY_KEY} must be a string of 1 to \
+                 {IDEMPOTENCY_KEY_MAX_BYTES} bytes"
+            )));
+        }
+    };
+    let key = match (param, in_meta) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(ServerError::InvalidParams(format!(
+                "Invalid params: params.{IDEMPOTENCY_KEY} and _meta.{IDEMPOTENCY_KEY} differ"
+            )));
+        }
+        (Some(key), _) | (None, Some(key)) => key,
+        (None, None) => return Ok(None),
+    };
+    if key.is_empty() || key.len() > IDEMPOTENCY_KEY_MAX_BYTES {
+        return Err(ServerError::InvalidParams(format!(
+            "Invalid params: {IDEMPOTENCY_KEY} must be a string of 1 to \
+             {IDEMPOTENCY_KEY_MAX_BYTES} bytes (got {} bytes)",
+            key.len()
+        )));
+    }
+    Ok(Some(key))
+}
+
+/// What the store keeps with a keyed task: the key, and a fingerprint of the call (the
+/// SHA-256 of the tool's name and its arguments as canonical JSON: object members in
+/// byte order of their names, no spaces), so a repeat with other arguments is told.
+pub(crate) fn idempotency(
+    key: Option<String>,
+    tool: &str,
+    args: &JsonObject,
+) -> Result<Option<Idempotency>, ServerError> {
+    let Some(key) = key else {
+        return Ok(None);
+    };
+    let mut text = String::with_capacity(tool.len() + 64);
+    text.push_str(tool);
+    text.push('\0');
+    canonical_object(args, &mut text);
+    let digest = Sha256::digest(text.as_bytes());
+    let fingerprint = digest
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    Idempotency::new(key, fingerprint)
+        .map(Some)
+        .map_err(|e| ServerError::InvalidParams(format!("Invalid params: {e}")))
+}
+
+/// `value` as canonical JSON (RFC 8785 in spirit: sorted member names, no whitespace;
+/// numbers as serde_json writes them) appended to `out`.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(obj) => canonical_object(obj, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn canonical_object(obj: &JsonObject, out: &mut String) {
+    let mut members: Vec<(&String, &Value)> = obj.iter().collect();
+    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push('{');
+    for (i, (name, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(name.clone()).to_string());
+        out.push(':');
+        canonical(value, out);
+    }
+    out.push('}');
+}
+
+/// Whether the store refused a keyed create because of its key ([`keyed_refusal`]).
+pub(crate) fn is_keyed_refusal(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::AlreadyExists { .. }
+            | StoreError::IdempotencyConflict
+            | StoreError::InvalidIdempotencyKey { .. }
+            | StoreError::Unsupported {
+                operation: "idempotency keys"
+            }
+    )
+}
+
+/// The store's refusal of a create, for a keyed call: the task the key already names
+/// (`Ok`, current as the store read it; nothing was created), or the error to answer
+/// with (-32602 for a key reused with other arguments, or a store without keys).
+pub(crate) fn keyed_refusal(e: StoreError) -> Result<TaskRecord, ServerError> {
+    match e {
+        StoreError::AlreadyExists { task } => Ok(*task),
+        StoreError::IdempotencyConflict => {
+            Err(ServerError::InvalidParams(IDEMPOTENCY_CONFLICT.to_owned()))
+        }
+        StoreError::InvalidIdempotencyKey { .. } => {
+            Err(ServerError::InvalidParams(format!("Invalid params: {e}")))
+        }
+        StoreError::Unsupported {
+            operation: "idempotency keys",
+        } => Err(ServerError::InvalidParams(
+            "Invalid params: this server's task store does not support idempotency keys".to_owned(),
+        )),
+        e => Err(mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e).into()),
+    }
 }
 
 /// What a task's job keeps of its caller besides the arguments.
@@ -97,6 +241,7 @@ pub(crate) fn new_task(
             attempts: 0,
             rerun_of: None,
         }),
+        idempotency: None,
     }
 }
 
@@ -119,6 +264,7 @@ pub(crate) async fn start_task(
         declarations,
         related_tasks,
         announced,
+        idempotency,
     } = requester;
     if !state.runtime.is_accepting() {
         return Err(ServerError::ShuttingDown);
@@ -128,7 +274,8 @@ pub(crate) async fn start_task(
         declarations,
         related_tasks,
     };
-    let new = new_task(state, owner, tool, args, ttl_ms, revision, job);
+    let mut new = new_task(state, owner, tool, args, ttl_ms, revision, job);
+    new.idempotency = idempotency;
     launch_task(state, tool, new, identity, announced).await
 }
 
@@ -154,11 +301,17 @@ pub(crate) async fn launch_task(
         identity,
         start_after: announced,
     };
-    let created = state
-        .executor
-        .execute(launch)
-        .await
-        .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
+    let keyed = launch.new.idempotency.is_some();
+    let created = match state.executor.execute(launch).await {
+        // A keyed call whose key already names a task: that task, as it is now; nothing
+        // was created, nothing runs.
+        Err(e) if keyed && is_keyed_refusal(&e) => {
+            let existing = keyed_refusal(e)?;
+            tracing::debug!(task_id = %existing.id, "idempotency key names an existing task");
+            return Ok(existing);
+        }
+        created => created.map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e)),
+    };
     let id = created
         .as_ref()
         .map(|r| r.id.as_str().to_owned())
@@ -174,4 +327,99 @@ pub(crate) async fn launch_task(
         crate::telemetry::task_created(tool.name());
     }
     Ok(created?)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(obj) => obj,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_key_comes_from_params_or_meta_and_both_must_agree() {
+        let meta = object(json!({ IDEMPOTENCY_KEY: "k" }));
+        assert_eq!(idempotency_key(None, None).expect("accepted"), None);
+        assert_eq!(
+            idempotency_key(Some("k".into()), None)
+                .expect("accepted")
+                .as_deref(),
+            Some("k")
+        );
+        assert_eq!(
+            idempotency_key(None, Some(&meta))
+                .expect("accepted")
+                .as_deref(),
+            Some("k")
+        );
+        assert_eq!(
+            idempotency_key(Some("k".into()), Some(&meta))
+                .expect("accepted")
+                .as_deref(),
+            Some("k")
+        );
+        assert!(idempotency_key(Some("other".into()), Some(&meta)).is_err());
+    }
+
+    #[test]
+    fn bad_keys_are_invalid_params() {
+        let long = "k".repeat(IDEMPOTENCY_KEY_MAX_BYTES + 1);
+        let utf8 = "é".repeat(128);
+        for key in [String::new(), long, utf8] {
+            let refused = idempotency_key(Some(key), None).expect_err("refused");
+            assert!(
+                matches!(refused, ServerError::InvalidParams(_)),
+                "{refused}"
+            );
+        }
+        for value in [json!(1), json!(null), json!(["k"]), json!("")] {
+            let meta = object(json!({ IDEMPOTENCY_KEY: value }));
+            assert!(idempotency_key(None, Some(&meta)).is_err(), "{value}");
+        }
+        let max = "k".repeat(IDEMPOTENCY_KEY_MAX_BYTES);
+        assert!(
+            idempotency_key(Some(max), None)
+                .expect("accepted")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn the_fingerprint_is_of_the_tool_and_canonical_arguments() {
+        let fingerprint = |tool: &str, args: Value| {
+            idempotency(Some("k".into()), tool, &object(args))
+                .expect("accepted")
+                .expect("accepted")
+                .fingerprint
+        };
+        let a = fingerprint("t", json!({ "a": 1, "b": { "y": [1, "x"], "x": null } }));
+        let reordered = fingerprint("t", json!({ "b": { "x": null, "y": [1, "x"] }, "a": 1 }));
+        assert_eq!(a, reordered);
+        assert_eq!(a.len(), 64, "hex SHA-256");
+        assert_ne!(
+            a,
+            fingerprint("u", json!({ "a": 1, "b": { "y": [1, "x"], "x": null } }))
+        );
+        assert_ne!(
+            a,
+            fingerprint("t", json!({ "a": 2, "b": { "y": [1, "x"], "x": null } }))
+        );
+        assert_ne!(
+            a,
+            fingerprint("t", json!({ "a": 1, "b": { "y": ["x", 1], "x": null } }))
+        );
+        // The tool's name and the arguments do not run into each other.
+        assert_ne!(fingerprint("t{", json!({})), fingerprint("t", json!({})));
+        assert!(
+            idempotency(None, "t", &JsonObject::new())
+                .expect("accepted")
+                .is_none()
+        );
+    }
 }

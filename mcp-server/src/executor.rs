@@ -122,6 +122,10 @@ impl Launch {
 #[async_trait]
 pub trait Executor: Send + Sync + fmt::Debug + 'static {
     /// Creates the task of `launch`, durable when this returns, and starts it on its way.
+    /// A call with an idempotency key has `launch.new_task().idempotency` set: the store
+    /// may then refuse the create (`StoreError::AlreadyExists`, `IdempotencyConflict`);
+    /// return that error as it came, starting nothing (the server answers with the task
+    /// the key names, or -32602).
     async fn execute(&self, launch: Launch) -> Result<TaskRecord, StoreError>;
 }
 

@@ -40,6 +40,7 @@ fn new_task(i: usize, ttl_ms: Option<u64>) -> NewTask {
         },
         status_message: None,
         job: None,
+        idempotency: None,
     }
 }
 

@@ -174,6 +174,20 @@ impl IntoIterator for Events {
 ///     else [`StoreError::NotFound`]. [`list_node_entries`](Self::list_node_entries):
 ///     remove the entries forgotten at `now` and return the rest by id. Every returned
 ///     entry is [`NodeRecord::settled`](crate::NodeRecord::settled) at `now`.
+/// 15. **Idempotency keys** (optional: [`IDEMPOTENCY`](Self::IDEMPOTENCY) is `false` by
+///     default; then a create whose [`NewTask`](crate::NewTask) carries a key is refused
+///     with [`StoreError::Unsupported`] before [`insert_task`](Self::insert_task) runs).
+///     A backend with `IDEMPOTENCY = true` keeps an index `(owner, key) -> task id` of
+///     the records carrying [`TaskRecord::idempotency`]. In
+///     [`insert_task`](Self::insert_task), when the record `make` built carries one and
+///     the index holds the key for a task of that owner still visible at `now` (not
+///     expired), it stores nothing, counts nothing, publishes nothing and answers
+///     [`StoreError::AlreadyExists`] with that task's current record when the
+///     fingerprints are equal, else [`StoreError::IdempotencyConflict`]; these come
+///     before the limits. Otherwise it stores the record and the index entry (replacing
+///     an entry of an expired task) in the same atomic write, so of any number of
+///     concurrent inserts with one key on any handles exactly one stores a task. The
+///     entry goes with its task (sweep, or any removal of the record).
 ///
 /// The methods are named apart from [`TaskStore`](crate::TaskStore)'s, so both traits can
 /// be in scope at once.
@@ -195,6 +209,10 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     /// operations then write no log entry, and `tasks/stream` is refused by a server on
     /// this store.
     const LOGS: bool = false;
+
+    /// Whether the backend keeps idempotency keys (contract rule 15). `false` by
+    /// default: a create with a key is then refused with [`StoreError::Unsupported`].
+    const IDEMPOTENCY: bool = false;
 
     /// The limits and defaults this handle enforces.
     fn limits(&self) -> &Limits;

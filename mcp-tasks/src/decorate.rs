@@ -413,6 +413,10 @@ impl<L: StoreLayer> TaskStore for Decorated<L> {
         self.inner.keeps_logs()
     }
 
+    fn supports_idempotency(&self) -> bool {
+        self.inner.supports_idempotency()
+    }
+
     async fn append_log(
         &self,
         owner: &Owner,
@@ -503,6 +507,7 @@ mod tests {
             status_message: None,
             job: None,
             trace_context: None,
+            idempotency: None,
         }
     }
 

@@ -63,6 +63,25 @@ pub enum StoreError {
         /// What it does not support, e.g. `"operator listing"`.
         operation: &'static str,
     },
+    /// A create with an idempotency key the owner already used for a task still kept,
+    /// with the same fingerprint: nothing was created, and this is that task as it
+    /// stands (rule 25). A server answers with that task, as if it had just created it.
+    #[error("a task with this idempotency key already exists")]
+    AlreadyExists {
+        /// The task created first with the key, its current record.
+        task: Box<crate::record::TaskRecord>,
+    },
+    /// A create with an idempotency key the owner already used for a task still kept,
+    /// with another fingerprint (other arguments): nothing was created (rule 25).
+    #[error("idempotency key reused with different arguments")]
+    IdempotencyConflict,
+    /// An idempotency key that is empty or longer than 255 bytes
+    /// ([`Idempotency::new`](crate::Idempotency::new)).
+    #[error("invalid idempotency key: {reason}")]
+    InvalidIdempotencyKey {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The backend is unreachable or cannot take this operation *for now*: connection
     /// lost or refused, pool or command timeout, a failover (a read-only replica,
     /// `READONLY`), a serialization failure or deadlock, a busy or full disk. The
@@ -90,7 +109,8 @@ impl StoreError {
 
     /// The error's kind, one short stable name per variant (`not_found`,
     /// `limit_exceeded`, `input_key_reused`, `terminal`, `lease_held`, `lease_lost`,
-    /// `not_queued`, `invalid_cursor`, `invalid_log_type`, `unsupported`, `unavailable`,
+    /// `not_queued`, `invalid_cursor`, `invalid_log_type`, `already_exists`,
+    /// `idempotency_conflict`, `invalid_idempotency_key`, `unsupported`, `unavailable`,
     /// `backend`): a label
     /// with a bounded set of values, for metrics (`error.type`) and logs.
     pub fn kind(&self) -> &'static str {
@@ -104,6 +124,9 @@ impl StoreError {
             StoreError::NotQueued => "not_queued",
             StoreError::InvalidCursor => "invalid_cursor",
             StoreError::InvalidLogType { .. } => "invalid_log_type",
+            StoreError::AlreadyExists { .. } => "already_exists",
+            StoreError::IdempotencyConflict => "idempotency_conflict",
+            StoreError::InvalidIdempotencyKey { .. } => "invalid_idempotency_key",
             StoreError::Unsupported { .. } => "unsupported",
             StoreError::Unavailable(_) => "unavailable",
             StoreError::Backend(_) => "backend",
@@ -261,8 +284,17 @@ impl From<&StoreError> for ErrorObject {
             StoreError::InvalidCursor => {
                 ErrorObject::new(error_codes::INVALID_PARAMS, "Invalid cursor")
             }
-            StoreError::InvalidLogType { .. } => {
+            StoreError::InvalidLogType { .. } | StoreError::InvalidIdempotencyKey { .. } => {
                 ErrorObject::new(error_codes::INVALID_PARAMS, e.to_string())
+            }
+            StoreError::IdempotencyConflict => ErrorObject::new(
+                error_codes::INVALID_PARAMS,
+                "idempotency key reused with different arguments",
+            ),
+            // A server answers with the existing task instead; should it reach a client,
+            // nothing of the task goes with it.
+            StoreError::AlreadyExists { .. } => {
+                ErrorObject::new(error_codes::INTERNAL_ERROR, "Internal error")
             }
             StoreError::Terminal { status } => ErrorObject::new(
                 error_codes::INVALID_PARAMS,
@@ -316,6 +348,8 @@ mod tests {
             StoreError::unavailable("down"),
             StoreError::backend("corrupt"),
             StoreError::InputKeyReused { key: "k".into() },
+            StoreError::IdempotencyConflict,
+            StoreError::InvalidIdempotencyKey { reason: "empty" },
         ];
         let kinds: std::collections::BTreeSet<_> = errors.iter().map(StoreError::kind).collect();
         assert_eq!(kinds.len(), errors.len());
@@ -325,6 +359,45 @@ mod tests {
                 .all(|k| k.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
         );
         assert_eq!(StoreError::unavailable("down").kind(), "unavailable");
+    }
+
+    #[test]
+    fn idempotency_refusals_map_to_invalid_params_and_hide_the_task() {
+        let conflict = ErrorObject::from(&StoreError::IdempotencyConflict);
+        assert_eq!(conflict.code, error_codes::INVALID_PARAMS);
+        assert_eq!(
+            conflict.message,
+            "idempotency key reused with different arguments"
+        );
+        let invalid = ErrorObject::from(&StoreError::InvalidIdempotencyKey { reason: "empty" });
+        assert_eq!(invalid.code, error_codes::INVALID_PARAMS);
+        let id = crate::record::TaskId::from_wire("0".repeat(32));
+        let rec = crate::rules::new_record(
+            id,
+            crate::record::NewTask {
+                owner: crate::record::Owner::new("alice"),
+                ttl_ms: None,
+                poll_interval_ms: None,
+                origin: crate::record::Origin {
+                    method: "tools/call".into(),
+                    tool: Some("secret_tool".into()),
+                    revision: crate::record::WireRevision::V2026_07_28,
+                },
+                status_message: None,
+                job: None,
+                trace_context: None,
+                idempotency: None,
+            },
+            &crate::Limits::default(),
+            0,
+        );
+        let exists = ErrorObject::from(&StoreError::AlreadyExists {
+            task: Box::new(rec),
+        });
+        assert_eq!(exists.code, error_codes::INTERNAL_ERROR);
+        assert!(exists.data.is_none(), "no details");
+        assert!(!exists.message.contains("secret_tool"));
+        assert!(!exists.message.contains(&"0".repeat(32)));
     }
 
     #[test]

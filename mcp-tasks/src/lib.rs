@@ -32,7 +32,7 @@
 //! let alice = Owner::new("alice");
 //! let origin = Origin { method: "tools/call".into(), tool: Some("slow".into()), revision: WireRevision::V2026_07_28 };
 //! let task = store
-//!     .create(NewTask { owner: alice.clone(), ttl_ms: Some(60_000), poll_interval_ms: None, origin, status_message: None, job: None, trace_context: None })
+//!     .create(NewTask { owner: alice.clone(), ttl_ms: Some(60_000), poll_interval_ms: None, origin, status_message: None, job: None, trace_context: None, idempotency: None })
 //!     .await?;
 //! let done = store.complete(&alice, &task.id, serde_json::Map::new()).await?;
 //! assert!(done.won);
@@ -84,8 +84,8 @@ pub use operator::{OperatorFilter, OperatorPage, TaskCounts};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use record::{
-    Delivery, Job, Lease, Millis, NewTask, Origin, Outcome, Owner, Recovery, Resolved, SweepReport,
-    TaskId, TaskKey, TaskPage, TaskRecord, TraceContext, Transition, WireRevision,
+    Delivery, Idempotency, Job, Lease, Millis, NewTask, Origin, Outcome, Owner, Recovery, Resolved,
+    SweepReport, TaskId, TaskKey, TaskPage, TaskRecord, TraceContext, Transition, WireRevision,
 };
 #[cfg(feature = "redis")]
 pub use redis::{RedisOptions, RedisStore};

@@ -118,6 +118,20 @@ fn note_rerun(note: &Note, rec: &mut TaskRecord) {
     });
 }
 
+/// A create with an idempotency key (rule 25): a valid key, on a backend that keeps
+/// them; never silently ignored.
+fn check_idempotency<B: Backend>(new: &NewTask) -> Result<(), StoreError> {
+    let Some(idempotency) = &new.idempotency else {
+        return Ok(());
+    };
+    if !B::IDEMPOTENCY {
+        return Err(StoreError::Unsupported {
+            operation: "idempotency keys",
+        });
+    }
+    idempotency.check()
+}
+
 /// Announces the record's new state.
 fn changed<R>(_: &R, rec: &TaskRecord) -> Events {
     Events::one(TaskEvent::changed(rec))
@@ -164,6 +178,7 @@ async fn finish<B: Backend>(
 #[async_trait]
 impl<B: Backend> TaskStore for B {
     async fn create(&self, new: NewTask) -> Result<TaskRecord, StoreError> {
+        check_idempotency::<B>(&new)?;
         let id = TaskId::random().map_err(StoreError::backend)?;
         let note = Note::of::<B>(Actor::Owner);
         self.insert_task(
@@ -184,6 +199,7 @@ impl<B: Backend> TaskStore for B {
         holder: &str,
         ttl_ms: u64,
     ) -> Result<TaskRecord, StoreError> {
+        check_idempotency::<B>(&new)?;
         let id = TaskId::random().map_err(StoreError::backend)?;
         let holder = holder.to_owned();
         let note = Note::of::<B>(Actor::Owner);
@@ -535,6 +551,10 @@ impl<B: Backend> TaskStore for B {
 
     fn keeps_logs(&self) -> bool {
         B::LOGS
+    }
+
+    fn supports_idempotency(&self) -> bool {
+        B::IDEMPOTENCY
     }
 
     async fn append_log(

@@ -102,6 +102,7 @@ mod tests {
             status_message: None,
             job: None,
             trace_context: None,
+            idempotency: None,
         };
         rules::new_record(TaskId::from_wire(id), new, &Limits::default(), now)
     }

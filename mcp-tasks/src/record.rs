@@ -10,6 +10,8 @@ use mcp_tasks_protocol::tasks::TaskStatus;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::StoreError;
+
 /// Milliseconds since the Unix epoch, from the store's [`Clock`](crate::Clock).
 pub type Millis = i64;
 
@@ -264,6 +266,11 @@ pub struct TaskRecord {
     /// from a store.
     #[serde(skip)]
     pub log_append: Vec<crate::log::LogDraft>,
+    /// The idempotency key the task was created with, and the fingerprint of its request
+    /// ([`TaskStore`](crate::TaskStore) rule 25): while the task is kept, another create
+    /// of the same owner with that key gets this task (or is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency: Option<Idempotency>,
 }
 
 impl TaskRecord {
@@ -327,6 +334,58 @@ pub struct NewTask {
     pub job: Option<Job>,
     /// The creating call's trace context, kept with the task (`None`: not traced).
     pub trace_context: Option<TraceContext>,
+    /// Creates at most one task per owner and key while that task is kept
+    /// ([`TaskStore`](crate::TaskStore) rule 25); `None`: an ordinary create.
+    pub idempotency: Option<Idempotency>,
+}
+
+/// An idempotency key and the fingerprint of the request it was given with
+/// ([`TaskStore`](crate::TaskStore) rule 25). The key is the caller's (at most
+/// [`Idempotency::MAX_KEY_BYTES`] bytes, not empty), scoped by the task's owner; the
+/// fingerprint is opaque to the store (a server hashes the tool's name and arguments),
+/// which only compares it: a repeat with the same fingerprint gets the first task, one
+/// with another is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Idempotency {
+    /// The caller's key.
+    pub key: String,
+    /// What the request was, as the caller computed it.
+    pub fingerprint: String,
+}
+
+impl Idempotency {
+    /// The longest key accepted, in bytes.
+    pub const MAX_KEY_BYTES: usize = 255;
+
+    /// A key and fingerprint; refuses a key that is empty or longer than
+    /// [`MAX_KEY_BYTES`](Self::MAX_KEY_BYTES) with [`StoreError::InvalidIdempotencyKey`].
+    pub fn new(
+        key: impl Into<String>,
+        fingerprint: impl Into<String>,
+    ) -> Result<Idempotency, StoreError> {
+        let idempotency = Idempotency {
+            key: key.into(),
+            fingerprint: fingerprint.into(),
+        };
+        idempotency.check()?;
+        Ok(idempotency)
+    }
+
+    /// Checks the key as [`new`](Self::new) does (the fields are public, so the store
+    /// checks again on create).
+    pub fn check(&self) -> Result<(), StoreError> {
+        if self.key.is_empty() {
+            return Err(StoreError::InvalidIdempotencyKey {
+                reason: "the idempotency key is empty",
+            });
+        }
+        if self.key.len() > Self::MAX_KEY_BYTES {
+            return Err(StoreError::InvalidIdempotencyKey {
+                reason: "the idempotency key is longer than 255 bytes",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A W3C Trace Context (the `traceparent` and `tracestate` values), as text: a store keeps

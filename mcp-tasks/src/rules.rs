@@ -43,6 +43,7 @@ pub fn new_record(id: TaskId, new: NewTask, limits: &Limits, now: Millis) -> Tas
         job: new.job.map(std::sync::Arc::new),
         trace_context: new.trace_context,
         log_append: Vec::new(),
+        idempotency: new.idempotency,
     }
 }
 

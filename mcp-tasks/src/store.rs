@@ -140,6 +140,21 @@ use crate::record::{
 ///     of its intervals old, else drained, draining or active by the flags; an entry
 ///     [`FORGET_AFTER_MS`](crate::node::FORGET_AFTER_MS) past lost is removed (and neither
 ///     listed nor drained). Every handle sees a write at once (rule 2).
+/// 25. **Idempotent create** (optional: a store that keeps no idempotency keys says so
+///     with [`supports_idempotency`](Self::supports_idempotency) `false`, the default,
+///     and refuses a create carrying one with [`StoreError::Unsupported`], never
+///     ignoring it). `create` and `create_leased` with
+///     [`NewTask::idempotency`](crate::NewTask::idempotency) create at most one task per
+///     `(owner, key)` while that task is kept (until its TTL ends, rule 12): a repeat
+///     whose fingerprint is the same creates nothing and answers
+///     [`StoreError::AlreadyExists`] with that task's current record; one with another
+///     fingerprint answers [`StoreError::IdempotencyConflict`]. Neither counts against a
+///     limit (rule 16) or writes anything. Atomic across handles: of any number of
+///     concurrent creates with one key, exactly one creates the task. Keys are scoped by
+///     owner (rule 4): another owner's key neither collides nor shows. Once the task
+///     expired, the key is free again. A key is 1 to 255 bytes
+///     ([`Idempotency::new`](crate::Idempotency::new)), else
+///     [`StoreError::InvalidIdempotencyKey`]; the fingerprint is opaque, only compared.
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a `working` task and returns it once it is durable (rule 2).
@@ -320,6 +335,12 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Whether this store keeps task logs (rule 23). `false` by default.
     fn keeps_logs(&self) -> bool {
+        false
+    }
+
+    /// Whether this store keeps idempotency keys (rule 25). `false` by default: a create
+    /// carrying one is then refused with [`StoreError::Unsupported`].
+    fn supports_idempotency(&self) -> bool {
         false
     }
 

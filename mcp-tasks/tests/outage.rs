@@ -144,6 +144,7 @@ async fn sqlite_read_only_file_system() {
         },
         status_message: None,
         job: None,
+        idempotency: None,
     };
     let kept = {
         let store = SqliteStore::open(&path, Limits::default()).expect("open");

@@ -31,6 +31,7 @@ fn new_task(owner: &Owner) -> NewTask {
         },
         status_message: None,
         job: None,
+        idempotency: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn task(owner: &Owner) -> NewTask {
         },
         status_message: None,
         job: None,
+        idempotency: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn task(owner: &Owner, ttl_ms: Option<u64>) -> NewTask {
         },
         status_message: None,
         job: None,
+        idempotency: None,
     }
 }
 

@@ -57,6 +57,7 @@ fn new_task(owner: &Owner) -> NewTask {
         },
         status_message: Some("starting".into()),
         job: None,
+        idempotency: None,
     }
 }
 

@@ -15,6 +15,10 @@ use tokio::process::{Child, Command};
 /// How long one WebDriver request (or the driver's start) may take.
 pub const DRIVER_WAIT: Duration = Duration::from_secs(30);
 
+/// How long [`Browser::click`] tries again an element the page has not drawn yet or has
+/// just replaced.
+pub const CLICK_WAIT: Duration = Duration::from_secs(5);
+
 /// The browser and driver programs, from `MCP_TEST_CHROMIUM` / `MCP_TEST_CHROMEDRIVER`
 /// or found on `PATH` (`chromium`, `chromedriver`), or why they cannot be used.
 pub fn programs() -> Result<(PathBuf, PathBuf), String> {
@@ -210,8 +214,26 @@ impl Browser {
         }
     }
 
-    /// Clicks the first element matching the CSS `selector`.
+    /// Clicks the first element matching the CSS `selector`. A page that renders again
+    /// may replace the element between finding and clicking it, or not have drawn it yet:
+    /// those two errors (`stale element reference`, `no such element`; nothing was
+    /// clicked) are tried again for at most [`CLICK_WAIT`].
     pub async fn click(&self, selector: &str) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            match self.click_once(selector).await {
+                Err(e)
+                    if (e.contains("stale element reference") || e.contains("no such element"))
+                        && started.elapsed() < CLICK_WAIT =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn click_once(&self, selector: &str) -> Result<(), String> {
         let found = self
             .call(
                 reqwest::Method::POST,

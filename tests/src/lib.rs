@@ -12,12 +12,15 @@
 //! [`issuer`] is an OAuth authorization server (metadata, JWKS, signed tokens) for the
 //! resource-server tests; [`authorization_server`] adds its registration, authorization
 //! and token endpoints for the client's login tests.
-//! [`browser`] drives a headless Chromium through `chromedriver` (the console test).
+//! [`browser`] drives a headless Chromium through `chromedriver` (the console test);
+//! [`console_page`] is what the console's browser tests do with it.
 //! [`ts_sdk`] runs the official TypeScript SDK client's interop script (`ts-sdk/`).
 //! [`chaos`] holds the chaos test's clients: API nodes that come and go, refusals counted;
 //! [`redis_cluster`] a throwaway three-node Redis Cluster, each node behind a TCP proxy.
 //! [`programs`] starts the demo binary and `mcp-call` as children, and connects a client
 //! that logs in.
+//! [`console`] holds what the console's API tests share: a console-enabled server,
+//! console calls with the credential and the CSRF header, owners' tasks, the audit trail.
 //! [`task_stream`] opens and reads a task's event stream (`tasks/stream`) on the wire.
 
 #![warn(missing_docs)]
@@ -25,6 +28,8 @@
 pub mod authorization_server;
 pub mod browser;
 pub mod chaos;
+pub mod console;
+pub mod console_page;
 pub mod deaf_store;
 pub mod features_fixture;
 pub mod issuer;

@@ -153,6 +153,7 @@ async fn launch_demo(
             },
             status_message: None,
             job,
+            idempotency: None,
         })
         .await
         .expect("create");

@@ -29,6 +29,15 @@ pub struct CallToolRequestParams {
     /// The server's `requestState`, when retrying.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
+    /// **Our extension (rs.mcp-tasks), not the spec's** (the shape SEP-3182 proposed).
+    /// A key of 1 to 255 bytes that makes a call creating a task idempotent: the
+    /// server creates at most one task per caller and key for the task's TTL. A repeat
+    /// with the same tool and arguments answers with that task as it is now; one with
+    /// other arguments is -32602. SDKs that drop unknown params may send it as
+    /// `_meta.idempotencyKey` instead (both present must be equal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub idempotency_key: Option<String>,
     /// Members this crate does not know about, kept as they came.
     #[serde(flatten)]
     pub extra: JsonObject,

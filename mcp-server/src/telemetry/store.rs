@@ -104,6 +104,7 @@ mod tests {
                 status_message: None,
                 job: None,
                 trace_context: None,
+                idempotency: None,
             })
             .await
             .expect("create");

@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit;
 use crate::auth::Identity;
 use crate::auth::Principal;
-use crate::call::{Requester, find_tool, start_task};
+use crate::call::{Requester, find_tool, idempotency, idempotency_key, start_task};
 use crate::context::{CallScope, ToolContext};
 use crate::errors::ServerError;
 use crate::errors::call_error;
@@ -258,6 +258,13 @@ pub(crate) async fn tools_call(
         .unwrap_or_default();
     // A revision without tasks has no `params.task` either: the call runs now.
     let wants_task = params.task.is_some() && session.has_tasks();
+    // Checked on every call; used only by one that creates a task (a synchronous answer
+    // creates nothing to repeat). Fingerprinted on the arguments as the client sent them.
+    let key = idempotency_key(params.idempotency_key.take(), params.meta.as_ref())?;
+    let keyed = match key {
+        Some(key) if wants_task => idempotency(Some(key), tool.name(), &args)?,
+        _ => None,
+    };
     let scope = || CallScope {
         report: Report {
             peer: Some(peer.clone()),
@@ -316,6 +323,7 @@ pub(crate) async fn tools_call(
             // The tool starts once the `CreateTaskResult` is written (when the transport
             // says so): its questions and statuses never precede it.
             announced: ext.get::<ReplyWritten>().cloned(),
+            idempotency: keyed,
         },
     )
     .await?;

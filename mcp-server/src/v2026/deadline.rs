@@ -5,7 +5,9 @@
 //! the store; otherwise the call becomes a task at the deadline (one store write) and
 //! the tool runs on as that task. A tool that asks for it (`ToolDef::record_up_front`)
 //! has its record written at the start instead, its lease kept while the call runs, and
-//! ended as the call ended when it answers in time.
+//! ended as the call ended when it answers in time. So does a call with an idempotency
+//! key, so that a repeat finds its task from the start (and, once the call answered in
+//! time, the record ended as it ended).
 //!
 //! **Invariant.** The tool's future is the same before and after: the request polls it
 //! until the deadline, then hands it to the task runtime, never running it twice. Its
@@ -18,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks::{TaskRecord, WireRevision};
+use mcp_tasks::{Idempotency, TaskRecord, WireRevision};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::tasks::{CallToolReply, CreateTaskResult};
@@ -28,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::rounds::{self, Target};
 use crate::audit;
-use crate::call::{JobOf, new_task};
+use crate::call::{JobOf, is_keyed_refusal, keyed_refusal, new_task};
 use crate::context::{CallScope, Phase, Promotion, TaskBinding, ToolContext, ToolError};
 use crate::errors::{ServerError, call_error};
 use crate::revision::Caller;
@@ -50,6 +52,17 @@ pub(super) struct DeadlineCall<'a> {
     pub(super) scope: CallScope,
     /// The client capabilities the request declared, kept in the task's job.
     pub(super) declarations: Option<serde_json::Value>,
+    /// The call's idempotency key: the record is then written up front, so a repeat
+    /// finds it from the start.
+    pub(super) idempotency: Option<Idempotency>,
+}
+
+/// How the record of a call written up front came out.
+enum UpFront {
+    /// Written now, leased here.
+    Created(TaskRecord),
+    /// The call's idempotency key already names this task: nothing runs.
+    Existing(TaskRecord),
 }
 
 impl DeadlineCall<'_> {
@@ -63,8 +76,16 @@ impl DeadlineCall<'_> {
         let runtime = &self.state.runtime;
         // Durable from the start when the tool asks for it: the record now, leased here.
         // Its job copies the arguments: the tool has them too.
-        let up_front = if self.tool.record_up_front {
-            Some(self.create(args.clone(), None).await?)
+        // A keyed call too, so that a repeat finds the task from the start.
+        let up_front = if self.tool.record_up_front || self.idempotency.is_some() {
+            match self.create(args.clone(), None).await? {
+                UpFront::Created(record) => Some(record),
+                UpFront::Existing(record) => {
+                    return Ok(CallToolReply::Task(CreateTaskResult::from(views::task(
+                        &record,
+                    ))));
+                }
+            }
         } else {
             None
         };
@@ -145,7 +166,9 @@ impl DeadlineCall<'_> {
                 )
                 .await
             {
-                Ok(record) => record,
+                Ok(UpFront::Created(record)) => record,
+                // Unkeyed here (a keyed call's record is written up front).
+                Ok(UpFront::Existing(_)) => return None,
                 Err(e) => {
                     tracing::warn!(tool = self.tool.name(), error = %e, "cannot promote the call to a task; it stays synchronous");
                     return None;
@@ -176,12 +199,13 @@ impl DeadlineCall<'_> {
         Some((record, wake))
     }
 
-    /// Writes the call's task record (leased to this node) with `status` as its message.
+    /// Writes the call's task record (leased to this node) with `status` as its message;
+    /// with an idempotency key, finds the task the key already names instead.
     async fn create(
         &self,
         args: JsonObject,
         status: Option<String>,
-    ) -> Result<TaskRecord, ServerError> {
+    ) -> Result<UpFront, ServerError> {
         let job = JobOf {
             identity: self.caller.identity.as_ref(),
             declarations: self.declarations.clone(),
@@ -191,12 +215,14 @@ impl DeadlineCall<'_> {
         let revision = WireRevision::V2026_07_28;
         let mut new = new_task(self.state, owner, self.tool, args, None, revision, job);
         new.status_message = status;
-        let created = self
-            .state
-            .runtime
-            .create_leased(new)
-            .await
-            .map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e));
+        new.idempotency = self.idempotency.clone();
+        let keyed = new.idempotency.is_some();
+        let created = match self.state.runtime.create_leased(new).await {
+            Err(e) if keyed && is_keyed_refusal(&e) => {
+                return keyed_refusal(e).map(UpFront::Existing);
+            }
+            created => created.map_err(|e| mcp_tasks_protocol::jsonrpc::ErrorObject::from(&e)),
+        };
         let id = created.as_ref().map(|r| r.id.as_str()).unwrap_or_default();
         audit::record(
             self.state.cursor_key(),
@@ -205,7 +231,7 @@ impl DeadlineCall<'_> {
             id,
             &created,
         );
-        Ok(created?)
+        Ok(UpFront::Created(created?))
     }
 
     fn reply(

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::audit;
 use crate::cache::Cacheable;
-use crate::call::{Requester, find_tool, start_task};
+use crate::call::{Requester, find_tool, idempotency, idempotency_key, start_task};
 use crate::context::{ToolContext, ToolError};
 use crate::errors::ServerError;
 use crate::errors::call_error;
@@ -125,6 +125,15 @@ pub(crate) async fn tools_call(
     if tool.policy() == TaskPolicy::Required && !caller.declares_tasks {
         return Err(ServerError::MissingTasksCapability);
     }
+    // Checked on every call; used only by one that creates a task (a synchronous answer
+    // creates nothing to repeat). Fingerprinted on the arguments as the client sent them.
+    let key = idempotency_key(params.idempotency_key.take(), Some(&params.meta.extra))?;
+    let keyed = match key {
+        Some(key) if caller.declares_tasks && tool.wants_task(&args) => {
+            idempotency(Some(key), tool.name(), &args)?
+        }
+        _ => None,
+    };
     let target = rounds::Target {
         method: v2026::CallTool::METHOD,
         name: tool.name(),
@@ -167,6 +176,7 @@ pub(crate) async fn tools_call(
                 request_cancel: cancel,
                 scope: scope(),
                 declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
+                idempotency: keyed,
             };
             return call.run(args, deadline).await;
         }
@@ -183,6 +193,7 @@ pub(crate) async fn tools_call(
                 declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
                 // Nothing is pushed about a task the client did not name (listen's taskIds).
                 announced: None,
+                idempotency: keyed,
             },
         )
         .await?;

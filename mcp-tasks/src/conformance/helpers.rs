@@ -20,6 +20,7 @@ pub(crate) fn new_task(owner: &Owner) -> NewTask {
         origin: origin(),
         status_message: None,
         job: None,
+        idempotency: None,
     }
 }
 

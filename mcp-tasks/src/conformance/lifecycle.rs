@@ -148,6 +148,7 @@ pub async fn origin_and_poll_interval_round_trip<F: StoreFactory>(factory: &F) {
             origin: legacy.clone(),
             status_message: Some("queued".into()),
             job: None,
+            idempotency: None,
         })
         .await
         .expect("create");

@@ -77,6 +77,7 @@ mod env;
 mod events;
 mod factories;
 mod helpers;
+mod idempotency;
 mod input;
 mod isolation;
 mod leases;
@@ -103,6 +104,7 @@ pub use factories::PostgresFactory;
 pub use factories::RedisFactory;
 #[cfg(feature = "sqlite")]
 pub use factories::SqliteFactory;
+pub use idempotency::*;
 pub use input::*;
 pub use isolation::*;
 pub use leases::*;
@@ -269,6 +271,13 @@ registry!($;
     nodes_register_and_heartbeat_across_handles,
     nodes_drain_is_asked_seen_and_acknowledged,
     nodes_lost_then_forgotten,
+    // idempotent create
+    idempotent_create_returns_the_first_task,
+    idempotency_conflict_on_other_arguments,
+    idempotency_keys_are_scoped_by_owner,
+    concurrent_idempotent_creates_make_one_task,
+    idempotency_key_is_free_after_expiry,
+    invalid_idempotency_keys_are_refused,
 );
 
 /// How one behaviour went.

@@ -18,6 +18,7 @@ impl Backend for MemoryStore {
     const RERUNS_UPDATES: bool = false;
     const NAME: &'static str = "memory";
     const LOGS: bool = true;
+    const IDEMPOTENCY: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits

@@ -182,6 +182,9 @@ pub(super) struct OwnerIndex {
     order: BTreeSet<Pos>,
     /// Unfinished tasks of this owner.
     live: usize,
+    /// Idempotency keys (contract rule 25) -> the task created with each; an entry whose
+    /// task is gone or expired no longer holds its key.
+    keys: HashMap<String, Id>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -264,6 +267,28 @@ impl Inner {
         // Lock order: owner shard, then task shard.
         let mut owners = self.owner_shard(&record.owner);
         let index = owners.entry(record.owner.clone()).or_default();
+        if let Some(idempotency) = &record.idempotency
+            && let Some(first) = index.keys.get(&idempotency.key)
+        {
+            // Under the owner shard's lock: no other insert of this owner runs meanwhile.
+            let shard = self.task_shard(first);
+            if let Some(s) = shard.tasks.get(first)
+                && !s.record.is_expired(now)
+            {
+                let same = s
+                    .record
+                    .idempotency
+                    .as_ref()
+                    .is_some_and(|i| i.fingerprint == idempotency.fingerprint);
+                return Err(if same {
+                    StoreError::AlreadyExists {
+                        task: Box::new(s.record()?),
+                    }
+                } else {
+                    StoreError::IdempotencyConflict
+                });
+            }
+        }
         if index.live >= self.limits.max_live_tasks_per_owner {
             return Err(StoreError::LimitExceeded {
                 limit: Limit::LiveTasksPerOwner,
@@ -273,6 +298,9 @@ impl Inner {
         self.reserve_total()?;
         index.live += 1;
         index.order.insert(pos);
+        if let Some(idempotency) = &record.idempotency {
+            index.keys.insert(idempotency.key.clone(), id);
+        }
         let mut shard = self.task_shard(&id);
         if let Some(at) = record.expires_at() {
             shard.expiries.insert((at, id));
@@ -527,7 +555,7 @@ impl Inner {
     /// Deletes the tasks expired at `now` and finds lapsed leases.
     pub(super) fn sweep(&self, now: Millis) -> SweepReport {
         let mut report = SweepReport::default();
-        let mut purged: Vec<(TaskKey, Pos, bool)> = Vec::new();
+        let mut purged: Vec<(TaskKey, Pos, bool, Option<String>)> = Vec::new();
         for shard in self.tasks.iter() {
             let mut shard = lock(shard);
             while let Some(&(at, id)) = shard.expiries.first() {
@@ -541,7 +569,8 @@ impl Inner {
                     let pos = Pos::of(rec, id);
                     requeue(&self.queue, rec.queued_tool(), None, pos, rec);
                     lock(&self.operator).remove(pos, &Facets::of(rec));
-                    purged.push((rec.key(), pos, !rec.is_terminal()));
+                    let key = rec.idempotency.as_ref().map(|i| i.key.clone());
+                    purged.push((rec.key(), pos, !rec.is_terminal(), key));
                 }
             }
             for id in &shard.leased {
@@ -552,9 +581,14 @@ impl Inner {
                 }
             }
         }
-        for (key, pos, was_live) in purged {
+        for (key, pos, was_live, idempotency_key) in purged {
             if let Some(index) = self.owner_shard(&key.owner).get_mut(&key.owner) {
                 index.order.remove(&pos);
+                if let Some(k) = idempotency_key
+                    && index.keys.get(&k) == Some(&pos.id)
+                {
+                    index.keys.remove(&k);
+                }
                 if was_live {
                     index.live = index.live.saturating_sub(1);
                 }
@@ -567,7 +601,9 @@ impl Inner {
         }
         // Drop owners with nothing left, so the index does not grow without bound.
         for shard in self.owners.iter() {
-            lock(shard).retain(|_, index| !index.order.is_empty() || index.live > 0);
+            lock(shard).retain(|_, index| {
+                !index.order.is_empty() || index.live > 0 || !index.keys.is_empty()
+            });
         }
         report
     }

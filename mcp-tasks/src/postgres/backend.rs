@@ -33,12 +33,50 @@ const BUSY_ATTEMPTS: u32 = 100;
 const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
 const BUSY_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// What a keyed create did.
+enum Keyed {
+    /// Claimed the key and ran the create: its outcome (stored only when `Stored`).
+    Created(db::Created),
+    /// A task still kept holds the key: nothing was written.
+    Held { task: String, same: bool },
+}
+
+/// A create with an idempotency key (contract rule 25): one transaction that claims the
+/// key (`claim_idempotency_key`) and stores the task (`create_tasks_v10`, one row), so a
+/// concurrent claim of the key on any handle waits for it and then finds the task. Not
+/// batched with other creates: a refusal or a busy count rolls the claim back with it.
+async fn create_keyed(
+    inner: &super::Inner,
+    row: &db::NewRow,
+    idempotency: &crate::record::Idempotency,
+    now: Millis,
+) -> Result<Keyed, StoreError> {
+    let mut client = inner.pool.get().await.map_err(backend)?;
+    let tx = client.transaction().await.map_err(pg)?;
+    if let db::KeyClaim::Held { task, same } =
+        db::claim_key(&tx, row, &idempotency.key, &idempotency.fingerprint, now).await?
+    {
+        // Dropped: rolled back, nothing written.
+        return Ok(Keyed::Held { task, same });
+    }
+    let created = db::create_batch(&tx, std::slice::from_ref(row), &inner.limits)
+        .await?
+        .pop()
+        .ok_or_else(|| backend("create_tasks_v10 returned no outcome"))??;
+    if created == db::Created::Stored {
+        tx.commit().await.map_err(pg)?;
+    }
+    Ok(Keyed::Created(created))
+}
+
 impl Backend for PostgresStore {
     /// Writes are compare-and-set on the row's revision: one that lost reads again.
     const RERUNS_UPDATES: bool = true;
     const NAME: &'static str = "postgresql";
     /// Logs in `task_log` (schema version 9), written with the record they belong to.
     const LOGS: bool = true;
+    /// Keys in `idempotency_keys` (schema version 12), claimed in the create's transaction.
+    const IDEMPOTENCY: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -65,7 +103,35 @@ impl Backend for PostgresStore {
             let limits = &inner.limits;
             let mut pause = BUSY_PAUSE;
             for _ in 0..BUSY_ATTEMPTS {
-                let (owner, max) = match inner.batches.create.call(row.clone()).await? {
+                let created = match &record.idempotency {
+                    None => inner.batches.create.call(row.clone()).await?,
+                    Some(idempotency) => {
+                        match create_keyed(&inner, &row, idempotency, now).await? {
+                            Keyed::Created(created) => created,
+                            Keyed::Held { task, same: false } => {
+                                let _ = task;
+                                return Err(StoreError::IdempotencyConflict);
+                            }
+                            Keyed::Held { task, same: true } => {
+                                let key = db::ReadKey {
+                                    owner: record.owner.clone(),
+                                    id: TaskId::from_wire(task),
+                                    now: inner.clock.now_ms(),
+                                };
+                                match inner.batches.read.call(key).await? {
+                                    Some(task) => {
+                                        return Err(StoreError::AlreadyExists {
+                                            task: Box::new(task),
+                                        });
+                                    }
+                                    // Gone since (expired): the key is free, claim it again.
+                                    None => continue,
+                                }
+                            }
+                        }
+                    }
+                };
+                let (owner, max) = match created {
                     db::Created::Stored => {
                         inner.recent.keep(&record);
                         inner.publish(events);

@@ -118,6 +118,13 @@ impl PostgresOptions {
 ///   `sweep_expired`, serialized by a transaction-scoped advisory lock) pass over locked
 ///   rows, tasks and shards alike, so none can deadlock, and a sweep holds what it locks
 ///   for that one statement.
+/// - **Idempotency keys** (contract rule 25, version 12). A row of `idempotency_keys` per
+///   `(owner, key)`: the task created with it, its fingerprint and expiry. A keyed create
+///   is one transaction of its own (not batched): `claim_idempotency_key` inserts the row
+///   (or takes over one whose task expired), then `create_tasks_v10` stores the task; a
+///   concurrent claim of the key on any handle waits on the primary key for that
+///   transaction and then finds the task. A refusal rolls the claim back with it; a
+///   statement trigger deletes the rows of deleted tasks.
 /// - **Task logs** (contract rule 23). Entries live in `task_log` (task id and seq the
 ///   key, deleted with their task row by `ON DELETE CASCADE`); the task row counts for
 ///   its log (`log_next`, `log_first`, `log_bytes`). The entries a change of state

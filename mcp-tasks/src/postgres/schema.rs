@@ -161,6 +161,12 @@ const V10: &str = include_str!("migrations/0010_written_columns.sql");
 /// read it.
 const V11: &str = include_str!("migrations/0011_nodes.sql");
 
+/// Version 12: idempotency keys (contract rule 25), the table `idempotency_keys`, one row
+/// per `(owner, key)`, claimed by `claim_idempotency_key` in the transaction of a keyed
+/// create (which stores its task with `create_tasks_v10`, one row), and removed with
+/// their tasks by a statement trigger. Nothing else changes: older builds never read it.
+const V12: &str = include_str!("migrations/0012_idempotency.sql");
+
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -206,10 +212,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 11,
         sql: V11,
     },
+    Migration {
+        version: 12,
+        sql: V12,
+    },
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i32 = 11;
+pub(crate) const SCHEMA_VERSION: i32 = 12;
 
 pub(crate) fn backend(e: impl IntoStoreError) -> StoreError {
     e.into_store_error()

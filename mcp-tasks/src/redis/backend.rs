@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::RedisStore;
-use super::db::{Base, MAX_ATTEMPTS, backoff};
+use super::db::{Base, Create, MAX_ATTEMPTS, backoff};
 use super::feed::Wire;
 use super::keys::parse_member;
 use super::place::{self, Room};
@@ -36,6 +36,8 @@ impl Backend for RedisStore {
     const NAME: &'static str = "redis";
     /// A list per task beside its hash, written by the record's own scripts.
     const LOGS: bool = true;
+    /// An entry per owner and key in its task's slot, decided by the create script.
+    const IDEMPOTENCY: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -54,7 +56,16 @@ impl Backend for RedisStore {
         let mut record = make(&inner.limits, now);
         let drafts = std::mem::take(&mut record.log_append);
         let active = inner.active_shards();
-        if inner.keys.shard_of(&record.id) >= active {
+        let keyed = record.idempotency.as_ref().map(|i| {
+            // A keyed task goes to its key's shard, so the script sees both (and stays
+            // there: no move to a shard with room).
+            inner.keys.idempotency_shard(&record.owner, &i.key, active)
+        });
+        if let Some(shard) = keyed {
+            if inner.keys.shard_of(&record.id) != shard {
+                record.id = place::id_in_shard(&inner.keys, shard)?;
+            }
+        } else if inner.keys.shard_of(&record.id) >= active {
             // Only the first `active` shards hold a part of the limits.
             let shard = u16::try_from(place::pick(usize::from(active))).unwrap_or(0);
             record.id = place::id_in_shard(&inner.keys, shard)?;
@@ -62,12 +73,33 @@ impl Backend for RedisStore {
         let mut refused = None;
         for _ in 0..CREATE_ATTEMPTS {
             let events = wires(announce, &(), &record);
-            let Some(limit) = inner.create(&record, &drafts, now, events).await? else {
-                inner.recent.keep(&record);
-                return Ok(record);
+            let limit = match inner.create(&record, &drafts, now, events).await? {
+                Create::Stored => {
+                    inner.recent.keep(&record);
+                    return Ok(record);
+                }
+                Create::Refused(limit) => limit,
+                Create::Held(id) => {
+                    // Read as the owner: gone since (expired) means the key is free.
+                    match inner.load(&record.owner, &id, inner.clock.now_ms()).await {
+                        Ok(task) => {
+                            let same = task.idempotency.as_ref().map(|i| &i.fingerprint)
+                                == record.idempotency.as_ref().map(|i| &i.fingerprint);
+                            return Err(if same {
+                                StoreError::AlreadyExists {
+                                    task: Box::new(task),
+                                }
+                            } else {
+                                StoreError::IdempotencyConflict
+                            });
+                        }
+                        Err(StoreError::NotFound) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
             };
             refused = Some(limit);
-            if inner.keys.shards() == 1 {
+            if inner.keys.shards() == 1 || keyed.is_some() {
                 break;
             }
             // The id's shard is full: move to a shard with room (a new random id there).

@@ -202,7 +202,7 @@ impl Inner {
         drafts: &[LogDraft],
         now: Millis,
         events: Vec<Wire>,
-    ) -> Result<Option<Limit>, StoreError> {
+    ) -> Result<Create, StoreError> {
         let log = LogBlock::new(&self.limits, now, drafts)?;
         let safety = match (self.safety_slack, rec.ttl_ms) {
             (None, _) => "off".to_owned(),
@@ -238,8 +238,11 @@ impl Inner {
             .key(keys.op_tool(shard, rec.origin.tool.as_deref().unwrap_or_default()))
             .key(keys.op_holder(shard, rec.lease.as_ref().map_or("", |l| l.holder.as_str())))
             .key(keys.op_counts(shard))
-            .key(keys.log(&rec.id))
-            .arg(rec.owner.as_str())
+            .key(keys.log(&rec.id));
+        if let Some(i) = &rec.idempotency {
+            call.key(keys.idempotency(shard, &rec.owner, &i.key));
+        }
+        call.arg(rec.owner.as_str())
             .arg(rec.id.as_str())
             .arg(encode(rec)?)
             .arg(rec.revision)
@@ -262,16 +265,21 @@ impl Inner {
         for payload in &payloads {
             call.arg(payload);
         }
-        let code: Result<i64, _> = call.invoke_async(&mut self.conn()).await;
+        let code: Result<redis::Value, _> = call.invoke_async(&mut self.conn()).await;
         let refused = match code {
-            Ok(1) => {
+            Ok(redis::Value::Int(1)) => {
                 self.shared.echo(echo).await;
-                return Ok(None);
+                return Ok(Create::Stored);
             }
-            Ok(-1) => Ok(Some(Limit::LiveTasksPerOwner)),
-            Ok(-2) => Ok(Some(Limit::LiveTasksTotal)),
+            Ok(redis::Value::Int(-1)) => Ok(Create::Refused(Limit::LiveTasksPerOwner)),
+            Ok(redis::Value::Int(-2)) => Ok(Create::Refused(Limit::LiveTasksTotal)),
+            Ok(redis::Value::BulkString(held)) => {
+                let held = String::from_utf8_lossy(&held);
+                let id = held.split(':').next().unwrap_or_default();
+                Ok(Create::Held(TaskId::from_wire(id)))
+            }
             Ok(other) => Err(store_error(format!(
-                "create refused ({other}): id collision"
+                "create refused ({other:?}): id collision"
             ))),
             Err(e) => Err(store_error(e)),
         };
@@ -421,4 +429,16 @@ impl Inner {
         };
         Ok(TaskPage { tasks, next_cursor })
     }
+}
+
+/// What a create script did.
+#[derive(Debug)]
+pub(super) enum Create {
+    /// The task is stored.
+    Stored,
+    /// The shard's part of this limit is used up: nothing written.
+    Refused(Limit),
+    /// A task still kept holds the record's idempotency key (contract rule 25): nothing
+    /// written.
+    Held(TaskId),
 }

@@ -118,6 +118,39 @@ impl Keys {
         format!("{}:q:{tool}", self.shard_tag(shard))
     }
 
+    /// The shard of the tasks `owner` creates with idempotency key `key` (contract rule
+    /// 25): FNV-1a of the owner and the key, modulo `active` (the shards holding a part
+    /// of the limits). The key's entry and its task then share a hash tag, so the create
+    /// script decides both at once, on a Cluster too.
+    pub(crate) fn idempotency_shard(&self, owner: &Owner, key: &str, active: u16) -> u16 {
+        if self.shards == 1 {
+            return 0;
+        }
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let owner = owner.as_str();
+        let len = owner.len().to_string();
+        for b in len
+            .bytes()
+            .chain([b':'])
+            .chain(owner.bytes())
+            .chain([b':'])
+            .chain(key.bytes())
+        {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        (hash % u64::from(active.clamp(1, self.shards))) as u16
+    }
+
+    /// A string per owner and idempotency key, in the shard of its task
+    /// ([`idempotency_shard`](Self::idempotency_shard)): `ID:EXPIRES_AT` of the task
+    /// created with the key (`EXPIRES_AT` empty: never). The owner goes with its length,
+    /// so no two owner and key pairs share a name.
+    pub(crate) fn idempotency(&self, shard: u16, owner: &Owner, key: &str) -> String {
+        let owner = owner.as_str();
+        format!("{}:i:{}:{owner}:{key}", self.shard_tag(shard), owner.len())
+    }
+
     /// A sorted set per shard, every score 0, members [`member`]: every task of the shard
     /// in creation order (the operator's view, contract rule 22).
     pub(crate) fn op_all(&self, shard: u16) -> String {

@@ -247,6 +247,7 @@ mod tests {
             },
             status_message: None,
             job: None,
+            idempotency: None,
         };
         let pttl = |key: String| {
             let mut admin = admin.clone();

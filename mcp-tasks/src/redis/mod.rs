@@ -54,7 +54,12 @@ use keys::Keys;
 /// log's own scripts check (`own`, `exp`, `st`). The create and compare-and-set scripts
 /// append the entries of the change with the record and apply retention; a tool's
 /// append and a page's read are one script each; the purge deletes the list with the
-/// hash. Sessions and the event channel are not sharded: they live under `{prefix}`. Listing
+/// hash. An idempotency key (contract rule 25) is a string
+/// `{s}:i:<owner length>:<owner>:<key>` holding `<id>:<expires_at>` of the task created
+/// with it, in that task's slot: a keyed create goes to the shard its owner and key hash
+/// to (FNV-1a, modulo the shards holding a part of the limits; its id is drawn until it
+/// lands there, about 16 draws on a cluster), so its create script checks the key and
+/// stores both at once; the purge deletes it with the task. Sessions and the event channel are not sharded: they live under `{prefix}`. Listing
 /// merges the owner's index of every shard (keyset order is preserved: each index is in
 /// order); a claim merges the queues of every shard; a sweep walks the shards one by one.
 ///
@@ -77,7 +82,9 @@ use keys::Keys;
 /// the limit when one shard has room for both whenever each limit has room somewhere
 /// (always on a standalone server, where the one shard holds the whole limit); near
 /// both limits at once on a cluster, a create may be refused a few units early. The
-/// limits are never exceeded.
+/// limits are never exceeded. A create with an idempotency key stays in its key's shard
+/// (the key and the task must share a slot): on a cluster it is refused when that shard's
+/// part of a limit is used up, even if another shard has room.
 ///
 /// # Atomicity
 ///

@@ -124,12 +124,25 @@ end
 /// or `-` (no lease), the log block (see [`LOG`]: now, limits, count, drafts), event
 /// payloads...
 ///
-/// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists).
+/// With an idempotency key (contract rule 25), KEYS has one more, the key's entry
+/// (`ID:EXPIRES_AT`, in the task's slot): when it names a task unexpired at now, the
+/// script writes nothing and returns the entry; otherwise it writes the entry with the
+/// task, expiring with the task key.
+///
+/// Returns 1, or -1 (per-owner limit), -2 (total limit), -3 (the id exists), or the
+/// idempotency key's entry (a string) when a task still holds the key.
 pub(crate) static CREATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{OUTLIVE}{LOG}{}",
         r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then return -3 end
+if KEYS[14] then
+  local held = redis.call('GET', KEYS[14])
+  if held then
+    local exp = string.sub(held, 34)
+    if exp == '' or tonumber(exp) > tonumber(ARGV[16]) then return held end
+  end
+end
 local mine = tonumber(redis.call('HGET', KEYS[5], ARGV[1]) or '0')
 if mine >= tonumber(ARGV[7]) then return -1 end
 if redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[8]) then return -2 end
@@ -164,6 +177,10 @@ elseif safety ~= 'off' then
       if left >= 0 and left < ms then redis.call('PEXPIRE', KEYS[i], safety) end
     end
   end
+end
+if KEYS[14] then
+  redis.call('SET', KEYS[14], ARGV[2] .. ':' .. ARGV[6])
+  if safety ~= 'off' and safety ~= 'forever' then redis.call('PEXPIRE', KEYS[14], safety) end
 end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[6], ARGV[11], ARGV[2]) end
 if ARGV[12] == '1' then redis.call('ZADD', KEYS[7], 0, ARGV[5]) end
@@ -259,7 +276,8 @@ return 1
 /// gone, any key of the shard in each place: unused); and the task's log.
 /// ARGV: expected revision (`''`: the record is already gone, e.g. by the key-expiry
 /// safety net), id, index member (`''`: unknown), status, `+TOOL` or `-`, `+HOLDER` or
-/// `-`.
+/// `-`. With an idempotency key, KEYS has one more, the key's entry: deleted when it
+/// still names this task.
 ///
 /// Returns `{1, owner-if-it-was-unfinished-or-''}` when this call purged the task,
 /// `{0, ''}` when the record changed meanwhile or someone else purged it.
@@ -273,6 +291,10 @@ elseif redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
   return {0, ''}
 end
 redis.call('DEL', KEYS[1], KEYS[12])
+if KEYS[13] then
+  local held = redis.call('GET', KEYS[13])
+  if held and string.sub(held, 1, 32) == ARGV[2] then redis.call('DEL', KEYS[13]) end
+end
 if ARGV[3] ~= '' then
   redis.call('ZREM', KEYS[6], ARGV[3])
   -- Counted only if indexed (a task written before the index existed is not).

@@ -137,8 +137,13 @@ impl Inner {
                         .arg("-");
                 }
             }
-            // The task's log goes with it.
+            // The task's log goes with it, and its idempotency key.
             call.key(keys.log(id));
+            if let Some(rec) = &rec
+                && let Some(i) = &rec.idempotency
+            {
+                call.key(keys.idempotency(shard, &rec.owner, &i.key));
+            }
             let (purged, live_owner): (i64, String) = call
                 .invoke_async(&mut self.conn())
                 .await

@@ -20,6 +20,8 @@ impl Backend for SqliteStore {
     const NAME: &'static str = "sqlite";
     /// Each write's entries go in its transaction (schema version 4).
     const LOGS: bool = true;
+    /// Keys in `idempotency_keys`, taken in the insert's transaction (schema version 5).
+    const IDEMPOTENCY: bool = true;
 
     fn limits(&self) -> &Limits {
         &self.inner.limits

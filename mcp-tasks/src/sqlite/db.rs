@@ -94,6 +94,9 @@ pub(crate) fn insert(
     limits: &Limits,
 ) -> Result<(), StoreError> {
     let owner = rec.owner.as_str();
+    if let Some(idempotency) = &rec.idempotency {
+        claim_key(conn, rec, idempotency, now)?;
+    }
     let owner_live: i64 = conn
         .prepare_cached("SELECT live FROM live_counts WHERE owner = ?1")
         .and_then(|mut st| st.query_row([owner], |row| row.get(0)).optional())
@@ -149,6 +152,49 @@ pub(crate) fn insert(
     conn.prepare_cached("UPDATE counters SET value = value + 1 WHERE name = 'live_total'")
         .and_then(|mut st| st.execute([]))
         .map_err(backend)?;
+    Ok(())
+}
+
+/// Takes the idempotency key of the new record `rec` (contract rule 25), in the insert's
+/// transaction: refused when a task of the owner still visible at `now` holds it.
+fn claim_key(
+    conn: &Connection,
+    rec: &TaskRecord,
+    idempotency: &crate::record::Idempotency,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let owner = rec.owner.as_str();
+    let held: Option<String> = conn
+        .prepare_cached(
+            "SELECT t.record FROM idempotency_keys k JOIN tasks t ON t.id = k.task_id
+             WHERE k.owner = ?1 AND k.key = ?2 AND t.owner = ?1
+               AND (t.expires_at IS NULL OR t.expires_at > ?3)",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![owner, idempotency.key, now], |row| row.get(0))
+                .optional()
+        })
+        .map_err(backend)?;
+    if let Some(json) = held {
+        let task = decode(&json)?;
+        let same = task
+            .idempotency
+            .as_ref()
+            .is_some_and(|i| i.fingerprint == idempotency.fingerprint);
+        return Err(if same {
+            StoreError::AlreadyExists {
+                task: Box::new(task),
+            }
+        } else {
+            StoreError::IdempotencyConflict
+        });
+    }
+    conn.prepare_cached(
+        "INSERT INTO idempotency_keys (owner, key, task_id) VALUES (?1, ?2, ?3)
+         ON CONFLICT (owner, key) DO UPDATE SET task_id = excluded.task_id",
+    )
+    .and_then(|mut st| st.execute(params![owner, idempotency.key, rec.id.as_str()]))
+    .map_err(backend)?;
     Ok(())
 }
 

@@ -54,6 +54,9 @@ pub struct Recovered {
 ///   sees the data, not the events; whoever waits there must poll.
 /// - **Task logs** (rule 23) are rows beside the tasks, written in the transaction of the
 ///   write they record, and removed with their task.
+/// - **Idempotency keys** (rule 25, schema version 5) are rows of `idempotency_keys`,
+///   one per `(owner, key)`, checked and written in the create's transaction, removed
+///   with their task.
 /// - Each operation runs on Tokio's blocking pool, so the store needs a Tokio runtime.
 /// - The schema is created on first open; a file written by a newer schema version than
 ///   [`SqliteStore::SCHEMA_VERSION`] is refused with [`StoreError::Backend`].

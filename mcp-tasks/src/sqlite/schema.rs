@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 4;
+pub(crate) const SCHEMA_VERSION: i64 = 5;
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,6 +72,27 @@ CREATE INDEX IF NOT EXISTS tasks_by_tool ON tasks (tool, created_at, id)
     WHERE tool IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_by_holder ON tasks (lease_holder, created_at, id)
     WHERE lease_holder IS NOT NULL;
+";
+
+/// Version 5: idempotency keys (contract rule 25). One row per `(owner, key)` naming the
+/// task created with it; the insert of a keyed task checks and writes it in its own
+/// transaction, so the primary key settles any race. A row whose task expired no longer
+/// holds its key (the insert overwrites it); the trigger takes it with its task,
+/// whichever statement removes the row.
+const SCHEMA_V5: &str = "
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    owner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    PRIMARY KEY (owner, key)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS idempotency_key_goes_with_its_task AFTER DELETE ON tasks
+WHEN json_extract(old.record, '$.idempotency.key') IS NOT NULL
+BEGIN
+    DELETE FROM idempotency_keys
+    WHERE owner = old.owner AND key = json_extract(old.record, '$.idempotency.key')
+      AND task_id = old.id;
+END;
 ";
 
 /// Version 4: task logs (contract rule 23). `task_log` holds each task's entries by
@@ -239,6 +260,9 @@ fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> 
         }
         if version < 4 {
             tx.execute_batch(SCHEMA_V4).map_err(backend)?;
+        }
+        if version < 5 {
+            tx.execute_batch(SCHEMA_V5).map_err(backend)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)

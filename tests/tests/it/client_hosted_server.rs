@@ -97,6 +97,7 @@ async fn sync_call_asks_a_task(client: &McpClient, store: &MemoryStore) {
         name: "ask_name".into(),
         arguments: Some(JsonObject::new()),
         task: None,
+        idempotency_key: None,
         meta: None,
         extra: JsonObject::new(),
     };

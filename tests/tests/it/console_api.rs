@@ -26,18 +26,18 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use mcp_tasks::conformance::StoreFactory as _;
+use mcp_tasks_server::Server;
 use mcp_tasks_server::console::ConsoleConfig;
 use mcp_tasks_server::http::HttpConfig;
-use mcp_tasks_server::{RuntimeConfig, Server};
-use mcp_tests::deaf_store::{Deaf, DeafStore};
-use mcp_tests::issuer::{TestIssuer, protect_with};
-use mcp_tests::node_harness::slow;
-use mcp_tests::server_harness::{
-    SseStream, TestServer, WAIT, bearer_principal, call_params, demo_tools, request, task_params,
+use mcp_tests::console::{
+    self, Got, assert_holds, basic, capture_audit, get_as, ok_as, origin_of, poll, quick_shutdown,
+    scope_server, task_of,
 };
-use reqwest::header::HeaderMap;
+use mcp_tests::deaf_store::{Deaf, DeafStore};
+use mcp_tests::issuer::TestIssuer;
+use mcp_tests::node_harness::slow;
+use mcp_tests::server_harness::{SseStream, TestServer, WAIT, bearer_principal, demo_tools};
 use serde_json::{Value, json};
 
 const USER: &str = "admin";
@@ -57,22 +57,8 @@ const PATHS: &[&str] = &[
     "/console/no/such/path",
 ];
 
-fn basic(user: &str, password: &str) -> String {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    format!("Basic {encoded}")
-}
-
 fn operator() -> String {
     basic(USER, PASSWORD)
-}
-
-/// One console reply.
-#[derive(Debug)]
-struct Got {
-    status: reqwest::StatusCode,
-    headers: HeaderMap,
-    body: Value,
-    text: String,
 }
 
 /// The demo server with bearer principals (`Bearer NAME`) and the console behind Basic.
@@ -85,74 +71,30 @@ async fn basic_server() -> TestServer {
     TestServer::start_with(demo_tools(), quick_shutdown(), http).await
 }
 
-/// Tasks still running when a test ends are cancelled at once.
-fn quick_shutdown() -> RuntimeConfig {
-    RuntimeConfig {
-        shutdown_grace: Duration::from_millis(100),
-        ..RuntimeConfig::default()
-    }
-}
-
-/// `http://127.0.0.1:PORT` of a server whose MCP endpoint is `url`.
-fn origin_of(url: &str) -> String {
-    url.trim_end_matches("/mcp").to_owned()
-}
-
+/// `method path` with exactly `headers`.
 async fn send(
     s: &TestServer,
     method: reqwest::Method,
     path: &str,
     headers: &[(&str, &str)],
 ) -> Got {
-    let mut request = s
-        .client
-        .request(method, format!("{}{path}", origin_of(&s.url)));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = tokio::time::timeout(WAIT, request.send())
-        .await
-        .expect("reply in time")
-        .expect("HTTP request");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = if headers
-        .get("content-type")
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
-    {
-        String::new()
-    } else {
-        tokio::time::timeout(WAIT, response.text())
-            .await
-            .expect("body in time")
-            .expect("body")
-    };
-    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Got {
-        status,
-        headers,
-        body,
-        text,
-    }
+    console::send(s, method, path, headers, None).await
 }
 
 async fn get(s: &TestServer, path: &str, auth: Option<&str>) -> Got {
-    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
-    send(s, reqwest::Method::GET, path, &headers).await
+    console::call(s, reqwest::Method::GET, path, auth, None).await
 }
 
 /// A GET as the operator that must answer 200; its JSON body.
 async fn ok(s: &TestServer, path: &str) -> Value {
-    let got = get(s, path, Some(&operator())).await;
-    assert_eq!(got.status, 200, "GET {path}: {}", got.text);
-    got.body
+    ok_as(s, &operator(), path).await
 }
 
 async fn cancel(s: &TestServer, id: &str, csrf: bool) -> Got {
     let auth = operator();
     let mut headers = vec![("authorization", auth.as_str())];
     if csrf {
-        headers.push(("x-console-csrf", "1"));
+        headers.push(console::CSRF);
     }
     let path = format!("/console/api/tasks/{id}/cancel");
     send(s, reqwest::Method::POST, &path, &headers).await
@@ -184,36 +126,15 @@ fn assert_security_headers(got: &Got, what: &str) {
     assert_eq!(header("cache-control"), "no-store", "{what}");
 }
 
-/// Creates a task of `principal` (`Authorization: Bearer principal`) through the MCP
-/// endpoint; its id.
-async fn create_as(s: &TestServer, principal: &str, tool: &str, args: Value) -> String {
-    let auth = format!("Bearer {principal}");
-    let message = request(s.id(), "tools/call", call_params(tool, args, true));
-    let reply = s.post(&message, &[("authorization", &auth)]).await;
-    let result = reply.result();
-    assert_eq!(result["resultType"], "task", "{}", reply.text);
-    result["taskId"].as_str().expect("taskId").to_owned()
-}
-
-/// `tasks/get` of `principal`.
-async fn get_as(s: &TestServer, principal: &str, id: &str) -> mcp_tests::server_harness::Reply {
-    let auth = format!("Bearer {principal}");
-    let message = request(s.id(), "tasks/get", task_params(id, true));
-    s.post(&message, &[("authorization", &auth)]).await
-}
-
 /// Polls the console's list (as the operator) until `done` holds for its tasks.
 async fn poll_list(s: &TestServer, query: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let page = ok(s, &format!("/console/api/tasks?{query}")).await;
-        let tasks = page["tasks"].as_array().cloned().unwrap_or_default();
-        if done(&tasks) {
-            return tasks;
-        }
-        assert!(Instant::now() < deadline, "never got there: {page}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let path = format!("/console/api/tasks?{query}");
+    let page = poll(|| ok(s, &path), |page| done(&tasks_of(page))).await;
+    tasks_of(&page)
+}
+
+fn tasks_of(page: &Value) -> Vec<Value> {
+    page["tasks"].as_array().cloned().unwrap_or_default()
 }
 
 fn ids(tasks: &[Value]) -> BTreeSet<String> {
@@ -297,10 +218,10 @@ async fn the_operator_lists_filters_and_reads_every_owners_tasks() {
     let s = basic_server().await;
     let mut alice = Vec::new();
     for i in 0..3 {
-        alice.push(create_as(&s, "alice", "slow_compute", slow(0.05, &format!("a{i}"))).await);
+        alice.push(task_of(&s, "alice", "slow_compute", slow(0.05, &format!("a{i}"))).await);
     }
-    let asking = create_as(&s, "alice", "confirm_delete", json!({ "filename": "x" })).await;
-    let running = create_as(&s, "bob", "slow_compute", slow(60.0, "b")).await;
+    let asking = task_of(&s, "alice", "confirm_delete", json!({ "filename": "x" })).await;
+    let running = task_of(&s, "bob", "slow_compute", slow(60.0, "b")).await;
     let all: BTreeSet<String> = alice.iter().chain([&asking, &running]).cloned().collect();
 
     // Everything, newest first, once the quick ones completed and the question is asked.
@@ -480,45 +401,12 @@ async fn the_operator_lists_filters_and_reads_every_owners_tasks() {
     s.stop().await;
 }
 
-/// A buffer the audit events of one (current-thread) test are written to.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
-
 // Current-thread: the server's tasks run on this thread, under its audit subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn the_operator_cancels_another_principals_task() {
-    let audit = Captured::default();
-    let writer = audit.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            mcp_tasks_server::audit::TARGET,
-        ))
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _audit = tracing::subscriber::set_default(subscriber);
+    let (audit, _guard) = capture_audit("trace");
     let s = basic_server().await;
-    let id = create_as(&s, "bob", "slow_compute", slow(60.0, "cancel-me")).await;
+    let id = task_of(&s, "bob", "slow_compute", slow(60.0, "cancel-me")).await;
     let refused = cancel(&s, &id, false).await;
     assert_eq!(refused.status, 403, "{}", refused.text);
     assert!(
@@ -541,21 +429,17 @@ async fn the_operator_cancels_another_principals_task() {
         "{}",
         done.text
     );
-    let line = audit
-        .text()
-        .lines()
-        .find(|l| l.contains("console: cancel"))
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("no audit record of the cancel: {}", audit.text()));
-    for part in [
-        "actor=admin",
-        "principal=bob",
-        &format!("task_id=\"{id}\""),
-        "outcome=\"ok\"",
-        "INFO",
-    ] {
-        assert!(line.contains(part), "{part} in {line}");
-    }
+    let line = audit.first_with(&["console: cancel"]);
+    assert_holds(
+        &line,
+        &[
+            "actor=admin",
+            "principal=bob",
+            &format!("task_id=\"{id}\""),
+            "outcome=\"ok\"",
+            "INFO",
+        ],
+    );
     let deadline = Instant::now() + WAIT;
     loop {
         let reply = get_as(&s, "bob", &id).await;
@@ -577,70 +461,37 @@ async fn the_operator_cancels_another_principals_task() {
     s.stop().await;
 }
 
-/// The audit trail at DEBUG, captured for the (current-thread) test that holds the
-/// guard.
-fn capture_audit() -> (Captured, tracing::subscriber::DefaultGuard) {
-    // tracing-core decides a callsite's interest from the current thread's dispatcher
-    // alone while just one dispatcher is registered: another test's thread (no
-    // subscriber) hitting a callsite first while this test's scoped one was the only one
-    // cached "never" for it, and this test lost the line (the 401 refusal, seen once in a
-    // full run). A second dispatcher kept for the whole process makes it ask every live one.
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let audit = Captured::default();
-    let writer = audit.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
-            "{}=debug",
-            mcp_tasks_server::audit::TARGET
-        )))
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    (audit, tracing::subscriber::set_default(subscriber))
-}
-
-/// The one captured line holding every one of `parts`.
-fn line_with(audit: &Captured, parts: &[&str]) -> String {
-    let text = audit.text();
-    let found: Vec<&str> = text
-        .lines()
-        .filter(|l| parts.iter().all(|p| l.contains(p)))
-        .collect();
-    assert_eq!(found.len(), 1, "one line with {parts:?} in:\n{text}");
-    found[0].to_owned()
-}
-
 // Current-thread: the server's tasks run on this thread, under its audit subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn reads_and_refusals_are_audited_without_the_credential() {
-    let (audit, _guard) = capture_audit();
+    let (audit, _guard) = capture_audit("debug");
     let s = basic_server().await;
-    let id = create_as(&s, "bob", "slow_compute", slow(60.0, "read-me")).await;
+    let id = task_of(&s, "bob", "slow_compute", slow(60.0, "read-me")).await;
 
     // Reading bob's task in full: INFO, with the operator, the owner and the task.
     let detail = ok(&s, &format!("/console/api/tasks/{id}")).await;
     assert_eq!(detail["arguments"]["label"], "read-me");
-    let read = line_with(&audit, &["op=\"console: read\""]);
-    for part in [
-        "INFO",
-        "mcp_tasks_server::audit",
-        "actor=admin",
-        "principal=bob",
-        &format!("task_id=\"{id}\""),
-        "outcome=\"ok\"",
-    ] {
-        assert!(read.contains(part), "{part} in {read}");
-    }
+    let read = audit.line_with(&["op=\"console: read\""]);
+    assert_holds(
+        &read,
+        &[
+            "INFO",
+            "mcp_tasks_server::audit",
+            "actor=admin",
+            "principal=bob",
+            &format!("task_id=\"{id}\""),
+            "outcome=\"ok\"",
+        ],
+    );
     // A list read and a stream opened: DEBUG.
     ok(&s, "/console/api/tasks").await;
-    let listed = line_with(&audit, &["op=\"console: list\""]);
+    let listed = audit.line_with(&["op=\"console: list\""]);
     assert!(
         listed.contains("DEBUG") && listed.contains("actor=admin"),
         "{listed}"
     );
     let events = open_events(&s).await;
-    let opened = line_with(&audit, &["op=\"console: events\""]);
+    let opened = audit.line_with(&["op=\"console: events\""]);
     assert!(
         opened.contains("DEBUG") && opened.contains("actor=admin"),
         "{opened}"
@@ -651,22 +502,23 @@ async fn reads_and_refusals_are_audited_without_the_credential() {
     let tried = "hunter2-tried";
     let wrong = get(&s, "/console/api/counts", Some(&basic(USER, tried))).await;
     assert_eq!(wrong.status, 401, "{}", wrong.text);
-    let refused = line_with(&audit, &["reason=\"bad credentials\""]);
-    for part in [
-        "INFO",
-        "mcp_tasks_server::audit",
-        "op=\"console: refused\"",
-        "status=401",
-        "remote_ip=127.0.0.1",
-        "method=\"GET\"",
-        "path=\"/console/api/counts\"",
-    ] {
-        assert!(refused.contains(part), "{part} in {refused}");
-    }
+    let refused = audit.line_with(&["reason=\"bad credentials\""]);
+    assert_holds(
+        &refused,
+        &[
+            "INFO",
+            "mcp_tasks_server::audit",
+            "op=\"console: refused\"",
+            "status=401",
+            "remote_ip=127.0.0.1",
+            "method=\"GET\"",
+            "path=\"/console/api/counts\"",
+        ],
+    );
     // No credential at all (a browser's first request) is told apart.
     let none = get(&s, "/console/api/activity", None).await;
     assert_eq!(none.status, 401);
-    let first = line_with(&audit, &["reason=\"no credentials\""]);
+    let first = audit.line_with(&["reason=\"no credentials\""]);
     assert!(first.contains("path=\"/console/api/activity\""), "{first}");
     // A credential in the URL: the query string is never written.
     let in_url = get(
@@ -676,7 +528,7 @@ async fn reads_and_refusals_are_audited_without_the_credential() {
     )
     .await;
     assert_eq!(in_url.status, 400, "{}", in_url.text);
-    let url_line = line_with(&audit, &["reason=\"credentials in the URL\""]);
+    let url_line = audit.line_with(&["reason=\"credentials in the URL\""]);
     assert!(url_line.contains("status=400"), "{url_line}");
     // A foreign page, and a POST without the CSRF header: 403.
     let auth = operator();
@@ -686,11 +538,11 @@ async fn reads_and_refusals_are_audited_without_the_credential() {
     ];
     let got = send(&s, reqwest::Method::GET, "/console/api/counts", &foreign).await;
     assert_eq!(got.status, 403);
-    let origin = line_with(&audit, &["reason=\"host or origin not allowed\""]);
+    let origin = audit.line_with(&["reason=\"host or origin not allowed\""]);
     assert!(origin.contains("evil.example"), "{origin}");
     let csrf = cancel(&s, &id, false).await;
     assert_eq!(csrf.status, 403);
-    let csrf_line = line_with(&audit, &["reason=\"no CSRF header\""]);
+    let csrf_line = audit.line_with(&["reason=\"no CSRF header\""]);
     assert!(csrf_line.contains("method=\"POST\""), "{csrf_line}");
 
     // Nowhere a password or an Authorization header's value.
@@ -711,17 +563,11 @@ async fn reads_and_refusals_are_audited_without_the_credential() {
 
 /// The demo tools on `store`, with console settings `console`.
 async fn server_on(store: Arc<dyn mcp_tasks::TaskStore>, console: ConsoleConfig) -> TestServer {
-    let mut builder = Server::builder("console-tests", "0")
-        .store(store)
-        .runtime(quick_shutdown());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
     let http = HttpConfig {
         console: Some(console),
         ..HttpConfig::default()
     };
-    TestServer::start_server(builder.build(), http).await
+    console::server_on("console-tests", store, demo_tools(), http).await
 }
 
 /// Basic console settings with these stream limits.
@@ -798,6 +644,7 @@ async fn a_change_is_read_once_however_many_streams_are_open() {
             status_message: None,
             job: None,
             trace_context: None,
+            idempotency: None,
         })
         .await
         .expect("a task");
@@ -834,17 +681,8 @@ async fn a_change_is_read_once_however_many_streams_are_open() {
 
 /// A server on a store without the operator's view, whose event feed the test drives.
 async fn deaf_server(store: Arc<DeafStore>) -> TestServer {
-    let mut builder = Server::builder("console-tests", "0")
-        .store(store)
-        .runtime(quick_shutdown());
-    for tool in demo_tools() {
-        builder = builder.tool(tool);
-    }
-    let http = HttpConfig {
-        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid")),
-        ..HttpConfig::default()
-    };
-    TestServer::start_server(builder.build(), http).await
+    let console = ConsoleConfig::basic(USER, PASSWORD).expect("valid");
+    server_on(store, console).await
 }
 
 async fn open_events(s: &TestServer) -> SseStream {
@@ -942,11 +780,7 @@ async fn a_store_without_the_operators_view_is_501_and_a_lag_is_a_resync() {
 #[tokio::test]
 async fn scope_mode_needs_a_token_with_the_scope() {
     let issuer = TestIssuer::start().await;
-    let http = HttpConfig {
-        console: Some(ConsoleConfig::scope("console").expect("a scope")),
-        ..HttpConfig::default()
-    };
-    let p = protect_with(&issuer, |_| {}, http).await;
+    let p = scope_server(&issuer).await;
     let s = &p.server;
     let none = get(s, "/console/api/counts", None).await;
     assert_eq!(none.status, 401, "{}", none.text);

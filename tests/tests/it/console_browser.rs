@@ -21,79 +21,25 @@
 //! `MCP_REQUIRE_SERVICES=1` a missing one fails the test.
 
 use std::path::Path;
-use std::time::Duration;
 
-use base64::Engine as _;
-use mcp_tasks::Limits;
-use mcp_tasks::conformance::{Env, PostgresFactory, StoreFactory, report_skip};
-use mcp_tests::browser::{self, Browser};
-use mcp_tests::node_harness::{Node, post_request};
-use mcp_tests::server_harness::{Reply, call_params, request, task_params};
+use mcp_tests::browser::Browser;
+use mcp_tests::console_page::{
+    Owner, console_node, console_url, eval, mark_document, open_console, owner_sees,
+    programs_or_skip, row_in, same_document, save_screenshot, start_task, status_is, until,
+};
+use mcp_tests::node_harness::NodeStore;
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 const OPERATOR: &str = "operator";
 const PASSWORD: &str = "console-test-password";
-const ALICE: (&str, &str) = ("alice", "alice-token");
-const BOB: (&str, &str) = ("bob", "bob-token");
+const ALICE: Owner = ("alice", "alice-token");
+const BOB: Owner = ("bob", "bob-token");
 /// A status message that would run script if the page ever parsed it as HTML.
 const PAYLOAD: &str = r#"<img src=x onerror="window.__pwned=1">"#;
-/// How long the page may take to show a change.
-const SHOWN: Duration = Duration::from_secs(15);
-
-/// True when a missing program or service must fail the test instead of skipping it.
-fn required() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-        || std::env::var("MCP_REQUIRE_SERVICES").as_deref() == Ok("1")
-}
-
-/// An MCP 2026-07-28 request to `url` as the owner holding `token`.
-async fn rpc(url: &str, token: &str, method: &str, params: Value) -> Reply {
-    static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
-    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let client = reqwest::Client::new();
-    post_request(
-        &client,
-        url,
-        Some(token),
-        method,
-        request(id, method, params),
-    )
-    .await
-}
-
-/// Polls `tasks/get` as `owner` on `url` until the task's status passes `done`
-/// (within [`SHOWN`]); returns that status.
-async fn owner_sees(
-    url: &str,
-    owner: (&str, &str),
-    id: &str,
-    done: impl Fn(&str) -> bool,
-) -> String {
-    let mut task = Value::Null;
-    let seen = tokio::time::timeout(SHOWN, async {
-        loop {
-            task = rpc(url, owner.1, "tasks/get", task_params(id, true))
-                .await
-                .result()
-                .clone();
-            match task["status"].as_str() {
-                Some(status) if done(status) => return status.to_owned(),
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    })
-    .await;
-    seen.unwrap_or_else(|_| {
-        panic!(
-            "task {id} as {} did not get there in {SHOWN:?}: {task}",
-            owner.0
-        )
-    })
-}
 
 /// Starts `slow_compute` for `seconds` labelled `label` as a task of `owner` on `url`.
-async fn slow_task(url: &str, owner: (&str, &str), seconds: f64, label: &str) -> String {
+async fn slow_task(url: &str, owner: Owner, seconds: f64, label: &str) -> String {
     task(
         url,
         owner,
@@ -105,98 +51,33 @@ async fn slow_task(url: &str, owner: (&str, &str), seconds: f64, label: &str) ->
 
 /// Waits until the row of task `id` is in the page with `data-status` `status`.
 async fn row_status_is(page: &Browser, id: &str, status: &str) {
-    page.wait_for(
-        &format!("row {id} with data-status={status}"),
-        SHOWN,
-        "const r = document.querySelector(`#rows tr[data-task-id=\"${arguments[0]}\"]`); \
-         return r !== null && r.dataset.status === arguments[1];",
-        json!([id, status]),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    row_in(page, id, &[status]).await;
 }
 
 /// Starts `tool` with `arguments` as a task of `owner` on `url`.
-async fn task(url: &str, owner: (&str, &str), tool: &str, arguments: Value) -> String {
-    let reply = rpc(
-        url,
-        owner.1,
-        "tools/call",
-        call_params(tool, arguments, true),
-    )
-    .await;
-    let result = reply.result();
-    assert_eq!(result["resultType"], "task", "{}", reply.text);
-    result["taskId"].as_str().expect("taskId").to_owned()
+async fn task(url: &str, owner: Owner, tool: &str, arguments: Value) -> String {
+    start_task(url, owner.1, tool, arguments).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_in_a_browser() {
-    let (chromium, chromedriver) = match browser::programs() {
-        Ok(found) => found,
-        Err(why) if required() => panic!("console browser test: {why}"),
-        Err(why) => {
-            report_skip(&format!("console browser test: {why}"));
-            return;
-        }
-    };
-    let Some(factory) = PostgresFactory::from_env() else {
-        // from_env said why on stderr (or panicked under MCP_REQUIRE_SERVICES=1).
+    let Some(programs) = programs_or_skip("console browser test") else {
         return;
     };
-    let env = Env::new("console_browser", Limits::default());
-    // A fresh schema now, dropped when the factory is.
-    drop(factory.open(&env).await.expect("create the schema"));
-    let schema = PostgresFactory::schema_for(&env.namespace);
-    let store = std::env::var(PostgresFactory::URL_ENV)
-        .unwrap_or_else(|_| PostgresFactory::DEFAULT_URL.to_owned());
+    let Some(store) = NodeStore::postgres("console_browser").await else {
+        return;
+    };
     let console = format!("{OPERATOR}:{PASSWORD}");
-    let alice = format!("{}:{}", ALICE.0, ALICE.1);
-    let bob = format!("{}:{}", BOB.0, BOB.1);
-    let args = [
-        "--store",
-        &store,
-        "--namespace",
-        &schema,
-        "--console",
-        &console,
-        "--bearer",
-        &alice,
-        "--bearer",
-        &bob,
-    ];
+    let args = store.args(0);
     let (a, b) = tokio::join!(
-        Node::start(Path::new(DEMO), "node-a", &args),
-        Node::start(Path::new(DEMO), "node-b", &args),
+        console_node(Path::new(DEMO), "node-a", &args, &[ALICE, BOB], &console),
+        console_node(Path::new(DEMO), "node-b", &args, &[ALICE, BOB], &console),
     );
-    let console_url = a.url.replace("/mcp", "/console");
+    let console_url = console_url(&a.url);
 
-    let page = Browser::start(&chromium, &chromedriver, 1280, 1000)
-        .await
-        .unwrap_or_else(|e| panic!("the browser: {e}"));
-    let basic = base64::engine::general_purpose::STANDARD.encode(console.as_bytes());
-    page.cdp("Network.enable", json!({}))
-        .await
-        .expect("Network.enable");
-    page.cdp(
-        "Network.setExtraHTTPHeaders",
-        json!({ "headers": { "Authorization": format!("Basic {basic}") } }),
-    )
-    .await
-    .expect("Network.setExtraHTTPHeaders");
-    page.navigate(&console_url).await.expect("load the console");
-    page.wait_for(
-        "the live indicator",
-        SHOWN,
-        "return document.getElementById('live').classList.contains('on');",
-        json!([]),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let page = open_console(&programs, &console, &console_url).await;
     // Gone if the page reloads: rows must come without one.
-    page.script("window.__sameDocument = true; return null;", json!([]))
-        .await
-        .expect("mark the document");
+    mark_document(&page).await;
 
     // Tasks of both owners through either node.
     let alice_long = slow_task(&a.url, ALICE, 120.0, "alice long").await;
@@ -221,32 +102,31 @@ async fn console_in_a_browser() {
         row_status_is(&page, id, "completed").await;
     }
     // A tool error's task ends as its owner reads it; the row says the same.
-    let ended = owner_sees(&a.url, ALICE, &failing, |s| s != "working").await;
-    row_status_is(&page, &failing, &ended).await;
+    let ended = owner_sees(&a.url, ALICE, &failing, |t| t["status"] != "working").await;
+    row_status_is(
+        &page,
+        &failing,
+        ended["status"].as_str().unwrap_or_default(),
+    )
+    .await;
     // And the chart counts it as a tool error, beside completed.
-    page.wait_for(
+    until(
+        &page,
         "the tool error counted in the chart",
-        SHOWN,
         "const e = document.getElementById('tool-errors'); return e !== null && e.dataset.count === '1';",
         json!([]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
     for id in &others {
         row_status_is(&page, id, "completed").await;
     }
-    let same = page
-        .script("return window.__sameDocument === true;", json!([]))
-        .await
-        .expect("script");
-    assert_eq!(same, json!(true), "the rows came by reloading the page");
-    let owners = page
-        .script(
-            "return [...document.querySelectorAll('#rows td.col-owner')].map(c => c.textContent);",
-            json!([]),
-        )
-        .await
-        .expect("script");
+    same_document(&page, "the rows").await;
+    let owners = eval(
+        &page,
+        "return [...document.querySelectorAll('#rows td.col-owner')].map(c => c.textContent);",
+        json!([]),
+    )
+    .await;
     for owner in [ALICE.0, BOB.0] {
         assert!(
             owners
@@ -260,16 +140,15 @@ async fn console_in_a_browser() {
     page.click("#filter-status option[value=\"completed\"]")
         .await
         .expect("pick completed");
-    page.wait_for(
+    until(
+        &page,
         "only completed rows",
-        SHOWN,
         "const rows = [...document.querySelectorAll('#rows tr')]; \
          return rows.length >= 2 && rows.every(r => r.dataset.status === 'completed') \
            && [...arguments].every(id => rows.some(r => r.dataset.taskId === id));",
         json!([alice_short, bob_short]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
     page.click("#filter-status option[value=\"\"]")
         .await
         .expect("pick any");
@@ -281,29 +160,27 @@ async fn console_in_a_browser() {
     ))
     .await
     .expect("open the task");
-    page.wait_for(
+    until(
+        &page,
         "the detail view",
-        SHOWN,
         "const d = document.getElementById('detail'); \
          return !d.hidden && document.getElementById('detail-id').textContent === arguments[0] \
            && document.getElementById('detail-json').textContent.includes('\"alice long\"');",
         json!([alice_long]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
     // A cancel asks first: one click arms the button and cancels nothing.
     page.click("#detail [data-action=\"cancel\"]")
         .await
         .expect("arm the detail view's cancel");
-    let armed = page
-        .script(
-            "return document.getElementById('detail-cancel').dataset.armed === 'true';",
-            json!([]),
-        )
-        .await
-        .expect("script");
+    let armed = eval(
+        &page,
+        "return document.getElementById('detail-cancel').dataset.armed === 'true';",
+        json!([]),
+    )
+    .await;
     assert_eq!(armed, json!(true), "the first click asks");
-    owner_sees(&a.url, ALICE, &alice_long, |s| s == "working").await;
+    owner_sees(&a.url, ALICE, &alice_long, status_is("working")).await;
     page.click("#detail [data-action=\"cancel\"]")
         .await
         .expect("cancel from the detail view");
@@ -312,21 +189,20 @@ async fn console_in_a_browser() {
     page.click(&row_cancel).await.expect("arm the row's cancel");
     page.click(&row_cancel).await.expect("cancel from the row");
     for (id, owner, url) in [(&alice_long, ALICE, &a.url), (&bob_long, BOB, &b.url)] {
-        owner_sees(url, owner, id, |s| s == "cancelled").await;
+        owner_sees(url, owner, id, status_is("cancelled")).await;
         row_status_is(&page, id, "cancelled").await;
     }
 
     // The HTML in a status message is text.
-    let shown = page
-        .script(
-            "const r = document.querySelector(`#rows tr[data-task-id=\"${arguments[0]}\"]`); \
+    let shown = eval(
+        &page,
+        "const r = document.querySelector(`#rows tr[data-task-id=\"${arguments[0]}\"]`); \
              return [r.querySelector('td.col-message').textContent, \
                      document.querySelectorAll('#rows img, #detail img').length, \
                      typeof window.__pwned];",
-            json!([xss]),
-        )
-        .await
-        .expect("script");
+        json!([xss]),
+    )
+    .await;
     assert!(
         shown[0]
             .as_str()
@@ -340,46 +216,39 @@ async fn console_in_a_browser() {
     ))
     .await
     .expect("open the task");
-    page.wait_for(
+    until(
+        &page,
         "the detail view of the HTML message",
-        SHOWN,
         "return document.getElementById('detail-id').textContent === arguments[0] \
            && document.getElementById('detail-json').textContent.includes(arguments[1]);",
         json!([xss, PAYLOAD.replace('"', "\\\"")]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let pwned = page
-        .script(
-            "return [typeof window.__pwned, document.querySelectorAll('img').length];",
-            json!([]),
-        )
-        .await
-        .expect("script");
+    .await;
+    let pwned = eval(
+        &page,
+        "return [typeof window.__pwned, document.querySelectorAll('img').length];",
+        json!([]),
+    )
+    .await;
     assert_eq!(pwned, json!(["undefined", 0]), "{pwned}");
 
     // A screenshot, the charts drawn with what just happened.
     page.navigate(&console_url)
         .await
         .expect("reload the console");
-    page.wait_for(
+    until(
+        &page,
         "the rows and charts after a reload",
-        SHOWN,
         "return document.querySelectorAll('#rows tr').length >= 5 \
            && document.querySelector('#chart-finished svg rect') !== null;",
         json!([]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let png = page.screenshot().await.expect("screenshot");
-    assert!(png.starts_with(b"\x89PNG"), "a PNG");
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console.png");
-    std::fs::write(&path, &png).expect("write the screenshot");
-    eprintln!(
-        "console screenshot: {} ({} bytes)",
-        path.display(),
-        png.len()
-    );
+    .await;
+    save_screenshot(
+        &page,
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("console.png"),
+    )
+    .await;
 
     // Past one page (50): "Load more" brings the older tasks.
     // The ten tasks above and these.
@@ -390,25 +259,23 @@ async fn console_in_a_browser() {
     page.navigate(&console_url)
         .await
         .expect("reload the console");
-    page.wait_for(
+    until(
+        &page,
         "a full first page and the Load more button",
-        SHOWN,
         "return document.querySelectorAll('#rows tr').length === 50 \
            && !document.getElementById('more').hidden;",
         json!([]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
     page.click("#more").await.expect("load more");
-    page.wait_for(
+    until(
+        &page,
         "every task after Load more",
-        SHOWN,
         "return document.querySelectorAll('#rows tr').length === arguments[0] \
            && document.getElementById('more').hidden;",
         json!([created]),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
 
     page.quit().await;
     drop((a, b));

@@ -13,33 +13,25 @@
 //! - 10,001 unfinished tasks matching (made straight in the memory store): the dry run
 //!   says so, the cancel is 422 and cancels nothing.
 //!
-//! The helpers here (a server with the `says` tool, requests as a console user) are
-//! shared with `console_roles.rs` and `console_browser_bulk.rs`.
+//! The helpers here (a server with the `says` tool, the bulk cancel) are shared with
+//! `console_roles.rs`; the generic ones are in `mcp_tests::console`.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use base64::Engine as _;
 use mcp_tasks::{Limits, MemoryStore, NewTask, Origin, Owner, TaskStore, WireRevision};
 use mcp_tasks_server::console::ConsoleConfig;
 use mcp_tasks_server::http::HttpConfig;
-use mcp_tasks_server::{CallToolResult, ContentBlock, RuntimeConfig, Server, TaskPolicy};
+use mcp_tasks_server::{CallToolResult, ContentBlock, TaskPolicy};
 use mcp_tasks_server::{ToolContext, ToolDef};
-use mcp_tests::server_harness::{
-    TestServer, WAIT, bearer_principal, call_params, demo_tools, request, task_params,
-};
+use mcp_tests::console::{self, Got, basic, call, capture_audit, ok_as, rpc_as, task_of, wait_for};
+use mcp_tests::server_harness::{TestServer, bearer_principal, demo_tools, task_params};
 use serde_json::{Value, json};
 
 /// The operator's user name and password.
 pub(crate) const USER: &str = "admin";
 pub(crate) const PASSWORD: &str = "bulk:pass";
-
-/// `Authorization: Basic ...` of `user` and `password`.
-pub(crate) fn basic(user: &str, password: &str) -> String {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    format!("Basic {encoded}")
-}
 
 /// The operator's `Authorization`.
 pub(crate) fn operator() -> String {
@@ -75,21 +67,13 @@ pub(crate) async fn server_with(
     console: ConsoleConfig,
     principal: bool,
 ) -> TestServer {
-    let mut builder = Server::builder("console-bulk", "0")
-        .store(store)
-        .runtime(RuntimeConfig {
-            shutdown_grace: Duration::from_millis(100),
-            ..RuntimeConfig::default()
-        });
-    for tool in demo_tools().into_iter().chain([says_tool()]) {
-        builder = builder.tool(tool);
-    }
     let http = HttpConfig {
         principal: principal.then(bearer_principal),
         console: Some(console),
         ..HttpConfig::default()
     };
-    TestServer::start_server(builder.build(), http).await
+    let tools = demo_tools().into_iter().chain([says_tool()]);
+    console::server_on("console-bulk", store, tools, http).await
 }
 
 /// [`server_with`] a fresh memory store, the console behind the operator's Basic.
@@ -98,96 +82,16 @@ pub(crate) async fn server() -> TestServer {
     server_with(Arc::new(MemoryStore::default()), console, true).await
 }
 
-/// One console reply: its status and JSON body (`Null` when not JSON).
-#[derive(Debug)]
-pub(crate) struct Got {
-    pub(crate) status: u16,
-    pub(crate) headers: reqwest::header::HeaderMap,
-    pub(crate) body: Value,
-}
-
-/// `method path` on the server's origin with `auth`, the CSRF header on a POST, and
-/// `body` as JSON when given.
-pub(crate) async fn send(
-    s: &TestServer,
-    method: reqwest::Method,
-    path: &str,
-    auth: Option<&str>,
-    body: Option<&Value>,
-) -> Got {
-    let origin = s.url.trim_end_matches("/mcp");
-    let mut request = s.client.request(method.clone(), format!("{origin}{path}"));
-    if let Some(auth) = auth {
-        request = request.header("authorization", auth);
-    }
-    if method == reqwest::Method::POST {
-        request = request.header("x-console-csrf", "1");
-    }
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    let response = tokio::time::timeout(WAIT, request.send())
-        .await
-        .expect("reply in time")
-        .expect("HTTP request");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = tokio::time::timeout(WAIT, response.text())
-        .await
-        .expect("body in time")
-        .expect("body");
-    Got {
-        status,
-        headers,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-    }
-}
-
-/// A GET as `auth` that must answer 200; its body.
-pub(crate) async fn ok_as(s: &TestServer, auth: &str, path: &str) -> Value {
-    let got = send(s, reqwest::Method::GET, path, Some(auth), None).await;
-    assert_eq!(got.status, 200, "GET {path}: {}", got.body);
-    got.body
-}
-
 /// `POST /console/api/tasks/cancel` as `auth` with `body`.
 pub(crate) async fn bulk(s: &TestServer, auth: &str, body: Value) -> Got {
     let path = "/console/api/tasks/cancel";
-    send(s, reqwest::Method::POST, path, Some(auth), Some(&body)).await
-}
-
-/// An MCP request as `owner` (`Authorization: Bearer owner`): its result.
-pub(crate) async fn rpc_as(s: &TestServer, owner: &str, method: &str, params: Value) -> Value {
-    let auth = format!("Bearer {owner}");
-    let message = request(s.id(), method, params);
-    let reply = s.post(&message, &[("authorization", &auth)]).await;
-    reply.result().clone()
+    call(s, reqwest::Method::POST, path, Some(auth), Some(&body)).await
 }
 
 /// Starts `says` as a task of `owner` with `message`, for `ms`; its id.
 pub(crate) async fn says(s: &TestServer, owner: &str, message: &str, ms: u64) -> String {
     let args = json!({ "message": message, "ms": ms });
-    let result = rpc_as(s, owner, "tools/call", call_params("says", args, true)).await;
-    assert_eq!(result["resultType"], "task", "{result}");
-    result["taskId"].as_str().expect("taskId").to_owned()
-}
-
-/// Polls `owner`'s `tasks/get` of `id` until `done` holds (within [`WAIT`]).
-pub(crate) async fn wait_for(
-    s: &TestServer,
-    owner: &str,
-    id: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let task = rpc_as(s, owner, "tasks/get", task_params(id, true)).await;
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "never got there: {task}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    task_of(s, owner, "says", args).await
 }
 
 /// Waits until `owner`'s task `id` shows its status message.
@@ -271,11 +175,11 @@ async fn the_list_searches_the_status_message() {
     assert_eq!(both, set(&[&copy1, &copy2]));
     assert_eq!(second["nextCursor"], Value::Null, "{second}");
     let foreign = format!("/console/api/tasks?limit=1&cursor={cursor}");
-    let refused = send(&s, reqwest::Method::GET, &foreign, Some(&auth), None).await;
+    let refused = call(&s, reqwest::Method::GET, &foreign, Some(&auth), None).await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     // Bounded, printable.
     for bad in ["x".repeat(201), "a\u{1}b".to_owned()] {
-        let got = send(
+        let got = call(
             &s,
             reqwest::Method::GET,
             &search(&bad, ""),
@@ -297,62 +201,10 @@ async fn the_list_searches_the_status_message() {
     s.stop().await;
 }
 
-/// The audit trail, captured for the (current-thread) test that holds the guard.
-#[derive(Clone, Default)]
-pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-
-    /// The captured lines holding every one of `parts`.
-    pub(crate) fn lines_with(&self, parts: &[&str]) -> Vec<String> {
-        self.text()
-            .lines()
-            .filter(|l| parts.iter().all(|p| l.contains(p)))
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-/// The audit trail at INFO, captured for the (current-thread) test holding the guard.
-pub(crate) fn capture_audit() -> (Captured, tracing::subscriber::DefaultGuard) {
-    // A second dispatcher kept for the whole process, so that a callsite's interest is
-    // asked of every live one (see `console_api.rs`).
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let audit = Captured::default();
-    let writer = audit.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
-            "{}=info",
-            mcp_tasks_server::audit::TARGET
-        )))
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    (audit, tracing::subscriber::set_default(subscriber))
-}
-
 // Current-thread: the server's tasks run on this thread, under its audit subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn a_dry_run_counts_then_the_cancel_cancels_every_owners_tasks() {
-    let (audit, _guard) = capture_audit();
+    let (audit, _guard) = capture_audit("info");
     let s = server().await;
     let mut batch = Vec::new();
     for (owner, n) in [("alice", 1), ("bob", 2), ("alice", 3), ("bob", 4)] {
@@ -464,18 +316,17 @@ async fn a_dry_run_counts_then_the_cancel_cancels_every_owners_tasks() {
     let untouched = rpc_as(&s, "alice", "tasks/get", task_params(&other, true)).await;
     assert_eq!(untouched["status"], "working", "{untouched}");
     // Without the CSRF header: 403 at the access layer.
-    let origin = s.url.trim_end_matches("/mcp");
-    let no_csrf = s
-        .client
-        .post(format!("{origin}/console/api/tasks/cancel"))
-        .header("authorization", &auth)
-        .json(&json!({ "filter": {}, "dryRun": false }))
-        .send()
-        .await
-        .expect("HTTP request");
-    assert_eq!(no_csrf.status(), 403);
+    let no_csrf = console::send(
+        &s,
+        reqwest::Method::POST,
+        "/console/api/tasks/cancel",
+        &[("authorization", &auth)],
+        Some(&json!({ "filter": {}, "dryRun": false })),
+    )
+    .await;
+    assert_eq!(no_csrf.status, 403, "{}", no_csrf.text);
     // Another method: 405 as JSON.
-    let got = send(
+    let got = call(
         &s,
         reqwest::Method::GET,
         "/console/api/tasks/cancel",
@@ -514,6 +365,7 @@ async fn more_than_ten_thousand_matching_is_refused_and_nothing_is_cancelled() {
                 status_message: Some(format!("imported {i}")),
                 job: None,
                 trace_context: None,
+                idempotency: None,
             })
             .await
             .expect("create");

@@ -13,21 +13,18 @@
 //!   400; a store without the operator's view is 501; no credential is 401;
 //! - HTML in a status message and in a line of text comes back as the JSON string it is.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use base64::Engine as _;
 use mcp_tasks::{Limits, MemoryStore};
 use mcp_tasks_server::console::ConsoleConfig;
 use mcp_tasks_server::http::HttpConfig;
-use mcp_tasks_server::{
-    CallToolResult, ContentBlock, RuntimeConfig, Server, TaskPolicy, ToolContext, ToolDef,
+use mcp_tasks_server::{CallToolResult, ContentBlock, TaskPolicy, ToolContext, ToolDef};
+use mcp_tests::console::{
+    self, assert_holds, basic, capture_audit, entries, rpc_as, seqs, task_of, wait_for,
 };
 use mcp_tests::deaf_store::Deaf;
-use mcp_tests::server_harness::{
-    TestServer, WAIT, accept, bearer_principal, call_params, demo_tools, request, task_params,
-    update_params,
-};
+use mcp_tests::server_harness::{TestServer, accept, bearer_principal, demo_tools, update_params};
 use serde_json::{Value, json};
 
 const USER: &str = "admin";
@@ -37,8 +34,7 @@ const STATUS_HTML: &str = r#"<img src=x onerror="window.__pwned=1">"#;
 const TEXT_HTML: &str = "<script>window.__pwned=2</script><b>bold</b>";
 
 fn operator() -> String {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
-    format!("Basic {encoded}")
+    basic(USER, PASSWORD)
 }
 
 /// A tool that says HTML: its status message, then a line of text, then waits `ms`.
@@ -65,21 +61,13 @@ fn html_tool() -> ToolDef {
 
 /// The demo tools and `html_says` on `store`, bearer owners, the console behind Basic.
 async fn server_on(store: Arc<dyn mcp_tasks::TaskStore>) -> TestServer {
-    let mut builder = Server::builder("console-history", "0")
-        .store(store)
-        .runtime(RuntimeConfig {
-            shutdown_grace: Duration::from_millis(100),
-            ..RuntimeConfig::default()
-        });
-    for tool in demo_tools().into_iter().chain([html_tool()]) {
-        builder = builder.tool(tool);
-    }
     let http = HttpConfig {
         principal: Some(bearer_principal()),
         console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid")),
         ..HttpConfig::default()
     };
-    TestServer::start_server(builder.build(), http).await
+    let tools = demo_tools().into_iter().chain([html_tool()]);
+    console::server_on("console-history", store, tools, http).await
 }
 
 async fn server() -> TestServer {
@@ -88,21 +76,15 @@ async fn server() -> TestServer {
 
 /// GET `path` on the server's origin with `auth`: the status and the JSON body.
 async fn get(s: &TestServer, path: &str, auth: Option<&str>) -> (u16, Value) {
-    let origin = s.url.trim_end_matches("/mcp");
-    let mut request = s.client.get(format!("{origin}{path}"));
-    if let Some(auth) = auth {
-        request = request.header("authorization", auth);
-    }
-    let response = tokio::time::timeout(WAIT, request.send())
-        .await
-        .expect("reply in time")
-        .expect("HTTP request");
-    let status = response.status().as_u16();
-    let text = tokio::time::timeout(WAIT, response.text())
-        .await
-        .expect("body in time")
-        .expect("body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    let got = console::call(s, reqwest::Method::GET, path, auth, None).await;
+    (got.status, got.body)
+}
+
+/// Runs `tool` as a task of `owner` to its completion; its id.
+async fn completed_task(s: &TestServer, owner: &str, tool: &str, args: Value) -> String {
+    let id = task_of(s, owner, tool, args).await;
+    wait_for(s, owner, &id, |t| t["status"] == "completed").await;
+    id
 }
 
 /// The history of `id` (with `query`), which must answer 200.
@@ -113,88 +95,10 @@ async fn history(s: &TestServer, id: &str, query: &str) -> Value {
     body
 }
 
-/// An MCP request as `owner` (`Authorization: Bearer owner`): its result.
-async fn rpc_as(s: &TestServer, owner: &str, method: &str, params: Value) -> Value {
-    let auth = format!("Bearer {owner}");
-    let reply = s
-        .post(
-            &request(s.id(), method, params),
-            &[("authorization", &auth)],
-        )
-        .await;
-    reply.result().clone()
-}
-
-/// Starts `tool` as a task of `owner`; its id.
-async fn task_of(s: &TestServer, owner: &str, tool: &str, args: Value) -> String {
-    let result = rpc_as(s, owner, "tools/call", call_params(tool, args, true)).await;
-    assert_eq!(result["resultType"], "task", "{result}");
-    result["taskId"].as_str().expect("taskId").to_owned()
-}
-
-/// Polls `tasks/get` as `owner` until `done` holds (within [`WAIT`]); that task.
-async fn wait_for(s: &TestServer, owner: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let task = rpc_as(s, owner, "tasks/get", task_params(id, true)).await;
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "never got there: {task}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-fn entries(reply: &Value) -> Vec<Value> {
-    reply["entries"].as_array().cloned().unwrap_or_default()
-}
-
-fn seqs(list: &[Value]) -> Vec<u64> {
-    list.iter()
-        .map(|e| e["seq"].as_u64().expect("seq"))
-        .collect()
-}
-
-/// The audit trail, captured for the (current-thread) test that holds the guard.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
-
 // Current-thread: the server's tasks run on this thread, under its audit subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn an_answered_question_shows_in_order_with_who_acted() {
-    // See console_api.rs's capture_audit: a second dispatcher makes callsites ask every
-    // live one.
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let audit = Captured::default();
-    let writer = audit.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            mcp_tasks_server::audit::TARGET,
-        ))
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _audit = tracing::subscriber::set_default(subscriber);
+    let (audit, _guard) = capture_audit("trace");
 
     let s = server().await;
     let file = "<b>report</b>.txt";
@@ -271,20 +175,18 @@ async fn an_answered_question_shows_in_order_with_who_acted() {
     assert_eq!(last["payload"]["status"], "completed");
 
     // Audited like a task read in full.
+    let line = audit.first_with(&["op=\"console: history\""]);
+    assert_holds(
+        &line,
+        &[
+            "INFO",
+            "actor=admin",
+            "principal=bob",
+            &format!("task_id=\"{id}\""),
+            "outcome=\"ok\"",
+        ],
+    );
     let text = audit.text();
-    let line = text
-        .lines()
-        .find(|l| l.contains("op=\"console: history\""))
-        .unwrap_or_else(|| panic!("no audit line of the history read: {text}"));
-    for part in [
-        "INFO",
-        "actor=admin",
-        "principal=bob",
-        &format!("task_id=\"{id}\""),
-        "outcome=\"ok\"",
-    ] {
-        assert!(line.contains(part), "{part} in {line}");
-    }
     assert!(!text.contains(PASSWORD), "{text}");
     s.stop().await;
 }
@@ -292,14 +194,13 @@ async fn an_answered_question_shows_in_order_with_who_acted() {
 #[tokio::test]
 async fn a_tools_lines_are_in_order_and_read_in_pages() {
     let s = server().await;
-    let id = task_of(
+    let id = completed_task(
         &s,
         "alice",
         "build_log",
         json!({ "steps": 5, "interval_ms": 20 }),
     )
     .await;
-    wait_for(&s, "alice", &id, |t| t["status"] == "completed").await;
     let whole = history(&s, &id, "").await;
     let list = entries(&whole);
     assert_eq!(whole["owner"], "alice");
@@ -356,14 +257,13 @@ async fn a_log_past_its_retention_says_it_is_truncated() {
         ..Limits::default()
     };
     let s = server_on(Arc::new(MemoryStore::new(limits))).await;
-    let id = task_of(
+    let id = completed_task(
         &s,
         "alice",
         "build_log",
         json!({ "steps": 8, "interval_ms": 5 }),
     )
     .await;
-    wait_for(&s, "alice", &id, |t| t["status"] == "completed").await;
     let reply = history(&s, &id, "").await;
     let list = entries(&reply);
     assert_eq!(reply["truncated"], true, "{reply}");
@@ -440,8 +340,7 @@ async fn a_store_without_the_operators_view_is_501() {
 #[tokio::test]
 async fn html_in_a_status_message_or_a_line_is_data() {
     let s = server().await;
-    let id = task_of(&s, "bob", "html_says", json!({ "ms": 10 })).await;
-    wait_for(&s, "bob", &id, |t| t["status"] == "completed").await;
+    let id = completed_task(&s, "bob", "html_says", json!({ "ms": 10 })).await;
     let reply = history(&s, &id, "").await;
     let list = entries(&reply);
     assert!(

@@ -11,9 +11,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use base64::Engine as _;
+use mcp_tests::console::{Remote, entries, seqs};
 use mcp_tests::node_harness::{Cluster, Node, NodeStore};
-use mcp_tests::server_harness::{WAIT, accept};
+use mcp_tests::server_harness::accept;
 use serde_json::{Value, json};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
@@ -21,33 +21,17 @@ const CREDENTIALS: &str = "operator:history-nodes-pass";
 
 /// The history of `id` through the console of the API node at `url` (its MCP endpoint).
 async fn history(url: &str, id: &str) -> Value {
-    let basic = base64::engine::general_purpose::STANDARD.encode(CREDENTIALS);
-    let console = url.replace("/mcp", "/console");
-    let response = reqwest::Client::new()
-        .get(format!("{console}/api/tasks/{id}/history"))
-        .header("authorization", format!("Basic {basic}"))
-        .timeout(WAIT)
-        .send()
-        .await
-        .expect("the history");
-    let status = response.status();
-    let body: Value = response.json().await.expect("JSON");
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-fn entries(reply: &Value) -> Vec<Value> {
-    reply["entries"].as_array().cloned().unwrap_or_default()
+    Remote::new(url, CREDENTIALS).history(id).await
 }
 
 /// The entries are numbered 0, 1, ... without gaps, and `nextSeq` follows the last.
 fn assert_whole(reply: &Value) {
     let list = entries(reply);
-    let seqs: Vec<u64> = list
-        .iter()
-        .map(|e| e["seq"].as_u64().expect("seq"))
-        .collect();
-    assert_eq!(seqs, (0..list.len() as u64).collect::<Vec<_>>(), "{reply}");
+    assert_eq!(
+        seqs(&list),
+        (0..list.len() as u64).collect::<Vec<_>>(),
+        "{reply}"
+    );
     assert_eq!(reply["nextSeq"], list.len() as u64, "{reply}");
     assert_eq!(reply["earliestSeq"], 0, "{reply}");
 }

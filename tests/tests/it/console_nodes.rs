@@ -23,11 +23,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use mcp_tasks::MemoryStore;
 use mcp_tasks_server::console::ConsoleConfig;
 use mcp_tasks_server::http::HttpConfig;
 use mcp_tasks_server::{NodeConfig, RuntimeConfig, Server};
+use mcp_tests::console::Remote;
 use mcp_tests::node_harness::{Cluster, Node, NodeStore, TempDb, slow};
 use mcp_tests::server_harness::{TestServer, WAIT, demo_tools};
 use serde_json::Value;
@@ -36,55 +36,20 @@ const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 const CREDENTIALS: &str = "operator:nodes-pass";
 const BEAT: [&str; 2] = ["--heartbeat-ms", "200"];
 
-/// The console of the API node whose MCP endpoint is `url`.
-struct Console {
-    base: String,
-    client: reqwest::Client,
+/// The console of the API node whose MCP endpoint is `url`, with the node list.
+struct Console(Remote);
+
+impl std::ops::Deref for Console {
+    type Target = Remote;
+
+    fn deref(&self) -> &Remote {
+        &self.0
+    }
 }
 
 impl Console {
     fn new(url: &str) -> Console {
-        Console {
-            base: url.replace("/mcp", "/console"),
-            client: reqwest::Client::new(),
-        }
-    }
-
-    fn basic() -> String {
-        format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(CREDENTIALS)
-        )
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("authorization", Console::basic())
-            .timeout(WAIT)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
-        let status = response.status().as_u16();
-        (status, response.json().await.expect("JSON"))
-    }
-
-    async fn post(&self, path: &str, csrf: bool) -> (u16, Value) {
-        let mut request = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("authorization", Console::basic())
-            .timeout(WAIT);
-        if csrf {
-            request = request.header("x-console-csrf", "1");
-        }
-        let response = request
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
+        Console(Remote::new(url, CREDENTIALS))
     }
 
     async fn nodes(&self) -> Vec<Value> {

@@ -16,50 +16,32 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use mcp_tasks::{MemoryStore, Owner, TaskId, TaskStore};
 use mcp_tasks_server::console::ConsoleConfig;
 use mcp_tasks_server::http::HttpConfig;
-use mcp_tasks_server::{Rerun, RuntimeConfig, Server, ToolDef};
-use mcp_tests::node_harness::slow;
-use mcp_tests::server_harness::{
-    TestServer, WAIT, bearer_principal, call_params, demo_tools, request, task_params,
+use mcp_tasks_server::{Rerun, ToolDef};
+use mcp_tests::console::{
+    self, Got, assert_holds, basic, capture_audit, finished, get_as, ok_as, poll, task_of,
 };
+use mcp_tests::node_harness::slow;
+use mcp_tests::server_harness::{TestServer, WAIT, bearer_principal, demo_tools};
 use serde_json::{Value, json};
 
 const USER: &str = "admin";
 const PASSWORD: &str = "s3cret:pass";
 
 fn operator() -> String {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
-    format!("Basic {encoded}")
-}
-
-fn http() -> HttpConfig {
-    HttpConfig {
-        principal: Some(bearer_principal()),
-        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid credentials")),
-        ..HttpConfig::default()
-    }
-}
-
-/// Tasks still running when a test ends are cancelled at once.
-fn quick_shutdown() -> RuntimeConfig {
-    RuntimeConfig {
-        shutdown_grace: Duration::from_millis(100),
-        ..RuntimeConfig::default()
-    }
+    basic(USER, PASSWORD)
 }
 
 /// A server on `store` with `tools`, bearer principals and the console.
 async fn server_on(store: Arc<dyn TaskStore>, tools: Vec<ToolDef>) -> TestServer {
-    let mut builder = Server::builder("mcp-tests", "0")
-        .store(store)
-        .runtime(quick_shutdown());
-    for tool in tools {
-        builder = builder.tool(tool);
-    }
-    TestServer::start_server(builder.build(), http()).await
+    let http = HttpConfig {
+        principal: Some(bearer_principal()),
+        console: Some(ConsoleConfig::basic(USER, PASSWORD).expect("valid credentials")),
+        ..HttpConfig::default()
+    };
+    console::server_on("mcp-tests", store, tools, http).await
 }
 
 /// The demo tools, `protocol_error_job` never re-run.
@@ -76,42 +58,18 @@ fn tools() -> Vec<ToolDef> {
         .collect()
 }
 
-/// One console reply: its status and JSON body.
-struct Got {
-    status: u16,
-    body: Value,
-    text: String,
-}
-
+/// `method path` as the operator, with the CSRF header if `csrf`.
 async fn send(s: &TestServer, method: reqwest::Method, path: &str, csrf: bool) -> Got {
-    let origin = s.url.trim_end_matches("/mcp");
-    let mut request = s
-        .client
-        .request(method, format!("{origin}{path}"))
-        .header("authorization", operator());
+    let auth = operator();
+    let mut headers = vec![("authorization", auth.as_str())];
     if csrf {
-        request = request.header("x-console-csrf", "1");
+        headers.push(console::CSRF);
     }
-    let response = tokio::time::timeout(WAIT, request.send())
-        .await
-        .expect("reply in time")
-        .expect("HTTP request");
-    let status = response.status().as_u16();
-    let text = tokio::time::timeout(WAIT, response.text())
-        .await
-        .expect("body in time")
-        .expect("body");
-    Got {
-        status,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        text,
-    }
+    console::send(s, method, path, &headers, None).await
 }
 
 async fn ok(s: &TestServer, path: &str) -> Value {
-    let got = send(s, reqwest::Method::GET, path, false).await;
-    assert_eq!(got.status, 200, "GET {path}: {}", got.text);
-    got.body
+    ok_as(s, &operator(), path).await
 }
 
 async fn rerun(s: &TestServer, id: &str) -> Got {
@@ -127,89 +85,19 @@ async fn refused(s: &TestServer, id: &str, why: &str) {
     assert!(message.contains(why), "{why:?} in {}", got.text);
 }
 
-/// Creates a task of `principal` through the MCP endpoint; its id.
-async fn create_as(s: &TestServer, principal: &str, tool: &str, args: Value) -> String {
-    let auth = format!("Bearer {principal}");
-    let message = request(s.id(), "tools/call", call_params(tool, args, true));
-    let reply = s.post(&message, &[("authorization", &auth)]).await;
-    let result = reply.result();
-    assert_eq!(result["resultType"], "task", "{}", reply.text);
-    result["taskId"].as_str().expect("taskId").to_owned()
-}
-
-/// `tasks/get` of `principal`.
-async fn get_as(s: &TestServer, principal: &str, id: &str) -> mcp_tests::server_harness::Reply {
-    let auth = format!("Bearer {principal}");
-    let message = request(s.id(), "tasks/get", task_params(id, true));
-    s.post(&message, &[("authorization", &auth)]).await
-}
-
 /// The console's view of `id` once `done` holds for it.
 async fn until(s: &TestServer, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let task = ok(s, &format!("/console/api/tasks/{id}")).await;
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "never got there: {task}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-fn finished(task: &Value) -> bool {
-    ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap_or_default())
-}
-
-/// A buffer the audit events of one (current-thread) test are written to.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
-
-/// The audit trail, captured for the (current-thread) test that holds the guard.
-fn capture_audit() -> (Captured, tracing::subscriber::DefaultGuard) {
-    // A second dispatcher kept for the whole process, so that a callsite's interest is
-    // asked of every live one (see console_api.rs).
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let audit = Captured::default();
-    let writer = audit.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            mcp_tasks_server::audit::TARGET,
-        ))
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    (audit, tracing::subscriber::set_default(subscriber))
+    let path = format!("/console/api/tasks/{id}");
+    poll(|| ok(s, &path), done).await
 }
 
 // Current-thread: the server's tasks run on this thread, under its audit subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn a_failed_task_runs_again_for_its_owner() {
-    let (audit, _guard) = capture_audit();
+    let (audit, _guard) = capture_audit("trace");
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
     let s = server_on(Arc::clone(&store), tools()).await;
-    let old = create_as(&s, "alice", "failing_job", json!({})).await;
+    let old = task_of(&s, "alice", "failing_job", json!({})).await;
     let before = until(&s, &old, finished).await;
     assert_eq!(before["rerunnable"], true, "{before}");
     assert_eq!(before["rerunRefused"], Value::Null, "{before}");
@@ -303,27 +191,24 @@ async fn a_failed_task_runs_again_for_its_owner() {
     }
 
     // Audited with the operator as actor, the owner as principal, both ids.
-    let text = audit.text();
-    let line = text
-        .lines()
-        .find(|l| l.contains("console: rerun") && l.contains(&new))
-        .unwrap_or_else(|| panic!("no audit record of the re-run: {text}"));
-    for part in [
-        "INFO",
-        "actor=admin",
-        "principal=alice",
-        &format!("task_id=\"{old}\""),
-        &format!("rerun_as=\"{new}\""),
-        "outcome=\"ok\"",
-    ] {
-        assert!(line.contains(part), "{part} in {line}");
-    }
+    let line = audit.first_with(&["console: rerun", &new]);
+    assert_holds(
+        &line,
+        &[
+            "INFO",
+            "actor=admin",
+            "principal=alice",
+            &format!("task_id=\"{old}\""),
+            &format!("rerun_as=\"{new}\""),
+            "outcome=\"ok\"",
+        ],
+    );
     s.stop().await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn only_finished_tasks_whose_tool_allows_it_run_again() {
-    let (audit, _guard) = capture_audit();
+    let (audit, _guard) = capture_audit("trace");
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::default());
     let s = server_on(Arc::clone(&store), tools()).await;
 
@@ -332,7 +217,7 @@ async fn only_finished_tasks_whose_tool_allows_it_run_again() {
     assert_eq!(unknown.status, 404, "{}", unknown.text);
 
     // Working: 409, and the view says why.
-    let running = create_as(&s, "bob", "slow_compute", slow(60.0, "r")).await;
+    let running = task_of(&s, "bob", "slow_compute", slow(60.0, "r")).await;
     refused(&s, &running, "working").await;
     let view = ok(&s, &format!("/console/api/tasks/{running}")).await;
     assert_eq!(view["rerunnable"], false, "{view}");
@@ -345,7 +230,7 @@ async fn only_finished_tasks_whose_tool_allows_it_run_again() {
 
     // A task that asked for input: not while it waits, nor once it ended (the default
     // policy).
-    let asking = create_as(&s, "alice", "confirm_delete", json!({ "filename": "x" })).await;
+    let asking = task_of(&s, "alice", "confirm_delete", json!({ "filename": "x" })).await;
     until(&s, &asking, |t| t["status"] == "input_required").await;
     refused(&s, &asking, "input_required").await;
     let cancel = send(
@@ -361,12 +246,12 @@ async fn only_finished_tasks_whose_tool_allows_it_run_again() {
     refused(&s, &asking, "asked for input").await;
 
     // A tool that never allows it.
-    let never = create_as(&s, "alice", "protocol_error_job", json!({})).await;
+    let never = task_of(&s, "alice", "protocol_error_job", json!({})).await;
     until(&s, &never, finished).await;
     refused(&s, &never, "does not allow re-runs").await;
 
     // Another server on the same store: without failing_job, confirm_delete allowed.
-    let failing = create_as(&s, "alice", "failing_job", json!({})).await;
+    let failing = task_of(&s, "alice", "failing_job", json!({})).await;
     until(&s, &failing, finished).await;
     let other_tools: Vec<ToolDef> = demo_tools()
         .into_iter()
@@ -391,18 +276,15 @@ async fn only_finished_tasks_whose_tool_allows_it_run_again() {
     assert_eq!(asks["arguments"], json!({ "filename": "x" }), "{asks}");
 
     // Each refusal is audited with its reason.
-    let text = audit.text();
-    let line = text
-        .lines()
-        .find(|l| l.contains("console: rerun") && l.contains(&never))
-        .unwrap_or_else(|| panic!("no audit record of the refusal: {text}"));
-    for part in [
-        "actor=admin",
-        "outcome=\"refused\"",
-        "does not allow re-runs",
-    ] {
-        assert!(line.contains(part), "{part} in {line}");
-    }
+    let line = audit.first_with(&["console: rerun", &never]);
+    assert_holds(
+        &line,
+        &[
+            "actor=admin",
+            "outcome=\"refused\"",
+            "does not allow re-runs",
+        ],
+    );
     other.stop().await;
     s.stop().await;
 }
@@ -410,9 +292,9 @@ async fn only_finished_tasks_whose_tool_allows_it_run_again() {
 #[tokio::test]
 async fn the_activity_counts_tasks_created_per_minute() {
     let s = server_on(Arc::new(MemoryStore::default()), tools()).await;
-    let quick = create_as(&s, "alice", "slow_compute", slow(0.01, "q")).await;
-    create_as(&s, "alice", "slow_compute", slow(60.0, "w")).await;
-    create_as(&s, "bob", "slow_compute", slow(60.0, "b")).await;
+    let quick = task_of(&s, "alice", "slow_compute", slow(0.01, "q")).await;
+    task_of(&s, "alice", "slow_compute", slow(60.0, "w")).await;
+    task_of(&s, "bob", "slow_compute", slow(60.0, "b")).await;
     until(&s, &quick, finished).await;
     let activity = ok(&s, "/console/api/activity").await;
     let minutes = activity["minutes"].as_array().expect("minutes");

@@ -24,10 +24,9 @@ use mcp_tests::server_harness::{TestServer, task_params};
 use reqwest::Method;
 use serde_json::json;
 
-use super::console_bulk::{
-    PASSWORD, USER, basic, bulk, capture_audit, ok_as, operator, rpc_as, says, send, server_with,
-    wait_for, wait_for_message,
-};
+use mcp_tests::console::{Got, basic, call, capture_audit, ok_as, rpc_as, scope_server, wait_for};
+
+use super::console_bulk::{PASSWORD, USER, bulk, operator, says, server_with, wait_for_message};
 
 const VIEWER: &str = "support";
 const VIEWER_PASSWORD: &str = "read:only";
@@ -37,11 +36,11 @@ fn viewer() -> String {
 }
 
 /// POST `path` (with the CSRF header) as `auth`.
-async fn post(s: &TestServer, auth: &str, path: &str) -> super::console_bulk::Got {
-    send(s, Method::POST, path, Some(auth), None).await
+async fn post(s: &TestServer, auth: &str, path: &str) -> Got {
+    call(s, Method::POST, path, Some(auth), None).await
 }
 
-fn assert_read_only(got: &super::console_bulk::Got, who: &str, what: &str) {
+fn assert_read_only(got: &Got, who: &str, what: &str) {
     assert_eq!(got.status, 403, "{what}: {}", got.body);
     let message = got.body["error"].as_str().unwrap_or_default();
     assert!(
@@ -71,7 +70,7 @@ async fn roles_hold(s: &TestServer, operator_auth: &str, viewer_auth: &str) {
         ] {
             ok_as(s, auth, &path).await;
         }
-        let page = send(s, Method::GET, "/console", Some(auth), None).await;
+        let page = call(s, Method::GET, "/console", Some(auth), None).await;
         assert_eq!(page.status, 200, "the page for the {role}");
     }
 
@@ -99,7 +98,7 @@ async fn roles_hold(s: &TestServer, operator_auth: &str, viewer_auth: &str) {
 // Current-thread: the server's tasks run on this thread, under its audit subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn a_basic_viewer_reads_and_changes_nothing() {
-    let (audit, _guard) = capture_audit();
+    let (audit, _guard) = capture_audit("info");
     let console = ConsoleConfig::basic(USER, PASSWORD)
         .and_then(|c| c.with_user(VIEWER, VIEWER_PASSWORD, ConsoleRole::Viewer))
         .expect("valid");
@@ -132,7 +131,7 @@ async fn roles_from_a_credentials_list() {
     roles_hold(&s, &operator(), &viewer()).await;
     // A wrong password for a known name is no one.
     let wrong = basic(VIEWER, PASSWORD);
-    let got = send(&s, Method::GET, "/console/api/me", Some(&wrong), None).await;
+    let got = call(&s, Method::GET, "/console/api/me", Some(&wrong), None).await;
     assert_eq!(got.status, 401, "{}", got.body);
     s.stop().await;
 }
@@ -169,9 +168,9 @@ async fn oauth_scopes_give_roles() {
         ok_as(s, auth, "/console/api/tasks").await;
     }
     // Neither scope: 403 on every path, the challenge naming the readers' scope.
-    let refused = send(s, Method::GET, "/console/api/tasks", Some(&neither), None).await;
+    let refused = call(s, Method::GET, "/console/api/tasks", Some(&neither), None).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
-    let challenge = header(&refused, "www-authenticate");
+    let challenge = refused.header("www-authenticate");
     assert!(
         challenge.contains("insufficient_scope") && challenge.contains("console:read"),
         "{challenge}"
@@ -180,7 +179,7 @@ async fn oauth_scopes_give_roles() {
     let dry = json!({ "filter": {}, "dryRun": true });
     let got = bulk(s, &reader, dry.clone()).await;
     assert_read_only(&got, "#vera", "bulk cancel");
-    let challenge = header(&got, "www-authenticate");
+    let challenge = got.header("www-authenticate");
     assert!(
         challenge.contains("insufficient_scope") && challenge.contains("console:write"),
         "{challenge}"
@@ -198,11 +197,7 @@ async fn oauth_scopes_give_roles() {
 #[tokio::test]
 async fn one_scope_is_operators_only() {
     let issuer = TestIssuer::start().await;
-    let http = HttpConfig {
-        console: Some(ConsoleConfig::scope("console").expect("a scope")),
-        ..HttpConfig::default()
-    };
-    let p = protect_with(&issuer, |_| {}, http).await;
+    let p = scope_server(&issuer).await;
     let s = &p.server;
     let admin = format!("Bearer {}", issuer.token("dave", &p.resource, &["console"]));
     let me = ok_as(s, &admin, "/console/api/me").await;
@@ -215,20 +210,12 @@ async fn one_scope_is_operators_only() {
         "Bearer {}",
         issuer.token("vera", &p.resource, &["console:read"])
     );
-    let got = send(s, Method::GET, "/console/api/me", Some(&reader), None).await;
+    let got = call(s, Method::GET, "/console/api/me", Some(&reader), None).await;
     assert_eq!(
         got.status, 403,
         "no viewers without a viewer scope: {}",
         got.body
     );
-}
-
-fn header(got: &super::console_bulk::Got, name: &str) -> String {
-    got.headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// The demo refuses credentials with an unknown role, or a bad line, at startup: a

@@ -151,6 +151,7 @@ async fn a_rerun_asks_again_under_its_own_key_marked_with_the_run() {
                     },
                     status_message: None,
                     job: Some(job),
+                    idempotency: None,
                 },
                 "gone",
                 1,

@@ -309,6 +309,7 @@ async fn serves_as_a_dyn_task_store() {
             },
             status_message: None,
             job: None,
+            idempotency: None,
         })
         .await
         .expect("create");

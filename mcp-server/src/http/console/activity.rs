@@ -197,7 +197,7 @@ fn percentile(sorted: &[i64], p: usize) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use mcp_tasks::{NewTask, Origin, Owner, TaskId, WireRevision};
+    use mcp_tasks::TaskId;
 
     use super::*;
 
@@ -207,19 +207,7 @@ mod tests {
         created: Millis,
         updated: Millis,
     ) -> TaskRecord {
-        let new = NewTask {
-            owner: Owner::new("alice"),
-            ttl_ms: None,
-            poll_interval_ms: None,
-            origin: Origin {
-                method: "tools/call".into(),
-                tool: tool.map(str::to_owned),
-                revision: WireRevision::V2026_07_28,
-            },
-            status_message: None,
-            job: None,
-            trace_context: None,
-        };
+        let new = super::super::test_task("alice", tool);
         let mut rec = mcp_tasks::rules::new_record(
             TaskId::from_wire("t"),
             new,

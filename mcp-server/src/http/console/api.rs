@@ -58,6 +58,25 @@ fn list_query(pairs: Vec<(String, String)>) -> Result<ListQuery, ApiError> {
         limit: DEFAULT_LIMIT,
         ..ListQuery::default()
     };
+    read_params(pairs, |name, value| {
+        match name {
+            "cursor" => query.cursor = Some(value),
+            "limit" => query.limit = limit(&value, MAX_LIMIT)?,
+            // The filter's parameters (`filter.rs`, shared with bulk cancel).
+            other => return filter::apply(&mut query.filter, other, value),
+        }
+        Ok(true)
+    })?;
+    Ok(query)
+}
+
+/// Reads query parameters strictly: a repeated one is 400, an empty value is no value;
+/// `each` takes the others (name, value) and says whether it knows the name (an unknown
+/// one is 400).
+pub(super) fn read_params(
+    pairs: Vec<(String, String)>,
+    mut each: impl FnMut(&str, String) -> Result<bool, ApiError>,
+) -> Result<(), ApiError> {
     let mut seen = std::collections::BTreeSet::new();
     for (name, value) in pairs {
         if !seen.insert(name.clone()) {
@@ -66,32 +85,33 @@ fn list_query(pairs: Vec<(String, String)>) -> Result<ListQuery, ApiError> {
         if value.is_empty() {
             continue;
         }
-        match name.as_str() {
-            "cursor" => query.cursor = Some(value),
-            "limit" => {
-                query.limit = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_LIMIT).contains(n))
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "limit must be a whole number from 1 to {MAX_LIMIT}"
-                        ))
-                    })?;
-            }
-            // The filter's parameters (`filter.rs`, shared with bulk cancel).
-            other => {
-                if !filter::apply(&mut query.filter, other, value)? {
-                    return Err(bad(format!("unknown parameter {other}")));
-                }
-            }
+        if !each(&name, value)? {
+            return Err(bad(format!("unknown parameter {name}")));
         }
     }
-    Ok(query)
+    Ok(())
 }
 
-fn bad(message: String) -> ApiError {
+/// A page's length, `limit`: a whole number from 1 to `max`.
+pub(super) fn limit(value: &str, max: usize) -> Result<usize, ApiError> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| bad(format!("limit must be a whole number from 1 to {max}")))
+}
+
+/// A 400 saying `message`.
+pub(super) fn bad(message: String) -> ApiError {
     ApiError::BadRequest(message)
+}
+
+/// A query string's parameters, in order (a malformed one is 400).
+pub(super) fn query_pairs(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let Query(pairs) = query.map_err(|e| bad(format!("bad query string: {e}")))?;
+    Ok(pairs)
 }
 
 /// A status by its wire name.
@@ -111,8 +131,7 @@ async fn list(
     Extension(Operator(operator)): Extension<Operator>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Json<ListReply>, ApiError> {
-    let Query(pairs) = query.map_err(|e| bad(format!("bad query string: {e}")))?;
-    let query = list_query(pairs)?;
+    let query = list_query(query_pairs(query)?)?;
     let page = console
         .store
         .operator_list(&query.filter, query.cursor.as_deref(), query.limit)
@@ -128,13 +147,19 @@ async fn list(
     }))
 }
 
-/// The `{id}` of a task's path. (Read by name: the route mounting the console adds a
-/// parameter of its own.)
-pub(super) fn path_id(params: Vec<(String, String)>) -> Result<TaskId, ApiError> {
+/// The `{id}` of a path (a task's, a node's). (Read by name: the route mounting the
+/// console adds a parameter of its own.)
+pub(super) fn path_param(params: Vec<(String, String)>) -> Option<String> {
     params
         .into_iter()
         .find(|(name, _)| name == "id")
-        .map(|(_, id)| TaskId::from_wire(id))
+        .map(|(_, id)| id)
+}
+
+/// The `{id}` of a task's path ([`path_param`]).
+pub(super) fn path_id(params: Vec<(String, String)>) -> Result<TaskId, ApiError> {
+    path_param(params)
+        .map(TaskId::from_wire)
         .ok_or(ApiError::NotFound("task not found"))
 }
 
@@ -147,7 +172,7 @@ async fn one(
     Path(params): Path<Vec<(String, String)>>,
 ) -> Result<Json<rerun::WithRerun>, ApiError> {
     let record = console.store.operator_get(&path_id(params)?).await?;
-    trail::read(&console.seal, &operator, &record);
+    trail::read(&console.seal, "console: read", &operator, &record);
     let detail = TaskDetail::of(&record, &console.seal);
     Ok(Json(rerun::view(&console, &record, detail).await?))
 }
@@ -207,11 +232,12 @@ fn counts_json(counts: &TaskCounts) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use mcp_tasks::Owner;
 
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    /// Query parameters as the handlers get them.
+    pub(in crate::http::console) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()
             .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
             .collect()

@@ -312,23 +312,11 @@ async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_tasks::{Limits, MemoryStore, NewTask, Origin, WireRevision};
+    use mcp_tasks::{Limits, MemoryStore, NewTask};
     use serde_json::json;
 
     fn new_task(owner: &str, tool: &str) -> NewTask {
-        NewTask {
-            owner: Owner::new(owner),
-            ttl_ms: None,
-            poll_interval_ms: None,
-            origin: Origin {
-                method: "tools/call".into(),
-                tool: Some(tool.to_owned()),
-                revision: WireRevision::V2026_07_28,
-            },
-            status_message: None,
-            job: None,
-            trace_context: None,
-        }
+        super::super::test_task(owner, Some(tool))
     }
 
     #[test]

@@ -305,7 +305,7 @@ async fn round(
 mod tests {
     use std::time::Duration;
 
-    use mcp_tasks::{MemoryStore, NewTask, Origin, Owner, WireRevision};
+    use mcp_tasks::{MemoryStore, NewTask};
 
     use super::*;
 
@@ -372,21 +372,11 @@ mod tests {
         let hub = hub(4, 32, STREAM_BUFFER);
         let mut first = hub.open("alice").expect("open");
         let mut second = hub.open("alice").expect("open");
-        let owner = Owner::new("bob");
         let task = hub
             .store
             .create(NewTask {
-                owner: owner.clone(),
                 ttl_ms: Some(60_000),
-                poll_interval_ms: None,
-                origin: Origin {
-                    method: "tools/call".into(),
-                    tool: Some("slow".into()),
-                    revision: WireRevision::V2026_07_28,
-                },
-                status_message: None,
-                job: None,
-                trace_context: None,
+                ..super::super::test_task("bob", Some("slow"))
             })
             .await
             .expect("created");

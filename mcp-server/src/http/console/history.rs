@@ -43,9 +43,10 @@ use mcp_tasks::{LogEntry, LogPage, Millis, TaskId};
 use mcp_tasks_protocol::JsonObject;
 use serde::Serialize;
 
-use super::Console;
 use super::access::Operator;
+use super::api::{bad, limit, path_id, query_pairs, read_params};
 use super::error::ApiError;
+use super::{Console, trail};
 
 /// A page's greatest (and default) length: the default retention of a task's log
 /// ([`Limits::max_log_entries`](mcp_tasks::Limits::max_log_entries)), so that one read
@@ -74,40 +75,20 @@ fn history_query(pairs: Vec<(String, String)>) -> Result<HistoryQuery, ApiError>
         after: None,
         limit: MAX_HISTORY,
     };
-    let mut seen = std::collections::BTreeSet::new();
-    for (name, value) in pairs {
-        if !seen.insert(name.clone()) {
-            return Err(bad(format!("parameter {name} given twice")));
-        }
-        if value.is_empty() {
-            continue;
-        }
-        match name.as_str() {
+    read_params(pairs, |name, value| {
+        match name {
             "after" => {
                 let seq = value.parse::<u64>().map_err(|_| {
                     bad("after must be the seq of an entry (a whole number from 0)".to_owned())
                 })?;
                 query.after = Some(seq);
             }
-            "limit" => {
-                query.limit = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_HISTORY).contains(n))
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "limit must be a whole number from 1 to {MAX_HISTORY}"
-                        ))
-                    })?;
-            }
-            other => return Err(bad(format!("unknown parameter {other}"))),
+            "limit" => query.limit = limit(&value, MAX_HISTORY)?,
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     Ok(query)
-}
-
-fn bad(message: String) -> ApiError {
-    ApiError::BadRequest(message)
 }
 
 /// The reply.
@@ -184,30 +165,17 @@ async fn history(
     Path(params): Path<Vec<(String, String)>>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Json<HistoryReply>, ApiError> {
-    let Query(pairs) = query.map_err(|e| bad(format!("bad query string: {e}")))?;
-    let query = history_query(pairs)?;
+    let query = history_query(query_pairs(query)?)?;
     if !console.store.keeps_logs() {
         return Err(ApiError::Unsupported("task logs"));
     }
-    // The `{id}` by name: the route mounting the console adds a parameter of its own.
-    let task_id = params
-        .into_iter()
-        .find(|(name, _)| name == "id")
-        .map(|(_, id)| TaskId::from_wire(id))
-        .ok_or(ApiError::NotFound("task not found"))?;
+    let task_id = path_id(params)?;
     let record = console.store.operator_get(&task_id).await?;
     let page = console
         .store
         .read_log(&record.owner, &task_id, query.after, query.limit)
         .await?;
-    crate::audit::record_operator(
-        &console.seal,
-        OP,
-        &operator,
-        &record.owner,
-        task_id.as_str(),
-        &Ok(record.status.as_str()),
-    );
+    trail::read(&console.seal, OP, &operator, &record);
     let owner = crate::audit::principal(&console.seal, &record.owner).into_owned();
     Ok(Json(HistoryReply::of(
         &task_id,
@@ -225,12 +193,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::http::console::api::tests::pairs;
 
     #[test]
     fn parameters_are_read_strictly() {

@@ -157,3 +157,23 @@ pub(crate) fn mount<S: Clone + Send + Sync + 'static>(
         .route_service(&format!("{CONSOLE_PATH}/"), app.clone())
         .route_service(&format!("{CONSOLE_PATH}/{{*rest}}"), app)
 }
+
+/// A task of `owner` made by `tools/call` of `tool` (2026-07-28, no TTL, job or status
+/// message), for the console's unit tests.
+#[cfg(test)]
+fn test_task(owner: &str, tool: Option<&str>) -> mcp_tasks::NewTask {
+    mcp_tasks::NewTask {
+        owner: mcp_tasks::Owner::new(owner),
+        ttl_ms: None,
+        poll_interval_ms: None,
+        origin: mcp_tasks::Origin {
+            method: "tools/call".into(),
+            tool: tool.map(str::to_owned),
+            revision: mcp_tasks::WireRevision::V2026_07_28,
+        },
+        status_message: None,
+        job: None,
+        trace_context: None,
+        idempotency: None,
+    }
+}

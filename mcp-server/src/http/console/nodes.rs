@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::Console;
 use super::access::Operator;
+use super::api::path_param;
 use super::error::{ApiError, json_error};
 
 /// The lease ids listed per node, at most (its `tasksHeld` counts them all).
@@ -130,11 +131,7 @@ async fn drain(
     Path(params): Path<Vec<(String, String)>>,
 ) -> Response {
     const OP: &str = "console: drain";
-    let id = params
-        .into_iter()
-        .find(|(name, _)| name == "id")
-        .map(|(_, id)| id)
-        .unwrap_or_default();
+    let id = path_param(params).unwrap_or_default();
     let outcome = drain_node(&console, &id).await;
     // The id is the caller's text: quoted and escaped (`?`), and cut, so that it cannot
     // forge a line of the trail.

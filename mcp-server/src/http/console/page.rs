@@ -81,6 +81,20 @@ fn file(content_type: &'static str, body: &'static str) -> Response {
 mod tests {
     use super::*;
 
+    /// A feature script writes text only: no HTML parsing, no code from text.
+    fn assert_text_only(name: &str, script: &str) {
+        for needle in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+        ] {
+            assert!(!script.contains(needle), "{name} uses {needle}");
+        }
+    }
+
     #[test]
     fn every_file_is_served_with_its_content_type() {
         for (path, content_type, body) in FILES {
@@ -153,16 +167,7 @@ mod tests {
 
     #[test]
     fn the_rerun_script_writes_text_only() {
-        for needle in [
-            "innerHTML",
-            "outerHTML",
-            "insertAdjacentHTML",
-            "document.write",
-            "eval(",
-            "new Function",
-        ] {
-            assert!(!RERUN_JS.contains(needle), "rerun.js uses {needle}");
-        }
+        assert_text_only("rerun.js", RERUN_JS);
         // Its hooks in console.js, and where it draws in the page.
         assert!(CONSOLE_JS.contains("document.addEventListener('console:open'"));
         assert!(INDEX_HTML.contains("id=\"detail-rerun\""));
@@ -171,16 +176,7 @@ mod tests {
 
     #[test]
     fn the_filters_script_writes_text_only() {
-        for needle in [
-            "innerHTML",
-            "outerHTML",
-            "insertAdjacentHTML",
-            "document.write",
-            "eval(",
-            "new Function",
-        ] {
-            assert!(!FILTERS_JS.contains(needle), "filters.js uses {needle}");
-        }
+        assert_text_only("filters.js", FILTERS_JS);
         // It runs before console.js (it puts the URL's filter into the form first), and
         // its hooks in console.js and in the page.
         let (filters, console) = (
@@ -202,21 +198,40 @@ mod tests {
 
     #[test]
     fn the_timeline_writes_text_only() {
-        for needle in [
-            "innerHTML",
-            "outerHTML",
-            "insertAdjacentHTML",
-            "document.write",
-            "eval(",
-            "new Function",
-        ] {
-            assert!(!TIMELINE_JS.contains(needle), "timeline.js uses {needle}");
-        }
+        assert_text_only("timeline.js", TIMELINE_JS);
         // Its hooks in console.js, and where it draws in the page.
         assert!(CONSOLE_JS.contains("new CustomEvent('console:detail', { detail: task })"));
         assert!(CONSOLE_JS.contains("new CustomEvent('console:detail-closed')"));
         assert!(INDEX_HTML.contains("id=\"timeline-rows\""));
         assert!(INDEX_HTML.contains("src=\"/console/assets/timeline.js\""));
+    }
+
+    #[test]
+    fn the_feature_scripts_use_the_helpers_of_console_js() {
+        // One copy of the requests (the CSRF header, the errors), the two-click
+        // confirmation and the text-only elements: console.js's `window.Console`, there
+        // before the scripts that use it as they load (filters.js uses it once the page
+        // has loaded).
+        assert!(CONSOLE_JS.contains("window.Console = Object.freeze("));
+        let at = |name: &str| INDEX_HTML.find(&format!("src=\"/console/assets/{name}\""));
+        for (name, script) in [
+            ("timeline.js", TIMELINE_JS),
+            ("rerun.js", RERUN_JS),
+            ("nodes.js", NODES_JS),
+            ("filters.js", FILTERS_JS),
+        ] {
+            assert_text_only(name, script);
+            assert!(script.contains("window.Console"), "{name}");
+            assert!(!script.contains("fetch("), "{name} fetches on its own");
+            assert!(
+                !script.contains("X-Console-Csrf"),
+                "{name} sets the CSRF header"
+            );
+            assert!(at(name).is_some(), "{name} in the page");
+            if name != "filters.js" {
+                assert!(at("console.js") < at(name), "{name} after console.js");
+            }
+        }
     }
 
     #[test]

@@ -365,7 +365,7 @@ fn refusal(e: &ApiError) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use mcp_tasks::{Job, NewTask, Origin, Owner, TaskId, WireRevision};
+    use mcp_tasks::{Job, NewTask, TaskId};
     use mcp_tasks_protocol::tasks::TaskStatus;
 
     use super::*;
@@ -384,17 +384,8 @@ mod tests {
 
     fn record(status: TaskStatus, asked: bool, job: bool) -> TaskRecord {
         let new = NewTask {
-            owner: Owner::new("alice"),
-            ttl_ms: None,
-            poll_interval_ms: None,
-            origin: Origin {
-                method: "tools/call".into(),
-                tool: Some("t".into()),
-                revision: WireRevision::V2026_07_28,
-            },
-            status_message: None,
             job: job.then(|| Job::new(Default::default())),
-            trace_context: None,
+            ..super::super::test_task("alice", Some("t"))
         };
         let mut rec = mcp_tasks::rules::new_record(
             TaskId::from_wire("t1"),

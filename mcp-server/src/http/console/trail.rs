@@ -134,12 +134,13 @@ fn cut(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// Records that `operator` read `record` in full (`key`: the server's seal key, which
-/// shows the owner as [`crate::audit::principal`] does).
-pub(super) fn read(key: &SealKey, operator: &str, record: &TaskRecord) {
+/// Records that `operator` read `record` in full (`op`: what they read, e.g. `console:
+/// read` for the task, `console: history` for its log; `key`: the server's seal key,
+/// which shows the owner as [`crate::audit::principal`] does).
+pub(super) fn read(key: &SealKey, op: &'static str, operator: &str, record: &TaskRecord) {
     crate::audit::record_operator(
         key,
-        "console: read",
+        op,
         operator,
         &record.owner,
         record.id.as_str(),

@@ -20,7 +20,9 @@ mod writes;
 
 pub(crate) use reads::{ReadKey, list, live_counts, load_batch, next_queued, sweep, task_count};
 pub(crate) use task_log::{Appended, LogRows, append_log, read_log};
-pub(crate) use writes::{Created, NewRow, SavedRow, create_batch, make_shards, save_batch};
+pub(crate) use writes::{
+    Created, KeyClaim, NewRow, SavedRow, claim_key, create_batch, make_shards, save_batch,
+};
 
 /// The `live_counts` scope of the count of all owners: a byte no UTF-8 owner holds.
 const TOTAL_SCOPE: &[u8] = b"\xff";

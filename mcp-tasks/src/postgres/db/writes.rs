@@ -209,6 +209,54 @@ pub(crate) async fn create_batch<C: GenericClient>(
     Ok(outcomes.into_iter().map(outcome).collect())
 }
 
+/// Who holds an idempotency key a keyed create asked for (contract rule 25).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyClaim {
+    /// The key now names the new task (in the caller's transaction).
+    Claimed,
+    /// A task still kept holds it: its id, and whether its fingerprint is the same.
+    Held { task: String, same: bool },
+}
+
+/// Claims `key` of `row`'s owner for `row`'s task, with `fingerprint`, in the caller's
+/// transaction (`claim_idempotency_key`, schema version 12): free when no row names it
+/// or its task expired at `now`.
+pub(crate) async fn claim_key<C: GenericClient>(
+    c: &C,
+    row: &NewRow,
+    key: &str,
+    fingerprint: &str,
+    now: Millis,
+) -> Result<KeyClaim, StoreError> {
+    let found = query(
+        c,
+        "SELECT claimed, holder, same FROM claim_idempotency_key($1, $2, $3, $4, $5, $6)",
+        &[
+            &row.owner,
+            &text_column(key),
+            &row.id,
+            &text_column(fingerprint),
+            &row.expires_at,
+            &now,
+        ],
+    )
+    .await?;
+    let first = found
+        .first()
+        .ok_or_else(|| backend("claim_idempotency_key returned nothing"))?;
+    let claimed: bool = first.try_get(0).map_err(backend)?;
+    if claimed {
+        return Ok(KeyClaim::Claimed);
+    }
+    let task: Option<String> = first.try_get(1).map_err(backend)?;
+    let same: Option<bool> = first.try_get(2).map_err(backend)?;
+    let task = task.ok_or_else(|| backend("claim_idempotency_key found no holder"))?;
+    Ok(KeyClaim::Held {
+        task,
+        same: same.unwrap_or(false),
+    })
+}
+
 /// A changed task as `save_tasks_v10` (schema version 10) writes it: only if its row's
 /// revision is still `was`, giving back its live count units when it just finished, with
 /// the entries the change appends to its log.

@@ -56,5 +56,6 @@ fn new_task(owner: &Owner, ttl_ms: Option<u64>) -> NewTask {
         },
         status_message: None,
         job: None,
+        idempotency: None,
     }
 }

@@ -50,8 +50,10 @@
     return node;
   }
 
+  // The page's message line (a failed request says so there).
   function say(text) {
     const box = $('message');
+    if (!box) return;
     box.textContent = text || '';
     box.hidden = !text;
   }
@@ -82,14 +84,21 @@
     return readJson(response);
   }
 
-  async function postJson(path) {
-    const response = await fetch(API + path, {
-      method: 'POST',
-      headers: { Accept: 'application/json', 'X-Console-Csrf': '1' },
-    });
+  // A POST with the CSRF header the server asks of every change; `body`, when given, is
+  // sent as JSON.
+  async function postJson(path, body) {
+    const headers = { Accept: 'application/json', 'X-Console-Csrf': '1' };
+    const init = { method: 'POST', headers };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(API + path, init);
     return readJson(response);
   }
 
+  // The reply's JSON; a refusal becomes an Error saying the status and the server's
+  // `error` message.
   async function readJson(response) {
     let body = null;
     try {
@@ -103,6 +112,33 @@
     }
     return body;
   }
+
+  // A change asks first: the first click arms the button (it says `prompt`), a second one
+  // within ARM_MS confirms (true); left alone, the button goes back to its label.
+  const ARM_MS = 5000;
+  function confirmed(button, prompt) {
+    if (button.dataset.armed === 'true') {
+      disarm(button);
+      return true;
+    }
+    button.dataset.label = button.textContent;
+    button.dataset.armed = 'true';
+    button.textContent = prompt;
+    setTimeout(() => disarm(button), ARM_MS);
+    return false;
+  }
+
+  function disarm(button) {
+    if (button.dataset.armed !== 'true') return;
+    delete button.dataset.armed;
+    button.textContent = button.dataset.label || '';
+  }
+
+  // For the page's other scripts (timeline.js, rerun.js, nodes.js, loaded after this one;
+  // filters.js, loaded before, uses it once the page has loaded): one copy of the
+  // helpers, text-only elements, requests with the CSRF header and their errors, and
+  // the two-click confirmation.
+  window.Console = Object.freeze({ $, el, say, getJson, postJson, confirmed, disarm });
 
   // ---- counts ----------------------------------------------------------------------
 
@@ -374,26 +410,6 @@
     }
   }
 
-  // A cancel asks first: the first click arms the button (it says so), a second one
-  // within ARM_MS cancels; left alone, the button goes back.
-  const ARM_MS = 5000;
-  function confirmed(button) {
-    if (button.dataset.armed === 'true') {
-      disarm(button);
-      return true;
-    }
-    button.dataset.label = button.textContent;
-    button.dataset.armed = 'true';
-    button.textContent = 'Click again to cancel';
-    setTimeout(() => disarm(button), ARM_MS);
-    return false;
-  }
-
-  function disarm(button) {
-    if (button.dataset.armed !== 'true') return;
-    delete button.dataset.armed;
-    button.textContent = button.dataset.label || 'Cancel';
-  }
 
   async function cancelTask(id) {
     try {
@@ -637,13 +653,13 @@
       if (!button || !tr) return;
       const id = tr.dataset.taskId;
       if (button.dataset.action === 'open') openDetail(id, true);
-      if (button.dataset.action === 'cancel' && confirmed(button)) {
+      if (button.dataset.action === 'cancel' && confirmed(button, 'Click again to cancel')) {
         button.disabled = true;
         cancelTask(id);
       }
     });
     $('detail-cancel').addEventListener('click', () => {
-      if (state.detailId && confirmed($('detail-cancel'))) {
+      if (state.detailId && confirmed($('detail-cancel'), 'Click again to cancel')) {
         $('detail-cancel').disabled = true;
         cancelTask(state.detailId);
       }

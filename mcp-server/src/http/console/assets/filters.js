@@ -3,12 +3,11 @@
 // (/console?status=working&text=copy) is in the form when console.js first reads it;
 // console.js then says every filter it applies ('console:filter'), and the URL follows
 // it (history.replaceState). Plain script; everything from users is written with
-// textContent.
+// textContent. console.js's helpers (window.Console: requests with the CSRF header,
+// text-only elements) are used once the page has loaded, console.js having run then.
 'use strict';
 
 (function () {
-  const BASE = new URL(document.currentScript.src).pathname.replace(/\/assets\/filters\.js$/, '');
-  const API = BASE + '/api';
   // The URL's parameters are the API's, each with its form field.
   const FIELDS = {
     status: 'filter-status',
@@ -26,12 +25,9 @@
   // The filter the list shows now (console.js says it).
   let applied = {};
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  // console.js's helpers: loaded after this script, there by the time the page has
+  // loaded (every use is in a handler or after DOMContentLoaded).
+  const shared = () => window.Console;
 
   // Milliseconds since the epoch as a datetime-local value (local time, to the second).
   function localField(ms) {
@@ -81,14 +77,12 @@
   // it under body[data-role="viewer"]; the server refuses it anyway).
   async function loadRole() {
     try {
-      const response = await fetch(API + '/me', { headers: { Accept: 'application/json' } });
-      if (!response.ok) return;
-      const me = await response.json();
+      const me = await shared().getJson('/me');
       const role = me && typeof me.role === 'string' ? me.role : '';
       document.body.dataset.role = role;
       const top = document.querySelector('header.top');
       if (top && me && typeof me.name === 'string') {
-        const who = el('p', 'whoami', me.name + ' (' + role + (role === 'viewer' ? ', read only' : '') + ')');
+        const who = shared().el('p', 'whoami', me.name + ' (' + role + (role === 'viewer' ? ', read only' : '') + ')');
         who.id = 'whoami';
         top.append(who);
       }
@@ -109,27 +103,8 @@
     return parts.length ? parts.join(', ') : 'no filter: every task';
   }
 
-  async function bulk(filter, dryRun) {
-    const response = await fetch(API + '/tasks/cancel', {
-      method: 'POST',
-      headers: {
-        Accept: 'application/json',
-        'Content-Type': 'application/json',
-        'X-Console-Csrf': '1',
-      },
-      body: JSON.stringify({ filter, dryRun }),
-    });
-    let body = null;
-    try {
-      body = await response.json();
-    } catch (e) {
-      body = null;
-    }
-    if (!response.ok) {
-      const why = body && typeof body.error === 'string' ? body.error : response.statusText;
-      throw new Error(response.status + ' ' + why);
-    }
-    return body;
+  function bulk(filter, dryRun) {
+    return shared().postJson('/tasks/cancel', { filter, dryRun });
   }
 
   function dialogText(text, state) {
@@ -190,8 +165,8 @@
         + done.alreadyTerminal + ', failed: ' + failed + ').', 'done');
       count.dataset.cancelled = String(done.cancelled);
       if (failed) {
-        const list = el('ul', 'bulk-failed');
-        for (const f of done.failed) list.append(el('li', null, f.taskId + ': ' + f.error));
+        const list = shared().el('ul', 'bulk-failed');
+        for (const f of done.failed) list.append(shared().el('li', null, f.taskId + ': ' + f.error));
         count.append(list);
       }
     } catch (e) {
@@ -208,7 +183,9 @@
     if (confirm) confirm.addEventListener('click', runBulk);
     const keep = $('bulk-keep');
     if (keep) keep.addEventListener('click', () => $('bulk-dialog').close());
-    loadRole();
+    // console.js (deferred, after this script) has run by DOMContentLoaded.
+    if (shared()) loadRole();
+    else document.addEventListener('DOMContentLoaded', loadRole);
   }
 
   start();

@@ -4,42 +4,20 @@
 // a few seconds asks it to drain (POST /console/api/nodes/{id}/drain): it claims no new
 // task, finishes those it holds, then says drained.
 //
-// Stands alone beside console.js: it owns the Nodes section of the page (#nodes-*) and
-// writes the page's message line on a failed drain. Everything from the store is written
-// with textContent, never parsed as HTML.
+// Beside console.js, whose helpers it uses (window.Console: requests, the two-click
+// confirmation, the page's message line): it owns the Nodes section of the page
+// (#nodes-*) and writes the message line on a failed drain. Everything from the store
+// is written with textContent, never parsed as HTML.
 'use strict';
 
 (function () {
-  const BASE = new URL(document.currentScript.src).pathname.replace(/\/assets\/nodes\.js$/, '');
-  const API = BASE + '/api';
+  // console.js's helpers (loaded before this script).
+  const { $, say, getJson, postJson, confirmed, disarm } = window.Console;
   const EVERY_MS = 2000;
-  const ARM_MS = 5000;
   const LEASES_SHOWN = 5;
 
-  const $ = (id) => document.getElementById(id);
   // The rows shown, by node id.
   const rows = new Map();
-
-  function say(text) {
-    const box = $('message');
-    if (!box) return;
-    box.textContent = text || '';
-    box.hidden = !text;
-  }
-
-  async function readJson(response) {
-    let body = null;
-    try {
-      body = await response.json();
-    } catch (e) {
-      body = null;
-    }
-    if (!response.ok) {
-      const why = body && typeof body.error === 'string' ? body.error : response.statusText;
-      throw new Error(response.status + ' ' + why);
-    }
-    return body;
-  }
 
   function ago(ms) {
     const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
@@ -52,27 +30,11 @@
     return row.querySelector('[data-field="' + field + '"]');
   }
 
-  function disarm(button) {
-    if (button.dataset.armed !== 'true') return;
-    delete button.dataset.armed;
-    button.textContent = 'Drain';
-  }
-
   async function drain(id, button) {
-    if (button.dataset.armed !== 'true') {
-      button.dataset.armed = 'true';
-      button.textContent = 'Click again to drain';
-      setTimeout(() => disarm(button), ARM_MS);
-      return;
-    }
-    disarm(button);
+    if (!confirmed(button, 'Click again to drain')) return;
     button.disabled = true;
     try {
-      const response = await fetch(API + '/nodes/' + encodeURIComponent(id) + '/drain', {
-        method: 'POST',
-        headers: { Accept: 'application/json', 'X-Console-Csrf': '1' },
-      });
-      const node = await readJson(response);
+      const node = await postJson('/nodes/' + encodeURIComponent(id) + '/drain');
       fill(rows.get(id) || makeRow(node), node);
     } catch (e) {
       say('Drain ' + id + ': ' + e.message);
@@ -143,8 +105,7 @@
 
   async function load() {
     try {
-      const response = await fetch(API + '/nodes', { headers: { Accept: 'application/json' } });
-      render(await readJson(response));
+      render(await getJson('/nodes'));
     } catch (e) {
       const state = $('nodes-state');
       state.textContent = 'Nodes: ' + e.message;

@@ -4,43 +4,19 @@
 // (POST /console/api/tasks/{id}/rerun) and opens the new task. The links between a task
 // and its re-runs (`rerunOf`, `rerunAs`) are shown as buttons that open the other task.
 //
-// Hooks into console.js: the `console:detail` event (the detail view shows a task) and
+// Hooks into console.js, whose helpers it uses (window.Console): the `console:detail` event (the detail view shows a task) and
 // `console:open` (asks console.js to open a task's detail). Everything from users is
 // written with textContent, never parsed as HTML.
 'use strict';
 
 (function () {
-  const BASE = new URL(document.currentScript.src).pathname.replace(/\/assets\/rerun\.js$/, '');
-  const API = BASE + '/api';
-  const ARM_MS = 5000;
+  // console.js's helpers (loaded before this script).
+  const { $, say, getJson, postJson, confirmed, disarm } = window.Console;
   const FINISHED = ['completed', 'failed', 'cancelled'];
-
-  const $ = (id) => document.getElementById(id);
 
   // The id of the task the detail view shows, and the generation of the last look-up.
   let shownId = null;
   let generation = 0;
-
-  function say(text) {
-    const box = $('message');
-    if (!box) return;
-    box.textContent = text || '';
-    box.hidden = !text;
-  }
-
-  async function readJson(response) {
-    let body = null;
-    try {
-      body = await response.json();
-    } catch (e) {
-      body = null;
-    }
-    if (!response.ok) {
-      const why = body && typeof body.error === 'string' ? body.error : response.statusText;
-      throw new Error(response.status + ' ' + why);
-    }
-    return body;
-  }
 
   function open(id) {
     document.dispatchEvent(new CustomEvent('console:open', { detail: { id } }));
@@ -54,12 +30,6 @@
     button.textContent = id;
     button.addEventListener('click', () => open(id));
     return button;
-  }
-
-  function disarm(button) {
-    if (button.dataset.armed !== 'true') return;
-    delete button.dataset.armed;
-    button.textContent = 'Re-run';
   }
 
   // Shows what `task` (a task view with its re-run fields) says about re-runs.
@@ -104,10 +74,7 @@
     show(Object.assign({}, task, { rerunnable: false, rerunRefused: null }));
     if (!FINISHED.includes(task.status)) return;
     try {
-      const response = await fetch(API + '/tasks/' + encodeURIComponent(task.id), {
-        headers: { Accept: 'application/json' },
-      });
-      const full = await readJson(response);
+      const full = await getJson('/tasks/' + encodeURIComponent(task.id));
       if (mine === generation && shownId === task.id) show(full);
     } catch (e) {
       // The button stays hidden; the detail view says what it knows.
@@ -118,11 +85,7 @@
     const button = $('detail-rerun');
     button.disabled = true;
     try {
-      const response = await fetch(API + '/tasks/' + encodeURIComponent(id) + '/rerun', {
-        method: 'POST',
-        headers: { Accept: 'application/json', 'X-Console-Csrf': '1' },
-      });
-      const body = await readJson(response);
+      const body = await postJson('/tasks/' + encodeURIComponent(id) + '/rerun');
       say('');
       open(body.taskId);
     } catch (e) {
@@ -142,14 +105,7 @@
     });
     button.addEventListener('click', () => {
       if (!shownId || button.disabled) return;
-      if (button.dataset.armed !== 'true') {
-        button.dataset.armed = 'true';
-        button.textContent = 'Click again to re-run';
-        setTimeout(() => disarm(button), ARM_MS);
-        return;
-      }
-      disarm(button);
-      rerun(shownId);
+      if (confirmed(button, 'Click again to re-run')) rerun(shownId);
     });
   }
 

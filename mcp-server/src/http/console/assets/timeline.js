@@ -9,8 +9,8 @@
 'use strict';
 
 (function () {
-  const BASE = new URL(document.currentScript.src).pathname.replace(/\/assets\/timeline\.js$/, '');
-  const API = BASE + '/api';
+  // console.js's helpers (loaded before this script).
+  const { $, el, getJson } = window.Console;
   // The API's largest page.
   const PAGE = 1000;
   // At most this many pages are read at once (a log longer than that is read on the
@@ -22,8 +22,6 @@
   const EVERY_MS = 15000;
   const FINISHED = ['completed', 'failed', 'cancelled'];
 
-  const $ = (id) => document.getElementById(id);
-
   const state = {
     id: null, // the task shown
     status: null, // its status when the view was last drawn
@@ -32,13 +30,6 @@
     reading: false,
     again: false, // a change came while reading: read once more after
   };
-
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
 
   function note(text) {
     const box = $('timeline-state');
@@ -105,19 +96,7 @@
   async function page(id, after) {
     const params = new URLSearchParams({ limit: String(PAGE) });
     if (after !== null) params.set('after', String(after));
-    const response = await fetch(API + '/tasks/' + encodeURIComponent(id) + '/history?' + params,
-      { headers: { Accept: 'application/json' } });
-    let body = null;
-    try {
-      body = await response.json();
-    } catch (e) {
-      body = null;
-    }
-    if (!response.ok) {
-      const why = body && typeof body.error === 'string' ? body.error : response.statusText;
-      throw new Error(response.status + ' ' + why);
-    }
-    return body;
+    return getJson('/tasks/' + encodeURIComponent(id) + '/history?' + params);
   }
 
   // Reads the entries after the last one shown (all of them for a new task) and appends
