@@ -180,6 +180,13 @@ struct Args {
     /// after three intervals without one.
     #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(10..))]
     heartbeat_ms: u64,
+    /// The most events a task's log keeps (`tasks/stream`, the console's timeline); the
+    /// oldest go first. Default: `Limits::max_log_entries` (1,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_log_entries: Option<u64>,
+    /// The most bytes a task's log keeps. Default: `Limits::max_log_bytes` (1 MiB).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_log_bytes: Option<u64>,
     /// What this instance does with tasks: `all` (serve MCP and run the tasks it
     /// creates), `api` (serve MCP; tasks wait for a worker) or `worker` (run tasks only).
     #[arg(long, default_value = "all", conflicts_with = "stdio")]
@@ -450,19 +457,23 @@ async fn main() -> std::process::ExitCode {
             }
         });
     }
-    let store = match mcp_tasks_server::store_url::open(
-        &args.store,
-        args.namespace.as_deref(),
-        Limits::default(),
-    )
-    .await
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("demo: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
+    let mut limits = Limits::default();
+    if let Some(n) = args.max_log_entries {
+        limits.max_log_entries = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = args.max_log_bytes {
+        limits.max_log_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    let store =
+        match mcp_tasks_server::store_url::open(&args.store, args.namespace.as_deref(), limits)
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("demo: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        };
     let tools = match demo::tools() {
         Ok(t) => t,
         Err(e) => {

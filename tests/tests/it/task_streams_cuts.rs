@@ -13,17 +13,25 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use mcp_tasks::conformance::TcpProxy;
+use mcp_tasks::{Limits, MemoryStore};
 use mcp_tasks_client::{
     ClientConfig, DeclineAll, DriverConfig, McpClient, Revision, Started, TaskHandle,
 };
 use mcp_tasks_protocol::tasks::TaskStatus;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, Server};
 use mcp_tests::node_harness::{Node, NodeStore};
-use mcp_tests::server_harness::TestServer;
+use mcp_tests::server_harness::{TestServer, demo_tools};
 use serde_json::json;
 
 const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 /// Lines of build output the tool writes: 10,000 events of its own.
 const STEPS: u64 = 10_000;
+/// Each node's log retention: every event of the task kept, so that a reader starved by
+/// a loaded machine (the writer far ahead) is tested for exactly-once delivery, not for
+/// `events_gone`, which task_streams.rs tests.
+const KEEP_ENTRIES: &str = "20000";
+const KEEP_BYTES: &str = "67108864";
 const CUTS: usize = 20;
 /// The bound of a whole scenario.
 const WAIT: Duration = Duration::from_secs(240);
@@ -134,9 +142,9 @@ async fn read_through_cuts(proxy: &TcpProxy, task: &TaskHandle) {
     assert!(resumes >= 1, "resumed after the cuts: {resumes}");
 }
 
-/// Starts `build_log` (one line a millisecond: within the default retention, 1,000, of a
-/// reader cut for at most 200 ms) through a proxy in front of the server at `url`, and
-/// reads it through the proxy's cuts.
+/// Starts `build_log` (one line a millisecond) through a proxy in front of the server at
+/// `url` (its retention keeping every line: `KEEP_ENTRIES`), and reads it through the
+/// proxy's cuts.
 async fn build_log_through_cuts(url: &str) {
     let (proxy, proxied) = TcpProxy::in_front_of(url).await.expect("proxy");
     let client = McpClient::connect_http(&proxied, Arc::new(DeclineAll), config())
@@ -150,14 +158,32 @@ async fn build_log_through_cuts(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_events_through_twenty_cuts_in_one_process() {
-    let s = TestServer::start().await;
+    let limits = Limits {
+        max_log_entries: KEEP_ENTRIES.parse().expect("a count"),
+        max_log_bytes: KEEP_BYTES.parse().expect("a size"),
+        ..Limits::default()
+    };
+    let mut builder = Server::builder("mcp-tests", "0")
+        .store(Arc::new(MemoryStore::new(limits)))
+        .runtime(RuntimeConfig::default());
+    for tool in demo_tools() {
+        builder = builder.tool(tool);
+    }
+    let s = TestServer::start_server(builder.build(), HttpConfig::default()).await;
     build_log_through_cuts(&s.url).await;
 }
 
 /// An API node serving the stream through the proxy, a worker running the tool.
 async fn across_nodes(store: &NodeStore) {
-    let common = store.args(0);
-    let mut api = common.to_vec();
+    let keep = [
+        "--max-log-entries",
+        KEEP_ENTRIES,
+        "--max-log-bytes",
+        KEEP_BYTES,
+    ];
+    let mut common = store.args(0).to_vec();
+    common.extend(keep);
+    let mut api = common.clone();
     api.extend(["--role", "api"]);
     let (node, worker) = tokio::join!(
         Node::start(Path::new(DEMO), "A", &api),
