@@ -24,6 +24,7 @@
 
 mod config;
 pub mod console;
+mod console_config;
 mod gate;
 mod headers;
 mod post;
