@@ -21,12 +21,12 @@ use crate::error::StoreError;
 use crate::event::{EVENT_BUFFER, TaskEvent};
 use crate::limits::{Limit, Limits};
 use crate::log::{LogDraft, LogPage, TaskLog};
-use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
+
 use crate::record::{Millis, Outcome, Owner, SweepReport, TaskId, TaskKey, TaskPage, TaskRecord};
 use crate::rules;
 
 use super::key::{Id, Pos};
-use super::ops::{self, Facets, OperatorIndex};
+use super::ops::{Facets, OperatorIndex};
 
 const SHARDS: usize = 64;
 
@@ -39,7 +39,7 @@ pub(super) struct Inner {
     /// Tasks waiting for a worker, by tool, in claim order `(created_at, id)`.
     queue: Mutex<Queue>,
     /// Every task for the operator's view (rule 22).
-    operator: Mutex<OperatorIndex>,
+    pub(super) operator: Mutex<OperatorIndex>,
     hasher: RandomState,
     pub(super) limits: Limits,
     pub(super) clock: Arc<dyn Clock>,
@@ -57,7 +57,7 @@ pub(super) struct Inner {
 #[derive(Debug)]
 pub(super) struct Stored {
     /// The record; its `outcome` is `None` while `result` holds it.
-    record: TaskRecord,
+    pub(super) record: TaskRecord,
     result: Option<Box<str>>,
     /// The task's log (contract rule 23); boxed, so a task costs a pointer for it.
     log: Box<TaskLog>,
@@ -122,7 +122,7 @@ impl Stored {
     }
 
     /// The whole record.
-    fn record(&self) -> Result<TaskRecord, StoreError> {
+    pub(super) fn record(&self) -> Result<TaskRecord, StoreError> {
         let mut record = self.record.clone();
         if let Some(text) = &self.result {
             // Written by `new` from a map: it reads back as the same map.
@@ -137,7 +137,7 @@ impl Stored {
 pub(super) struct TaskShard {
     /// Boxed: a map slot is then a pointer, not a whole record, and the slots a hash
     /// table keeps free cost 8 bytes each instead of the size of a record.
-    tasks: HashMap<Id, Box<Stored>>,
+    pub(super) tasks: HashMap<Id, Box<Stored>>,
     /// `(expires_at, id)` of every task with a TTL.
     expiries: BTreeSet<(Millis, Id)>,
     /// Unfinished tasks that hold a lease.
@@ -179,7 +179,7 @@ fn requeue(
 #[derive(Debug, Default)]
 pub(super) struct OwnerIndex {
     /// `(created_at, id)`: the listing order (the operator's view walks it too).
-    order: BTreeSet<Pos>,
+    pub(super) order: BTreeSet<Pos>,
     /// Unfinished tasks of this owner.
     live: usize,
     /// Idempotency keys (contract rule 25) -> the task created with each; an entry whose
@@ -220,11 +220,11 @@ impl Inner {
         (self.hasher.hash_one(key) as usize) % SHARDS
     }
 
-    fn task_shard(&self, id: &Id) -> MutexGuard<'_, TaskShard> {
+    pub(super) fn task_shard(&self, id: &Id) -> MutexGuard<'_, TaskShard> {
         lock(&self.tasks[self.shard_of(id)])
     }
 
-    fn owner_shard(&self, owner: &Owner) -> MutexGuard<'_, HashMap<Owner, OwnerIndex>> {
+    pub(super) fn owner_shard(&self, owner: &Owner) -> MutexGuard<'_, HashMap<Owner, OwnerIndex>> {
         lock(&self.owners[self.shard_of(owner)])
     }
 
@@ -480,76 +480,6 @@ impl Inner {
             None
         };
         Ok(TaskPage { tasks, next_cursor })
-    }
-
-    /// Any owner's task unexpired at `now`.
-    pub(super) fn operator_read(&self, id: &TaskId, now: Millis) -> Result<TaskRecord, StoreError> {
-        let id = Id::of(id).ok_or(StoreError::NotFound)?;
-        match self.task_shard(&id).tasks.get(&id) {
-            Some(s) if !s.record.is_expired(now) => s.record(),
-            _ => Err(StoreError::NotFound),
-        }
-    }
-
-    /// One page of the operator listing (rule 22), newest first before `before`: the
-    /// index the filter names is walked in batches, each task then read from its shard
-    /// and checked against the whole filter. The page ends where a task past `limit`
-    /// matches, and the cursor is given only then.
-    pub(super) fn operator_page(
-        &self,
-        filter: &OperatorFilter,
-        before: Option<(Millis, TaskId)>,
-        limit: usize,
-        now: Millis,
-    ) -> Result<OperatorPage, StoreError> {
-        let mut upper = filter.created_before.map(Pos::first_at);
-        if let Some(cursor) = &before {
-            let pos = Pos::of_cursor(cursor).ok_or(StoreError::InvalidCursor)?;
-            upper = Some(upper.map_or(pos, |end| end.min(pos)));
-        }
-        let lower = filter.created_from.map(Pos::first_at);
-        let batch = (limit + 1).clamp(16, 256);
-        let mut tasks = Vec::new();
-        let mut last = None;
-        while let Some(range) = ops::range(lower, upper) {
-            let positions = match &filter.owner {
-                Some(owner) => match self.owner_shard(owner).get(owner) {
-                    Some(index) => ops::newest(&index.order, range, batch),
-                    None => Vec::new(),
-                },
-                None => lock(&self.operator).walk(filter, range, batch),
-            };
-            for &pos in &positions {
-                upper = Some(pos);
-                let shard = self.task_shard(&pos.id);
-                let Some(s) = shard.tasks.get(&pos.id) else {
-                    continue;
-                };
-                if s.record.is_expired(now) || !filter.matches(&s.record) {
-                    continue;
-                }
-                if tasks.len() == limit {
-                    return Ok(OperatorPage {
-                        tasks,
-                        next_cursor: ops::next_cursor(filter, last),
-                    });
-                }
-                tasks.push(s.record()?);
-                last = Some(pos);
-            }
-            if positions.len() < batch {
-                break;
-            }
-        }
-        Ok(OperatorPage {
-            tasks,
-            next_cursor: None,
-        })
-    }
-
-    /// The stored tasks by status and tool.
-    pub(super) fn operator_counts(&self) -> TaskCounts {
-        lock(&self.operator).counts()
     }
 
     /// Deletes the tasks expired at `now` and finds lapsed leases.

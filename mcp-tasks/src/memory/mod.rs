@@ -7,6 +7,7 @@ mod backend;
 mod db;
 mod key;
 mod nodes;
+mod operator;
 mod ops;
 
 use std::sync::Arc;
