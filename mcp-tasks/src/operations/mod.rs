@@ -13,7 +13,7 @@ use crate::backend::{Backend, Events};
 use crate::cursor;
 use crate::error::StoreError;
 use crate::event::{EventStream, TaskEvent};
-use crate::log::{self, Actor, LogDraft, LogPage, LogScope, kinds};
+use crate::log::{self, Actor, LogDraft, LogPage, kinds};
 use crate::operator::{OperatorFilter, OperatorPage, TaskCounts};
 use crate::record::{
     Lease, NewTask, Owner, Recovery, Resolved, SweepReport, TaskId, TaskPage, TaskRecord,
@@ -22,6 +22,9 @@ use crate::record::{
 use crate::rules::{self, Finish};
 use crate::session::SessionStore;
 use crate::store::TaskStore;
+use note::{Note, note_rerun, object};
+
+mod note;
 
 /// An operation's argument on its way into the rule: moved into the only run of a
 /// backend that runs each update once, copied into every run of one that may re-run.
@@ -48,74 +51,6 @@ impl<T: Clone> Arg<T> {
             StoreError::backend("the backend ran an update again but says it never does")
         })
     }
-}
-
-/// Who writes the log entries of one operation (contract rule 23), read from the caller's
-/// [`LogScope`] before the operation starts (a backend may run it on another task), or
-/// nothing when the backend keeps no logs.
-#[derive(Clone)]
-struct Note(Option<(Option<std::sync::Arc<str>>, Actor)>);
-
-impl Note {
-    /// The writer of an operation whose actor, outside any scope, is `actor`.
-    fn of<B: Backend>(actor: Actor) -> Note {
-        if !B::LOGS {
-            return Note(None);
-        }
-        let scope = LogScope::current();
-        Note(Some((scope.node, scope.actor.unwrap_or(actor))))
-    }
-
-    /// Adds an entry of `kind` to what the write of `rec` appends to its log.
-    fn add(
-        &self,
-        rec: &mut TaskRecord,
-        kind: &str,
-        payload: impl FnOnce(&TaskRecord) -> JsonObject,
-    ) {
-        if let Some((node, actor)) = &self.0 {
-            let payload = payload(rec);
-            rec.log_append.push(LogDraft {
-                kind: kind.to_owned(),
-                payload,
-                node: node.clone(),
-                actor: *actor,
-            });
-        }
-    }
-
-    /// Adds an entry when the change happened: the revision moved past `before`.
-    fn add_if_changed(
-        &self,
-        rec: &mut TaskRecord,
-        before: u64,
-        kind: &str,
-        payload: impl FnOnce(&TaskRecord) -> JsonObject,
-    ) {
-        if rec.revision != before {
-            self.add(rec, kind, payload);
-        }
-    }
-}
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
-}
-
-/// A new task that re-runs another says so in its log, in its creation's write
-/// (`kinds::RERUN`).
-fn note_rerun(note: &Note, rec: &mut TaskRecord) {
-    let Some(of) = rec.job.as_ref().and_then(|j| j.rerun_of.clone()) else {
-        return;
-    };
-    note.add(rec, kinds::RERUN, |_| {
-        let mut payload = JsonObject::new();
-        payload.insert("rerunOf".into(), Value::String(of.as_str().to_owned()));
-        payload
-    });
 }
 
 /// A create with an idempotency key (rule 25): a valid key, on a backend that keeps
