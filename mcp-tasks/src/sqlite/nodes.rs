@@ -1,32 +1,60 @@
-//! The node registry (contract rule 24) in SQLite: the table `nodes`, one row per node
-//! id, each operation one `BEGIN IMMEDIATE` transaction. The table is created by the
-//! first registry operation on a file (`CREATE TABLE IF NOT EXISTS`), so a file of an
-//! earlier schema version gains it without a migration, and a build without the registry
-//! never sees it.
+//! The node registry (contract rule 24) in SQLite: the table `nodes` (schema version 6),
+//! one row per node id, each operation one `BEGIN IMMEDIATE` transaction of statements
+//! prepared once per connection (`prepare_cached`).
 
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, named_params};
 
 use super::schema::backend;
 use crate::error::StoreError;
 use crate::node::{FORGET_AFTER_MS, LOST_AFTER_BEATS, NodeBeat, NodeRecord, NodeState};
 use crate::record::Millis;
 
-const TABLE: &str = "
-CREATE TABLE IF NOT EXISTS nodes (
-    id TEXT PRIMARY KEY NOT NULL,
-    role TEXT NOT NULL,
-    started_at INTEGER NOT NULL,
-    heartbeat_at INTEGER NOT NULL,
-    interval_ms INTEGER NOT NULL,
-    drain_requested INTEGER NOT NULL,
-    drained INTEGER NOT NULL
-)";
-
 /// The columns every statement returns, in [`entry`]'s order.
-const COLUMNS: &str = "id, role, started_at, heartbeat_at, interval_ms, drain_requested, drained";
+macro_rules! columns {
+    () => {
+        "id, role, started_at, heartbeat_at, interval_ms, drain_requested, drained"
+    };
+}
 
-/// The condition of an entry forgotten at `?NOW` (`?LOST`: beats, `?FORGET`: ms).
-const FORGOTTEN: &str = "nodes.heartbeat_at + ?LOST * nodes.interval_ms + ?FORGET <= ?NOW";
+/// The condition of an entry forgotten at `:now` (`:lost`: beats, `:forget`: ms).
+macro_rules! forgotten {
+    () => {
+        "nodes.heartbeat_at + :lost * nodes.interval_ms + :forget <= :now"
+    };
+}
+
+/// A beat: a new (or forgotten, or `:starting`) node starts afresh; a known one keeps
+/// its start and drain flag. Every right-hand side reads the row as it was.
+const BEAT: &str = concat!(
+    "INSERT INTO nodes (",
+    columns!(),
+    ") VALUES (:id, :role, :now, :now, :interval, 0, 0)
+     ON CONFLICT (id) DO UPDATE SET
+         started_at = CASE WHEN (:starting OR ",
+    forgotten!(),
+    ") THEN :now ELSE nodes.started_at END,
+         drain_requested = CASE WHEN (:starting OR ",
+    forgotten!(),
+    ") THEN 0 ELSE nodes.drain_requested END,
+         drained = CASE WHEN (:starting OR ",
+    forgotten!(),
+    ") THEN 0 ELSE (nodes.drain_requested AND :drained) END,
+         role = :role, heartbeat_at = :now, interval_ms = :interval
+     RETURNING ",
+    columns!()
+);
+
+/// Raises the drain flag of a node not forgotten.
+const DRAIN: &str = concat!(
+    "UPDATE nodes SET drain_requested = 1 WHERE id = :id AND NOT (",
+    forgotten!(),
+    ") RETURNING ",
+    columns!()
+);
+
+const FORGET: &str = concat!("DELETE FROM nodes WHERE ", forgotten!());
+
+const LIST: &str = concat!("SELECT ", columns!(), " FROM nodes ORDER BY id");
 
 fn entry(row: &Row<'_>, now: Millis) -> rusqlite::Result<NodeRecord> {
     let interval: i64 = row.get(4)?;
@@ -43,8 +71,17 @@ fn entry(row: &Row<'_>, now: Millis) -> rusqlite::Result<NodeRecord> {
     .settled(now))
 }
 
-fn interval(beat: &NodeBeat) -> i64 {
-    i64::try_from(beat.interval_ms.max(1)).unwrap_or(i64::MAX)
+/// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when it succeeds.
+fn immediate<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+) -> Result<T, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    let out = f(&tx).map_err(backend)?;
+    tx.commit().map_err(backend)?;
+    Ok(out)
 }
 
 /// Writes `beat` at `now` (backend contract rule 14).
@@ -53,45 +90,22 @@ pub(crate) fn beat(
     beat: &NodeBeat,
     now: Millis,
 ) -> Result<NodeRecord, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
-    tx.execute_batch(TABLE).map_err(backend)?;
-    // Every right-hand side of the update reads the row as it was.
-    let fresh = format!(
-        "(?5 OR {})",
-        FORGOTTEN
-            .replace("?NOW", "?3")
-            .replace("?LOST", "?7")
-            .replace("?FORGET", "?8")
-    );
-    let sql = format!(
-        "INSERT INTO nodes ({COLUMNS}) VALUES (?1, ?2, ?3, ?3, ?4, 0, 0)
-         ON CONFLICT (id) DO UPDATE SET
-             started_at = CASE WHEN {fresh} THEN ?3 ELSE nodes.started_at END,
-             drain_requested = CASE WHEN {fresh} THEN 0 ELSE nodes.drain_requested END,
-             drained = CASE WHEN {fresh} THEN 0 ELSE (nodes.drain_requested AND ?6) END,
-             role = ?2, heartbeat_at = ?3, interval_ms = ?4
-         RETURNING {COLUMNS}"
-    );
-    let record = tx
-        .query_row(
-            &sql,
-            params![
-                beat.id,
-                beat.role,
-                now,
-                interval(beat),
-                beat.starting,
-                beat.drained,
-                LOST_AFTER_BEATS,
-                FORGET_AFTER_MS
-            ],
+    let interval = i64::try_from(beat.interval_ms.max(1)).unwrap_or(i64::MAX);
+    immediate(conn, |tx| {
+        tx.prepare_cached(BEAT)?.query_row(
+            named_params! {
+                ":id": beat.id,
+                ":role": beat.role,
+                ":now": now,
+                ":interval": interval,
+                ":starting": beat.starting,
+                ":drained": beat.drained,
+                ":lost": LOST_AFTER_BEATS,
+                ":forget": FORGET_AFTER_MS,
+            },
             |row| entry(row, now),
         )
-        .map_err(backend)?;
-    tx.commit().map_err(backend)?;
-    Ok(record)
+    })
 }
 
 /// Raises the drain flag of `id` (backend contract rule 14).
@@ -100,52 +114,32 @@ pub(crate) fn drain(
     id: &str,
     now: Millis,
 ) -> Result<NodeRecord, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
-    tx.execute_batch(TABLE).map_err(backend)?;
-    let sql = format!(
-        "UPDATE nodes SET drain_requested = 1 WHERE id = ?1 AND NOT ({})
-         RETURNING {COLUMNS}",
-        FORGOTTEN
-            .replace("?NOW", "?2")
-            .replace("?LOST", "?3")
-            .replace("?FORGET", "?4")
-    );
-    let record = tx
-        .query_row(
-            &sql,
-            params![id, now, LOST_AFTER_BEATS, FORGET_AFTER_MS],
-            |row| entry(row, now),
-        )
-        .optional()
-        .map_err(backend)?;
-    tx.commit().map_err(backend)?;
+    let record = immediate(conn, |tx| {
+        tx.prepare_cached(DRAIN)?
+            .query_row(
+                named_params! {
+                    ":id": id,
+                    ":now": now,
+                    ":lost": LOST_AFTER_BEATS,
+                    ":forget": FORGET_AFTER_MS,
+                },
+                |row| entry(row, now),
+            )
+            .optional()
+    })?;
     record.ok_or(StoreError::NotFound)
 }
 
 /// Removes the entries forgotten at `now` and returns the rest, by id.
 pub(crate) fn list(conn: &mut Connection, now: Millis) -> Result<Vec<NodeRecord>, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
-    tx.execute_batch(TABLE).map_err(backend)?;
-    let forgotten = FORGOTTEN
-        .replace("?NOW", "?1")
-        .replace("?LOST", "?2")
-        .replace("?FORGET", "?3");
-    tx.execute(
-        &format!("DELETE FROM nodes WHERE {forgotten}"),
-        params![now, LOST_AFTER_BEATS, FORGET_AFTER_MS],
-    )
-    .map_err(backend)?;
-    let records = {
-        let mut stmt = tx
-            .prepare(&format!("SELECT {COLUMNS} FROM nodes ORDER BY id"))
-            .map_err(backend)?;
-        let rows = stmt.query_map([], |row| entry(row, now)).map_err(backend)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(backend)?
-    };
-    tx.commit().map_err(backend)?;
-    Ok(records)
+    immediate(conn, |tx| {
+        tx.prepare_cached(FORGET)?.execute(named_params! {
+            ":now": now,
+            ":lost": LOST_AFTER_BEATS,
+            ":forget": FORGET_AFTER_MS,
+        })?;
+        let mut stmt = tx.prepare_cached(LIST)?;
+        let rows = stmt.query_map([], |row| entry(row, now))?;
+        rows.collect()
+    })
 }

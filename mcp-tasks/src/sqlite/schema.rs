@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::error::{BackendError, IntoStoreError, StoreError};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+pub(crate) const SCHEMA_VERSION: i64 = 6;
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,6 +72,21 @@ CREATE INDEX IF NOT EXISTS tasks_by_tool ON tasks (tool, created_at, id)
     WHERE tool IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_by_holder ON tasks (lease_holder, created_at, id)
     WHERE lease_holder IS NOT NULL;
+";
+
+/// Version 6: the node registry (contract rule 24), one row per node id. Files that a
+/// build of version 5 with the registry touched already have the table (it was created
+/// on first use then): `IF NOT EXISTS` keeps it and its rows.
+const SCHEMA_V6: &str = "
+CREATE TABLE IF NOT EXISTS nodes (
+    id TEXT PRIMARY KEY NOT NULL,
+    role TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL,
+    interval_ms INTEGER NOT NULL,
+    drain_requested INTEGER NOT NULL,
+    drained INTEGER NOT NULL
+);
 ";
 
 /// Version 5: idempotency keys (contract rule 25). One row per `(owner, key)` naming the
@@ -263,6 +278,9 @@ fn migrate(mut conn: Connection, path: &Path) -> Result<Connection, StoreError> 
         }
         if version < 5 {
             tx.execute_batch(SCHEMA_V5).map_err(backend)?;
+        }
+        if version < 6 {
+            tx.execute_batch(SCHEMA_V6).map_err(backend)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
