@@ -192,6 +192,12 @@ struct Args {
     /// `--http`/`--stdio`). Without `--http`/`--stdio`, the reference's endpoint is used.
     #[arg(long, value_name = "REF", conflicts_with = "tool")]
     resume: Option<String>,
+    /// The call's idempotency key (1 to 255 bytes): one task per key, whatever the retries.
+    #[arg(long, value_name = "KEY", conflicts_with = "resume")]
+    idempotency_key: Option<String>,
+    /// Never send a call again when its answer was lost (a cut connection, HTTP 502/503/504/429).
+    #[arg(long)]
+    no_retry: bool,
     /// The tool to call.
     tool: Option<String>,
     /// Its arguments, as a JSON object.
@@ -208,6 +214,8 @@ mod follow;
 mod login;
 #[path = "mcp-call/questions.rs"]
 mod questions;
+#[path = "mcp-call/retries.rs"]
+mod retries;
 
 use console::{clear_line, server_log};
 use events::show_events;
@@ -375,7 +383,7 @@ fn report(result: &CallToolResult) -> Outcome {
 
 /// What `--resume` names: a reference, or a bare task id.
 enum Resume {
-    Reference(TaskRef),
+    Reference(Box<TaskRef>),
     Id(String),
 }
 
@@ -389,7 +397,7 @@ fn resume_arg(value: &str) -> Result<Resume, String> {
     let text = text.trim();
     if text.starts_with('{') {
         return serde_json::from_str(text)
-            .map(Resume::Reference)
+            .map(|task| Resume::Reference(Box::new(task)))
             .map_err(|e| format!("--resume: not a task reference: {e}"));
     }
     Ok(Resume::Id(text.to_owned()))
@@ -397,7 +405,7 @@ fn resume_arg(value: &str) -> Result<Resume, String> {
 
 async fn run(args: Args) -> Result<Outcome, String> {
     let handler = Arc::new(Terminal);
-    let mut config = ClientConfig::default();
+    let mut config = retries::configure(ClientConfig::default(), args.no_retry);
     let resume = args.resume.as_deref().map(resume_arg).transpose()?;
     let mut args = args;
     if let Some(Resume::Reference(task)) = &resume {
@@ -491,8 +499,7 @@ async fn run(args: Args) -> Result<Outcome, String> {
         let tool = args.tool.ok_or("name a tool (or --resume ID)")?;
         let arguments: JsonObject = serde_json::from_str(&args.arguments)
             .map_err(|e| format!("arguments must be a JSON object: {e}"))?;
-        match client
-            .call_tool_as_task(&tool, arguments)
+        match retries::call(&client, &tool, arguments, args.idempotency_key.clone())
             .await
             .map_err(|e| e.to_string())?
         {

@@ -7,7 +7,7 @@ use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::Connection;
 use mcp_tasks_protocol::error_codes;
 use mcp_tasks_protocol::meta::{
-    PROTOCOL_VERSION_2025_11_25, PROTOCOL_VERSION_2026_07_28, RELATED_TASK_IDS,
+    IDEMPOTENCY_KEY, PROTOCOL_VERSION_2025_11_25, PROTOCOL_VERSION_2026_07_28, RELATED_TASK_IDS,
 };
 use mcp_tasks_protocol::method::Request;
 use mcp_tasks_protocol::tasks::{CallToolReply, CallToolWithTasks};
@@ -85,10 +85,10 @@ impl McpClient {
         let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &config.http_headers {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                ClientError::Transport(format!("invalid HTTP header name {name:?}: {e}"))
+                ClientError::Transport(format!("invalid HTTP header name {name:?}: {e}").into())
             })?;
             let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| {
-                ClientError::Transport(format!("invalid value for HTTP header {name}: {e}"))
+                ClientError::Transport(format!("invalid value for HTTP header {name}: {e}").into())
             })?;
             headers.append(name, value);
         }
@@ -96,7 +96,7 @@ impl McpClient {
             .tcp_nodelay(true)
             .default_headers(headers)
             .build()
-            .map_err(|e| ClientError::Transport(e.to_string()))?;
+            .map_err(|e| ClientError::Transport(e.to_string().into()))?;
         let auth = config
             .auth
             .clone()
@@ -311,9 +311,18 @@ impl McpClient {
 
     /// [`call_tool_as_task`](Self::call_tool_as_task) of a [`ToolCall`], which may name
     /// earlier tasks it relates to ([`ToolCall::related_to`]: MCP 2026-07-28 only; a
-    /// 2025-11-25 session refuses such a call with [`ClientError::Protocol`]).
-    pub async fn call_as_task(&self, operation: ToolCall) -> Result<Started, ClientError> {
-        let (name, arguments) = (operation.name.as_str(), operation.arguments.clone());
+    /// 2025-11-25 session refuses such a call with [`ClientError::Protocol`]) and carry
+    /// an idempotency key ([`ToolCall::with_idempotency_key`]).
+    ///
+    /// A task-augmented call (2025-11-25: one that asks for a task; 2026-07-28: any, when
+    /// the server offers the tasks extension) without a key gets a fresh one
+    /// ([`ClientConfig::idempotency_keys`]), sent as `params.idempotencyKey` and
+    /// `_meta.idempotencyKey`; with a key, a call whose answer was lost (a connection
+    /// cut, HTTP 502/503/504, the request timeout, a 429 after its `Retry-After`) is sent
+    /// again with the same key, within [`ClientConfig::retry`]: the server makes one task
+    /// per key. The handle's [`operation`](TaskHandle::operation) has the key sent.
+    pub async fn call_as_task(&self, mut operation: ToolCall) -> Result<Started, ClientError> {
+        let arguments = operation.arguments.clone();
         if self.session.is_2025() {
             if !operation.related_task_ids.is_empty() {
                 return Err(ClientError::Protocol(format!(
@@ -321,24 +330,30 @@ impl McpClient {
                     self.session.protocol_version()
                 )));
             }
-            return Ok(
-                match v2025::call_tool(&self.session, name, arguments).await? {
-                    v2025::Called::Done(result) => Started::Done(result),
-                    v2025::Called::Task(task, pushed, creating) => {
-                        let handle = TaskHandle::new(
-                            Arc::clone(&self.session),
-                            task.task_id.clone(),
-                            None,
-                            Some(operation),
-                        )
-                        .created_2025(*task, pushed)
-                        .owning();
-                        // Routed: requests held for another task stop waiting on this call.
-                        drop(creating);
-                        Started::Task(Box::new(handle))
-                    }
-                },
-            );
+            let (called, key) = v2025::call_tool(
+                &self.session,
+                &operation.name,
+                arguments,
+                operation.idempotency_key.take(),
+            )
+            .await?;
+            operation.idempotency_key = key;
+            return Ok(match called {
+                v2025::Called::Done(result) => Started::Done(result),
+                v2025::Called::Task(task, pushed, creating) => {
+                    let handle = TaskHandle::new(
+                        Arc::clone(&self.session),
+                        task.task_id.clone(),
+                        None,
+                        Some(operation),
+                    )
+                    .created_2025(*task, pushed)
+                    .owning();
+                    // Routed: requests held for another task stop waiting on this call.
+                    drop(creating);
+                    Started::Task(Box::new(handle))
+                }
+            });
         }
         let mut meta = self.request_meta();
         if !operation.related_task_ids.is_empty() {
@@ -347,14 +362,30 @@ impl McpClient {
                 serde_json::json!(operation.related_task_ids),
             );
         }
-        let mut params = CallToolRequestParams::new(meta, name, Some(arguments));
+        // Task-augmented: the server offers the tasks extension, and may answer with a task.
+        let as_task = self.session.supports_tasks();
+        if operation.idempotency_key.is_none() && as_task && self.session.config.idempotency_keys {
+            operation.idempotency_key = Some(crate::retry::new_key());
+        }
+        if let Some(key) = &operation.idempotency_key {
+            // Also in `_meta`, for servers (and SDKs in between) that drop unknown params.
+            meta.extra
+                .insert(IDEMPOTENCY_KEY.to_owned(), Value::String(key.clone()));
+        }
+        let mut params = CallToolRequestParams::new(meta, &operation.name, Some(arguments));
+        params.idempotency_key = operation.idempotency_key.clone();
+        // Only a call that may make a task is sent again: a plain one might run twice.
+        let retried = operation.idempotency_key.clone().filter(|_| as_task);
         let limit = self.session.config.max_input_rounds;
         let mut rounds = 0;
         loop {
-            let reply: Value = self
-                .session
-                .request_as(CallToolWithTasks::METHOD, &params)
-                .await?;
+            let reply: Value = crate::retry::retrying(
+                &self.session.config.retry,
+                CallToolWithTasks::METHOD,
+                retried.as_deref(),
+                || self.session.request_as(CallToolWithTasks::METHOD, &params),
+            )
+            .await?;
             let reply: CallToolReply =
                 serde_json::from_value(reply).map_err(|e| ClientError::Protocol(e.to_string()))?;
             match reply {

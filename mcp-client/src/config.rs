@@ -8,6 +8,7 @@ use mcp_tasks::TaskStore;
 use mcp_tasks_protocol::types::Implementation;
 
 use crate::auth::AuthConfig;
+use crate::retry::{RetryConfig, RetryNotice};
 
 /// Which revision of MCP a client speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,6 +52,17 @@ pub struct ClientConfig {
     /// and `tasks/cancel` from it, scoped to the connection. `None`: no client-hosted
     /// tasks (a request with `params.task` is answered as a plain one).
     pub client_tasks: Option<Arc<dyn TaskStore>>,
+    /// Whether a task-augmented `tools/call` (2025-11-25: one that asks for a task;
+    /// 2026-07-28: any, in a session whose server offers the tasks extension) without an
+    /// idempotency key of its own ([`ToolCall::with_idempotency_key`](crate::ToolCall::with_idempotency_key))
+    /// gets a fresh one (a random UUID), sent as `params.idempotencyKey` and
+    /// `_meta.idempotencyKey` (our extension, rs.mcp-tasks): the server makes one task per
+    /// key, so the call can be retried safely ([`retry`](ClientConfig::retry)). On by
+    /// default; off, only calls given a key carry one (and are retried).
+    pub idempotency_keys: bool,
+    /// How a task-augmented call with an idempotency key whose answer was lost is sent
+    /// again (see [`RetryConfig`]); [`RetryConfig::none`] turns retries off.
+    pub retry: RetryConfig,
 }
 
 impl ClientConfig {
@@ -58,6 +70,12 @@ impl ClientConfig {
     /// (see [`client_tasks`](ClientConfig::client_tasks)).
     pub fn with_client_tasks(mut self, store: Arc<dyn TaskStore>) -> ClientConfig {
         self.client_tasks = Some(store);
+        self
+    }
+
+    /// This configuration, telling `hook` of each retry (see [`RetryConfig::on_retry`]).
+    pub fn on_retry(mut self, hook: Arc<dyn Fn(&RetryNotice) + Send + Sync>) -> ClientConfig {
+        self.retry.on_retry = Some(hook);
         self
     }
 }
@@ -73,6 +91,8 @@ impl Default for ClientConfig {
             auth: None,
             revision: Revision::Negotiate,
             client_tasks: None,
+            idempotency_keys: true,
+            retry: RetryConfig::default(),
         }
     }
 }
@@ -162,7 +182,7 @@ impl DriverConfig {
 }
 
 /// A factor in [0.8, 1.2), so that many clients do not wait in lockstep.
-fn jitter() -> f64 {
+pub(crate) fn jitter() -> f64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()

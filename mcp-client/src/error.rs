@@ -1,6 +1,6 @@
 //! [`ClientError`]: every way a call can go wrong, typed.
 
-use mcp_tasks_protocol::engine::PeerError;
+use mcp_tasks_protocol::engine::{PeerError, TransportFailure};
 use mcp_tasks_protocol::jsonrpc::ErrorObject;
 
 /// Why a client call did not produce its result.
@@ -93,9 +93,12 @@ pub enum ClientError {
     Closed,
     /// Starting or reaching the server failed, or an HTTP exchange did not produce a
     /// JSON-RPC answer (connection refused, an HTTP error status without a JSON-RPC body,
-    /// an event stream that ended without the response).
+    /// an event stream that ended without the response). The failure reads as its text
+    /// (`Deref<Target = str>`, `Display`) and says, typed, how the exchange failed
+    /// ([`TransportFailure::kind`]), with the HTTP status and `Retry-After` of a response
+    /// that came ([`ClientError::http_status`], [`ClientError::retry_after`]).
     #[error("transport: {0}")]
-    Transport(String),
+    Transport(TransportFailure),
     /// The endpoint given is not a URL the client can connect to.
     #[error("{url:?} is not an HTTP endpoint URL: {reason}")]
     InvalidUrl {
@@ -119,7 +122,8 @@ impl From<PeerError> for ClientError {
                 ClientError::Protocol(format!("invalid JSON from the server: {e}"))
             }
             // A failed HTTP exchange, reported by the transport (never read from a frame).
-            PeerError::Transport(message) => ClientError::Transport(message),
+            PeerError::Transport(message) => ClientError::Transport(message.into()),
+            PeerError::Exchange(failure) => ClientError::Transport(failure),
         }
     }
 }
@@ -144,6 +148,24 @@ impl ClientError {
                         == Some(true)
             }
             _ => false,
+        }
+    }
+
+    /// The HTTP status of the response behind a [`Transport`](ClientError::Transport)
+    /// failure, when one came (a 502 from a balancer, a 429).
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            ClientError::Transport(f) => f.status,
+            _ => None,
+        }
+    }
+
+    /// The `Retry-After` of the response behind a [`Transport`](ClientError::Transport)
+    /// failure, when it had one.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ClientError::Transport(f) => f.retry_after,
+            _ => None,
         }
     }
 

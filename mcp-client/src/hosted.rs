@@ -19,8 +19,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures::FutureExt;
 use mcp_tasks::{
-    EventError, Millis, NewTask, Origin, Outcome, Owner, TaskEvent, TaskId, TaskRecord, TaskStore,
-    WireRevision,
+    EventError, Idempotency, Millis, NewTask, Origin, Outcome, Owner, TaskEvent, TaskId,
+    TaskRecord, TaskStore, WireRevision,
 };
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::Peer;
@@ -119,6 +119,33 @@ impl Hosted {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The idempotency key of a task-augmented request of `method` (our extension,
+/// rs.mcp-tasks): `params.idempotencyKey` or `_meta.idempotencyKey`, checked as a
+/// server checks a `tools/call`'s ([`meta::idempotency_key`](mcp_tasks_protocol::meta::idempotency_key));
+/// with the fingerprint of the method and its params without `_meta`, `task` and the
+/// key ([`meta::idempotency_fingerprint`](mcp_tasks_protocol::meta::idempotency_fingerprint)).
+/// -32602 for a key that is not a string of 1 to 255 bytes, or two that differ.
+pub(crate) fn idempotency_of(
+    method: &str,
+    params: &Value,
+) -> Result<Option<Idempotency>, ErrorObject> {
+    use mcp_tasks_protocol::meta::{IDEMPOTENCY_KEY, idempotency_fingerprint, idempotency_key};
+    let Some(object) = params.as_object() else {
+        return Ok(None);
+    };
+    let in_meta = object.get("_meta").and_then(|m| m.get(IDEMPOTENCY_KEY));
+    let Some(key) = idempotency_key(object.get(IDEMPOTENCY_KEY), in_meta).map_err(invalid)? else {
+        return Ok(None);
+    };
+    let mut rest = object.clone();
+    for member in ["_meta", "task", IDEMPOTENCY_KEY] {
+        rest.remove(member);
+    }
+    Idempotency::new(key, idempotency_fingerprint(method, &rest))
+        .map(Some)
+        .map_err(|e| invalid(format!("Invalid params: {e}")))
 }
 
 fn invalid(message: impl Into<String>) -> ErrorObject {
@@ -236,10 +263,15 @@ impl Hosted {
     /// A task-augmented request of `method` with this `params.task`: the task is
     /// created (durable) and answered at once; `run` (the handler answering the request)
     /// goes on in the background, and its answer or error becomes the task's outcome.
+    ///
+    /// With an idempotency key (`idempotency`, from [`idempotency_of`]) the store makes
+    /// at most one task per key: a repeat is answered with the task the key names, as it
+    /// is now, and runs nothing; a reuse with other params is -32602.
     pub(crate) async fn start<F>(
         self: &Arc<Self>,
         method: &'static str,
         task: Value,
+        idempotency: Option<Idempotency>,
         run: F,
     ) -> Result<Value, ErrorObject>
     where
@@ -262,9 +294,17 @@ impl Hosted {
             },
             status_message: None,
             job: None,
-            idempotency: None,
+            idempotency,
         };
-        let record = self.store.create(new).await.map_err(|e| store_error(&e))?;
+        let record = match self.store.create(new).await {
+            Ok(record) => record,
+            // The key names a task already: that one, and nothing runs.
+            Err(mcp_tasks::StoreError::AlreadyExists { task }) => {
+                return serde_json::to_value(CreateTaskResult::new(task_view(&task)))
+                    .map_err(|e| internal(e.to_string()));
+            }
+            Err(e) => return Err(store_error(&e)),
+        };
         let id = record.id.clone();
         let hosted = Arc::downgrade(self);
         let (store, owner, task_id) = (Arc::clone(&self.store), self.owner.clone(), id.clone());
@@ -453,3 +493,7 @@ async fn sweep(hosted: Weak<Hosted>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "hosted_tests.rs"]
+mod tests;

@@ -44,6 +44,14 @@
 //!   task, as if it had come after; only a task still unknown after
 //!   [`DriverConfig::unknown_task_hold`] (at most 64 held at once) has its request
 //!   answered by the client's handler (logged).
+//! - Safe retries (issue 50; our extension): a task-augmented call carries an idempotency
+//!   key ([`ToolCall::with_idempotency_key`], else a fresh one:
+//!   [`ClientConfig::idempotency_keys`]) in `params` and `_meta`, and a call whose answer
+//!   was lost (a cut connection, HTTP 502/503/504, the request timeout, a 429 after its
+//!   `Retry-After`) is sent again with it within [`ClientConfig::retry`] (bounded,
+//!   jittered back-off), each retry a `tracing` INFO event and a [`RetryNotice`] to
+//!   [`ClientConfig::on_retry`]: the server makes one task per key. A failed HTTP exchange
+//!   is typed ([`ClientError::Transport`] with its kind, status and `Retry-After`).
 //! - [`TaskHandle::into_updates`]: the task's [`TaskUpdates`], a `futures::Stream` of
 //!   [`TaskUpdate`]s (status changes, input requests, the result) that owns the handle.
 //! - [`TaskHandle::events`] (or [`McpClient::task_events`] by id, after a cursor): the
@@ -128,6 +136,7 @@ mod events;
 mod handler;
 mod hosted;
 mod reference;
+mod retry;
 mod session;
 pub mod sse;
 mod status;
@@ -143,6 +152,7 @@ pub use error::{ClientError, rpc_code};
 pub use events::{TaskEvent, TaskEvents};
 pub use handler::{ClientHandler, DeclineAll};
 pub use reference::{Endpoint, TaskRef, ToolCall};
+pub use retry::{RetryConfig, RetryHook, RetryNotice};
 pub use session::ServerInfo;
 pub use status::{TaskStatusView, TaskUpdate};
 pub use updates::TaskUpdates;

@@ -41,6 +41,14 @@ pub struct ToolCall {
     /// 2026-07-28). The server checks each is the caller's and hands them to the tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub related_task_ids: Vec<String>,
+    /// The idempotency key the call carries (our extension, rs.mcp-tasks): the server
+    /// makes at most one task per key, so the call can be sent again safely. Set by the
+    /// caller ([`with_idempotency_key`](Self::with_idempotency_key)) or, for a
+    /// task-augmented call, by the client (see
+    /// [`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)); a
+    /// handle's [`operation`](crate::TaskHandle::operation) has the key that was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 impl ToolCall {
@@ -50,7 +58,16 @@ impl ToolCall {
             name: name.into(),
             arguments,
             related_task_ids: Vec::new(),
+            idempotency_key: None,
         }
+    }
+
+    /// This call with idempotency key `key` (1 to 255 bytes; see
+    /// [`idempotency_key`](Self::idempotency_key)). Calls with one key and other
+    /// arguments are refused by the server (-32602) while the key's task is kept.
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> ToolCall {
+        self.idempotency_key = Some(key.into());
+        self
     }
 
     /// This call relates to the tasks `ids` (see [`related_task_ids`](Self::related_task_ids)).

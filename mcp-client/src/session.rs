@@ -214,7 +214,7 @@ fn cancel_past_bound(peer: &Peer) -> Box<dyn Fn(&str) + Send + Sync> {
     })
 }
 
-/// Failed HTTP exchanges end their requests with `PeerError::Transport`; a login
+/// Failed HTTP exchanges end their requests with `PeerError::Exchange` (typed); a login
 /// failure is kept in `auth_failure` for the request to report typed.
 fn forward_failures(
     mut failures: UnboundedReceiver<ExchangeFailure>,
@@ -228,7 +228,7 @@ fn forward_failures(
             if let ExchangeError::Auth(e) = &failure.error {
                 *lock(&auth_failure) = Some(Arc::clone(e));
             }
-            peer.fail(&failure.id, PeerError::Transport(failure.error.to_string()));
+            peer.fail(&failure.id, PeerError::Exchange(failure.error.failure()));
         }
     }))
 }
@@ -359,9 +359,9 @@ impl Session {
     /// A transport failure that was a login failure, as [`ClientError::Auth`].
     pub(crate) fn lift(&self, e: ClientError) -> ClientError {
         match e {
-            ClientError::Transport(message) => match lock(&self.auth_failure).take() {
-                Some(auth) if message == auth.to_string() => ClientError::Auth(auth),
-                _ => ClientError::Transport(message),
+            ClientError::Transport(failure) => match lock(&self.auth_failure).take() {
+                Some(auth) if failure.message == auth.to_string() => ClientError::Auth(auth),
+                _ => ClientError::Transport(failure),
             },
             e => e,
         }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::PeerError;
-use mcp_tasks_protocol::meta::PROTOCOL_VERSION_2025_11_25;
+use mcp_tasks_protocol::meta::{IDEMPOTENCY_KEY, PROTOCOL_VERSION_2025_11_25};
 use mcp_tasks_protocol::tasks::TaskStatus;
 use mcp_tasks_protocol::v2025::{
     self, CallToolRequestParams, CancelTask, CreateTaskResult, GetTask, GetTaskPayload, Initialize,
@@ -97,11 +97,16 @@ pub(crate) enum Called {
 
 /// `tools/call`, with `params.task` when the server supports task tool calls and the
 /// tool's `execution.taskSupport` is not `forbidden`.
+/// The call carries the idempotency key `key` when given; when it asks for a task and
+/// has none, a fresh one ([`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)).
+/// A call that asks for a task with a key is sent again when its answer was lost
+/// ([`ClientConfig::retry`](crate::ClientConfig::retry)). Returns the key sent.
 pub(crate) async fn call_tool(
     session: &Session,
     name: &str,
     arguments: JsonObject,
-) -> Result<Called, ClientError> {
+    key: Option<String>,
+) -> Result<(Called, Option<String>), ClientError> {
     let support = list_tools(session)
         .await?
         .tools
@@ -110,26 +115,39 @@ pub(crate) async fn call_tool(
         .map(v2025::Tool::task_support)
         .unwrap_or_default();
     let as_task = session.supports_tasks() && support != TaskSupport::Forbidden;
+    let key = match key {
+        None if as_task && session.config.idempotency_keys => Some(crate::retry::new_key()),
+        key => key,
+    };
     let params = CallToolRequestParams {
         name: name.to_owned(),
         arguments: Some(arguments),
         task: as_task.then(TaskMetadata::default),
-        idempotency_key: None,
-        meta: None,
+        idempotency_key: key.clone(),
+        // Also in `_meta`, for servers (and SDKs in between) that drop unknown params.
+        meta: key.as_ref().map(|key| {
+            JsonObject::from_iter([(IDEMPOTENCY_KEY.to_owned(), Value::String(key.clone()))])
+        }),
         extra: JsonObject::new(),
     };
     let pushed = session.pushed_2025.subscribe();
     // The server may ask about the task before this call's answer names it.
     let creating = as_task.then(|| session.creating());
-    let reply: Value = session
-        .request_as(v2025::methods::TOOLS_CALL, &params)
-        .await?;
+    // Only a call that makes a task is sent again: a plain one might run twice.
+    let retried = key.as_deref().filter(|_| as_task);
+    let reply: Value = crate::retry::retrying(
+        &session.config.retry,
+        v2025::methods::TOOLS_CALL,
+        retried,
+        || session.request_as(v2025::methods::TOOLS_CALL, &params),
+    )
+    .await?;
     if reply.get("task").is_some() {
         let created: CreateTaskResult = serde_json::from_value(reply)
             .map_err(|e| ClientError::Protocol(format!("malformed CreateTaskResult: {e}")))?;
-        return Ok(Called::Task(Box::new(created.task), pushed, creating));
+        return Ok((Called::Task(Box::new(created.task), pushed, creating), key));
     }
-    Ok(Called::Done(Box::new(call_result(reply)?)))
+    Ok((Called::Done(Box::new(call_result(reply)?)), key))
 }
 
 /// `tasks/get`: the flat task.

@@ -44,3 +44,135 @@ pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immedi
 
 /// The tasks extension's identifier, the key under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The idempotency key of a request (our extension, rs.mcp-tasks, not the spec's), from
+/// its `params.idempotencyKey` (`param`) and its `_meta.idempotencyKey` (`meta`),
+/// checked: a string of 1 to [`IDEMPOTENCY_KEY_MAX_BYTES`] bytes, the same in both
+/// places when both are given. `Ok(None)` when the request carries none; `Err` is the
+/// message of the -32602 to answer with. Pure: what a server's `tools/call` and a
+/// client hosting tasks (MCP 2025-11-25) both check.
+pub fn idempotency_key<'a>(
+    param: Option<&'a serde_json::Value>,
+    meta: Option<&'a serde_json::Value>,
+) -> Result<Option<&'a str>, String> {
+    let text = |value: Option<&'a serde_json::Value>, at: &str| match value {
+        None => Ok(None),
+        Some(serde_json::Value::String(key)) => Ok(Some(key.as_str())),
+        Some(_) => Err(format!(
+            "Invalid params: {at}{IDEMPOTENCY_KEY} must be a string of 1 to \
+             {IDEMPOTENCY_KEY_MAX_BYTES} bytes"
+        )),
+    };
+    let key = match (text(param, "params.")?, text(meta, "_meta.")?) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(format!(
+                "Invalid params: params.{IDEMPOTENCY_KEY} and _meta.{IDEMPOTENCY_KEY} differ"
+            ));
+        }
+        (Some(key), _) | (None, Some(key)) => key,
+        (None, None) => return Ok(None),
+    };
+    if key.is_empty() || key.len() > IDEMPOTENCY_KEY_MAX_BYTES {
+        return Err(format!(
+            "Invalid params: {IDEMPOTENCY_KEY} must be a string of 1 to \
+             {IDEMPOTENCY_KEY_MAX_BYTES} bytes (got {} bytes)",
+            key.len()
+        ));
+    }
+    Ok(Some(key))
+}
+
+/// What a store keeps with a keyed task to tell a repeat from a reuse: the SHA-256
+/// (lowercase hex) of `name` (a tool's name, or a request's method), a NUL, and `args`
+/// as canonical JSON (object members in byte order of their names, no whitespace,
+/// numbers as serde_json writes them). The same call gives the same fingerprint
+/// whatever the order of its members.
+pub fn idempotency_fingerprint(name: &str, args: &JsonObject) -> String {
+    use sha2::{Digest, Sha256};
+    let mut text = String::with_capacity(name.len() + 64);
+    text.push_str(name);
+    text.push('\0');
+    canonical_object(args, &mut text);
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `value` as canonical JSON, appended to `out`.
+fn canonical(value: &serde_json::Value, out: &mut String) {
+    match value {
+        serde_json::Value::Object(obj) => canonical_object(obj, out),
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn canonical_object(obj: &JsonObject, out: &mut String) {
+    let mut members: Vec<(&String, &serde_json::Value)> = obj.iter().collect();
+    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push('{');
+    for (i, (name, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::String(name.clone()).to_string());
+        out.push(':');
+        canonical(value, out);
+    }
+    out.push('}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn idempotency_keys_are_checked_as_the_server_checks_them() {
+        let (k, other) = (json!("k"), json!("other"));
+        assert_eq!(idempotency_key(None, None), Ok(None));
+        assert_eq!(idempotency_key(Some(&k), None), Ok(Some("k")));
+        assert_eq!(idempotency_key(None, Some(&k)), Ok(Some("k")));
+        assert_eq!(idempotency_key(Some(&k), Some(&k)), Ok(Some("k")));
+        let differ = idempotency_key(Some(&k), Some(&other)).expect_err("keys differ");
+        assert!(differ.contains("differ"), "{differ}");
+        for bad in [json!(""), json!("x".repeat(256)), json!(7), json!({"k": 1})] {
+            assert!(idempotency_key(Some(&bad), None).is_err(), "{bad}");
+            assert!(idempotency_key(None, Some(&bad)).is_err(), "{bad}");
+        }
+        let longest = json!("é".repeat(127));
+        assert!(idempotency_key(Some(&longest), None).is_ok());
+    }
+
+    #[test]
+    fn fingerprints_ignore_member_order_and_tell_arguments_apart() {
+        let a = json!({"b": [1, {"y": 2, "x": "s"}], "a": null});
+        let b = json!({"a": null, "b": [1, {"x": "s", "y": 2}]});
+        let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+            panic!("objects");
+        };
+        assert_eq!(
+            idempotency_fingerprint("tool", a),
+            idempotency_fingerprint("tool", b)
+        );
+        assert_ne!(
+            idempotency_fingerprint("tool", a),
+            idempotency_fingerprint("other", a)
+        );
+        // SHA-256 of "tool\0{}" (as `printf 'tool\0{}' | sha256sum` says).
+        assert_eq!(
+            idempotency_fingerprint("tool", &JsonObject::new()),
+            "cea28cfd1128c5c2e5eb2dac8b62c0d17fbd1dd177eaa538b0ef6f18de248964"
+        );
+    }
+}

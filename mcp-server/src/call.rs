@@ -13,11 +13,10 @@
 use mcp_tasks::{Idempotency, Job, NewTask, Origin, Owner, StoreError, TaskRecord, WireRevision};
 use mcp_tasks_protocol::JsonObject;
 use mcp_tasks_protocol::engine::ReplyWritten;
-use mcp_tasks_protocol::meta::{IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX_BYTES};
+use mcp_tasks_protocol::meta::{self, IDEMPOTENCY_KEY};
 use mcp_tasks_protocol::method::Request;
 use mcp_tasks_protocol::v2026::CallTool;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::audit;
 use crate::auth::Identity;
@@ -74,33 +73,10 @@ pub(crate) fn idempotency_key(
     param: Option<String>,
     meta: Option<&JsonObject>,
 ) -> Result<Option<String>, ServerError> {
-    let in_meta = match meta.and_then(|m| m.get(IDEMPOTENCY_KEY)) {
-        None => None,
-        Some(Value::String(key)) => Some(key.clone()),
-        Some(_) => {
-            return Err(ServerError::InvalidParams(format!(
-                "Invalid params: _meta.{IDEMPOTENCY_KEY} must be a string of 1 to \
-                 {IDEMPOTENCY_KEY_MAX_BYTES} bytes"
-            )));
-        }
-    };
-    let key = match (param, in_meta) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(ServerError::InvalidParams(format!(
-                "Invalid params: params.{IDEMPOTENCY_KEY} and _meta.{IDEMPOTENCY_KEY} differ"
-            )));
-        }
-        (Some(key), _) | (None, Some(key)) => key,
-        (None, None) => return Ok(None),
-    };
-    if key.is_empty() || key.len() > IDEMPOTENCY_KEY_MAX_BYTES {
-        return Err(ServerError::InvalidParams(format!(
-            "Invalid params: {IDEMPOTENCY_KEY} must be a string of 1 to \
-             {IDEMPOTENCY_KEY_MAX_BYTES} bytes (got {} bytes)",
-            key.len()
-        )));
-    }
-    Ok(Some(key))
+    let param = param.map(Value::String);
+    meta::idempotency_key(param.as_ref(), meta.and_then(|m| m.get(IDEMPOTENCY_KEY)))
+        .map(|key| key.map(str::to_owned))
+        .map_err(ServerError::InvalidParams)
 }
 
 /// What the store keeps with a keyed task: the key, and a fingerprint of the call (the
@@ -114,52 +90,10 @@ pub(crate) fn idempotency(
     let Some(key) = key else {
         return Ok(None);
     };
-    let mut text = String::with_capacity(tool.len() + 64);
-    text.push_str(tool);
-    text.push('\0');
-    canonical_object(args, &mut text);
-    let digest = Sha256::digest(text.as_bytes());
-    let fingerprint = digest
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
+    let fingerprint = meta::idempotency_fingerprint(tool, args);
     Idempotency::new(key, fingerprint)
         .map(Some)
         .map_err(|e| ServerError::InvalidParams(format!("Invalid params: {e}")))
-}
-
-/// `value` as canonical JSON (RFC 8785 in spirit: sorted member names, no whitespace;
-/// numbers as serde_json writes them) appended to `out`.
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(obj) => canonical_object(obj, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-fn canonical_object(obj: &JsonObject, out: &mut String) {
-    let mut members: Vec<(&String, &Value)> = obj.iter().collect();
-    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    out.push('{');
-    for (i, (name, value)) in members.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String(name.clone()).to_string());
-        out.push(':');
-        canonical(value, out);
-    }
-    out.push('}');
 }
 
 /// Whether the store refused a keyed create because of its key ([`keyed_refusal`]).
@@ -332,6 +266,8 @@ pub(crate) async fn launch_task(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use mcp_tasks_protocol::meta::IDEMPOTENCY_KEY_MAX_BYTES;
 
     use super::*;
 

@@ -143,7 +143,7 @@ impl Drop for RoundRobinProxy {
 }
 
 /// Hop-by-hop headers a proxy does not pass on (RFC 9110 7.6.1), and `host`.
-fn passes(name: &HeaderName) -> bool {
+pub fn passes(name: &HeaderName) -> bool {
     !matches!(
         name.as_str(),
         "connection"

@@ -292,10 +292,13 @@ impl Reader {
         let config = &self.session.config.driver;
         if self.failures > config.stream_retries {
             return Err(error.unwrap_or_else(|| {
-                ClientError::Transport(format!(
-                    "the event stream of task {} kept ending before the task did ({} attempts)",
-                    self.task_id, self.failures
-                ))
+                ClientError::Transport(
+                    format!(
+                        "the event stream of task {} kept ending before the task did ({} attempts)",
+                        self.task_id, self.failures
+                    )
+                    .into(),
+                )
             }));
         }
         let wait = config.backoff(self.failures);

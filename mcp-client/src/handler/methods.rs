@@ -52,8 +52,13 @@ pub(crate) fn client_methods(
                 let request = serde_json::json!({ "method": method, "params": params });
                 match (task, &ctx.hosted) {
                     (Some(task), Some(hosted)) if hosted.hosts(method) => {
-                        let run = async move { answer(handler.as_ref(), &request).await };
-                        hosted.start(method, task, run).await
+                        match crate::hosted::idempotency_of(method, &params) {
+                            Ok(idempotency) => {
+                                let run = async move { answer(handler.as_ref(), &request).await };
+                                hosted.start(method, task, idempotency, run).await
+                            }
+                            Err(e) => Err(e),
+                        }
                     }
                     _ => answer(handler.as_ref(), &request).await,
                 }

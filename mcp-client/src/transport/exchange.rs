@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use mcp_tasks_protocol::engine::FrameSender;
+use mcp_tasks_protocol::engine::{FailureKind, FrameSender, TransportFailure};
 use mcp_tasks_protocol::http::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, ParamHeader, encode_header_value,
     routed_name,
@@ -88,6 +88,8 @@ pub enum ExchangeError {
         status: reqwest::StatusCode,
         /// The first 200 characters of the body.
         body: String,
+        /// Its `Retry-After`, when it had one that parsed.
+        retry_after: Option<std::time::Duration>,
     },
     /// The server refused the request at the HTTP level (401, 403, 404 of an unknown
     /// session...) with an answer not addressed to it (a JSON-RPC error without the
@@ -98,6 +100,8 @@ pub enum ExchangeError {
         status: reqwest::StatusCode,
         /// The first 200 characters of the body.
         body: String,
+        /// Its `Retry-After` (a 429's, a 503's), when it had one that parsed.
+        retry_after: Option<std::time::Duration>,
     },
     /// Logging in failed (or the server refused the token it got).
     #[error("{0}")]
@@ -111,6 +115,38 @@ pub enum ExchangeError {
         #[source]
         source: reqwest::Error,
     },
+}
+
+impl ExchangeError {
+    /// This failure typed for the engine ([`PeerError::Exchange`](mcp_tasks_protocol::engine::PeerError::Exchange)):
+    /// whether the request may have reached the server, the status and `Retry-After`.
+    pub fn failure(&self) -> TransportFailure {
+        let message = self.to_string();
+        match self {
+            ExchangeError::Send(e) if e.is_connect() => {
+                TransportFailure::new(FailureKind::Unreachable, message)
+            }
+            ExchangeError::Send(_) | ExchangeError::StreamBroke(_) | ExchangeError::StreamEnded => {
+                TransportFailure::new(FailureKind::Interrupted, message)
+            }
+            ExchangeError::NotJsonRpc {
+                status,
+                retry_after,
+                ..
+            }
+            | ExchangeError::Refused {
+                status,
+                retry_after,
+                ..
+            } => TransportFailure::new(FailureKind::Status, message)
+                .with_status(status.as_u16(), *retry_after),
+            ExchangeError::Body { status, .. } => {
+                TransportFailure::new(FailureKind::Interrupted, message)
+                    .with_status(status.as_u16(), None)
+            }
+            ExchangeError::Auth(_) => TransportFailure::new(FailureKind::Other, message),
+        }
+    }
 }
 
 /// A request whose HTTP exchange failed: no answer will come for `id`. The HTTP transport
@@ -478,6 +514,13 @@ impl Job {
         if status == reqwest::StatusCode::ACCEPTED {
             return;
         }
+        let retry_after = crate::retry::retry_after(
+            response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()),
+            std::time::SystemTime::now(),
+        );
         let is_sse = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -522,7 +565,11 @@ impl Job {
                         .is_some_and(|id| !is_response_to(&body, id)) =>
             {
                 let body = body.chars().take(200).collect();
-                self.fail(ExchangeError::Refused { status, body });
+                self.fail(ExchangeError::Refused {
+                    status,
+                    body,
+                    retry_after,
+                });
             }
             Ok(body)
                 if serde_json::from_str::<serde::de::IgnoredAny>(&body).is_ok()
@@ -532,7 +579,11 @@ impl Job {
             }
             Ok(body) => {
                 let body = body.chars().take(200).collect();
-                self.fail(ExchangeError::NotJsonRpc { status, body });
+                self.fail(ExchangeError::NotJsonRpc {
+                    status,
+                    body,
+                    retry_after,
+                });
             }
             Err(source) => self.fail(ExchangeError::Body { status, source }),
         }

@@ -26,7 +26,7 @@ pub fn spawn_stdio(
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| ClientError::Transport(format!("cannot start {program}: {e}")))?;
+        .map_err(|e| ClientError::Transport(format!("cannot start {program}: {e}").into()))?;
     from_child(child)
 }
 

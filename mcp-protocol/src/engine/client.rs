@@ -12,7 +12,9 @@ fn to_client_error(e: PeerError) -> Error {
     match e {
         PeerError::Rpc(e) => Error::Call(ErrorObjectOwned::from(e)),
         PeerError::Json(e) => Error::ParseError(e),
-        e @ (PeerError::Closed | PeerError::Transport(_)) => Error::Transport(Box::new(e)),
+        e @ (PeerError::Closed | PeerError::Transport(_) | PeerError::Exchange(_)) => {
+            Error::Transport(Box::new(e))
+        }
     }
 }
 

@@ -53,7 +53,7 @@ pub use endpoint::{
     DEFAULT_MAX_INFLIGHT_REQUESTS, Endpoint, EndpointBuilder, ReplyWritten, RequestContext,
 };
 pub use frames::{InboundRequest, Incoming, Rejected, Reply, error_frame};
-pub use peer::{Peer, PeerError, decode};
+pub use peer::{FailureKind, Peer, PeerError, TransportFailure, decode};
 pub use service::{InboundNotification, MethodsService, NotificationHandler, NotificationHandlers};
 pub use session::Session;
 pub use transport::{

@@ -32,6 +32,95 @@ pub enum PeerError {
     /// transport's owner through [`Peer::fail`], never read from a frame.
     #[error("transport: {0}")]
     Transport(String),
+    /// The transport could not carry the exchange, typed: how it failed (no connection,
+    /// cut before the answer, an HTTP status without a JSON-RPC answer), the HTTP status
+    /// and `Retry-After` when a response came, so that a caller decides whether sending
+    /// again is safe and useful without reading the text. Reported like
+    /// [`Transport`](PeerError::Transport), through [`Peer::fail`], never read from a frame.
+    #[error("transport: {0}")]
+    Exchange(TransportFailure),
+}
+
+/// How an exchange failed, as far as its transport could tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// No connection was made (refused, no route, DNS): the request never left.
+    Unreachable,
+    /// The request was sent (or may have been) and the exchange ended before its answer:
+    /// a connection reset or closed, a response body or event stream cut or ended early.
+    /// The request may have reached the other side.
+    Interrupted,
+    /// A response came without a JSON-RPC answer to the request (an HTTP error page, a
+    /// balancer's 502, a 429): see [`TransportFailure::status`].
+    Status,
+    /// Anything else (a login that failed, a request refused locally).
+    Other,
+}
+
+/// A failed exchange ([`PeerError::Exchange`]): what its text says, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportFailure {
+    /// What happened, for people.
+    pub message: String,
+    /// How it failed.
+    pub kind: FailureKind,
+    /// The HTTP status of the response, when one came.
+    pub status: Option<u16>,
+    /// The response's `Retry-After` (seconds, or an HTTP date turned into the time left
+    /// until it), when it had one that parsed.
+    pub retry_after: Option<std::time::Duration>,
+}
+
+impl TransportFailure {
+    /// A failure of `kind` said by `message`, without an HTTP response.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> TransportFailure {
+        TransportFailure {
+            message: message.into(),
+            kind,
+            status: None,
+            retry_after: None,
+        }
+    }
+
+    /// This failure, with the HTTP status and `Retry-After` of the response that came.
+    pub fn with_status(
+        mut self,
+        status: u16,
+        retry_after: Option<std::time::Duration>,
+    ) -> TransportFailure {
+        self.status = Some(status);
+        self.retry_after = retry_after;
+        self
+    }
+}
+
+impl std::fmt::Display for TransportFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The text, so that code reading the message (`contains`, `starts_with`) keeps working.
+impl std::ops::Deref for TransportFailure {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A failure known only by its text ([`FailureKind::Other`]).
+impl From<String> for TransportFailure {
+    fn from(message: String) -> TransportFailure {
+        TransportFailure::new(FailureKind::Other, message)
+    }
+}
+
+impl From<&str> for TransportFailure {
+    fn from(message: &str) -> TransportFailure {
+        TransportFailure::new(FailureKind::Other, message)
+    }
 }
 
 impl From<Closed> for PeerError {
@@ -328,6 +417,10 @@ impl From<PeerError> for ErrorObject {
                 error_codes::INTERNAL_ERROR,
                 format!("transport to the peer failed: {e}"),
             ),
+            PeerError::Exchange(e) => ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                format!("transport to the peer failed: {e}"),
+            ),
         }
     }
 }
@@ -362,6 +455,33 @@ mod tests {
         // Nobody waits under that id any more.
         assert!(!peer.fail(&id, PeerError::Closed));
         assert_eq!(peer.pending_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_typed_failure_reaches_the_request_as_it_was_told() {
+        let (out, mut sent) = FrameSender::channel(4);
+        let peer = Peer::new(out);
+        let waiting = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request_raw("tools/call", None).await }
+        });
+        let frame = sent.recv().await.and_then(Result::ok).unwrap_or_default();
+        let frame: serde_json::Value = serde_json::from_str(&frame).unwrap_or_default();
+        let id: RequestId =
+            serde_json::from_value(frame["id"].clone()).unwrap_or(RequestId::Number(0));
+        let failure = TransportFailure::new(FailureKind::Status, "HTTP 429: slow down")
+            .with_status(429, Some(std::time::Duration::from_secs(2)));
+        assert!(peer.fail(&id, PeerError::Exchange(failure.clone())));
+        match waiting.await.ok() {
+            Some(Err(PeerError::Exchange(got))) => {
+                assert_eq!(got, failure);
+                assert!(got.contains("429"), "reads as its text");
+                assert_eq!(got.to_string(), "HTTP 429: slow down");
+            }
+            other => panic!("expected the typed failure, got {other:?}"),
+        }
+        let text: TransportFailure = "no route".into();
+        assert_eq!((text.kind, text.status), (FailureKind::Other, None));
     }
 
     /// The id of the first request `peer` sends, and the task waiting for its answer.

@@ -38,8 +38,8 @@ struct CountedArgs {
 }
 
 /// A tool (`name`, `policy`) that counts its runs in `runs`, works `ms`, and answers
-/// `done <label>`.
-fn counted(name: &str, policy: TaskPolicy, runs: &Arc<AtomicUsize>) -> ToolDef {
+/// `done <label>` (the client's retry tests count runs with it too).
+pub(crate) fn counted(name: &str, policy: TaskPolicy, runs: &Arc<AtomicUsize>) -> ToolDef {
     let runs = Arc::clone(runs);
     ToolDef::new(name, policy, move |ctx: ToolContext, args: CountedArgs| {
         let runs = Arc::clone(&runs);

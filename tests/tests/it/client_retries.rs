@@ -1,0 +1,306 @@
+//! The client's safe retries (issue 50): a task-augmented `tools/call` carries an
+//! idempotency key (a fresh one by default, or the caller's), in `params` and `_meta`, and
+//! is sent again with it when its answer was lost — a 502, 503 or 504 without a JSON-RPC
+//! answer, a connection closed without a response, a 429 after its `Retry-After` — within
+//! the configured attempts. Against our real server behind a fault-injecting front
+//! ([`RetryFront`]) that lets each faulted request reach the server and loses its answer:
+//! every attempt names the same task, the tool runs once, the retries are told to the
+//! hook. A call without a key (keys off, or a plain 2025-11-25 call) is never retried.
+//! Both revisions where the path differs (2026-07-28; 2025-11-25 with `params.task`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_tasks_client::{
+    ClientConfig, ClientError, DeclineAll, McpClient, RetryConfig, RetryNotice, Revision, Started,
+    ToolCall,
+};
+use mcp_tasks_protocol::JsonObject;
+use mcp_tasks_server::http::HttpConfig;
+use mcp_tasks_server::{RuntimeConfig, TaskPolicy};
+use mcp_tests::retry_front::{Call, Fault, RetryFront};
+use mcp_tests::server_harness::TestServer;
+use serde_json::{Value, json};
+
+use crate::idempotency::counted;
+
+/// The bound of one scenario.
+const WAIT: Duration = Duration::from_secs(40);
+
+/// Our server (`counted`: always a task; `counted_sync`: never), its run counter, and
+/// the front before it.
+struct Setup {
+    _server: TestServer,
+    front: RetryFront,
+    runs: Arc<AtomicUsize>,
+    notices: Arc<Mutex<Vec<RetryNotice>>>,
+}
+
+async fn setup() -> Setup {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tools = vec![
+        counted("counted", TaskPolicy::Required, &runs),
+        counted("counted_sync", TaskPolicy::Synchronous, &runs),
+    ];
+    let server =
+        TestServer::start_with(tools, RuntimeConfig::default(), HttpConfig::default()).await;
+    let front = RetryFront::start(&server.url).await;
+    Setup {
+        _server: server,
+        front,
+        runs,
+        notices: Arc::default(),
+    }
+}
+
+impl Setup {
+    /// A client of `revision` through the front, its retries told to `notices`, with
+    /// short back-offs; `tune` changes the rest.
+    async fn client(&self, revision: Revision, tune: impl FnOnce(&mut ClientConfig)) -> McpClient {
+        let notices = Arc::clone(&self.notices);
+        let mut config = ClientConfig {
+            revision,
+            retry: RetryConfig {
+                initial_backoff: Duration::from_millis(10),
+                ..RetryConfig::default()
+            },
+            ..ClientConfig::default()
+        }
+        .on_retry(Arc::new(move |n: &RetryNotice| {
+            notices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(n.clone())
+        }));
+        tune(&mut config);
+        tokio::time::timeout(
+            WAIT,
+            McpClient::connect_http(&self.front.url, Arc::new(DeclineAll), config),
+        )
+        .await
+        .expect("connected in time")
+        .expect("connect")
+    }
+
+    fn notices(&self) -> Vec<RetryNotice> {
+        self.notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The `tools/call`s of tool `name` the front passed on.
+    fn calls_of(&self, name: &str) -> Vec<Call> {
+        self.front
+            .calls()
+            .into_iter()
+            .filter(|c| c.params["name"] == name)
+            .collect()
+    }
+}
+
+/// The arguments of a `counted` call labelled `text`: it works 50 ms.
+fn label(text: &str) -> JsonObject {
+    let mut args = JsonObject::new();
+    args.insert("label".into(), json!(text));
+    args.insert("ms".into(), json!(50));
+    args
+}
+
+/// The idempotency key a call sent: `params.idempotencyKey`, which must equal
+/// `_meta.idempotencyKey` when both are there.
+fn key_sent(call: &Call) -> Option<String> {
+    let param = call.params.get("idempotencyKey").and_then(Value::as_str);
+    let meta = call.params["_meta"]
+        .get("idempotencyKey")
+        .and_then(Value::as_str);
+    assert_eq!(
+        param, meta,
+        "params and _meta carry one key: {}",
+        call.params
+    );
+    param.map(str::to_owned)
+}
+
+async fn call(client: &McpClient, call: ToolCall) -> Result<Started, ClientError> {
+    tokio::time::timeout(WAIT, client.call_as_task(call))
+        .await
+        .expect("answered in time")
+}
+
+/// Lost answers of every kind, then the answer: one key on every attempt, every attempt
+/// answered with one task, the tool run once, each retry told.
+async fn lost_answers_are_retried_with_one_key(revision: Revision, given: Option<&str>) {
+    let s = setup().await;
+    let client = s.client(revision, |_| {}).await;
+    s.front.fail_next([
+        Fault::Status(502),
+        Fault::Status(503),
+        Fault::Status(504),
+        Fault::Close,
+    ]);
+    let mut operation = ToolCall::new("counted", label("once"));
+    if let Some(key) = given {
+        operation = operation.with_idempotency_key(key);
+    }
+    let Started::Task(handle) = call(&client, operation).await.expect("the call") else {
+        panic!("counted made no task");
+    };
+    let key = handle
+        .operation()
+        .and_then(|o| o.idempotency_key.clone())
+        .expect("the handle keeps the key sent");
+    if let Some(given) = given {
+        assert_eq!(key, given);
+    }
+    assert_eq!(
+        handle.reference().operation.and_then(|o| o.idempotency_key),
+        Some(key.clone()),
+        "a TaskRef carries the key"
+    );
+    let calls = s.calls_of("counted");
+    assert_eq!(calls.len(), 5, "four lost answers, then the answer");
+    for c in &calls {
+        assert_eq!(key_sent(c).as_deref(), Some(key.as_str()), "{}", c.params);
+        assert_eq!(c.task_id.as_deref(), Some(handle.id()), "one task: {c:?}");
+    }
+    let notices = s.notices();
+    let statuses: Vec<Option<u16>> = notices.iter().map(|n| n.status).collect();
+    assert_eq!(statuses, [Some(502), Some(503), Some(504), None]);
+    for (n, attempt) in notices.iter().zip(2..) {
+        assert_eq!(n.attempt, attempt);
+        assert_eq!(n.max_attempts, 5);
+        assert_eq!(n.method, "tools/call");
+        assert_eq!(n.idempotency_key, key);
+        assert!(n.wait <= Duration::from_secs(5), "{n:?}");
+    }
+    let result = tokio::time::timeout(WAIT, handle.wait())
+        .await
+        .expect("in time")
+        .expect("the task's result");
+    assert_eq!(
+        result.content.first().and_then(|c| c.as_text()),
+        Some("done once")
+    );
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "the tool ran once");
+}
+
+#[tokio::test]
+async fn lost_answers_are_retried_with_one_key_2026() {
+    lost_answers_are_retried_with_one_key(Revision::V2026_07_28, None).await;
+}
+
+#[tokio::test]
+async fn lost_answers_are_retried_with_one_key_2025() {
+    lost_answers_are_retried_with_one_key(Revision::V2025_11_25, None).await;
+}
+
+#[tokio::test]
+async fn a_key_of_the_callers_is_sent_and_kept_2026() {
+    lost_answers_are_retried_with_one_key(Revision::V2026_07_28, Some("caller-key-1")).await;
+}
+
+#[tokio::test]
+async fn a_key_of_the_callers_is_sent_and_kept_2025() {
+    lost_answers_are_retried_with_one_key(Revision::V2025_11_25, Some("caller-key-2")).await;
+}
+
+/// A 429 is sent again after its `Retry-After`, as the hook's wait says.
+#[tokio::test]
+async fn a_429_is_retried_after_its_retry_after() {
+    for revision in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let s = setup().await;
+        let client = s.client(revision, |_| {}).await;
+        s.front.fail_next([Fault::TooMany("1".into())]);
+        let started = call(&client, ToolCall::new("counted", label("later")))
+            .await
+            .expect("the call");
+        assert!(matches!(started, Started::Task(_)), "{revision:?}");
+        let notices = s.notices();
+        assert_eq!(notices.len(), 1, "{revision:?}: {notices:?}");
+        assert_eq!(notices[0].status, Some(429));
+        assert_eq!(notices[0].retry_after, Some(Duration::from_secs(1)));
+        assert!(
+            notices[0].wait >= Duration::from_secs(1),
+            "{:?}",
+            notices[0]
+        );
+        let calls = s.calls_of("counted");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].task_id, calls[1].task_id, "one task");
+    }
+}
+
+/// Past the attempts the last failure is the error; every attempt named one task.
+#[tokio::test]
+async fn giving_up_returns_the_last_failure() {
+    for revision in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let s = setup().await;
+        let client = s.client(revision, |c| c.retry.max_attempts = 3).await;
+        s.front
+            .fail_next([Fault::Status(502), Fault::Close, Fault::Status(503)]);
+        let error = call(&client, ToolCall::new("counted", label("lost")))
+            .await
+            .expect_err("every answer lost");
+        assert_eq!(error.http_status(), Some(503), "{revision:?}: {error}");
+        assert!(
+            matches!(&error, ClientError::Transport(m) if m.contains("503")),
+            "{error}"
+        );
+        assert_eq!(s.notices().len(), 2, "{revision:?}");
+        let calls = s.calls_of("counted");
+        assert_eq!(calls.len(), 3, "{revision:?}");
+        let first = calls[0].task_id.clone();
+        assert!(first.is_some(), "the server made the task");
+        assert!(calls.iter().all(|c| c.task_id == first), "{calls:?}");
+    }
+}
+
+/// A revision, a tool, a change to the configuration, and whether a key is sent.
+type Case = (Revision, &'static str, fn(&mut ClientConfig), bool);
+
+/// Without a key a call is sent once: keys off (2026-07-28 and 2025-11-25), a plain
+/// 2025-11-25 call of a tool that never makes a task (no key by default), and retries
+/// off with a key.
+#[tokio::test]
+async fn a_call_without_a_key_or_with_retries_off_is_not_retried() {
+    let cases: [Case; 4] = [
+        (
+            Revision::V2026_07_28,
+            "counted",
+            |c| c.idempotency_keys = false,
+            false,
+        ),
+        (
+            Revision::V2025_11_25,
+            "counted",
+            |c| c.idempotency_keys = false,
+            false,
+        ),
+        (Revision::V2025_11_25, "counted_sync", |_| {}, false),
+        (
+            Revision::V2026_07_28,
+            "counted",
+            |c| c.retry = RetryConfig::none(),
+            true,
+        ),
+    ];
+    for (revision, tool, tune, keyed) in cases {
+        let s = setup().await;
+        let client = s.client(revision, tune).await;
+        s.front.fail_next([Fault::Status(502)]);
+        let error = call(&client, ToolCall::new(tool, label("one")))
+            .await
+            .expect_err("the answer was lost");
+        assert_eq!(
+            error.http_status(),
+            Some(502),
+            "{revision:?} {tool}: {error}"
+        );
+        assert!(s.notices().is_empty(), "{revision:?} {tool}");
+        let calls = s.calls_of(tool);
+        assert_eq!(calls.len(), 1, "{revision:?} {tool}: sent once");
+        assert_eq!(key_sent(&calls[0]).is_some(), keyed, "{revision:?} {tool}");
+    }
+}
