@@ -71,11 +71,14 @@ where
     Fut: Future<Output = Result<R, ServerError>> + Send + 'static,
     R: Serialize,
 {
+    // The handler's future is made inside the boxed one, where it runs: made outside, it
+    // would be copied into the box and again when awaited (a handler's future is large).
+    let handler = Arc::new(handler);
     let run = move |ctx: C, params: &Params<'static>| -> BoxReply {
         match parse_params::<M>(params) {
             Ok(params) => {
-                let answer = handler(ctx, params);
-                Box::pin(async move { json(answer.await?) })
+                let handler = Arc::clone(&handler);
+                Box::pin(async move { json(handler(ctx, params).await?) })
             }
             Err(e) => Box::pin(std::future::ready(Err(e.into()))),
         }

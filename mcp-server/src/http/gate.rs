@@ -50,7 +50,7 @@ pub(crate) fn sse_for(
 
 /// Why `config` refuses a request's `Host` (DNS rebinding), if it does.
 pub(crate) fn host_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option<String> {
-    let host = header_str(headers, header::HOST.as_str());
+    let host = header_str(headers, header::HOST);
     if config.allowed_hosts.allows(host) {
         None
     } else {
@@ -66,14 +66,18 @@ pub(crate) fn origin_refusal(config: &HttpConfig, headers: &HeaderMap) -> Option
     if let Some(refused) = host_refusal(config, headers) {
         return Some(refused);
     }
-    let origin = header_str(headers, header::ORIGIN.as_str())?;
+    let origin = header_str(headers, header::ORIGIN)?;
     if config.allowed_origins.allows(origin) {
         return None;
     }
     Some(format!("Origin not allowed: {origin}"))
 }
 
-/// A header's value, when it is there and readable as text.
-pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// A header's value, when it is there and readable as text. `name` is a `HeaderName`
+/// (e.g. `header::ACCEPT`, looked up as it is) or text (parsed into one first).
+pub(crate) fn header_str(
+    headers: &HeaderMap,
+    name: impl axum::http::header::AsHeaderName,
+) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }

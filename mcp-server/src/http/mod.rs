@@ -412,26 +412,21 @@ fn json_response(status: StatusCode, body: String) -> Response {
 
 /// What the client accepts: (JSON, SSE).
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
-    let Some(accept) = header_str(headers, header::ACCEPT.as_str()) else {
+    let Some(accept) = header_str(headers, header::ACCEPT) else {
         return (true, true);
     };
     let mut json = false;
     let mut sse = false;
     for part in accept.split(',') {
-        let media = part
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match media.as_str() {
-            "application/json" | "application/*" => json = true,
-            "text/event-stream" | "text/*" => sse = true,
-            "*/*" => {
-                json = true;
-                sse = true;
-            }
-            _ => {}
+        let media = part.split(';').next().unwrap_or("").trim();
+        let is = |name: &str| media.eq_ignore_ascii_case(name);
+        if is("application/json") || is("application/*") {
+            json = true;
+        } else if is("text/event-stream") || is("text/*") {
+            sse = true;
+        } else if media == "*/*" {
+            json = true;
+            sse = true;
         }
     }
     (json, sse)

@@ -81,8 +81,8 @@ async fn read_body(
     body: axum::body::Body,
     limit: usize,
 ) -> Result<Bytes, Box<Response>> {
-    let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let declared =
+        header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(Box::new(too_large(limit)));
     }
@@ -100,7 +100,7 @@ struct Accepts {
 
 /// `Content-Type` (415) and `Accept` (406).
 fn negotiate(headers: &HeaderMap) -> Result<Accepts, Box<Response>> {
-    let content_type = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    let content_type = header_str(headers, header::CONTENT_TYPE).unwrap_or("");
     if !content_type
         .split(';')
         .next()

@@ -309,7 +309,9 @@ pub(crate) async fn tools_call(
         .task
         .and_then(|t| t.ttl)
         .and_then(|t| u64::try_from(t).ok());
-    let record = start_task(
+    // Boxed: a synchronous call's future (the common case) stays small instead of
+    // carrying the task path's state on every request.
+    let record = Box::pin(start_task(
         state,
         &session.owner,
         tool,
@@ -325,7 +327,7 @@ pub(crate) async fn tools_call(
             announced: ext.get::<ReplyWritten>().cloned(),
             idempotency: keyed,
         },
-    )
+    ))
     .await?;
     let created = CreateTaskResult::new(task_2025(&record));
     serde_json::to_value(created).map_err(|e| ServerError::Internal(e.to_string()))

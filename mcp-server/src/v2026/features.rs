@@ -119,7 +119,7 @@ pub(crate) fn prompts_list(
 /// `input_required` while a prompt made with a context asks the client (SEP-2322).
 pub(crate) async fn prompts_get(
     state: &State,
-    params: GetPromptRequestParams,
+    mut params: GetPromptRequestParams,
     ext: &Extensions,
 ) -> Result<InputRequiredOr<GetPromptResult>, ServerError> {
     let prompt = state
@@ -138,7 +138,7 @@ pub(crate) async fn prompts_get(
         params.request_state.as_deref(),
         params.input_responses.as_ref(),
     )?;
-    let (cancel, scope) = rounds::request_scope(ext, &params.meta, &caller);
+    let (cancel, scope) = rounds::request_scope(ext, &mut params.meta, &caller);
     let ctx = ToolContext::rounds(answers.clone(), cancel, scope);
     match prompt
         .get(ctx.clone(), params.arguments.unwrap_or_default())

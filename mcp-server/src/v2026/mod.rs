@@ -145,7 +145,7 @@ pub(crate) async fn tools_call(
         params.request_state.as_deref(),
         params.input_responses.as_ref(),
     )?;
-    let (cancel, mut call_scope) = rounds::request_scope(ext, &params.meta, &caller);
+    let (cancel, mut call_scope) = rounds::request_scope(ext, &mut params.meta, &caller);
     call_scope.related_tasks = related_tasks(state, &caller.owner, &params.meta).await?;
     let scope = || call_scope.clone();
 
@@ -175,12 +175,14 @@ pub(crate) async fn tools_call(
                 answers,
                 request_cancel: cancel,
                 scope: scope(),
-                declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
+                declarations: declarations(&call_scope),
                 idempotency: keyed,
             };
-            return call.run(args, deadline).await;
+            // Boxed, as `start_task` below: a synchronous call's future (the common case)
+            // stays small instead of carrying the task paths' state on every request.
+            return Box::pin(call.run(args, deadline)).await;
         }
-        let record = start_task(
+        let record = Box::pin(start_task(
             state,
             &caller.owner,
             tool,
@@ -190,19 +192,19 @@ pub(crate) async fn tools_call(
             Requester {
                 related_tasks: call_scope.related_tasks.clone(),
                 identity: caller.identity.clone(),
-                declarations: serde_json::to_value(&params.meta.client_capabilities).ok(),
+                declarations: declarations(&call_scope),
                 // Nothing is pushed about a task the client did not name (listen's taskIds).
                 announced: None,
                 idempotency: keyed,
             },
-        )
+        ))
         .await?;
         return Ok(CallToolReply::Task(CreateTaskResult::from(views::task(
             &record,
         ))));
     }
 
-    let ctx = ToolContext::rounds(answers.clone(), cancel, scope());
+    let ctx = ToolContext::rounds(answers.clone(), cancel, call_scope);
     let result = tool.run(ctx.clone(), args).await;
     rounds::call_reply(
         &state.cursor_key,
@@ -212,6 +214,12 @@ pub(crate) async fn tools_call(
         answers,
         result,
     )
+}
+
+/// The capabilities a call declared, as its task keeps them (taken from its `_meta` into
+/// its scope by [`rounds::request_scope`]).
+fn declarations(scope: &crate::context::CallScope) -> Option<serde_json::Value> {
+    serde_json::to_value(scope.client_capabilities.as_ref()?).ok()
 }
 
 /// The most related task ids one request may name.

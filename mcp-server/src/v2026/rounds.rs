@@ -46,10 +46,11 @@ struct RoundState {
 }
 
 /// The cancellation token and the call scope of a synchronous 2026-07-28 request: where
-/// its progress and logs go, the capabilities and identity it declared.
+/// its progress and logs go, the capabilities and identity it declared (taken from
+/// `meta`, not copied: read them in the scope afterwards).
 pub(crate) fn request_scope(
     ext: &Extensions,
-    meta: &RequestMeta,
+    meta: &mut RequestMeta,
     caller: &Caller,
 ) -> (CancellationToken, CallScope) {
     let cancel = RequestContext::from_extensions(ext)
@@ -61,7 +62,7 @@ pub(crate) fn request_scope(
             progress_token: meta.progress_token.clone(),
             log_level: meta.log_level,
         },
-        client_capabilities: Some(meta.client_capabilities.clone()),
+        client_capabilities: Some(std::mem::take(&mut meta.client_capabilities)),
         identity: caller.identity.clone(),
         related_tasks: Vec::new(),
     };
