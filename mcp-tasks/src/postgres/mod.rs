@@ -110,7 +110,7 @@ impl PostgresOptions {
 ///   every shard is full as committed, that is at the limit exactly; when the shards with
 ///   room are all being written it runs again after a short pause. A batch of creates
 ///   takes as many units from one shard as it has room for; missing shard rows are
-///   made one per statement, outside any batch. The task row names its
+///   made in one statement (in shard order), outside any batch. The task row names its
 ///   shards, and its terminal write gives the units back. Shards let 16 writers commit at
 ///   once where one row serialized every create and finish of the deployment behind its
 ///   commit's flush. Locks are taken in one order (task row, owner shard, total shard), a

@@ -78,8 +78,15 @@ impl Notifier {
     }
 }
 
+/// A connection of the notifier, with its one statement prepared: each batch is then one
+/// round trip (a statement given as text is parsed in a round trip of its own first).
+struct Connection {
+    client: tokio_postgres::Client,
+    send: tokio_postgres::Statement,
+}
+
 /// A connection whose transactions do not wait for their flush.
-async fn connect(config: &tokio_postgres::Config) -> Result<tokio_postgres::Client, StoreError> {
+async fn connect(config: &tokio_postgres::Config) -> Result<Connection, StoreError> {
     let (client, connection) = config
         .connect(NoTls)
         .await
@@ -93,7 +100,11 @@ async fn connect(config: &tokio_postgres::Config) -> Result<tokio_postgres::Clie
         .batch_execute("SET synchronous_commit TO off")
         .await
         .map_err(|e| backend(format!("notifier cannot set synchronous_commit: {e}")))?;
-    Ok(client)
+    let send = client
+        .prepare(SEND)
+        .await
+        .map_err(|e| backend(format!("notifier cannot prepare its statement: {e}")))?;
+    Ok(Connection { client, send })
 }
 
 struct Sender {
@@ -104,7 +115,7 @@ struct Sender {
 }
 
 impl Sender {
-    async fn run(self, client: tokio_postgres::Client, mut batches: mpsc::Receiver<Vec<String>>) {
+    async fn run(self, client: Connection, mut batches: mpsc::Receiver<Vec<String>>) {
         let mut client = Some(client);
         while let Some(mut batch) = batches.recv().await {
             while batch.len() < MAX_BATCH {
@@ -130,7 +141,11 @@ impl Sender {
                         None => return,
                     },
                 };
-                match live.execute(SEND, &[&self.channel, &batch]).await {
+                match live
+                    .client
+                    .execute(&live.send, &[&self.channel, &batch])
+                    .await
+                {
                     Ok(_) => {
                         client = Some(live);
                         break;
@@ -150,10 +165,7 @@ impl Sender {
 
     /// A new connection, trying with backoff until one works, or `None` once the handle
     /// is dropped.
-    async fn reconnect(
-        &self,
-        batches: &mpsc::Receiver<Vec<String>>,
-    ) -> Option<tokio_postgres::Client> {
+    async fn reconnect(&self, batches: &mpsc::Receiver<Vec<String>>) -> Option<Connection> {
         let mut delay = MIN_BACKOFF;
         loop {
             if batches.is_closed() {

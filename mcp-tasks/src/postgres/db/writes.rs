@@ -67,8 +67,10 @@ fn encode(rec: &TaskRecord) -> Result<String, StoreError> {
 }
 
 /// Makes the missing count shard rows of `owner`'s count (`None`: the total's) under
-/// `max`, one statement (one transaction, holding nothing else) per row, so that no two
-/// writers inserting them can wait for each other.
+/// `max`, in one statement (one transaction, holding nothing else) that inserts them in
+/// shard order: two writers making them at once wait for each other's rows in the same
+/// order, so neither can wait for the other in a cycle, and no other write can see, so
+/// wait for, a row not yet committed.
 pub(crate) async fn make_shards<C: GenericClient>(
     c: &C,
     owner: Option<&Owner>,
@@ -77,18 +79,21 @@ pub(crate) async fn make_shards<C: GenericClient>(
     let scope = owner.map_or(TOTAL_SCOPE, |o| o.as_str().as_bytes());
     let max = limit(max);
     let shards = i64::from(schema::SHARDS);
-    for shard in 0..schema::SHARDS {
-        let share = max / shards + i64::from(i64::from(shard) < max % shards);
-        if share > 0 {
-            execute(
-                c,
-                "INSERT INTO live_counts (owner, shard, live) VALUES ($1, $2, 0)
-                 ON CONFLICT DO NOTHING",
-                &[&scope, &(shard as i16)],
-            )
-            .await?;
-        }
+    let with_room: Vec<i16> = (0..schema::SHARDS)
+        .filter(|&shard| max / shards + i64::from(i64::from(shard) < max % shards) > 0)
+        .map(|shard| shard as i16)
+        .collect();
+    if with_room.is_empty() {
+        return Ok(());
     }
+    execute(
+        c,
+        "INSERT INTO live_counts (owner, shard, live)
+         SELECT $1, s, 0 FROM unnest($2::smallint[]) AS s ORDER BY s
+         ON CONFLICT DO NOTHING",
+        &[&scope, &with_room],
+    )
+    .await?;
     Ok(())
 }
 
