@@ -33,6 +33,7 @@ pub mod console_page;
 pub mod deaf_store;
 pub mod features_fixture;
 pub mod front;
+pub mod history;
 pub mod issuer;
 pub mod legacy;
 pub mod node_harness;

@@ -70,6 +70,13 @@ pub(crate) enum Cmd {
         #[arg(long, default_value_t = 60.0)]
         seconds: f64,
     },
+    /// The fault tests in their long form: each durability scenario (history-checked) for
+    /// `seconds` of load, then the chaos test.
+    Chaos {
+        /// Seconds of load per durability scenario.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// Clone the repository (its committed HEAD) into an empty temporary folder, with
     /// nothing beside it, and run `cargo xtask test` there outside CI: it must pass, and
     /// skip nothing for want of the official schema files (they ship in `spec/`). It

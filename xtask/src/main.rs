@@ -29,6 +29,9 @@
 //!   store limits only.
 //! - `fuzz --seconds N`: the fuzz targets (frames, classification, messages, SSE,
 //!   cursors), N seconds each; `test` runs them for 2 seconds each.
+//! - `chaos --seconds N`: the durability scenarios (`tests/tests/durability.rs`, every
+//!   operation recorded and the history checked), N seconds of load each, then the chaos
+//!   test; `test` runs both in their short form.
 //! - `conformance --store memory | sqlite:PATH | postgres://... | redis://HOST:PORT/`: runs the `mcp-tasks` conformance kit
 //!   against that backend, one line per behaviour, closing with `N passed, M failed`.
 //! - `standalone`: clones the committed HEAD into an empty temporary folder and runs
@@ -44,6 +47,7 @@ use clap::Parser;
 use cli::{Cli, Cmd};
 
 mod bench;
+mod chaos;
 mod cli;
 mod cluster;
 mod conformance;
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Cmd::Test { rest } => testing::run(&rest),
         Cmd::Standalone => standalone::standalone(&workspace_root()),
         Cmd::Fuzz { seconds } => fuzz::run(seconds),
+        Cmd::Chaos { seconds } => chaos::run(seconds),
         Cmd::Bench {
             seconds,
             concurrency,
