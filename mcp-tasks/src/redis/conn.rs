@@ -1,16 +1,19 @@
 //! The command connection: one standalone server (a reconnecting multiplexed connection)
 //! or a Redis Cluster (the `redis` crate's cluster client, which follows `MOVED`/`ASK`
-//! and refreshes its slot map), told apart at connect by `INFO cluster`; and the seed
-//! list a store URL names.
+//! and refreshes its slot map, replaced by a fresh one when it stays broken: see
+//! [`heal`]), told apart at connect by `INFO cluster`; and the seed list a store URL
+//! names.
+
+mod heal;
 
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
-use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::store_error;
 use crate::error::StoreError;
+use heal::Healing;
 
 /// How long a command may take before it fails with [`StoreError::Unavailable`].
 pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -23,8 +26,9 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) enum Conn {
     /// A standalone server (or a primary without cluster mode).
     Single(ConnectionManager),
-    /// A Redis Cluster: every command goes to the node that holds its key's slot.
-    Cluster(ClusterConnection),
+    /// A Redis Cluster: every command goes to the node that holds its key's slot; the
+    /// cluster connection is replaced by a fresh one when it stays broken.
+    Cluster(Healing),
 }
 
 impl ConnectionLike for Conn {
@@ -183,7 +187,7 @@ pub(super) async fn connect(url: &str) -> Result<Connected, StoreError> {
         .await
         .map_err(store_error)?;
     Ok(Connected {
-        conn: Conn::Cluster(conn),
+        conn: Conn::Cluster(Healing::new(cluster_client, conn)),
         cluster: true,
         nodes,
     })
