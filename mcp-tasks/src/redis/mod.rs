@@ -115,7 +115,10 @@ use keys::Keys;
 /// node of its key's slot, follows `MOVED` and `ASK` redirections and refreshes its slot
 /// map. What still surfaces while slots migrate or a primary fails over (`MOVED`, `ASK`,
 /// `TRYAGAIN`, `CLUSTERDOWN`, a node that cannot be reached) is
-/// [`StoreError::Unavailable`]: retried like any outage, never a task failure.
+/// [`StoreError::Unavailable`]: retried like any outage, never a task failure. A cluster
+/// connection whose commands keep failing at the connection level for a few seconds is
+/// replaced by a fresh one (`conn/heal.rs`): after repeated cuts the crate's connection
+/// can stay wedged while a new one to the same nodes answers at once.
 ///
 /// # Events
 ///
