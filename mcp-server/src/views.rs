@@ -34,26 +34,39 @@ pub(crate) fn task(rec: &TaskRecord) -> Task {
     task
 }
 
+/// The extension's `Task` fields of a record it consumes: the status message is moved,
+/// not copied.
+fn into_task(rec: TaskRecord) -> Task {
+    let mut task = Task::new(
+        rec.id.as_str(),
+        rec.status,
+        timestamp(rec.created_at),
+        timestamp(rec.last_updated_at),
+    );
+    task.status_message = rec.status_message;
+    task.ttl_ms = millis(rec.ttl_ms);
+    task.poll_interval_ms = millis(rec.poll_interval_ms);
+    task
+}
+
 /// The extension's `DetailedTask` of a record: `inputRequests`, `result` or `error` as its
-/// status requires.
-pub(crate) fn detailed(rec: &TaskRecord) -> DetailedTask {
-    let base = task(rec);
-    match (&rec.outcome, rec.status) {
+/// status requires. Takes the record: its result or error moves into the view, not copied.
+pub(crate) fn detailed(mut rec: TaskRecord) -> DetailedTask {
+    let outcome = rec.outcome.take();
+    let input_requests = std::mem::take(&mut rec.input_requests);
+    let status = rec.status;
+    let base = into_task(rec);
+    match (outcome, status) {
         (_, TaskStatus::InputRequired) => {
-            let requests: InputRequests = rec
-                .input_requests
-                .iter()
-                .filter_map(|(k, v)| {
-                    serde_json::from_value(v.clone())
-                        .ok()
-                        .map(|r| (k.clone(), r))
-                })
+            let requests: InputRequests = input_requests
+                .into_iter()
+                .filter_map(|(k, v)| serde_json::from_value(v).ok().map(|r| (k, r)))
                 .collect();
             base.input_required(requests)
         }
-        (Some(Outcome::Result(result)), _) => base.completed(result.clone()),
-        (Some(Outcome::Error(error)), _) => base.failed(error.clone()),
-        _ => base.to_detailed().unwrap_or_else(|| {
+        (Some(Outcome::Result(result)), _) => base.completed(result),
+        (Some(Outcome::Error(error)), _) => base.failed(error),
+        _ => base.into_detailed().unwrap_or_else(|base| {
             // A terminal status without its outcome cannot come out of the store's rules.
             base.failed(mcp_tasks_protocol::jsonrpc::ErrorObject::new(
                 mcp_tasks_protocol::error_codes::INTERNAL_ERROR,

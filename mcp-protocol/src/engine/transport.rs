@@ -71,6 +71,14 @@ impl FrameSender {
         let (tx, rx) = mpsc::channel(capacity);
         (FrameSender(tx), FrameReceiver(rx))
     }
+
+    /// A sender whose receiver is gone: every send fails at once with [`Closed`]. One
+    /// channel made once and shared, so a reply that carries nothing but its response
+    /// (a JSON reply) allocates no channel of its own: cloning is a count's increment.
+    pub fn closed() -> FrameSender {
+        static CLOSED: std::sync::OnceLock<FrameSender> = std::sync::OnceLock::new();
+        CLOSED.get_or_init(|| FrameSender::channel(1).0).clone()
+    }
 }
 
 /// The inbound half of a connection.
@@ -229,5 +237,20 @@ impl Decoder for LineFrames {
     fn decode_eof(&mut self, buf: &mut BytesMut) -> std::io::Result<Option<Self::Item>> {
         let decoded = self.inner.decode_eof(buf);
         self.item(decoded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_shared_closed_sender_refuses_every_frame() {
+        for _ in 0..2 {
+            let out = FrameSender::closed();
+            assert!(out.is_closed());
+            assert_eq!(out.try_send("{}".to_owned()), Err(Closed));
+            assert_eq!(out.send("{}".to_owned()).await, Err(Closed));
+        }
     }
 }

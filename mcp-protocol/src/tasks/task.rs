@@ -331,29 +331,39 @@ impl Task {
     /// (`working` or `cancelled`); `None` for the other statuses, which need
     /// [`Task::input_required`], [`Task::completed`] or [`Task::failed`].
     pub fn to_detailed(&self) -> Option<DetailedTask> {
-        let t = self.clone();
         match self.status {
-            TaskStatus::Working => Some(DetailedTask::Working(WorkingTask {
-                task_id: t.task_id,
-                status: WorkingStatus,
-                status_message: t.status_message,
-                created_at: t.created_at,
-                last_updated_at: t.last_updated_at,
-                ttl_ms: t.ttl_ms,
-                poll_interval_ms: t.poll_interval_ms,
-                extra: t.extra,
-            })),
-            TaskStatus::Cancelled => Some(DetailedTask::Cancelled(CancelledTask {
-                task_id: t.task_id,
-                status: CancelledStatus,
-                status_message: t.status_message,
-                created_at: t.created_at,
-                last_updated_at: t.last_updated_at,
-                ttl_ms: t.ttl_ms,
-                poll_interval_ms: t.poll_interval_ms,
-                extra: t.extra,
-            })),
+            TaskStatus::Working | TaskStatus::Cancelled => self.clone().into_detailed().ok(),
             _ => None,
+        }
+    }
+
+    /// [`Task::to_detailed`] by value: the task's strings are moved, not copied. A task
+    /// whose status carries data (`input_required`, `completed`, `failed`) comes back
+    /// unchanged (boxed) as the error, for [`Task::input_required`], [`Task::completed`]
+    /// or [`Task::failed`].
+    pub fn into_detailed(self) -> Result<DetailedTask, Box<Task>> {
+        match self.status {
+            TaskStatus::Working => Ok(DetailedTask::Working(WorkingTask {
+                task_id: self.task_id,
+                status: WorkingStatus,
+                status_message: self.status_message,
+                created_at: self.created_at,
+                last_updated_at: self.last_updated_at,
+                ttl_ms: self.ttl_ms,
+                poll_interval_ms: self.poll_interval_ms,
+                extra: self.extra,
+            })),
+            TaskStatus::Cancelled => Ok(DetailedTask::Cancelled(CancelledTask {
+                task_id: self.task_id,
+                status: CancelledStatus,
+                status_message: self.status_message,
+                created_at: self.created_at,
+                last_updated_at: self.last_updated_at,
+                ttl_ms: self.ttl_ms,
+                poll_interval_ms: self.poll_interval_ms,
+                extra: self.extra,
+            })),
+            _ => Err(Box::new(self)),
         }
     }
 
@@ -400,5 +410,33 @@ impl Task {
             error,
             extra: self.extra,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn into_detailed_moves_a_working_task_and_hands_back_one_that_needs_data() {
+        let mut working = Task::new("t1", TaskStatus::Working, "a", "b");
+        working.status_message = Some("busy".to_owned());
+        let Ok(detailed) = working.clone().into_detailed() else {
+            panic!("a working task has its detailed view");
+        };
+        assert_eq!(Some(&detailed), working.to_detailed().as_ref());
+        assert_eq!(detailed.status(), TaskStatus::Working);
+        assert_eq!(detailed.status_message(), Some("busy"));
+        assert_eq!(detailed.to_task(), working);
+
+        let cancelled = Task::new("t2", TaskStatus::Cancelled, "a", "b");
+        assert_eq!(
+            cancelled.clone().into_detailed().ok().map(|d| d.status()),
+            Some(TaskStatus::Cancelled)
+        );
+
+        let completed = Task::new("t3", TaskStatus::Completed, "a", "b");
+        let back = completed.clone().into_detailed().err();
+        assert_eq!(back.as_deref(), Some(&completed));
     }
 }

@@ -26,9 +26,7 @@ pub(super) async fn json_reply(
     // A JSON reply carries nothing but the response: the handler's peer is closed, so a
     // notification is dropped and a request to the client fails at once (a question of
     // a task is then asked on the session's standalone stream, not lost on this one).
-    let (tx, rx) = FrameSender::channel(1);
-    drop(rx);
-    session.peer = session.peer.with_sender(tx);
+    session.peer = session.peer.with_sender(FrameSender::closed());
     match app.endpoint.handle_request(session, req).await {
         Some(reply) => json_response(status_for(reply.error_code, in_session), reply.frame),
         // Cancelled by the client: nobody waits for an answer.

@@ -267,7 +267,7 @@ async fn push_task(
     }
     pushed.insert(id.to_owned(), record.revision);
     let params = TaskStatusNotificationParams {
-        task: views::detailed(&record),
+        task: views::detailed(record),
         meta: Some(notification_meta(subscription_id)),
     };
     peer.notify::<TaskStatusChanged>(&params)

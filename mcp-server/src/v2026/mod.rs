@@ -284,7 +284,7 @@ pub(crate) async fn tasks_get(
         &params.task_id,
         outcome,
     )?;
-    Ok(GetTaskResult::from(views::detailed(&state.metered(record))))
+    Ok(GetTaskResult::from(views::detailed(state.metered(record))))
 }
 
 /// `tasks/update`: answers to the task's input requests.
