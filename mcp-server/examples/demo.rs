@@ -148,6 +148,14 @@ use mcp_tasks_server::store_url;
 use mcp_tasks_server::telemetry::{self, TelemetryConfig};
 use mcp_tasks_server::{RuntimeConfig, Server, demo};
 
+#[path = "demo/console.rs"]
+mod console;
+#[path = "demo/try_it.rs"]
+mod try_it;
+
+use console::{console_config, console_scope};
+use try_it::try_it;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "demo",
@@ -175,6 +183,11 @@ struct Args {
     /// third of it).
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(30..))]
     lease_ms: u64,
+    /// Fault injection: the store reads time this many milliseconds off the system's
+    /// clock (negative: behind), as on a machine whose clock is skewed; leases, TTLs and
+    /// event times are stamped with it. For tests of clock skew; default 0.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    clock_offset_ms: i64,
     /// How often this instance writes its heartbeat to the store's node registry (and a
     /// worker reads whether it is asked to drain), in milliseconds; it is listed lost
     /// after three intervals without one.
@@ -260,75 +273,6 @@ struct Args {
     console_read_scope: Option<String>,
 }
 
-/// The environment variable the console's Basic credentials, `[ROLE=]USER:PASSWORD` one
-/// per line, may be given in (when no console flag is given).
-const CONSOLE_CREDENTIALS_ENV: &str = "MCP_CONSOLE_CREDENTIALS";
-
-/// The console's settings, from `--console`, `--console-file`, `--console-scope` or
-/// [`CONSOLE_CREDENTIALS_ENV`] (in that order; the flags exclude one another); `None`
-/// when none gives them. Says on stderr when the password was put on the command line,
-/// or is in a file others can read. `Err`: what is wrong, never the credentials.
-fn console_config(args: &Args) -> Result<Option<ConsoleConfig>, String> {
-    if let Some(console) = &args.console {
-        eprintln!(
-            "demo: warning: --console puts the console password on the command line, where \
-             other users of this machine can read it (ps); give it in the environment \
-             variable {CONSOLE_CREDENTIALS_ENV} or in a file (--console-file) instead"
-        );
-        return Ok(Some(console.clone()));
-    }
-    if let Some(path) = &args.console_file {
-        let shown = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the console credentials file {shown}: {e}"))?;
-        let config = ConsoleConfig::parse_basic_list(&text)
-            .map_err(|e| format!("the console credentials file {shown}: {e}"))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            if let Ok(meta) = std::fs::metadata(path)
-                && meta.permissions().mode() & 0o044 != 0
-            {
-                eprintln!(
-                    "demo: warning: other users can read the console credentials file \
-                     {shown} (mode {:o}): chmod 600 it",
-                    meta.permissions().mode() & 0o777
-                );
-            }
-        }
-        return Ok(Some(config));
-    }
-    if let Some(config) = &args.console_scope {
-        let Some(read) = &args.console_read_scope else {
-            return Ok(Some(config.clone()));
-        };
-        let ConsoleAccess::Scope { operator, .. } = &config.access else {
-            return Err("--console-read-scope needs --console-scope".to_owned());
-        };
-        return ConsoleConfig::scopes(read.as_str(), operator.as_str())
-            .map(Some)
-            .map_err(|e| format!("--console-read-scope: {e}"));
-    }
-    if args.stdio || args.role == mcp_tasks_server::Role::Worker {
-        return Ok(None);
-    }
-    match std::env::var(CONSOLE_CREDENTIALS_ENV) {
-        Ok(pair) if !pair.is_empty() => ConsoleConfig::parse_basic_list(&pair)
-            .map(Some)
-            .map_err(|e| format!("{CONSOLE_CREDENTIALS_ENV}: {e}")),
-        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
-            "{CONSOLE_CREDENTIALS_ENV}: expected USER:PASSWORD in UTF-8"
-        )),
-    }
-}
-
-fn console_scope(
-    scope: &str,
-) -> Result<ConsoleConfig, mcp_tasks_server::console::ConsoleConfigError> {
-    ConsoleConfig::scope(scope)
-}
-
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
@@ -345,49 +289,6 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
-}
-
-/// The `curl` command printed at start: a complete MCP 2026-07-28 `tools/call` of
-/// `slow_compute` that asks for a task, with every header and `_meta` key that revision
-/// requires (SEP-2243's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`).
-fn try_it(url: &str) -> String {
-    use mcp_tasks_protocol::http::{
-        MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, encode_header_value,
-    };
-    use mcp_tasks_protocol::meta::{
-        CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28,
-        TASKS_EXTENSION,
-    };
-    use mcp_tasks_protocol::method::Request;
-    let method = mcp_tasks_protocol::v2026::CallTool::METHOD;
-    let tool = "slow_compute";
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": method,
-        "params": {
-            "name": tool,
-            "arguments": { "seconds": 5 },
-            "_meta": {
-                PROTOCOL_VERSION: PROTOCOL_VERSION_2026_07_28,
-                CLIENT_INFO: { "name": "curl", "version": "0" },
-                CLIENT_CAPABILITIES: { "extensions": { TASKS_EXTENSION: {} } },
-            },
-        },
-    });
-    let headers = [
-        ("content-type", "application/json".to_owned()),
-        ("accept", "application/json, text/event-stream".to_owned()),
-        (MCP_PROTOCOL_VERSION, PROTOCOL_VERSION_2026_07_28.to_owned()),
-        (MCP_METHOD, method.to_owned()),
-        (MCP_NAME, encode_header_value(tool)),
-    ];
-    let mut command = format!("  curl -s {url}");
-    for (name, value) in headers {
-        command.push_str(&format!(" \\\n    -H '{name}: {value}'"));
-    }
-    command.push_str(&format!(" \\\n    -d '{body}'"));
-    command
 }
 
 /// Says on stderr, before a shutdown that has tasks to wait for, how many and for how long.
@@ -464,8 +365,11 @@ async fn main() -> std::process::ExitCode {
     if let Some(n) = args.max_log_bytes {
         limits.max_log_bytes = usize::try_from(n).unwrap_or(usize::MAX);
     }
+    let clock = Arc::new(store_url::OffsetClock {
+        offset_ms: args.clock_offset_ms,
+    });
     let store =
-        match mcp_tasks_server::store_url::open(&args.store, args.namespace.as_deref(), limits)
+        match store_url::open_with_clock(&args.store, args.namespace.as_deref(), limits, clock)
             .await
         {
             Ok(s) => s,

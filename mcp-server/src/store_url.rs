@@ -8,7 +8,7 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mcp_tasks::{Limits, MemoryStore, StoreError, TaskStore};
+use mcp_tasks::{Clock, Limits, MemoryStore, StoreError, SystemClock, TaskStore};
 
 /// Why [`open`] could not give a store.
 #[derive(Debug, thiserror::Error)]
@@ -63,12 +63,23 @@ pub async fn open(
     namespace: Option<&str>,
     limits: Limits,
 ) -> Result<Arc<dyn TaskStore>, OpenStoreError> {
+    open_with_clock(url, namespace, limits, Arc::new(SystemClock)).await
+}
+
+/// [`open`], the store reading time (leases, TTLs, sweeps) from `clock` instead of the
+/// system's clock: see [`OffsetClock`].
+pub async fn open_with_clock(
+    url: &str,
+    namespace: Option<&str>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn TaskStore>, OpenStoreError> {
     let (scheme, rest) = url.split_once(':').unwrap_or((url, ""));
     if namespace.is_some() && matches!(scheme, "memory" | "sqlite") {
         return Err(OpenStoreError::NamespaceNotShared(scheme.to_owned()));
     }
     match scheme {
-        "memory" if rest.is_empty() => Ok(Arc::new(MemoryStore::new(limits))),
+        "memory" if rest.is_empty() => Ok(Arc::new(MemoryStore::with_clock(limits, clock))),
         #[cfg(feature = "sqlite")]
         "sqlite" if !rest.is_empty() => {
             let backend = |source| OpenStoreError::Backend {
@@ -76,7 +87,8 @@ pub async fn open(
                 source,
             };
             check_sqlite_path(Path::new(rest))?;
-            let store = mcp_tasks::SqliteStore::open(rest, limits).map_err(backend)?;
+            let store =
+                mcp_tasks::SqliteStore::open_with_clock(rest, limits, clock).map_err(backend)?;
             let recovered = store
                 .recover_unfinished(crate::runtime::worker_lost_error())
                 .await
@@ -101,6 +113,7 @@ pub async fn open(
         "postgres" | "postgresql" => {
             let mut options = mcp_tasks::PostgresOptions::new(url);
             options.limits = limits;
+            options.clock = clock;
             if let Some(schema) = namespace {
                 options.schema = schema.to_owned();
             }
@@ -119,7 +132,9 @@ pub async fn open(
         }),
         #[cfg(feature = "redis")]
         "redis" | "rediss" => {
-            let mut options = mcp_tasks::RedisOptions::new(url).limits(limits);
+            let mut options = mcp_tasks::RedisOptions::new(url)
+                .limits(limits)
+                .clock(clock);
             if let Some(prefix) = namespace {
                 options = options.prefix(prefix);
             }
@@ -192,6 +207,22 @@ fn folder_refuses(path: &Path, e: &std::io::Error) -> bool {
     }
 }
 
+/// The system's clock moved by a fixed offset: a store opened with it
+/// ([`open_with_clock`]) stamps its leases, TTLs and events as a process whose clock is
+/// that far off would. A fault-injection aid (the demo's `--clock-offset-ms`, the
+/// clock-skew durability tests); the database's own clock is not affected.
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetClock {
+    /// Milliseconds added to the system's time (negative: behind).
+    pub offset_ms: i64,
+}
+
+impl Clock for OffsetClock {
+    fn now_ms(&self) -> mcp_tasks::Millis {
+        SystemClock.now_ms().saturating_add(self.offset_ms)
+    }
+}
+
 /// The store URL as shown in logs: a password in it is replaced by `***`.
 pub fn shown(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -222,6 +253,19 @@ mod tests {
         );
         assert_eq!(shown("redis://127.0.0.1:6379/"), "redis://127.0.0.1:6379/");
         assert_eq!(shown("memory"), "memory");
+    }
+
+    #[test]
+    fn an_offset_clock_reads_the_system_clock_moved() {
+        for offset_ms in [2000, -2000] {
+            let before = SystemClock.now_ms();
+            let read = OffsetClock { offset_ms }.now_ms();
+            let after = SystemClock.now_ms();
+            assert!(
+                before + offset_ms <= read && read <= after + offset_ms,
+                "{before} {read} {after}"
+            );
+        }
     }
 
     #[tokio::test]

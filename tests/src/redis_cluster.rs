@@ -211,7 +211,7 @@ impl Drop for ProxiedCluster {
 }
 
 /// `n` distinct free TCP ports on 127.0.0.1 (held together while they are picked).
-fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
         .collect::<Result<Vec<_>, _>>()
@@ -224,7 +224,7 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
 }
 
 /// `redis-cli -h 127.0.0.1 -p PORT ARGS` (bounded): its standard output.
-async fn cli(port: u16, args: &[&str]) -> Result<String, String> {
+pub(crate) async fn cli(port: u16, args: &[&str]) -> Result<String, String> {
     let mut cmd = Command::new("redis-cli");
     cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(args);
@@ -233,7 +233,7 @@ async fn cli(port: u16, args: &[&str]) -> Result<String, String> {
 
 /// Runs `cmd` to its end (killed after `timeout`): its standard output if it succeeded,
 /// else what it printed.
-async fn run(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
+pub(crate) async fn run(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -258,7 +258,7 @@ async fn run(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
 }
 
 /// Polls `ready` every 100 ms until it holds or `timeout` passed.
-async fn wait_until<F, Fut>(timeout: Duration, mut ready: F) -> Result<(), ()>
+pub(crate) async fn wait_until<F, Fut>(timeout: Duration, mut ready: F) -> Result<(), ()>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -6,7 +6,7 @@
 //! ([`mcp_tests::history`]), every acknowledged task is then followed to its end, read on
 //! every API node and its event log read, and the checker must find no violation.
 //!
-//! Scenarios, each a test per store:
+//! Scenarios, each a test per store it runs on:
 //! - `kill`: every 3 s, in turn, a worker, an API node, then both workers are SIGKILLed and
 //!   started again 1 s later (an API node on a new port);
 //! - `restart` (PostgreSQL only): every 4 s, a PostgreSQL server the test started itself
@@ -16,7 +16,16 @@
 //!   4 s, for 2.5 s, its requests reach the store but the replies are lost (writes take
 //!   effect, their acknowledgements never come); the other nodes are not affected;
 //! - `cut`: every 4 s, every store connection is cut at the proxies for 2.5 s (longer than
-//!   the lease: running tools stop and their tasks are recovered).
+//!   the lease: running tools stop and their tasks are recovered);
+//! - `failover` (Redis Cluster only): on a cluster of three primaries with a replica each
+//!   ([`ReplicatedCluster`], started by the test, node timeout 1 s), every 4 s a primary
+//!   (another each time) is SIGKILLed, its replica promoted (bounded wait for
+//!   `cluster_state:ok`), and the killed node started again: it rejoins as a replica. The
+//!   nodes reach the cluster directly, from a seed list of all six nodes;
+//! - `skew`: the first worker's store clock runs 2 s ahead, the second's 2 s behind
+//!   (the demo's `--clock-offset-ms`, [`SKEW_MS`]: their leases, event times and sweeps
+//!   are stamped from it) while, every 3 s, a worker in turn is SIGKILLed and started
+//!   again 1 s later with the same skew.
 //!
 //! Short by default ([`SHORT`] of load, for CI); `DURABILITY_SECONDS=N` runs N seconds of
 //! load with more clients (`cargo xtask chaos --seconds N`). Each test writes a summary row
@@ -35,6 +44,7 @@ use mcp_tasks::conformance::{Env, RedisFactory, TcpProxy};
 use mcp_tests::history::check;
 use mcp_tests::history::driver::{Driver, FOLLOW};
 use mcp_tests::history::one_way_proxy::OneWayProxy;
+use mcp_tests::history::replicated_cluster::ReplicatedCluster;
 use mcp_tests::history::throwaway_postgres::ThrowawayPostgres;
 use mcp_tests::node_harness::{Node, NodeStore};
 use mcp_tests::redis_cluster::ProxiedCluster;
@@ -52,6 +62,8 @@ const DOWN: Duration = Duration::from_secs(1);
 const PARTITION: Duration = Duration::from_millis(2500);
 /// How long a store cut lasts (the lease is 1 s).
 const CUT: Duration = Duration::from_millis(2500);
+/// The store clock offsets of the workers in the `skew` scenario, in turn.
+const SKEW_MS: [i64; 2] = [2000, -2000];
 
 /// One scenario at a time in this binary: four server processes and their clients on a
 /// small machine, with leases of 1 s.
@@ -84,6 +96,10 @@ enum Scenario {
     Restart,
     /// One API node's store connections pass requests but lose the replies.
     Partition,
+    /// A Redis Cluster primary SIGKILLed, its replica promoted, the node started again.
+    Failover,
+    /// The workers' clocks 2 s ahead and 2 s behind; workers SIGKILLed in turn.
+    Skew,
 }
 
 impl Scenario {
@@ -93,6 +109,8 @@ impl Scenario {
             Scenario::Cut => "cut",
             Scenario::Restart => "restart",
             Scenario::Partition => "partition",
+            Scenario::Failover => "failover",
+            Scenario::Skew => "skew",
         }
     }
 
@@ -102,6 +120,8 @@ impl Scenario {
             Scenario::Cut => (Duration::from_secs(2), Duration::from_secs(4)),
             Scenario::Restart => (Duration::from_secs(2), Duration::from_secs(4)),
             Scenario::Partition => (Duration::from_secs(2), Duration::from_secs(4)),
+            Scenario::Failover => (Duration::from_secs(2), Duration::from_secs(4)),
+            Scenario::Skew => (Duration::from_secs(2), Duration::from_secs(3)),
         }
     }
 }
@@ -113,21 +133,24 @@ struct Deployment {
     apis: Vec<Node>,
     workers: Vec<Node>,
     started: usize,
+    /// The store clock offset of worker `i` is `skews[i]` (none: the system's clock).
+    skews: &'static [i64],
 }
 
 impl Deployment {
-    async fn start(stores: &[String], namespace: &str) -> Deployment {
+    async fn start(stores: &[String], namespace: &str, skews: &'static [i64]) -> Deployment {
         let mut d = Deployment {
             stores: stores.to_vec(),
             namespace: namespace.to_owned(),
             apis: Vec::new(),
             workers: Vec::new(),
             started: 0,
+            skews,
         };
         for _ in 0..2 {
             let api = d.start_api().await;
             d.apis.push(api);
-            let worker = d.start_worker().await;
+            let worker = d.start_worker(d.workers.len()).await;
             d.workers.push(worker);
         }
         d
@@ -155,8 +178,12 @@ impl Deployment {
         Node::start(Path::new(DEMO), &format!("api-{}", self.started), &args).await
     }
 
-    async fn start_worker(&mut self) -> Node {
-        let args = self.next_args();
+    /// Starts worker `slot` (the first or the second), with its clock offset if any.
+    async fn start_worker(&mut self, slot: usize) -> Node {
+        let mut args = self.next_args();
+        if let Some(skew) = self.skews.get(slot) {
+            args.extend(["--clock-offset-ms".to_owned(), skew.to_string()]);
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Node::start_worker(Path::new(DEMO), &format!("worker-{}", self.started), &args).await
     }
@@ -177,6 +204,21 @@ impl Deployment {
                 tokio::time::sleep(PARTITION).await;
                 proxy.heal();
                 "one API node partitioned one way"
+            }
+            (Scenario::Skew, _) => {
+                // The one started in its place runs with the same skew.
+                let i = round % 2;
+                self.workers[i].kill().await;
+                tokio::time::sleep(DOWN).await;
+                self.workers[i] = self.start_worker(i).await;
+                "skewed worker killed"
+            }
+            (Scenario::Failover, _) => {
+                let cluster = store.cluster.expect("a replicated Redis Cluster");
+                if let Err(e) = cluster.fail_over(round).await {
+                    panic!("fail-over {round}: {e}");
+                }
+                "primary killed, replica promoted"
             }
             (Scenario::Restart, _) => {
                 let postgres = store
@@ -204,7 +246,7 @@ impl Deployment {
             (Scenario::Kill, 0) => {
                 self.workers[which].kill().await;
                 tokio::time::sleep(DOWN).await;
-                self.workers[which] = self.start_worker().await;
+                self.workers[which] = self.start_worker(which).await;
                 "worker killed"
             }
             (Scenario::Kill, 1) => {
@@ -220,7 +262,7 @@ impl Deployment {
                 tokio::join!(first[0].kill(), second[0].kill());
                 tokio::time::sleep(DOWN).await;
                 for i in 0..self.workers.len() {
-                    self.workers[i] = self.start_worker().await;
+                    self.workers[i] = self.start_worker(i).await;
                 }
                 "both workers killed"
             }
@@ -229,11 +271,14 @@ impl Deployment {
 }
 
 /// What the faults act on: the proxies in front of the store, the PostgreSQL server of
-/// the test's own, the one-way proxy of the first API node.
+/// the test's own, the one-way proxy of the first API node, the Redis Cluster with
+/// replicas of the test's own.
+#[derive(Default)]
 struct Faulty<'a> {
     proxies: &'a [TcpProxy],
     postgres: Option<&'a ThrowawayPostgres>,
     one_way: Option<&'a OneWayProxy>,
+    cluster: Option<&'a ReplicatedCluster>,
 }
 
 /// Writes `line` to stderr past the harness's capture.
@@ -250,7 +295,12 @@ async fn run(
     namespace: &str,
 ) {
     let (length, clients, follow) = load();
-    let mut deployment = Deployment::start(stores, namespace).await;
+    let skews: &[i64] = if scenario == Scenario::Skew {
+        &SKEW_MS
+    } else {
+        &[]
+    };
+    let mut deployment = Deployment::start(stores, namespace, skews).await;
     let driver = Arc::new(
         Driver::new(deployment.apis.iter().map(|a| a.url.clone()).collect()).follow_for(follow),
     );
@@ -283,6 +333,19 @@ async fn run(
         driver.refusals(),
         report.to_string().trim_end()
     ));
+    if let Some(cluster) = faulty.cluster {
+        for f in cluster.failovers() {
+            show(&format!(
+                "durability[{} on {store}]: primary :{} killed, replica :{} promoted in \
+                 {:?}, the killed node in sync as a replica {:?} after its restart",
+                scenario.name(),
+                f.killed,
+                f.promoted,
+                f.promotion,
+                f.rejoin
+            ));
+        }
+    }
     show(&format!(
         "| {} | {store} | {} | {} | {} | {} |",
         scenario.name(),
@@ -314,6 +377,7 @@ async fn on_postgres(scenario: Scenario) {
         proxies: &[proxy],
         postgres: None,
         one_way: None,
+        cluster: None,
     };
     run(scenario, "postgres", &[proxied], &faulty, &store.namespace).await;
 }
@@ -330,6 +394,7 @@ async fn on_redis(scenario: Scenario) {
         proxies: &[proxy],
         postgres: None,
         one_way: None,
+        cluster: None,
     };
     run(scenario, "redis", &[proxied], &faulty, &store.namespace).await;
 }
@@ -352,6 +417,7 @@ async fn on_redis_cluster(scenario: Scenario) {
             proxies: cluster.proxies(),
             postgres: None,
             one_way: None,
+            cluster: None,
         },
         &prefix,
     )
@@ -371,6 +437,16 @@ async fn kill_on_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_on_redis_cluster() {
     on_redis_cluster(Scenario::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skew_on_postgres() {
+    on_postgres(Scenario::Skew).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skew_on_redis() {
+    on_redis(Scenario::Skew).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -401,6 +477,7 @@ async fn restart_on_postgres() {
         proxies: &[],
         postgres: Some(&postgres),
         one_way: None,
+        cluster: None,
     };
     run(
         Scenario::Restart,
@@ -429,6 +506,7 @@ async fn partition_on(what: &str, store: Option<NodeStore>) {
         proxies: &[],
         postgres: None,
         one_way: Some(&proxy),
+        cluster: None,
     };
     run(
         Scenario::Partition,
@@ -454,4 +532,28 @@ async fn partition_on_postgres() {
 async fn partition_on_redis() {
     let _alone = ONE_AT_A_TIME.lock().await;
     partition_on("redis", NodeStore::redis("durability_partition").await).await;
+}
+
+/// On a Redis Cluster of three primaries and three replicas of the test's own: every 4 s
+/// a primary is SIGKILLed, its replica promoted and the node started again as a replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_on_redis_cluster() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let Some(cluster) =
+        ReplicatedCluster::start_or_skip("Redis Cluster fail-over durability").await
+    else {
+        return;
+    };
+    let faulty = Faulty {
+        cluster: Some(&cluster),
+        ..Faulty::default()
+    };
+    run(
+        Scenario::Failover,
+        "redis-cluster (3+3, fail-over)",
+        &[cluster.url()],
+        &faulty,
+        "durability_failover",
+    )
+    .await;
 }

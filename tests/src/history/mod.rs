@@ -14,11 +14,13 @@
 //! unknown answer may or may not have been delivered. [`driver`] records histories
 //! against real demo nodes (`tests/durability.rs`); [`throwaway_postgres`] is a PostgreSQL
 //! server of the test's own, to crash and restart; [`one_way_proxy`] a TCP proxy that
-//! loses the server's replies while it passes the client's requests.
+//! loses the server's replies while it passes the client's requests; [`replicated_cluster`] a
+//! Redis Cluster with replicas whose primaries are killed and failed over.
 
 pub mod check;
 pub mod driver;
 pub mod one_way_proxy;
+pub mod replicated_cluster;
 #[cfg(test)]
 mod tests;
 pub mod throwaway_postgres;
