@@ -22,28 +22,26 @@ fn millis(v: Option<u64>) -> Option<i64> {
 
 /// The extension's `Task` fields of a record.
 pub(crate) fn task(rec: &TaskRecord) -> Task {
-    let mut task = Task::new(
-        rec.id.as_str(),
-        rec.status,
-        timestamp(rec.created_at),
-        timestamp(rec.last_updated_at),
-    );
-    task.status_message = rec.status_message.clone();
-    task.ttl_ms = millis(rec.ttl_ms);
-    task.poll_interval_ms = millis(rec.poll_interval_ms);
-    task
+    task_with(rec, rec.status_message.clone())
 }
 
 /// The extension's `Task` fields of a record it consumes: the status message is moved,
 /// not copied.
-fn into_task(rec: TaskRecord) -> Task {
+fn into_task(mut rec: TaskRecord) -> Task {
+    let status_message = rec.status_message.take();
+    task_with(&rec, status_message)
+}
+
+/// The extension's `Task` fields of `rec`, with `status_message` (its own, cloned or
+/// moved out by the caller).
+fn task_with(rec: &TaskRecord, status_message: Option<String>) -> Task {
     let mut task = Task::new(
         rec.id.as_str(),
         rec.status,
         timestamp(rec.created_at),
         timestamp(rec.last_updated_at),
     );
-    task.status_message = rec.status_message;
+    task.status_message = status_message;
     task.ttl_ms = millis(rec.ttl_ms);
     task.poll_interval_ms = millis(rec.poll_interval_ms);
     task

@@ -4,7 +4,8 @@
 //! write the client sends then takes effect and its acknowledgement is lost: the outcome
 //! the client sees is unknown. [`heal`](OneWayProxy::heal) closes every connection that
 //! lost bytes (their streams are no longer whole) and lets everything through again.
-//! Dropping the proxy closes everything.
+//! Dropping the proxy closes everything: it stops listening, and every connection (and
+//! one still connecting upstream) ends at once, whatever its peers do.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,9 @@ pub struct OneWayProxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
+    /// Never sent on: its drop (with the proxy's) ends every connection, whose tasks
+    /// wait on a receiver of it.
+    _stop: watch::Sender<()>,
 }
 
 #[derive(Debug)]
@@ -28,7 +32,7 @@ struct Shared {
     upstream: SocketAddr,
     /// Replies dropped while set.
     partitioned: AtomicBool,
-    /// Bumped by every heal (and the drop): connections that lost bytes end then.
+    /// Bumped by every heal: connections that lost bytes end then.
     heals: watch::Sender<u64>,
 }
 
@@ -60,13 +64,15 @@ impl OneWayProxy {
             partitioned: AtomicBool::new(false),
             heals: watch::Sender::new(0),
         });
-        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        let (stop, stopped) = watch::channel(());
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped));
         let proxied = format!("{head}//{userinfo}{addr}{tail}");
         Ok((
             OneWayProxy {
                 addr,
                 shared,
                 accept,
+                _stop: stop,
             },
             proxied,
         ))
@@ -92,17 +98,26 @@ impl OneWayProxy {
 impl Drop for OneWayProxy {
     fn drop(&mut self) {
         self.accept.abort();
+        // Nothing passes any more; `_stop`, dropped next, ends the connections.
         self.shared.partitioned.store(true, Ordering::SeqCst);
-        self.shared.heals.send_modify(|n| *n += 1);
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopped: watch::Receiver<()>) {
     while let Ok((client, _)) = listener.accept().await {
         let shared = Arc::clone(&shared);
+        let mut stopped = stopped.clone();
         tokio::spawn(async move {
-            if let Ok(server) = TcpStream::connect(shared.upstream).await {
-                pipe(client, server, shared).await;
+            let connection = async {
+                if let Ok(server) = TcpStream::connect(shared.upstream).await {
+                    pipe(client, server, &shared).await;
+                }
+            };
+            tokio::select! {
+                () = connection => {}
+                // Nothing is ever sent: this returns (an error) when the proxy is dropped,
+                // or at once if it already was.
+                _ = stopped.changed() => {}
             }
         });
     }
@@ -110,7 +125,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Copies both ways until either side closes, dropping the server's bytes while
 /// partitioned; a connection that dropped any ends at the next heal.
-async fn pipe(client: TcpStream, server: TcpStream, shared: Arc<Shared>) {
+async fn pipe(client: TcpStream, server: TcpStream, shared: &Shared) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let mut heals = shared.heals.subscribe();

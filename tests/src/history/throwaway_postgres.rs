@@ -6,7 +6,8 @@
 //! again. Never the machine's own service. The binaries are found under
 //! `/usr/lib/postgresql/*/bin` (the newest) or in `$MCP_TEST_PG_BIN`. PostgreSQL refuses to
 //! run as root: as root, every command runs as the user `postgres` (`runuser`), which then
-//! owns the directory. Dropping it stops the server and deletes the directory.
+//! owns the directory. Dropping it stops the server (within [`DROP_STOP_TIMEOUT`], then
+//! kills the postmaster) and deletes the directory.
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::fs::MetadataExt;
@@ -19,6 +20,9 @@ use tokio::process::Command;
 
 /// The upper bound of one `initdb` or `pg_ctl` command.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the drop waits for `pg_ctl stop` (its own `-t`, and the bound of the command
+/// itself) before it kills the postmaster.
+const DROP_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The variable naming the directory of the PostgreSQL binaries.
 pub const BIN_ENV: &str = "MCP_TEST_PG_BIN";
 /// The user the server runs as when the test runs as root.
@@ -173,14 +177,66 @@ impl Drop for ThrowawayPostgres {
             }
             None => std::process::Command::new(exe),
         };
-        let _ = stop
+        let secs = DROP_STOP_TIMEOUT.as_secs().to_string();
+        let stopped = stop
             .arg("-D")
             .arg(self.data())
-            .args(["-w", "-m", "immediate", "stop"])
+            .args(["-w", "-t", &secs, "-m", "immediate", "stop"])
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
+            .spawn()
+            .is_ok_and(|child| wait_bounded(child, DROP_STOP_TIMEOUT + Duration::from_secs(5)));
+        if !stopped {
+            self.kill_postmaster();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl ThrowawayPostgres {
+    /// Kills (SIGKILL) the postmaster `postmaster.pid` names, if it is still running on
+    /// this directory (its command line names it: a stale file's pid may be another's
+    /// now). Its backends end when they see it gone.
+    fn kill_postmaster(&self) {
+        let data = self.data();
+        let Some(pid) = std::fs::read_to_string(data.join("postmaster.pid"))
+            .ok()
+            .and_then(|f| f.lines().next()?.trim().parse::<u32>().ok())
+        else {
+            return;
+        };
+        let ours = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+            let data = data.to_string_lossy();
+            cmdline.split(|b| *b == 0).any(|arg| arg == data.as_bytes())
+        });
+        if ours {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// Waits for `child` to exit successfully within `limit` (checking every 50 ms); kills
+/// it past that. Whether it exited successfully in time.
+fn wait_bounded(mut child: std::process::Child, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(None) | Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
     }
 }
 

@@ -8,7 +8,10 @@
 //! progress). So every command's outcome is watched here. A command failing at the
 //! connection level (I/O, a timeout, no connection to a node) starts a failure streak,
 //! during which the connection is probed with `PING` every [`PROBE_EVERY`] (answer within
-//! [`PROBE_TIMEOUT`]); any success ends the streak. When the streak has lasted
+//! [`PROBE_TIMEOUT`]), sent to one node at random: it tells whether the connection itself
+//! still works, not whether every node is up (a `PING` left to the cluster client goes
+//! to every primary and fails while any one is down, as during a failover). Any success
+//! ends the streak. When the streak has lasted
 //! [`HEAL_AFTER`] (two failures at least), a fresh connection is opened from the kept
 //! [`ClusterClient`] in the background (bounded by [`CONNECT_TIMEOUT`]) and swapped in
 //! for every clone of the handle; the old one closes once its last command is done. A
@@ -25,13 +28,14 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
 use super::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 
 /// How long commands must keep failing at the connection level, with no success in
 /// between, before the connection is replaced (and between two attempts).
-pub(super) const HEAL_AFTER: Duration = Duration::from_secs(5);
+const HEAL_AFTER: Duration = Duration::from_secs(5);
 /// How often a failing connection is probed.
 const PROBE_EVERY: Duration = Duration::from_secs(1);
 /// How long a probe waits for its answer.
@@ -110,13 +114,15 @@ impl Shared {
         if due && !self.rebuilding.swap(true, Ordering::AcqRel) {
             runtime.spawn(Arc::clone(self).rebuild());
         }
-        if !self.probing.swap(true, Ordering::AcqRel) {
+        // SeqCst, as the probe's hand-off below: either this sees the probe gone, or the
+        // probe sees this streak (`Health::failed` stored `failing_since` SeqCst).
+        if !self.probing.swap(true, Ordering::SeqCst) {
             runtime.spawn(Shared::probe(Arc::downgrade(self)));
         }
     }
 
-    /// While a failure streak lasts, sends `PING` every [`PROBE_EVERY`] (waiting at most
-    /// [`PROBE_TIMEOUT`]), so that a connection that no longer answers is found out (and
+    /// While a failure streak lasts, sends `PING` to one node at random every
+    /// [`PROBE_EVERY`] (waiting at most [`PROBE_TIMEOUT`]), so that a connection that no longer answers is found out (and
     /// replaced) without waiting for commands to time out, and one that answers again
     /// ends the streak. It holds the handle only while it probes: once every clone is
     /// dropped, it ends.
@@ -127,16 +133,17 @@ impl Shared {
                 return;
             };
             if !shared.health.failing() {
-                shared.probing.store(false, Ordering::Release);
-                // A streak that began meanwhile, whose failure saw this probe still on.
-                if !shared.health.failing() || shared.probing.swap(true, Ordering::AcqRel) {
+                shared.probing.store(false, Ordering::SeqCst);
+                // A streak that began meanwhile, whose failure saw this probe still on
+                // (SeqCst store then load, against `failed`'s store then swap).
+                if !shared.health.failing() || shared.probing.swap(true, Ordering::SeqCst) {
                     return;
                 }
             }
             let mut conn = shared.current();
             let ping = tokio::time::timeout(
                 PROBE_TIMEOUT,
-                redis::cmd("PING").query_async::<Value>(&mut conn),
+                conn.route_command(redis::cmd("PING"), probe_routing()),
             )
             .await;
             match ping {
@@ -208,6 +215,12 @@ impl ConnectionLike for Healing {
     }
 }
 
+/// Where a probe goes: one node, any (the cluster client's own routing of `PING` is every
+/// primary, all of which must answer).
+fn probe_routing() -> RoutingInfo {
+    RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)
+}
+
 /// Whether `e` says the connection (not the command) failed: I/O, a timeout, a node the
 /// cluster client has no connection to.
 fn connection_failure(e: &RedisError) -> bool {
@@ -252,14 +265,14 @@ impl Health {
 
     /// A command succeeded: the streak (if any) ends.
     fn succeeded(&self) {
-        if self.failing_since.load(Ordering::Relaxed) != 0 {
+        if self.failing_since.load(Ordering::SeqCst) != 0 {
             self.succeeded_at(self.now());
         }
     }
 
     fn succeeded_at(&self, now: u64) {
         self.last_ok.fetch_max(now, Ordering::Relaxed);
-        self.failing_since.store(0, Ordering::Relaxed);
+        self.failing_since.store(0, Ordering::SeqCst);
         self.failures.store(0, Ordering::Relaxed);
     }
 
@@ -279,7 +292,7 @@ impl Health {
         let since =
             match self
                 .failing_since
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |since| {
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |since| {
                     (since == 0 || start < since).then_some(start)
                 }) {
                 Ok(_) => start,
@@ -299,12 +312,12 @@ impl Health {
 
     /// Whether a failure streak is on.
     fn failing(&self) -> bool {
-        self.failing_since.load(Ordering::Relaxed) != 0
+        self.failing_since.load(Ordering::SeqCst) != 0
     }
 
     /// How long the current streak has lasted.
     fn failing_for(&self) -> Duration {
-        let since = self.failing_since.load(Ordering::Relaxed);
+        let since = self.failing_since.load(Ordering::SeqCst);
         if since == 0 {
             return Duration::ZERO;
         }
@@ -315,7 +328,7 @@ impl Health {
     /// one count as started now).
     fn reset(&self) {
         self.last_ok.fetch_max(self.now(), Ordering::Relaxed);
-        self.failing_since.store(0, Ordering::Relaxed);
+        self.failing_since.store(0, Ordering::SeqCst);
         self.failures.store(0, Ordering::Relaxed);
     }
 
@@ -361,6 +374,15 @@ mod tests {
         assert!(!h.failed_at(45 * SEC, RESPONSE_TIMEOUT));
         // ... unless the failures go on for HEAL_AFTER past that success.
         assert!(h.failed_at(48 * SEC, Duration::ZERO));
+    }
+
+    #[test]
+    fn probes_go_to_a_single_node() {
+        // Not every primary: one down (a failover) must not fail the probe.
+        assert_eq!(
+            probe_routing(),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)
+        );
     }
 
     #[test]

@@ -130,3 +130,61 @@ async fn version_3_files_start_their_tasks_logs_empty() {
         .expect("version");
     assert_eq!(version, SqliteStore::SCHEMA_VERSION);
 }
+
+/// A file of schema version 5 comes to version 6 whether or not it has the node
+/// registry: a build of version 5 created `nodes` on first use, so a file it wrote may
+/// hold the table with rows, which stay; a file without it gets it.
+#[tokio::test]
+async fn version_5_files_keep_or_get_the_node_registry() {
+    let clock = ManualClock::default();
+    let beat = crate::NodeBeat {
+        id: "w1".into(),
+        role: "worker".into(),
+        interval_ms: 1_000,
+        starting: true,
+        drained: false,
+    };
+
+    // With the table and a row in it.
+    let with = TempDb::new("v5-with-nodes");
+    let written = {
+        let store = with.open(Limits::default(), &clock);
+        store.heartbeat_node(&beat).await.expect("beat")
+    };
+    set_version(&with, 5);
+    {
+        let store = with.open(Limits::default(), &clock);
+        let listed = store.list_nodes().await.expect("list");
+        assert_eq!(listed, vec![written]);
+    }
+    assert_eq!(version(&with), SqliteStore::SCHEMA_VERSION);
+
+    // Without it.
+    let without = TempDb::new("v5-without-nodes");
+    drop(without.open(Limits::default(), &clock));
+    {
+        let conn = rusqlite::Connection::open(&without.0).expect("raw open");
+        conn.execute_batch("DROP TABLE nodes; PRAGMA user_version = 5;")
+            .expect("back to version 5");
+    }
+    let store = without.open(Limits::default(), &clock);
+    assert!(store.list_nodes().await.expect("list").is_empty());
+    let written = store.heartbeat_node(&beat).await.expect("beat");
+    assert_eq!(store.list_nodes().await.expect("list"), vec![written]);
+    drop(store);
+    assert_eq!(version(&without), SqliteStore::SCHEMA_VERSION);
+}
+
+fn set_version(db: &TempDb, version: i64) {
+    rusqlite::Connection::open(&db.0)
+        .expect("raw open")
+        .pragma_update(None, "user_version", version)
+        .expect("set version");
+}
+
+fn version(db: &TempDb) -> i64 {
+    rusqlite::Connection::open(&db.0)
+        .expect("raw open")
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .expect("version")
+}
