@@ -279,6 +279,12 @@ impl McpClient {
             }
         });
         self.session.set_tool_headers(headers);
+        self.session.set_idempotent_tools(
+            listed
+                .tools
+                .iter()
+                .map(|t| (t.name.as_str(), t.meta.as_ref())),
+        );
         Ok(listed)
     }
 
@@ -315,12 +321,18 @@ impl McpClient {
     /// an idempotency key ([`ToolCall::with_idempotency_key`]).
     ///
     /// A task-augmented call (2025-11-25: one that asks for a task; 2026-07-28: any, when
-    /// the server offers the tasks extension) without a key gets a fresh one
-    /// ([`ClientConfig::idempotency_keys`]), sent as `params.idempotencyKey` and
-    /// `_meta.idempotencyKey`; with a key, a call whose answer was lost (a connection
-    /// cut, HTTP 502/503/504, the request timeout, a 429 after its `Retry-After`) is sent
-    /// again with the same key, within [`ClientConfig::retry`]: the server makes one task
-    /// per key. The handle's [`operation`](TaskHandle::operation) has the key sent.
+    /// the server offers the tasks extension) of a tool the server's `tools/list` flags
+    /// as deduplicating keyed calls (`_meta["rs.mcp-tasks/idempotency"]`) gets a fresh
+    /// key when it has none ([`ClientConfig::idempotency_keys`]), sent as
+    /// `params.idempotencyKey` and `_meta.idempotencyKey`; a key set on the call is
+    /// always sent. A keyed call is sent again with the same key within
+    /// [`ClientConfig::retry`]: after a failure that says the request never reached the
+    /// server (connection refused, HTTP 429 after its `Retry-After`) always, after a lost
+    /// answer (a connection cut, HTTP 502/503/504) only for a flagged tool. In a
+    /// 2026-07-28 session the flag is known once [`list_tools`](Self::list_tools) has
+    /// been called (before that: no default key, no retry of a lost answer); a
+    /// 2025-11-25 call lists the tools itself. The handle's
+    /// [`operation`](TaskHandle::operation) has the key sent.
     pub async fn call_as_task(&self, mut operation: ToolCall) -> Result<Started, ClientError> {
         let arguments = operation.arguments.clone();
         if self.session.is_2025() {
@@ -362,9 +374,15 @@ impl McpClient {
                 serde_json::json!(operation.related_task_ids),
             );
         }
-        // Task-augmented: the server offers the tasks extension, and may answer with a task.
-        let as_task = self.session.supports_tasks();
-        if operation.idempotency_key.is_none() && as_task && self.session.config.idempotency_keys {
+        // Task-augmented: the server offers the tasks extension, and may answer with a
+        // task; deduplicated: its last `tools/list` flags the tool as making one task (or
+        // record) per key, so a repeat after a lost answer cannot run the tool twice.
+        let deduplicated =
+            self.session.supports_tasks() && self.session.idempotent_tool(&operation.name);
+        if operation.idempotency_key.is_none()
+            && deduplicated
+            && self.session.config.idempotency_keys
+        {
             operation.idempotency_key = Some(crate::retry::new_key());
         }
         if let Some(key) = &operation.idempotency_key {
@@ -374,15 +392,15 @@ impl McpClient {
         }
         let mut params = CallToolRequestParams::new(meta, &operation.name, Some(arguments));
         params.idempotency_key = operation.idempotency_key.clone();
-        // Only a call that may make a task is sent again: a plain one might run twice.
-        let retried = operation.idempotency_key.clone().filter(|_| as_task);
+        let key = operation.idempotency_key.clone();
         let limit = self.session.config.max_input_rounds;
         let mut rounds = 0;
         loop {
             let reply: Value = crate::retry::retrying(
                 &self.session.config.retry,
                 CallToolWithTasks::METHOD,
-                retried.as_deref(),
+                key.as_deref(),
+                deduplicated,
                 || self.session.request_as(CallToolWithTasks::METHOD, &params),
             )
             .await?;

@@ -8,7 +8,7 @@ use mcp_tasks::TaskStore;
 use mcp_tasks_protocol::types::Implementation;
 
 use crate::auth::AuthConfig;
-use crate::retry::{RetryConfig, RetryNotice};
+use crate::retry::{RetryConfig, RetryNotice, jitter};
 
 /// Which revision of MCP a client speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,7 +28,9 @@ pub enum Revision {
 pub struct ClientConfig {
     /// Who we are, sent in every request's `_meta`.
     pub client_info: Implementation,
-    /// How long one request may wait for its answer.
+    /// How long one request may wait for its answer. A `tools/call` that is sent again
+    /// ([`retry`](ClientConfig::retry)) waits this long at each attempt: one call can take
+    /// up to `retry.max_attempts` x `request_timeout`, plus the back-off between attempts.
     pub request_timeout: Duration,
     /// How many rounds of input a call may ask: MRTR rounds of `tools/call`, and each
     /// task's rounds (2026-07-28: `tasks/update`s with new answers; 2025-11-25: the
@@ -53,15 +55,21 @@ pub struct ClientConfig {
     /// tasks (a request with `params.task` is answered as a plain one).
     pub client_tasks: Option<Arc<dyn TaskStore>>,
     /// Whether a task-augmented `tools/call` (2025-11-25: one that asks for a task;
-    /// 2026-07-28: any, in a session whose server offers the tasks extension) without an
+    /// 2026-07-28: any, in a session whose server offers the tasks extension) of a tool
+    /// the server's `tools/list` flags as deduplicating keyed calls
+    /// (`_meta["rs.mcp-tasks/idempotency"]`, our extension, rs.mcp-tasks) and without an
     /// idempotency key of its own ([`ToolCall::with_idempotency_key`](crate::ToolCall::with_idempotency_key))
     /// gets a fresh one (a random UUID), sent as `params.idempotencyKey` and
-    /// `_meta.idempotencyKey` (our extension, rs.mcp-tasks): the server makes one task per
-    /// key, so the call can be retried safely ([`retry`](ClientConfig::retry)). On by
-    /// default; off, only calls given a key carry one (and are retried).
+    /// `_meta.idempotencyKey`: the server makes one task per key, so the call can be
+    /// retried safely after a lost answer ([`retry`](ClientConfig::retry)). A tool not
+    /// flagged (a synchronous one, one whose calls may be answered synchronously, any
+    /// tool of a server that does not flag tools) gets no key by default; in a 2026-07-28
+    /// session nothing is flagged until [`Client::list_tools`](crate::Client::list_tools)
+    /// has been called. On by default; off, only calls given a key carry one. A key set on
+    /// the call is always sent.
     pub idempotency_keys: bool,
-    /// How a task-augmented call with an idempotency key whose answer was lost is sent
-    /// again (see [`RetryConfig`]); [`RetryConfig::none`] turns retries off.
+    /// How a call with an idempotency key is sent again after a failure (see
+    /// [`RetryConfig`]); [`RetryConfig::none`] turns retries off.
     pub retry: RetryConfig,
 }
 
@@ -179,15 +187,6 @@ impl DriverConfig {
             .unwrap_or(self.max_wait)
             .min(self.max_wait)
     }
-}
-
-/// A factor in [0.8, 1.2), so that many clients do not wait in lockstep.
-pub(crate) fn jitter() -> f64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    0.8 + f64::from(nanos % 400) / 1000.0
 }
 
 #[cfg(test)]

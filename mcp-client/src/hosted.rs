@@ -126,7 +126,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// server checks a `tools/call`'s ([`meta::idempotency_key`](mcp_tasks_protocol::meta::idempotency_key));
 /// with the fingerprint of the method and its params without `_meta`, `task` and the
 /// key ([`meta::idempotency_fingerprint`](mcp_tasks_protocol::meta::idempotency_fingerprint)).
-/// -32602 for a key that is not a string of 1 to 255 bytes, or two that differ.
+/// -32602 for a key that is not a string of 1 to 255 bytes (`params.idempotencyKey: null`
+/// is no key), or two that differ.
 pub(crate) fn idempotency_of(
     method: &str,
     params: &Value,
@@ -136,7 +137,10 @@ pub(crate) fn idempotency_of(
         return Ok(None);
     };
     let in_meta = object.get("_meta").and_then(|m| m.get(IDEMPOTENCY_KEY));
-    let Some(key) = idempotency_key(object.get(IDEMPOTENCY_KEY), in_meta).map_err(invalid)? else {
+    // `params.idempotencyKey: null` is no key, as a server's typed params read it;
+    // `_meta.idempotencyKey: null` is refused, as on a server.
+    let in_params = object.get(IDEMPOTENCY_KEY).filter(|v| !v.is_null());
+    let Some(key) = idempotency_key(in_params, in_meta).map_err(invalid)? else {
         return Ok(None);
     };
     let mut rest = object.clone();
@@ -302,6 +306,14 @@ impl Hosted {
             Err(mcp_tasks::StoreError::AlreadyExists { task }) => {
                 return serde_json::to_value(CreateTaskResult::new(task_view(&task)))
                     .map_err(|e| internal(e.to_string()));
+            }
+            // A store that keeps no keys: the caller's error, as on a server.
+            Err(mcp_tasks::StoreError::Unsupported {
+                operation: "idempotency keys",
+            }) => {
+                return Err(invalid(
+                    "Invalid params: this client's task store does not support idempotency keys",
+                ));
             }
             Err(e) => return Err(store_error(&e)),
         };

@@ -44,14 +44,18 @@
 //!   task, as if it had come after; only a task still unknown after
 //!   [`DriverConfig::unknown_task_hold`] (at most 64 held at once) has its request
 //!   answered by the client's handler (logged).
-//! - Safe retries (issue 50; our extension): a task-augmented call carries an idempotency
+//! - Safe retries (issue 50; our extension): a task-augmented call of a tool the server's
+//!   `tools/list` flags as deduplicating keyed calls (`_meta["rs.mcp-tasks/idempotency"]`;
+//!   in 2026-07-28 known once [`McpClient::list_tools`] was called) carries an idempotency
 //!   key ([`ToolCall::with_idempotency_key`], else a fresh one:
-//!   [`ClientConfig::idempotency_keys`]) in `params` and `_meta`, and a call whose answer
-//!   was lost (a cut connection, HTTP 502/503/504, the request timeout, a 429 after its
-//!   `Retry-After`) is sent again with it within [`ClientConfig::retry`] (bounded,
-//!   jittered back-off), each retry a `tracing` INFO event and a [`RetryNotice`] to
-//!   [`ClientConfig::on_retry`]: the server makes one task per key. A failed HTTP exchange
-//!   is typed ([`ClientError::Transport`] with its kind, status and `Retry-After`).
+//!   [`ClientConfig::idempotency_keys`]) in `params` and `_meta`. A keyed call is sent
+//!   again with its key within [`ClientConfig::retry`] (bounded, jittered back-off) after
+//!   a failure that never reached the server (connection refused, a 429 after its
+//!   `Retry-After`), and, for a flagged tool, after a lost answer (a cut connection, HTTP
+//!   502/503/504 without a JSON-RPC answer; never the request timeout), each retry a
+//!   `tracing` INFO event and a [`RetryNotice`] to [`ClientConfig::on_retry`]: the server
+//!   makes one task per key. A failed HTTP exchange is typed ([`ClientError::Transport`]
+//!   with its kind, status and `Retry-After`).
 //! - [`TaskHandle::into_updates`]: the task's [`TaskUpdates`], a `futures::Stream` of
 //!   [`TaskUpdate`]s (status changes, input requests, the result) that owns the handle.
 //! - [`TaskHandle::events`] (or [`McpClient::task_events`] by id, after a cursor): the

@@ -1,11 +1,11 @@
-//! Safe retries of a task-creating `tools/call` whose answer was lost (issue 50): the
-//! bounds ([`RetryConfig`]), what a retry tells ([`RetryNotice`]), which failures are
-//! worth sending again and after how long, the `Retry-After` header, and fresh
-//! idempotency keys.
+//! Safe retries of a keyed `tools/call` (issue 50): the bounds ([`RetryConfig`]), what a
+//! retry tells ([`RetryNotice`]), which failures are worth sending again and after how
+//! long, the `Retry-After` header, fresh idempotency keys, and the jitter of every wait.
 //!
-//! Invariant: only a call that carries an idempotency key is ever sent again (the
-//! server makes one task per key, so a repeat cannot run the tool twice); imports
-//! `error` only.
+//! Invariants: only a call that carries an idempotency key is ever sent again; one
+//! whose request may have reached the server (its answer lost) only when the server
+//! lists the tool as deduplicating keyed calls (`_meta["rs.mcp-tasks/idempotency"]`), so
+//! a repeat cannot run the tool twice; imports `error` only.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -53,14 +53,22 @@ impl std::fmt::Display for RetryNotice {
 /// A callback told of each retry.
 pub type RetryHook = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
 
-/// How a task-creating call whose answer was lost is sent again, with the same
-/// idempotency key: after a connection that failed or was cut before the answer, an
-/// HTTP 502, 503 or 504 without a JSON-RPC answer, the client's request timeout, or an
-/// HTTP 429 (after its `Retry-After`). Waits double from
+/// How a `tools/call` with an idempotency key is sent again, with the same key. A
+/// failure that says the request never reached the server (the connection could not be
+/// made, an HTTP 429, after its `Retry-After`) is retried for any keyed call. A failure
+/// that may have lost the answer of a request the server got (a connection cut before
+/// the answer, an HTTP 502, 503 or 504 without a JSON-RPC answer) is retried only for a
+/// task-augmented call of a tool the server's `tools/list` flags as deduplicating keyed
+/// calls (`_meta["rs.mcp-tasks/idempotency"]`): another tool may ignore the key and run
+/// again. The client's request timeout is never retried (the timed-out request is
+/// cancelled with `notifications/cancelled`, which would cancel the task a repeat finds).
+/// Everything else is sent once. Waits double from
 /// [`initial_backoff`](RetryConfig::initial_backoff) up to
 /// [`max_backoff`](RetryConfig::max_backoff), with ±20% jitter; a `Retry-After` is
-/// honoured up to [`max_retry_after`](RetryConfig::max_retry_after). Only calls with an
-/// idempotency key are sent again (see [`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)).
+/// honoured up to [`max_retry_after`](RetryConfig::max_retry_after). One call can take up
+/// to `max_attempts` x [`ClientConfig::request_timeout`](crate::ClientConfig::request_timeout)
+/// plus the waits. See [`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)
+/// for when a call gets a key.
 #[derive(Clone)]
 pub struct RetryConfig {
     /// The most attempts of one call, the first included (1: never retried).
@@ -117,33 +125,42 @@ impl RetryConfig {
             .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
         doubled
             .min(self.max_backoff)
-            .mul_f64(crate::config::jitter())
+            .mul_f64(jitter())
             .min(self.max_backoff)
     }
 
-    /// Whether the failure `error` of attempt `attempt` (from 1) is worth sending again,
-    /// and after how long: `None` when it is not (a JSON-RPC answer, a refusal, a
-    /// failure that says the request never counted) or the attempts are spent.
-    pub fn wait_after(&self, error: &ClientError, attempt: u32) -> Option<Duration> {
+    /// Whether the failure `error` of attempt `attempt` (from 1) of a keyed call is worth
+    /// sending again, and after how long. `lost_replies`: whether a failure after which
+    /// the server may have got the request is too (the tool deduplicates keyed calls).
+    /// `None` when it is not (a JSON-RPC answer, a refusal, a timeout, a lost answer of a
+    /// tool that may run twice) or the attempts are spent.
+    pub fn wait_after(
+        &self,
+        error: &ClientError,
+        attempt: u32,
+        lost_replies: bool,
+    ) -> Option<Duration> {
         if attempt >= self.max_attempts {
             return None;
         }
         let backoff = self.backoff(attempt);
-        match error {
-            ClientError::Timeout(_) => Some(backoff),
-            ClientError::Transport(failure) => match failure.kind {
-                FailureKind::Unreachable | FailureKind::Interrupted => Some(backoff),
-                FailureKind::Status => match failure.status {
-                    Some(429) => Some(
-                        failure
-                            .retry_after
-                            .map_or(backoff, |asked| asked.min(self.max_retry_after)),
-                    ),
-                    Some(502..=504) => Some(failure.retry_after.map_or(backoff, |asked| {
+        let ClientError::Transport(failure) = error else {
+            return None;
+        };
+        match failure.kind {
+            FailureKind::Unreachable => Some(backoff),
+            FailureKind::Interrupted if lost_replies => Some(backoff),
+            FailureKind::Status => match failure.status {
+                Some(429) => Some(
+                    failure
+                        .retry_after
+                        .map_or(backoff, |asked| asked.min(self.max_retry_after)),
+                ),
+                Some(502..=504) if lost_replies => {
+                    Some(failure.retry_after.map_or(backoff, |asked| {
                         asked.min(self.max_retry_after).max(backoff)
-                    })),
-                    _ => None,
-                },
+                    }))
+                }
                 _ => None,
             },
             _ => None,
@@ -151,14 +168,25 @@ impl RetryConfig {
     }
 }
 
+/// A factor in [0.8, 1.2), so that many clients do not wait in lockstep.
+pub(crate) fn jitter() -> f64 {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    0.8 + f64::from(nanos % 400) / 1000.0
+}
+
 /// Sends a call with `send` (one attempt each time it is called) and, when it carries
 /// the idempotency key `key`, sends it again after a failure [`RetryConfig::wait_after`]
-/// says is worth it, telling each retry (a `tracing` INFO event and the hook). Without a
-/// key: one attempt. The last failure is the error once the attempts are spent.
+/// says is worth it (`lost_replies`: also after a lost answer), telling each retry (a
+/// `tracing` INFO event and the hook). Without a key: one attempt. The last failure is
+/// the error once the attempts are spent.
 pub(crate) async fn retrying<T, F, Fut>(
     config: &RetryConfig,
     method: &str,
     key: Option<&str>,
+    lost_replies: bool,
     mut send: F,
 ) -> Result<T, ClientError>
 where
@@ -174,7 +202,7 @@ where
             Ok(answer) => return Ok(answer),
             Err(e) => e,
         };
-        let Some(wait) = config.wait_after(&error, attempt) else {
+        let Some(wait) = config.wait_after(&error, attempt, lost_replies) else {
             return Err(error);
         };
         attempt += 1;
@@ -195,7 +223,7 @@ where
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             reason = %notice.reason,
             idempotency_key = key,
-            "retrying a call whose answer was lost"
+            "retrying a keyed call"
         );
         if let Some(hook) = &config.on_retry {
             hook(&notice);
@@ -309,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn only_lost_answers_are_retried_and_never_past_the_attempts() {
+    fn lost_answers_are_retried_only_for_deduplicating_tools() {
         let config = RetryConfig::default();
         let status = |code: u16, after: Option<u64>| {
             ClientError::Transport(
@@ -318,39 +346,47 @@ mod tests {
             )
         };
         let cut = ClientError::Transport(TransportFailure::new(FailureKind::Interrupted, "reset"));
+        let refused =
+            ClientError::Transport(TransportFailure::new(FailureKind::Unreachable, "refused"));
         for e in [
             &cut,
             &status(502, None),
             &status(503, None),
             &status(504, None),
         ] {
-            assert!(config.wait_after(e, 1).is_some(), "{e}");
-            assert!(config.wait_after(e, 5).is_none(), "{e}");
+            assert!(config.wait_after(e, 1, true).is_some(), "{e}");
+            assert!(config.wait_after(e, 1, false).is_none(), "{e}");
+            assert!(config.wait_after(e, 5, true).is_none(), "{e}");
         }
-        assert!(
-            config
-                .wait_after(&ClientError::Timeout(Duration::from_secs(1)), 1)
-                .is_some()
-        );
+        // Never reached the server: retried for any keyed call.
+        for lost_replies in [true, false] {
+            assert!(config.wait_after(&refused, 1, lost_replies).is_some());
+            assert!(
+                config
+                    .wait_after(&status(429, None), 1, lost_replies)
+                    .is_some()
+            );
+        }
         for e in [
+            ClientError::Timeout(Duration::from_secs(1)),
             status(500, None),
             status(401, None),
             ClientError::Transport("text only".into()),
             ClientError::Closed,
             ClientError::rpc(mcp_tasks_protocol::jsonrpc::ErrorObject::new(-32602, "no")),
         ] {
-            assert_eq!(config.wait_after(&e, 1), None, "{e}");
+            assert_eq!(config.wait_after(&e, 1, true), None, "{e}");
         }
         // 429: its Retry-After, capped.
         assert_eq!(
-            config.wait_after(&status(429, Some(2)), 1),
+            config.wait_after(&status(429, Some(2)), 1, false),
             Some(Duration::from_secs(2))
         );
         assert_eq!(
-            config.wait_after(&status(429, Some(3600)), 1),
+            config.wait_after(&status(429, Some(3600)), 1, false),
             Some(config.max_retry_after)
         );
-        assert!(RetryConfig::none().wait_after(&cut, 1).is_none());
+        assert!(RetryConfig::none().wait_after(&cut, 1, true).is_none());
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub(crate) struct Session {
     authorizer: Option<Arc<crate::auth::Authorizer>>,
     /// The tasks this connection hosts (MCP 2025-11-25), with a store configured.
     hosted: Option<Arc<Hosted>>,
+    /// The tools of the last `tools/list` the server flags as deduplicating keyed calls
+    /// (`_meta["rs.mcp-tasks/idempotency"]`); `None` before any listing.
+    idempotent_tools: Mutex<Option<std::collections::HashSet<String>>>,
     _guard: TransportGuard,
     _forward: Option<AbortOnDrop>,
 }
@@ -293,6 +296,7 @@ impl Session {
             auth_failure,
             authorizer,
             hosted,
+            idempotent_tools: Mutex::new(None),
             _guard: guard,
             _forward: forward,
         })
@@ -375,6 +379,31 @@ impl Session {
         if let Some(http) = &self.http {
             lock(http).tool_headers = headers;
         }
+    }
+
+    /// Remembers which tools of a `tools/list` (`(name, _meta)` each) the server flags
+    /// as deduplicating keyed calls.
+    pub(crate) fn set_idempotent_tools<'a>(
+        &self,
+        tools: impl IntoIterator<Item = (&'a str, Option<&'a JsonObject>)>,
+    ) {
+        let flagged = tools
+            .into_iter()
+            .filter(|(_, meta)| {
+                meta.and_then(|m| m.get(mcp_tasks_protocol::meta::IDEMPOTENT_TOOL))
+                    .is_some_and(serde_json::Value::is_object)
+            })
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        *lock(&self.idempotent_tools) = Some(flagged);
+    }
+
+    /// Whether the server flags the tool `name` as deduplicating keyed calls, as the last
+    /// `tools/list` said: `false` for a tool not flagged, and before any listing.
+    pub(crate) fn idempotent_tool(&self, name: &str) -> bool {
+        lock(&self.idempotent_tools)
+            .as_ref()
+            .is_some_and(|tools| tools.contains(name))
     }
 
     /// The application's handler.

@@ -58,10 +58,18 @@ pub(crate) async fn initialize(session: &Session) -> Result<(), ClientError> {
 }
 
 /// `tools/list` in the 2025-11-25 shape (each tool with its `execution`).
+/// `tools/list`, remembering which tools the server flags as deduplicating keyed calls.
 pub(crate) async fn list_tools(session: &Session) -> Result<ListToolsResult, ClientError> {
-    session
+    let listed: ListToolsResult = session
         .request_as(v2025::methods::TOOLS_LIST, &JsonObject::new())
-        .await
+        .await?;
+    session.set_idempotent_tools(
+        listed
+            .tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.meta.as_ref())),
+    );
+    Ok(listed)
 }
 
 /// A 2025-11-25 listing seen through the 2026-07-28 type (`execution` stays in each
@@ -97,9 +105,11 @@ pub(crate) enum Called {
 
 /// `tools/call`, with `params.task` when the server supports task tool calls and the
 /// tool's `execution.taskSupport` is not `forbidden`.
-/// The call carries the idempotency key `key` when given; when it asks for a task and
-/// has none, a fresh one ([`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)).
-/// A call that asks for a task with a key is sent again when its answer was lost
+/// The call carries the idempotency key `key` when given; when it asks for a task of a
+/// tool the listing flags as deduplicating keyed calls and has none, a fresh one
+/// ([`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)). A keyed
+/// call is sent again after a failure that never reached the server, and, when it asks
+/// for a task of a flagged tool, after a lost answer
 /// ([`ClientConfig::retry`](crate::ClientConfig::retry)). Returns the key sent.
 pub(crate) async fn call_tool(
     session: &Session,
@@ -115,8 +125,10 @@ pub(crate) async fn call_tool(
         .map(v2025::Tool::task_support)
         .unwrap_or_default();
     let as_task = session.supports_tasks() && support != TaskSupport::Forbidden;
+    // The server makes one task per key of this tool: a repeat cannot run it twice.
+    let deduplicated = as_task && session.idempotent_tool(name);
     let key = match key {
-        None if as_task && session.config.idempotency_keys => Some(crate::retry::new_key()),
+        None if deduplicated && session.config.idempotency_keys => Some(crate::retry::new_key()),
         key => key,
     };
     let params = CallToolRequestParams {
@@ -133,12 +145,11 @@ pub(crate) async fn call_tool(
     let pushed = session.pushed_2025.subscribe();
     // The server may ask about the task before this call's answer names it.
     let creating = as_task.then(|| session.creating());
-    // Only a call that makes a task is sent again: a plain one might run twice.
-    let retried = key.as_deref().filter(|_| as_task);
     let reply: Value = crate::retry::retrying(
         &session.config.retry,
         v2025::methods::TOOLS_CALL,
-        retried,
+        key.as_deref(),
+        deduplicated,
         || session.request_as(v2025::methods::TOOLS_CALL, &params),
     )
     .await?;

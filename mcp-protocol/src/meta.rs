@@ -1,4 +1,5 @@
-//! `_meta` keys reserved by MCP, and the protocol version strings.
+//! `_meta` keys reserved by MCP and our own (`rs.mcp-tasks/...`), the protocol version
+//! strings, and the one parse and fingerprint of an idempotency key.
 //!
 //! A `_meta` member is a JSON object ([`Meta`]); the typed views in each revision's
 //! module read and write the keys named here. Keep every key in this file: no `_meta`
@@ -37,6 +38,13 @@ pub const RELATED_TASK_IDS: &str = "io.modelcontextprotocol/relatedTaskIds";
 /// the spec's): the idempotency key, for SDKs that drop unknown params. The same as
 /// `params.idempotencyKey` ([`IDEMPOTENCY_KEY_MAX_BYTES`] at most); both present must be equal.
 pub const IDEMPOTENCY_KEY: &str = "idempotencyKey";
+/// Tool `_meta` key in `tools/list` (both revisions; **our extension**, rs.mcp-tasks, not
+/// the spec's), value `{}`: the server deduplicates this tool's keyed calls (each one
+/// from a caller that can take a task creates a task or writes its record up front), so
+/// a client may send a call again with the same [`IDEMPOTENCY_KEY`] after its answer was
+/// lost without the tool running twice. A tool without it may ignore the key (it may
+/// answer synchronously, running again on a repeat).
+pub const IDEMPOTENT_TOOL: &str = "rs.mcp-tasks/idempotency";
 /// The longest idempotency key, in bytes (UTF-8); an empty key is refused too.
 pub const IDEMPOTENCY_KEY_MAX_BYTES: usize = 255;
 /// 2025-11-25: optional interim text for the model on a `CreateTaskResult`.

@@ -355,6 +355,22 @@ impl ToolDef {
         }
     }
 
+    /// Whether every keyed call of this tool from a caller that can take a task is
+    /// deduplicated, creating a task or writing its record up front (so a repeat after a
+    /// lost answer cannot run the tool twice): what `tools/list` flags with
+    /// `_meta["rs.mcp-tasks/idempotency"]`. MCP 2025-11-25 (`in_2025`): a task-augmented
+    /// call of a tool whose `taskSupport` is not `forbidden` always makes a task. MCP
+    /// 2026-07-28: `Required` and deadline tools (a keyed call writes its record up
+    /// front), and `Optional` tools without a selector; not a synchronous tool, nor an
+    /// `Optional` one whose selector may answer synchronously.
+    pub(crate) fn dedupes_keyed_calls(&self, in_2025: bool) -> bool {
+        match self.policy {
+            TaskPolicy::Synchronous => false,
+            TaskPolicy::Required | TaskPolicy::After(_) => true,
+            TaskPolicy::Optional => in_2025 || self.selector.is_none(),
+        }
+    }
+
     /// The deadline at which a call of this tool becomes a task, if it does: the tool's
     /// own ([`TaskPolicy::After`]), or for an `Optional` tool that wants a task for these
     /// arguments the server's default (`ServerBuilder::promote_after`), when set.
@@ -429,6 +445,15 @@ fn checked_param_headers(
             tool: name.to_owned(),
             reason: e.to_string(),
         })
+}
+
+/// Marks a listed tool's `_meta` with [`IDEMPOTENT_TOOL`](mcp_tasks_protocol::meta::IDEMPOTENT_TOOL)
+/// (`{}`), keeping its other members (see [`ToolDef::dedupes_keyed_calls`]).
+pub(crate) fn flag_idempotent(meta: &mut Option<JsonObject>) {
+    meta.get_or_insert_with(JsonObject::new).insert(
+        mcp_tasks_protocol::meta::IDEMPOTENT_TOOL.to_owned(),
+        Value::Object(JsonObject::new()),
+    );
 }
 
 #[cfg(test)]

@@ -126,6 +126,11 @@ impl ExchangeError {
             ExchangeError::Send(e) if e.is_connect() => {
                 TransportFailure::new(FailureKind::Unreachable, message)
             }
+            // The request could not be made (a bad URL or header): nothing was sent, and
+            // sending it again fails the same way.
+            ExchangeError::Send(e) if e.is_builder() => {
+                TransportFailure::new(FailureKind::Other, message)
+            }
             ExchangeError::Send(_) | ExchangeError::StreamBroke(_) | ExchangeError::StreamEnded => {
                 TransportFailure::new(FailureKind::Interrupted, message)
             }
@@ -140,8 +145,10 @@ impl ExchangeError {
                 ..
             } => TransportFailure::new(FailureKind::Status, message)
                 .with_status(status.as_u16(), *retry_after),
+            // A status arrived: the failure is that status's (a 502/503/504 or 429 may be
+            // retried, any other is not, even though its body broke).
             ExchangeError::Body { status, .. } => {
-                TransportFailure::new(FailureKind::Interrupted, message)
+                TransportFailure::new(FailureKind::Status, message)
                     .with_status(status.as_u16(), None)
             }
             ExchangeError::Auth(_) => TransportFailure::new(FailureKind::Other, message),

@@ -209,6 +209,7 @@ pub(crate) fn already_initialized() -> ServerError {
 
 /// `tools/list` in the 2025-11-25 shape: `execution.taskSupport` from each tool's policy.
 pub(crate) fn tools_list(state: &State, session: &McpSession) -> v2025::ListToolsResult {
+    let keys = session.has_tasks() && state.store.supports_idempotency();
     let tools = state
         .tools()
         .map(|tool| {
@@ -227,6 +228,9 @@ pub(crate) fn tools_list(state: &State, session: &McpSession) -> v2025::ListTool
             listed.execution = session
                 .has_tasks()
                 .then(|| ToolExecution::with_task_support(support));
+            if keys && tool.dedupes_keyed_calls(true) {
+                crate::tool::flag_idempotent(&mut listed.meta);
+            }
             listed
         })
         .collect();

@@ -106,7 +106,20 @@ fn tool_listing(tool: &ToolDef) -> Tool {
 
 /// `tools/list`: every tool, on one page, with the configured `cacheScope` and `ttlMs`.
 pub(crate) fn tools_list(state: &State) -> ListToolsResult {
-    let mut result = ListToolsResult::new(state.tools.values().map(tool_listing).collect());
+    let keys = state.store.supports_idempotency();
+    let mut result = ListToolsResult::new(
+        state
+            .tools
+            .values()
+            .map(|tool| {
+                let mut listed = tool_listing(tool);
+                if keys && tool.dedupes_keyed_calls(false) {
+                    crate::tool::flag_idempotent(&mut listed.meta);
+                }
+                listed
+            })
+            .collect(),
+    );
     (result.cache_scope, result.ttl_ms) = state.cache_hints.members(Cacheable::Tools);
     result
 }

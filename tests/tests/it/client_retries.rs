@@ -1,8 +1,12 @@
-//! The client's safe retries (issue 50): a task-augmented `tools/call` carries an
-//! idempotency key (a fresh one by default, or the caller's), in `params` and `_meta`, and
-//! is sent again with it when its answer was lost — a 502, 503 or 504 without a JSON-RPC
-//! answer, a connection closed without a response, a 429 after its `Retry-After` — within
-//! the configured attempts. Against our real server behind a fault-injecting front
+//! The client's safe retries (issue 50): a task-augmented `tools/call` of a tool the
+//! server's `tools/list` flags as deduplicating keyed calls (`_meta["rs.mcp-tasks/idempotency"]`)
+//! carries an idempotency key (a fresh one by default, or the caller's), in `params` and
+//! `_meta`, and is sent again with it when its answer was lost — a 502, 503 or 504
+//! without a JSON-RPC answer, a connection closed without a response, a 429 after its
+//! `Retry-After` — within the configured attempts. A tool not flagged (a synchronous one)
+//! gets no key by default, and its lost answer is not retried even with the caller's
+//! key: it would run again; a 2026-07-28 client that has not listed the tools knows no
+//! flag, so sends no key of its own. Against our real server behind a fault-injecting front
 //! ([`RetryFront`]) that lets each faulted request reach the server and loses its answer:
 //! every attempt names the same task, the tool runs once, the retries are told to the
 //! hook. A call without a key (keys off, or a plain 2025-11-25 call) is never retried.
@@ -55,9 +59,24 @@ async fn setup() -> Setup {
 }
 
 impl Setup {
-    /// A client of `revision` through the front, its retries told to `notices`, with
-    /// short back-offs; `tune` changes the rest.
+    /// A client of `revision` through the front that has listed the tools (so it knows
+    /// which the server deduplicates), its retries told to `notices`, with short
+    /// back-offs; `tune` changes the rest.
     async fn client(&self, revision: Revision, tune: impl FnOnce(&mut ClientConfig)) -> McpClient {
+        let client = self.unlisted_client(revision, tune).await;
+        tokio::time::timeout(WAIT, client.list_tools())
+            .await
+            .expect("listed in time")
+            .expect("tools/list");
+        client
+    }
+
+    /// [`client`](Self::client) without listing the tools.
+    async fn unlisted_client(
+        &self,
+        revision: Revision,
+        tune: impl FnOnce(&mut ClientConfig),
+    ) -> McpClient {
         let notices = Arc::clone(&self.notices);
         let mut config = ClientConfig {
             revision,
@@ -303,4 +322,77 @@ async fn a_call_without_a_key_or_with_retries_off_is_not_retried() {
         assert_eq!(calls.len(), 1, "{revision:?} {tool}: sent once");
         assert_eq!(key_sent(&calls[0]).is_some(), keyed, "{revision:?} {tool}");
     }
+}
+
+/// 2026-07-28, the default configuration: the lost answer of a synchronous tool's call
+/// (the server ignores a key there, so a repeat would run it again) is not retried,
+/// whether the call carries no key (none by default: the tool is not flagged) or the
+/// caller's; the tool ran once and the failure is the error.
+#[tokio::test]
+async fn a_synchronous_tools_lost_answer_is_not_retried() {
+    for (fault, given) in [
+        (Fault::Status(502), None),
+        (Fault::Close, None),
+        (Fault::Status(504), Some("caller-key-3")),
+    ] {
+        let s = setup().await;
+        let client = s.client(Revision::V2026_07_28, |_| {}).await;
+        s.front.fail_next([fault.clone()]);
+        let mut operation = ToolCall::new("counted_sync", label("sync"));
+        if let Some(key) = given {
+            operation = operation.with_idempotency_key(key);
+        }
+        let error = call(&client, operation)
+            .await
+            .expect_err("the answer was lost");
+        assert!(
+            matches!(error, ClientError::Transport(_)),
+            "{fault:?}: {error}"
+        );
+        assert!(s.notices().is_empty(), "{fault:?}: not retried");
+        let calls = s.calls_of("counted_sync");
+        assert_eq!(calls.len(), 1, "{fault:?}: sent once");
+        assert_eq!(key_sent(&calls[0]).as_deref(), given, "{fault:?}");
+        assert_eq!(calls[0].task_id, None, "{fault:?}: answered in the request");
+        assert_eq!(
+            s.runs.load(Ordering::SeqCst),
+            1,
+            "{fault:?}: the tool ran once"
+        );
+    }
+}
+
+/// A 2026-07-28 client that has not listed the tools does not know which the server
+/// deduplicates: no key of its own, and a lost answer is not retried; once it has
+/// listed them, the same call is keyed and retried.
+#[tokio::test]
+async fn a_client_that_has_not_listed_the_tools_sends_no_key_of_its_own() {
+    let s = setup().await;
+    let client = s.unlisted_client(Revision::V2026_07_28, |_| {}).await;
+    s.front.fail_next([Fault::Status(502)]);
+    let error = call(&client, ToolCall::new("counted", label("unlisted")))
+        .await
+        .expect_err("the answer was lost");
+    assert_eq!(error.http_status(), Some(502), "{error}");
+    assert!(s.notices().is_empty(), "not retried");
+    let calls = s.calls_of("counted");
+    assert_eq!(calls.len(), 1, "sent once");
+    assert_eq!(key_sent(&calls[0]), None, "no default key");
+
+    tokio::time::timeout(WAIT, client.list_tools())
+        .await
+        .expect("listed in time")
+        .expect("tools/list");
+    s.front.fail_next([Fault::Status(502)]);
+    let started = call(&client, ToolCall::new("counted", label("listed")))
+        .await
+        .expect("retried");
+    assert!(matches!(started, Started::Task(_)));
+    let calls = s.calls_of("counted");
+    assert_eq!(calls.len(), 3, "the second call sent twice");
+    let key = key_sent(&calls[1]);
+    assert!(key.is_some(), "a default key once listed");
+    assert_eq!(key_sent(&calls[2]), key, "the retry with the same key");
+    assert_eq!(calls[1].task_id, calls[2].task_id, "one task");
+    assert_eq!(s.notices().len(), 1);
 }

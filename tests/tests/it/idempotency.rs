@@ -7,6 +7,7 @@
 //! The in-process server counts its tool's runs: a repeat that ran the tool again would
 //! show.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -19,7 +20,7 @@ use mcp_tasks_server::{RuntimeConfig, TaskPolicy, ToolContext, ToolDef, ToolErro
 use mcp_tests::legacy::{LEGACY_VERSION, init_params, response_in};
 use mcp_tests::node_harness::{Node, NodeStore, post_request, slow};
 use mcp_tests::server_harness::{
-    Reply, TestServer, WAIT, bearer_principal, call_params, request, task_params,
+    Reply, TestServer, WAIT, bearer_principal, call_params, meta, request, task_params,
 };
 use serde_json::{Value, json};
 
@@ -498,4 +499,64 @@ async fn one_task_per_key_across_instances_on_redis() {
     if let Some(store) = NodeStore::redis("idempotency_nodes").await {
         one_task_across_two_instances(&store).await;
     }
+}
+
+/// The names of the listed `tools` flagged `_meta["rs.mcp-tasks/idempotency"]: {}`.
+fn flagged(tools: &Value) -> BTreeSet<String> {
+    tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["_meta"]["rs.mcp-tasks/idempotency"] == json!({}))
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// `tools/list` flags the tools whose keyed calls are deduplicated (each makes a task or
+/// writes its record up front), so a client may retry them after a lost answer: in
+/// 2026-07-28 not a synchronous tool nor an optional one whose selector may answer in
+/// the request; in 2025-11-25 (where a keyed call asks for a task) every tool that
+/// allows tasks.
+#[tokio::test]
+async fn tools_list_flags_the_tools_whose_keyed_calls_are_deduplicated() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tools = vec![
+        counted("counted", TaskPolicy::Optional, &runs),
+        counted("counted_required", TaskPolicy::Required, &runs),
+        counted("counted_sync", TaskPolicy::Synchronous, &runs),
+        counted("counted_after", TaskPolicy::After(DEADLINE), &runs),
+        counted("counted_picky", TaskPolicy::Optional, &runs).select_task(|a| {
+            a.get("ms")
+                .and_then(Value::as_u64)
+                .is_some_and(|ms| ms > 100)
+        }),
+    ];
+    let s = TestServer::start_with(tools, RuntimeConfig::default(), HttpConfig::default()).await;
+    let names =
+        |names: &[&str]| -> BTreeSet<String> { names.iter().map(|n| (*n).to_owned()).collect() };
+    let listed = s
+        .post(
+            &request(s.id(), "tools/list", json!({ "_meta": meta(true) })),
+            &[],
+        )
+        .await
+        .body;
+    assert_eq!(
+        flagged(&listed["result"]["tools"]),
+        names(&["counted", "counted_after", "counted_required"]),
+        "{listed}"
+    );
+    let session = session_as(&s, "alice").await;
+    let listed = session.rpc("tools/list", json!({})).await;
+    assert_eq!(
+        flagged(&listed["result"]["tools"]),
+        names(&[
+            "counted",
+            "counted_after",
+            "counted_picky",
+            "counted_required"
+        ]),
+        "{listed}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
 }

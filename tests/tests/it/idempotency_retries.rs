@@ -5,9 +5,13 @@
 //! `502 Bad Gateway` and the client's connection closed without a response.
 //!
 //! An `McpClient` with the default configuration (idempotency keys on, retries on; a hook
-//! added that only records each retry's notice) makes [`CALLS`] task-augmented `slow_compute` calls through the front, each with its own
-//! label, [`CONCURRENCY`] at a time; every call must still hand back its task, and every
-//! task complete with its own result. Then:
+//! added that only records each retry's notice) lists the tools, then makes [`CALLS`]
+//! task-augmented calls of [`TOOL`] (`build_log`, always a task, so flagged in
+//! `tools/list` as deduplicating keyed calls: the client keys and retries only such
+//! tools; `slow_compute` is not flagged in 2026-07-28, its selector may answer in the
+//! request) through the front, each with its own label (an argument the task keeps),
+//! [`CONCURRENCY`] at a time; every call must still hand back its task, and every task
+//! complete with its result. Then:
 //!
 //! - the front dropped exactly [`CALLS`] replies (half each way) and saw `CALLS` + the
 //!   client's retries `tools/call` POSTs, every one with an idempotency key; each create's
@@ -16,8 +20,8 @@
 //!   instance, page by page, and its counts by status and tool), each label in exactly
 //!   one of them;
 //! - each tool ran exactly once: the task's own log (the console's history of it) holds
-//!   one run (the `"LABEL: working for"` status `slow_compute` sets when it starts, with
-//!   the node that ran it), no lost run (`requeue`), and its result is its first run's.
+//!   one run (the `"building:"` status `build_log` sets when it starts, with the node
+//!   that ran it), no lost run (`requeue`), and its result is its run's.
 //!
 //! First the front itself, on raw HTTP over one in-memory demo node: a dropped reply is
 //! not delivered (a 502, a connection closed without a response), the server made the
@@ -45,8 +49,14 @@ const DEMO: &str = env!("CARGO_BIN_EXE_demo-server");
 const CALLS: usize = 100;
 /// Calls in flight at once.
 const CONCURRENCY: usize = 10;
-/// How long `slow_compute` works, in seconds.
-const SECONDS: f64 = 0.1;
+/// The tool called: always a task, so deduplicated and flagged in `tools/list`.
+const TOOL: &str = "build_log";
+/// How long its one step takes, in milliseconds.
+const STEP_MS: u64 = 100;
+/// What each of its tasks answers.
+const RESULT: &str = "build finished: 1 steps, 0 errors";
+/// The status it sets when a run starts.
+const STARTED: &str = "building:";
 /// The bound of the whole run of calls.
 const RUN_WITHIN: Duration = Duration::from_secs(60);
 /// The console's credentials, given to each node in its environment.
@@ -77,18 +87,19 @@ async fn deploy(store: &NodeStore) -> (Vec<Node>, ReplyDropProxy) {
     (nodes, front)
 }
 
-/// [`CALLS`] calls of `slow_compute` labelled `run-NNN`, [`CONCURRENCY`] at a time, each
-/// followed to its result, which must be its own.
+/// [`CALLS`] calls of [`TOOL`] labelled `run-NNN`, [`CONCURRENCY`] at a time, each
+/// followed to its result.
 async fn calls(client: &McpClient, run: &str) -> Vec<Handed> {
     futures::stream::iter(0..CALLS)
         .map(|i| async move {
             let label = format!("{run}-{i:03}");
             let arguments = serde_json::Map::from_iter([
-                ("seconds".into(), json!(SECONDS)),
+                ("steps".into(), json!(1)),
+                ("interval_ms".into(), json!(STEP_MS)),
                 ("label".into(), json!(label)),
             ]);
             let started = client
-                .call_tool_as_task("slow_compute", arguments)
+                .call_tool_as_task(TOOL, arguments)
                 .await
                 .unwrap_or_else(|e| panic!("{label}: the call failed: {e}"));
             let Started::Task(task) = started else {
@@ -100,11 +111,7 @@ async fn calls(client: &McpClient, run: &str) -> Vec<Handed> {
                 .await
                 .unwrap_or_else(|e| panic!("{label} (task {task_id}): {e}"));
             let result = serde_json::to_value(&result).unwrap_or_default();
-            assert_eq!(
-                result_text(&result),
-                format!("{label}: done after {SECONDS} s"),
-                "task {task_id} has its own first run's result: {result}"
-            );
+            assert_eq!(result_text(&result), RESULT, "task {task_id}: {result}");
             Handed { label, task_id }
         })
         .buffer_unordered(CONCURRENCY)
@@ -210,11 +217,7 @@ async fn check_store(nodes: &[Node], handed: &[Handed]) -> BTreeMap<String, usiz
         assert_eq!(owners.len(), 1, "one owner: {owners:?}");
         let (status, counts) = console.get("/api/counts").await;
         assert_eq!(status, 200, "{counts}");
-        assert_eq!(
-            counts["byTool"],
-            json!({ "slow_compute": CALLS }),
-            "{counts}"
-        );
+        assert_eq!(counts["byTool"], json!({ TOOL: CALLS }), "{counts}");
         assert_eq!(counts["byStatus"]["completed"], json!(CALLS), "{counts}");
         let total: u64 = counts["byStatus"]
             .as_object()
@@ -233,25 +236,20 @@ async fn check_store(nodes: &[Node], handed: &[Handed]) -> BTreeMap<String, usiz
             labels.insert(label.to_owned()),
             "label {label} in two tasks"
         );
-        assert_eq!(
-            result_text(&task["result"]),
-            format!("{label}: done after {SECONDS} s"),
-            "{task}"
-        );
+        assert_eq!(result_text(&task["result"]), RESULT, "{task}");
         let history = console.history(id).await;
         assert!(
             history.get("truncated").is_none_or(|t| t == false),
             "{history}"
         );
         let entries = history["entries"].as_array().cloned().unwrap_or_default();
-        let started = format!("{label}: working for");
         let runs: Vec<&Value> = entries
             .iter()
             .filter(|e| {
                 e["type"] == "rs.mcp-tasks.status"
                     && e["payload"]["statusMessage"]
                         .as_str()
-                        .is_some_and(|m| m.starts_with(&started))
+                        .is_some_and(|m| m.starts_with(STARTED))
             })
             .collect();
         assert_eq!(runs.len(), 1, "task {id} ({label}) ran once: {history}");
@@ -284,6 +282,18 @@ async fn acceptance(store: NodeStore, revision: Revision, run: &str) {
     let client = McpClient::connect_http(&front.url, Arc::new(DeclineAll), config)
         .await
         .unwrap_or_else(|e| panic!("{run}: connect through the front: {e}"));
+    // The client keys and retries the tools the listing flags as deduplicated.
+    let listed = client
+        .list_tools()
+        .await
+        .unwrap_or_else(|e| panic!("{run}: tools/list: {e}"));
+    let flagged = listed
+        .tools
+        .iter()
+        .find(|t| t.name == TOOL)
+        .and_then(|t| t.meta.as_ref())
+        .is_some_and(|m| m.contains_key("rs.mcp-tasks/idempotency"));
+    assert!(flagged, "{run}: {TOOL} is flagged as deduplicated");
     front.set_dropping(true);
     let calls_begun = Instant::now();
     let handed = tokio::time::timeout(RUN_WITHIN, calls(&client, run))
@@ -384,7 +394,7 @@ async fn raw_post(
 fn create(id: i64, label: &str, key: Option<&str>) -> Value {
     let mut params = call_params(
         "slow_compute",
-        json!({ "seconds": SECONDS, "label": label }),
+        json!({ "seconds": 0.1, "label": label }),
         true,
     );
     if let Some(key) = key {
