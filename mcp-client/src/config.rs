@@ -64,7 +64,7 @@ pub struct ClientConfig {
     /// retried safely after a lost answer ([`retry`](ClientConfig::retry)). A tool not
     /// flagged (a synchronous one, one whose calls may be answered synchronously, any
     /// tool of a server that does not flag tools) gets no key by default; in a 2026-07-28
-    /// session nothing is flagged until [`Client::list_tools`](crate::Client::list_tools)
+    /// session nothing is flagged until [`McpClient::list_tools`](crate::McpClient::list_tools)
     /// has been called. On by default; off, only calls given a key carry one. A key set on
     /// the call is always sent.
     pub idempotency_keys: bool,

@@ -6,7 +6,7 @@
 //! again. Never the machine's own service. The binaries are found under
 //! `/usr/lib/postgresql/*/bin` (the newest) or in `$MCP_TEST_PG_BIN`. PostgreSQL refuses to
 //! run as root: as root, every command runs as the user `postgres` (`runuser`), which then
-//! owns the directory. Dropping it stops the server (within [`DROP_STOP_TIMEOUT`], then
+//! owns the directory. Dropping it stops the server (within `DROP_STOP_TIMEOUT`, then
 //! kills the postmaster) and deletes the directory.
 
 use std::net::{Ipv4Addr, TcpListener};
