@@ -328,7 +328,9 @@ impl McpClient {
     /// always sent. A keyed call is sent again with the same key within
     /// [`ClientConfig::retry`]: after a failure that says the request never reached the
     /// server (connection refused, HTTP 429 after its `Retry-After`) always, after a lost
-    /// answer (a connection cut, HTTP 502/503/504) only for a flagged tool. In a
+    /// answer (a connection cut, HTTP 502/503/504, the client's
+    /// [`request_timeout`](ClientConfig::request_timeout)) only for a flagged tool, whose
+    /// timed-out attempts are not cancelled (the retry finds their task). In a
     /// 2026-07-28 session the flag is known once [`list_tools`](Self::list_tools) has
     /// been called (before that: no default key, no retry of a lost answer); a
     /// 2025-11-25 call lists the tools itself. The handle's
@@ -393,6 +395,8 @@ impl McpClient {
         let mut params = CallToolRequestParams::new(meta, &operation.name, Some(arguments));
         params.idempotency_key = operation.idempotency_key.clone();
         let key = operation.idempotency_key.clone();
+        // A retry finds what a timed-out attempt started: it is not cancelled.
+        let kept = key.is_some() && deduplicated;
         let limit = self.session.config.max_input_rounds;
         let mut rounds = 0;
         loop {
@@ -401,7 +405,14 @@ impl McpClient {
                 CallToolWithTasks::METHOD,
                 key.as_deref(),
                 deduplicated,
-                || self.session.request_as(CallToolWithTasks::METHOD, &params),
+                || async {
+                    let (session, method) = (&self.session, CallToolWithTasks::METHOD);
+                    if kept {
+                        session.request_as_uncancelled(method, &params).await
+                    } else {
+                        session.request_as(method, &params).await
+                    }
+                },
             )
             .await?;
             let reply: CallToolReply =

@@ -31,6 +31,9 @@ pub struct ClientConfig {
     /// How long one request may wait for its answer. A `tools/call` that is sent again
     /// ([`retry`](ClientConfig::retry)) waits this long at each attempt: one call can take
     /// up to `retry.max_attempts` x `request_timeout`, plus the back-off between attempts.
+    /// A request that times out is cancelled (`notifications/cancelled`), except an
+    /// attempt of a keyed task-creating call of a tool the server deduplicates, which is
+    /// retried ([`RetryConfig`](crate::RetryConfig)).
     pub request_timeout: Duration,
     /// How many rounds of input a call may ask: MRTR rounds of `tools/call`, and each
     /// task's rounds (2026-07-28: `tasks/update`s with new answers; 2025-11-25: the

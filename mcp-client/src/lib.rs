@@ -52,7 +52,8 @@
 //!   again with its key within [`ClientConfig::retry`] (bounded, jittered back-off) after
 //!   a failure that never reached the server (connection refused, a 429 after its
 //!   `Retry-After`), and, for a flagged tool, after a lost answer (a cut connection, HTTP
-//!   502/503/504 without a JSON-RPC answer; never the request timeout), each retry a
+//!   502/503/504 without a JSON-RPC answer, the request timeout: a timed-out attempt of
+//!   such a call is not cancelled, the retry finds its task), each retry a
 //!   `tracing` INFO event and a [`RetryNotice`] to [`ClientConfig::on_retry`]: the server
 //!   makes one task per key. A failed HTTP exchange is typed ([`ClientError::Transport`]
 //!   with its kind, status and `Retry-After`).

@@ -57,12 +57,15 @@ pub type RetryHook = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
 /// failure that says the request never reached the server (the connection could not be
 /// made, an HTTP 429, after its `Retry-After`) is retried for any keyed call. A failure
 /// that may have lost the answer of a request the server got (a connection cut before
-/// the answer, an HTTP 502, 503 or 504 without a JSON-RPC answer) is retried only for a
+/// the answer, an HTTP 502, 503 or 504 without a JSON-RPC answer, the client's
+/// [`request_timeout`](crate::ClientConfig::request_timeout)) is retried only for a
 /// task-augmented call of a tool the server's `tools/list` flags as deduplicating keyed
 /// calls (`_meta["rs.mcp-tasks/idempotency"]`): another tool may ignore the key and run
-/// again. The client's request timeout is never retried (the timed-out request is
-/// cancelled with `notifications/cancelled`, which would cancel the task a repeat finds).
-/// Everything else is sent once. Waits double from
+/// again. Such a call's timed-out attempt is not cancelled (no `notifications/cancelled`,
+/// which would cancel the task the retry finds): the server goes on with it, also when
+/// the attempts are spent (a later call with the same key finds its task); dropping the
+/// call itself still cancels the attempt in flight. Any other call that times out is
+/// cancelled and not retried. Everything else is sent once. Waits double from
 /// [`initial_backoff`](RetryConfig::initial_backoff) up to
 /// [`max_backoff`](RetryConfig::max_backoff), with ±20% jitter; a `Retry-After` is
 /// honoured up to [`max_retry_after`](RetryConfig::max_retry_after). One call can take up
@@ -131,9 +134,10 @@ impl RetryConfig {
 
     /// Whether the failure `error` of attempt `attempt` (from 1) of a keyed call is worth
     /// sending again, and after how long. `lost_replies`: whether a failure after which
-    /// the server may have got the request is too (the tool deduplicates keyed calls).
-    /// `None` when it is not (a JSON-RPC answer, a refusal, a timeout, a lost answer of a
-    /// tool that may run twice) or the attempts are spent.
+    /// the server may have got the request is too (the tool deduplicates keyed calls): a
+    /// lost answer or a [`ClientError::Timeout`]. `None` when it is not (a JSON-RPC
+    /// answer, a refusal, a lost answer or timeout of a tool that may run twice) or the
+    /// attempts are spent.
     pub fn wait_after(
         &self,
         error: &ClientError,
@@ -144,8 +148,10 @@ impl RetryConfig {
             return None;
         }
         let backoff = self.backoff(attempt);
-        let ClientError::Transport(failure) = error else {
-            return None;
+        let failure = match error {
+            ClientError::Transport(failure) => failure,
+            ClientError::Timeout(_) if lost_replies => return Some(backoff),
+            _ => return None,
         };
         match failure.kind {
             FailureKind::Unreachable => Some(backoff),
@@ -337,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn lost_answers_are_retried_only_for_deduplicating_tools() {
+    fn lost_answers_and_timeouts_are_retried_only_for_deduplicating_tools() {
         let config = RetryConfig::default();
         let status = |code: u16, after: Option<u64>| {
             ClientError::Transport(
@@ -348,8 +354,10 @@ mod tests {
         let cut = ClientError::Transport(TransportFailure::new(FailureKind::Interrupted, "reset"));
         let refused =
             ClientError::Transport(TransportFailure::new(FailureKind::Unreachable, "refused"));
+        let timeout = ClientError::Timeout(Duration::from_secs(1));
         for e in [
             &cut,
+            &timeout,
             &status(502, None),
             &status(503, None),
             &status(504, None),
@@ -368,7 +376,6 @@ mod tests {
             );
         }
         for e in [
-            ClientError::Timeout(Duration::from_secs(1)),
             status(500, None),
             status(401, None),
             ClientError::Transport("text only".into()),

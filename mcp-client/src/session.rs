@@ -5,6 +5,7 @@
 //!
 //! Below `client.rs`, `driver.rs` and `v2025.rs`; imports none of them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mcp_tasks_protocol::JsonObject;
@@ -461,11 +462,13 @@ impl Session {
     }
 
     /// `answer` within `timeout`, not counting the time a browser step of the login
-    /// takes (the step bounds its own wait).
+    /// takes (the step bounds its own wait). `timed_out`, if given, is set before a
+    /// timed-out `answer` is dropped.
     async fn bounded<T>(
         &self,
         timeout: std::time::Duration,
         answer: impl std::future::Future<Output = T>,
+        timed_out: Option<&AtomicBool>,
     ) -> Result<T, ClientError> {
         tokio::pin!(answer);
         loop {
@@ -476,7 +479,12 @@ impl Session {
                         .authorizer
                         .as_ref()
                         .is_some_and(|a| a.in_browser_step()) => {}
-                Err(_) => return Err(ClientError::Timeout(timeout)),
+                Err(_) => {
+                    if let Some(timed_out) = timed_out {
+                        timed_out.store(true, Ordering::SeqCst);
+                    }
+                    return Err(ClientError::Timeout(timeout));
+                }
             }
         }
     }
@@ -487,45 +495,76 @@ impl Session {
         params: &M::Params,
     ) -> Result<M::Result, ClientError> {
         if let Some((span, traced)) = crate::telemetry::outgoing(M::METHOD, params) {
-            let sent = self.request_raw_as(M::METHOD, &traced);
+            let sent = self.request_raw_as(M::METHOD, &traced, true);
             let answer = tracing::Instrument::instrument(sent, span.clone()).await;
             return answer.inspect_err(|e| crate::telemetry::failed(&span, e));
         }
         let timeout = self.config.request_timeout;
         let answer = self
-            .bounded(timeout, self.peer.request::<M>(params))
+            .bounded(timeout, self.peer.request::<M>(params), None)
             .await?;
         answer.map_err(|e| self.lift(e.into()))
     }
 
     /// A request with the configured timeout whose result is read as `R` (for results
-    /// with several shapes, or read in another revision's shape).
+    /// with several shapes, or read in another revision's shape). A request that times
+    /// out is cancelled (`notifications/cancelled`).
     pub(crate) async fn request_as<R: DeserializeOwned>(
         &self,
         method: &str,
         params: &impl Serialize,
     ) -> Result<R, ClientError> {
+        self.request_as_with(method, params, true).await
+    }
+
+    /// [`request_as`](Self::request_as), except that a request that times out is only
+    /// forgotten, not cancelled: the server goes on with it (dropped before, it is
+    /// cancelled). For a keyed create of a tool the server deduplicates, which a retry
+    /// with the same key finds again.
+    pub(crate) async fn request_as_uncancelled<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<R, ClientError> {
+        self.request_as_with(method, params, false).await
+    }
+
+    /// A request with the configured timeout whose result is read as `R`; `cancel`:
+    /// whether a request that times out is cancelled (one dropped before always is).
+    async fn request_as_with<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        cancel: bool,
+    ) -> Result<R, ClientError> {
         if let Some((span, traced)) = crate::telemetry::outgoing(method, params) {
-            let sent = self.request_raw_as(method, &traced);
+            let sent = self.request_raw_as(method, &traced, cancel);
             let answer = tracing::Instrument::instrument(sent, span.clone()).await;
             return answer.inspect_err(|e| crate::telemetry::failed(&span, e));
         }
         let raw = serde_json::value::to_raw_value(params)
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        self.request_raw_as(method, &raw).await
+        self.request_raw_as(method, &raw, cancel).await
     }
 
-    /// A request of `raw` params with the configured timeout, its result read as `R`.
+    /// A request of `raw` params with the configured timeout, its result read as `R`;
+    /// `cancel`: whether a request that times out is cancelled.
     async fn request_raw_as<R: DeserializeOwned>(
         &self,
         method: &str,
         raw: &serde_json::value::RawValue,
+        cancel: bool,
     ) -> Result<R, ClientError> {
         let timeout = self.config.request_timeout;
-        let result = self
-            .bounded(timeout, self.peer.request_raw(method, Some(raw)))
-            .await?
-            .map_err(|e| self.lift(e.into()))?;
+        let result = if cancel {
+            let sent = self.peer.request_raw(method, Some(raw));
+            self.bounded(timeout, sent, None).await?
+        } else {
+            let kept = AtomicBool::new(false);
+            let sent = self.peer.request_raw_keepable(method, Some(raw), &kept);
+            self.bounded(timeout, sent, Some(&kept)).await?
+        };
+        let result = result.map_err(|e| self.lift(e.into()))?;
         serde_json::from_str(result.get()).map_err(|e| {
             ClientError::Protocol(format!("{method} answered with an unexpected shape: {e}"))
         })

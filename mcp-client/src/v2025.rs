@@ -109,8 +109,9 @@ pub(crate) enum Called {
 /// tool the listing flags as deduplicating keyed calls and has none, a fresh one
 /// ([`ClientConfig::idempotency_keys`](crate::ClientConfig::idempotency_keys)). A keyed
 /// call is sent again after a failure that never reached the server, and, when it asks
-/// for a task of a flagged tool, after a lost answer
-/// ([`ClientConfig::retry`](crate::ClientConfig::retry)). Returns the key sent.
+/// for a task of a flagged tool, after a lost answer or a timeout (the timed-out attempt
+/// is not cancelled) ([`ClientConfig::retry`](crate::ClientConfig::retry)). Returns the
+/// key sent.
 pub(crate) async fn call_tool(
     session: &Session,
     name: &str,
@@ -145,12 +146,21 @@ pub(crate) async fn call_tool(
     let pushed = session.pushed_2025.subscribe();
     // The server may ask about the task before this call's answer names it.
     let creating = as_task.then(|| session.creating());
+    // A retry finds what a timed-out attempt started: it is not cancelled.
+    let kept = key.is_some() && deduplicated;
     let reply: Value = crate::retry::retrying(
         &session.config.retry,
         v2025::methods::TOOLS_CALL,
         key.as_deref(),
         deduplicated,
-        || session.request_as(v2025::methods::TOOLS_CALL, &params),
+        || async {
+            let method = v2025::methods::TOOLS_CALL;
+            if kept {
+                session.request_as_uncancelled(method, &params).await
+            } else {
+                session.request_as(method, &params).await
+            }
+        },
     )
     .await?;
     if reply.get("task").is_some() {

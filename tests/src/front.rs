@@ -73,9 +73,8 @@ impl Upstream {
         }
     }
 
-    /// `request` (its body read whole) as it goes on upstream, and the JSON-RPC
-    /// `tools/call` message it is, if it is a POST of one; `Err` is the answer to a body
-    /// over [`MAX_BODY`].
+    /// `request` (its body read whole) as it goes on upstream, and the JSON-RPC message
+    /// it is, if it is a POST of one; `Err` is the answer to a body over [`MAX_BODY`].
     async fn pass_on(
         &self,
         request: Request,
@@ -94,11 +93,10 @@ impl Upstream {
                 upstream = upstream.header(name, value);
             }
         }
-        let call = (parts.method == Method::POST)
+        let message = (parts.method == Method::POST)
             .then(|| serde_json::from_slice::<Value>(&body).ok())
-            .flatten()
-            .filter(|m| m["method"] == "tools/call");
-        Ok((upstream, call))
+            .flatten();
+        Ok((upstream, message))
     }
 }
 
@@ -211,6 +209,9 @@ pub trait ToolCalls: Send + Sync + 'static {
     /// The answer to `call`; `Err` is the answer when the exchange with the upstream
     /// failed.
     fn tool_call(&self, call: ToolCall) -> impl Future<Output = Result<Response, Response>> + Send;
+
+    /// Told of every other JSON-RPC message POSTed, before it is passed on.
+    fn passed(&self, _message: &Value) {}
 }
 
 /// A front being served on a free 127.0.0.1 port; it stops when dropped.
@@ -255,13 +256,17 @@ async fn forward<F: ToolCalls>(
 ) -> Result<Response, Response> {
     let (upstream, message) = front.upstream.pass_on(request).await?;
     match message {
-        Some(message) => {
+        Some(message) if message["method"] == "tools/call" => {
             let call = ToolCall {
                 message,
                 upstream,
                 cut,
             };
             front.calls.tool_call(call).await
+        }
+        Some(message) => {
+            front.calls.passed(&message);
+            Ok(stream_back(upstream).await)
         }
         None => Ok(stream_back(upstream).await),
     }

@@ -3,15 +3,17 @@
 //! except for the `tools/call` POSTs that meet a fault queued with
 //! [`RetryFront::fail_next`]: the request reaches the server and its whole answer is read
 //! (the server did its work), then the client gets the fault instead — a status without a
-//! JSON-RPC answer (502, 503, 504), a 429 with a `Retry-After`, or its connection closed
-//! without a byte of response.
+//! JSON-RPC answer (502, 503, 504), a 429 with a `Retry-After`, its connection closed
+//! without a byte of response, or the answer held a while.
 //!
 //! The front keeps every `tools/call` it passed on ([`Call`]): its params (to see the
-//! idempotency key sent) and the task id the server's answer named, if any. What it
+//! idempotency key sent) and the task id the server's answer named, if any, and the other
+//! messages POSTed ([`RetryFront::others`]: a `notifications/cancelled`, say). What it
 //! shares with the other test fronts is in [`front`](crate::front).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -28,11 +30,15 @@ pub enum Fault {
     TooMany(String),
     /// The client's connection closed without any response.
     Close,
+    /// The answer itself, held this long (past the client's request timeout, say).
+    Delay(Duration),
 }
 
 /// A `tools/call` the front passed on.
 #[derive(Debug, Clone)]
 pub struct Call {
+    /// Its JSON-RPC id.
+    pub id: Value,
     /// Its params.
     pub params: Value,
     /// The task the server's answer named (a create or a repeat of one), if any.
@@ -45,6 +51,7 @@ pub struct Call {
 struct Shared {
     faults: Mutex<VecDeque<Fault>>,
     calls: Mutex<Vec<Call>>,
+    others: Mutex<Vec<Value>>,
 }
 
 /// The front: its URL, the faults to come, the calls seen.
@@ -78,6 +85,11 @@ impl RetryFront {
     pub fn calls(&self) -> Vec<Call> {
         lock(&self.shared.calls).clone()
     }
+
+    /// The other JSON-RPC messages POSTed so far (notifications, other requests).
+    pub fn others(&self) -> Vec<Value> {
+        lock(&self.shared.others).clone()
+    }
 }
 
 impl ToolCalls for Shared {
@@ -86,6 +98,7 @@ impl ToolCalls for Shared {
         let answer = read_whole(call.upstream).await?;
         let fault = lock(&self.faults).pop_front();
         lock(&self.calls).push(Call {
+            id: call.message["id"].clone(),
             params: call.message["params"].clone(),
             task_id: answer.task_id(),
             fault: fault.clone(),
@@ -102,7 +115,15 @@ impl ToolCalls for Shared {
             )
                 .into_response(),
             Some(Fault::Close) => call.cut.close(),
+            Some(Fault::Delay(held)) => {
+                tokio::time::sleep(held).await;
+                answer.into_response()
+            }
             None => answer.into_response(),
         })
+    }
+
+    fn passed(&self, message: &Value) {
+        lock(&self.others).push(message.clone());
     }
 }

@@ -2,7 +2,7 @@
 //! other side and matches responses to the requests waiting for them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -171,13 +171,14 @@ struct NotificationOut<'a> {
     params: Option<&'a RawValue>,
 }
 
-/// Removes the pending entry and tells the other side to stop if the request future is
-/// dropped before its answer arrives.
+/// Removes the pending entry if the request future is dropped before its answer, and
+/// tells the other side to stop unless the request is [kept](Peer::request_raw_keepable).
 struct PendingGuard<'a> {
     peer: &'a Peer,
     id: RequestId,
     sent: bool,
     done: bool,
+    keep: Option<&'a AtomicBool>,
 }
 
 impl Drop for PendingGuard<'_> {
@@ -186,7 +187,7 @@ impl Drop for PendingGuard<'_> {
             return;
         }
         let removed = self.peer.take_pending(&self.id).is_some();
-        if removed && self.sent {
+        if removed && self.sent && !self.keep.is_some_and(|k| k.load(Ordering::SeqCst)) {
             let params = serde_json::json!({ "requestId": &self.id, "reason": "request dropped by the caller" });
             if let Ok(params) = serde_json::value::to_raw_value(&params) {
                 let _ = self
@@ -270,6 +271,21 @@ impl Peer {
         self.request_raw_as(self.mint_id(), method, params).await
     }
 
+    /// [`request_raw`](Self::request_raw), except that dropping the future before its
+    /// answer once `keep` is set only forgets the request: no `notifications/cancelled`,
+    /// the other side goes on with it, its late answer is dropped. For a request a repeat
+    /// finds again (a create the other side deduplicates by key) given up on after a
+    /// timeout, where a cancel would end the work the repeat is after.
+    pub async fn request_raw_keepable(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        keep: &AtomicBool,
+    ) -> Result<Box<RawValue>, PeerError> {
+        self.send_request(self.mint_id(), method, params, Some(keep))
+            .await
+    }
+
     /// The id of this session's next request: the next number, behind the prefix if the
     /// peer has one.
     fn mint_id(&self) -> RequestId {
@@ -296,6 +312,18 @@ impl Peer {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, PeerError> {
+        self.send_request(id, method, params, None).await
+    }
+
+    /// Sends a request under `id` and waits for its answer; dropped before it, the request
+    /// is cancelled unless `keep` is set.
+    async fn send_request(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        keep: Option<&AtomicBool>,
+    ) -> Result<Box<RawValue>, PeerError> {
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.lock_pending();
@@ -311,6 +339,7 @@ impl Peer {
             id: id.clone(),
             sent: false,
             done: false,
+            keep,
         };
         let frame = serde_json::to_string(&RequestOut {
             jsonrpc: Version,
@@ -535,5 +564,37 @@ mod tests {
                 .complete(&id, Ok(answer))
         );
         assert!(matches!(waiting.await.ok(), Some(Ok(_))));
+    }
+
+    /// Dropping a request before its answer cancels it, unless it was kept: forgotten.
+    #[tokio::test]
+    async fn a_dropped_request_is_cancelled_unless_kept() {
+        for kept in [false, true] {
+            let (out, mut sent) = FrameSender::channel(4);
+            let peer = Peer::new(out);
+            let asking = peer.clone();
+            let keep = Arc::new(AtomicBool::new(false));
+            let waiting = tokio::spawn({
+                let keep = Arc::clone(&keep);
+                async move { asking.request_raw_keepable("tools/call", None, &keep).await }
+            });
+            let mut next = async || -> serde_json::Value {
+                let frame = sent.recv().await.and_then(Result::ok).unwrap_or_default();
+                serde_json::from_str(&frame).unwrap_or_default()
+            };
+            let request = next().await;
+            keep.store(kept, Ordering::SeqCst);
+            waiting.abort();
+            assert!(waiting.await.is_err_and(|e| e.is_cancelled()));
+            assert_eq!(peer.pending_count(), 0, "forgotten either way");
+            drop(peer); // every sender gone: what came after the request, then the end
+            let after = next().await;
+            let expected = match kept {
+                false => serde_json::json!(["notifications/cancelled", request["id"]]),
+                true => serde_json::json!([null, null]), // nothing after the request
+            };
+            let got = serde_json::json!([after["method"], after["params"]["requestId"]]);
+            assert_eq!(got, expected, "{after}");
+        }
     }
 }

@@ -10,7 +10,11 @@
 //! ([`RetryFront`]) that lets each faulted request reach the server and loses its answer:
 //! every attempt names the same task, the tool runs once, the retries are told to the
 //! hook. A call without a key (keys off, or a plain 2025-11-25 call) is never retried.
-//! Both revisions where the path differs (2026-07-28; 2025-11-25 with `params.task`).
+//! The client's request timeout is retried like a lost answer, for a flagged tool only,
+//! and the timed-out attempt is not cancelled (no `notifications/cancelled` reaches the
+//! server: the task it started is what the retry finds); another call that times out is
+//! cancelled and not retried. Both revisions where the path differs (2026-07-28;
+//! 2025-11-25 with `params.task`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,8 +36,15 @@ use crate::idempotency::counted;
 /// The bound of one scenario.
 const WAIT: Duration = Duration::from_secs(40);
 
-/// Our server (`counted`: always a task; `counted_sync`: never), its run counter, and
-/// the front before it.
+/// The deadline of `counted_after`: past [`SHORT_TIMEOUT`], so that a call it answers
+/// in the request times out first.
+const AFTER: Duration = Duration::from_secs(3);
+
+/// The client's request timeout where a test makes one time out.
+const SHORT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Our server (`counted`: always a task; `counted_sync`: never; `counted_after`: a task
+/// at [`AFTER`]), its run counter, and the front before it.
 struct Setup {
     _server: TestServer,
     front: RetryFront,
@@ -46,6 +57,7 @@ async fn setup() -> Setup {
     let tools = vec![
         counted("counted", TaskPolicy::Required, &runs),
         counted("counted_sync", TaskPolicy::Synchronous, &runs),
+        counted("counted_after", TaskPolicy::After(AFTER), &runs),
     ];
     let server =
         TestServer::start_with(tools, RuntimeConfig::default(), HttpConfig::default()).await;
@@ -395,4 +407,194 @@ async fn a_client_that_has_not_listed_the_tools_sends_no_key_of_its_own() {
     assert_eq!(key_sent(&calls[2]), key, "the retry with the same key");
     assert_eq!(calls[1].task_id, calls[2].task_id, "one task");
     assert_eq!(s.notices().len(), 1);
+}
+
+/// Whether the front passed on a `notifications/cancelled` of the request `id`.
+fn cancelled(s: &Setup, id: &Value) -> bool {
+    s.front
+        .others()
+        .iter()
+        .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == *id)
+}
+
+/// Waits (bounded) until the front passed on a `notifications/cancelled` of `id`: it goes
+/// out as the request is dropped and reaches the front soon after.
+async fn until_cancelled(s: &Setup, id: &Value) {
+    let told = async {
+        while !cancelled(s, id) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, told)
+        .await
+        .expect("the request was cancelled");
+}
+
+/// A call of a flagged tool whose answer comes after the client's request timeout: the
+/// timed-out attempt is not cancelled, the retry (same key) gets the same task, the tool
+/// ran once and its task completed.
+async fn a_timed_out_create_is_retried_uncancelled(revision: Revision) {
+    let s = setup().await;
+    let client = s
+        .client(revision, |c| c.request_timeout = SHORT_TIMEOUT)
+        .await;
+    s.front.fail_next([Fault::Delay(SHORT_TIMEOUT * 3)]);
+    let Started::Task(handle) = call(&client, ToolCall::new("counted", label("once")))
+        .await
+        .expect("retried after the timeout")
+    else {
+        panic!("{revision:?}: counted made no task");
+    };
+    let calls = s.calls_of("counted");
+    assert_eq!(
+        calls.len(),
+        2,
+        "{revision:?}: the timed-out attempt, the retry"
+    );
+    let key = key_sent(&calls[0]);
+    assert!(key.is_some(), "{revision:?}: keyed");
+    assert_eq!(key_sent(&calls[1]), key, "{revision:?}: the same key");
+    assert_eq!(
+        calls[0].task_id.as_deref(),
+        Some(handle.id()),
+        "{revision:?}"
+    );
+    assert_eq!(
+        calls[1].task_id.as_deref(),
+        Some(handle.id()),
+        "{revision:?}"
+    );
+    let notices = s.notices();
+    assert_eq!(notices.len(), 1, "{revision:?}: {notices:?}");
+    assert!(
+        notices[0].reason.contains("no answer within"),
+        "{notices:?}"
+    );
+    assert_eq!(notices[0].status, None);
+    let result = tokio::time::timeout(WAIT, handle.wait())
+        .await
+        .expect("in time")
+        .expect("the task completed, not cancelled");
+    assert_eq!(
+        result.content.first().and_then(|c| c.as_text()),
+        Some("done once")
+    );
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "{revision:?}: ran once");
+    assert!(!cancelled(&s, &calls[0].id), "{revision:?}: not cancelled");
+}
+
+#[tokio::test]
+async fn a_timed_out_create_is_retried_uncancelled_2026() {
+    a_timed_out_create_is_retried_uncancelled(Revision::V2026_07_28).await;
+}
+
+#[tokio::test]
+async fn a_timed_out_create_is_retried_uncancelled_2025() {
+    a_timed_out_create_is_retried_uncancelled(Revision::V2025_11_25).await;
+}
+
+/// 2026-07-28, a deadline-promoted tool still working in the request when the client
+/// times out: not cancelled, the server goes on; the retry finds the task the key names
+/// (written up front), which completes; the tool ran once.
+#[tokio::test]
+async fn a_timed_out_deadline_call_keeps_running_and_is_found() {
+    let s = setup().await;
+    let client = s
+        .client(Revision::V2026_07_28, |c| c.request_timeout = SHORT_TIMEOUT)
+        .await;
+    let mut args = label("after");
+    args.insert("ms".into(), json!((SHORT_TIMEOUT * 2).as_millis()));
+    let Started::Task(handle) = call(&client, ToolCall::new("counted_after", args))
+        .await
+        .expect("retried after the timeout")
+    else {
+        panic!("the retry found no task");
+    };
+    let result = tokio::time::timeout(WAIT, handle.wait())
+        .await
+        .expect("in time")
+        .expect("the task completed, not cancelled");
+    assert_eq!(
+        result.content.first().and_then(|c| c.as_text()),
+        Some("done after")
+    );
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1, "ran once");
+    assert_eq!(s.notices().len(), 1);
+    // The front keeps a call once its answer came: the timed-out attempt's, as the tool
+    // ended (after the retry's).
+    let both = async {
+        loop {
+            let mut calls = s.calls_of("counted_after");
+            if calls.len() >= 2 {
+                calls.sort_by_key(|c| c.id.as_i64());
+                return calls;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let calls = tokio::time::timeout(WAIT, both)
+        .await
+        .expect("both attempts answered");
+    assert_eq!(
+        calls.len(),
+        2,
+        "the timed-out attempt, the retry: {calls:?}"
+    );
+    assert_eq!(key_sent(&calls[1]), key_sent(&calls[0]), "the same key");
+    assert_eq!(
+        calls[1].task_id.as_deref(),
+        Some(handle.id()),
+        "the retry's"
+    );
+    assert!(!cancelled(&s, &calls[0].id), "not cancelled");
+}
+
+/// A synchronous tool's call that times out is cancelled (the front sees the
+/// `notifications/cancelled`) and not retried, with a key of the caller's or without.
+#[tokio::test]
+async fn a_synchronous_tools_timeout_is_cancelled_not_retried() {
+    for given in [None, Some("caller-key-4")] {
+        let s = setup().await;
+        let client = s
+            .client(Revision::V2026_07_28, |c| c.request_timeout = SHORT_TIMEOUT)
+            .await;
+        s.front.fail_next([Fault::Delay(SHORT_TIMEOUT * 3)]);
+        let mut operation = ToolCall::new("counted_sync", label("sync"));
+        if let Some(key) = given {
+            operation = operation.with_idempotency_key(key);
+        }
+        let error = call(&client, operation).await.expect_err("timed out");
+        assert!(
+            matches!(error, ClientError::Timeout(_)),
+            "{given:?}: {error}"
+        );
+        assert!(s.notices().is_empty(), "{given:?}: not retried");
+        let calls = s.calls_of("counted_sync");
+        assert_eq!(calls.len(), 1, "{given:?}: sent once");
+        assert_eq!(key_sent(&calls[0]).as_deref(), given, "{given:?}");
+        until_cancelled(&s, &calls[0].id).await;
+    }
+}
+
+/// A keyed call of a flagged tool that its caller drops (not timed out) is still
+/// cancelled: only the client's own timeout keeps the attempt.
+#[tokio::test]
+async fn a_dropped_call_of_a_flagged_tool_is_still_cancelled() {
+    let s = setup().await;
+    let client = s.client(Revision::V2026_07_28, |_| {}).await;
+    s.front.fail_next([Fault::Delay(WAIT)]);
+    let operation = ToolCall::new("counted", label("dropped"));
+    // The front holds the answer: the call is dropped once it was sent.
+    let sent = async {
+        while s.calls_of("counted").is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        out = client.call_as_task(operation) => panic!("answered while held: {:?}", out.is_ok()),
+        () = sent => {}
+        () = tokio::time::sleep(WAIT) => panic!("the call never reached the front"),
+    }
+    until_cancelled(&s, &s.calls_of("counted")[0].id).await;
+    assert!(s.notices().is_empty(), "not retried");
 }
